@@ -1,0 +1,248 @@
+"""The records that cross a process or host boundary: frozen, JSON-safe pydantic models.
+
+A ``TrialSpec`` goes from the driver to a node; a ``TrialResult`` comes back. Nothing else
+crosses: Optuna trials, Ray handles and MLflow runs never leave their own modules.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Outcome(StrEnum):
+    """How a trial ended: exactly one, decided on the node from evidence."""
+
+    OK = "ok"
+    CRASHED = "crashed"
+    TIMEOUT = "timeout"
+    SLO_VIOLATED = "slo_violated"
+    PRUNED = "pruned"
+    INFRA = "infra"
+
+
+class Cause(StrEnum):
+    """The closed vocabulary of failure causes (docs/failures.md explains each)."""
+
+    KV_POOL_OOM = "kv_pool_oom"
+    CUDA_OOM = "cuda_oom"
+    CUDA_GRAPH_CAPTURE = "cuda_graph_capture"
+    ARCH_UNSUPPORTED = "arch_unsupported"
+    NCCL_ERROR = "nccl_error"
+    INVALID_ARGUMENT = "invalid_argument"
+    ASSERTION = "assertion"
+    IMPORT_ERROR = "import_error"
+    KILLED = "killed"
+    PORT_IN_USE = "port_in_use"
+    STARTUP_TIMEOUT = "startup_timeout"
+    RUNTIME_CRASH = "runtime_crash"
+    BENCHMARK_ERRORS = "benchmark_errors"
+    GPU_NOT_CLEAN = "gpu_not_clean"
+    NODE_LOST = "node_lost"
+    DEAD_END = "dead_end"
+    CONSTRAINT = "constraint"
+    UNKNOWN = "unknown"
+
+
+# Causes that are not the configuration's fault: the trial is retried elsewhere.
+INFRA_CAUSES = frozenset({Cause.PORT_IN_USE, Cause.GPU_NOT_CLEAN, Cause.NODE_LOST})
+# Causes where more memory-hungry settings can only fail the same way.
+MEMORY_CAUSES = frozenset({Cause.KV_POOL_OOM, Cause.CUDA_OOM, Cause.CUDA_GRAPH_CAPTURE})
+
+
+class Phase(StrEnum):
+    """Where in a trial's life something happened, in order."""
+
+    LAUNCH = "launch"
+    LOAD = "load"
+    MEMORY_POOL = "memory_pool"
+    GRAPH_CAPTURE = "graph_capture"
+    READY = "ready"
+    WARMUP = "warmup"
+    BENCHMARK = "benchmark"
+    TEARDOWN = "teardown"
+
+
+class Rule(_Frozen):
+    """One failure rule: a regex over log lines -> cause, phase, hint.
+
+    ``blame`` names flags (``--enable-torch-symm-mem``) or environment variables
+    (``NCCL_PROTO``) that, when present in the trial's launch, are the reason for the failure;
+    the driver maps them back to parameter values and never launches those values again.
+    """
+
+    id: str
+    pattern: str
+    cause: Cause
+    phase: Phase | None = None  # None: the phase reached when the line was seen
+    hint: str = ""
+    permanent: bool = True  # False: could pass on a retry (flaky, infra)
+    blame: tuple[str, ...] = ()
+    fatal: bool = True  # False: evidence only, does not end the trial by itself
+
+
+class Milestone(_Frozen):
+    """A log pattern that marks progress through startup (weights loaded, graphs captured)."""
+
+    phase: Phase
+    pattern: str
+    label: str
+
+
+class Workload(_Frozen):
+    """What the benchmark sends: a fixed number of requests at a fixed concurrency."""
+
+    concurrency: int = Field(8, ge=1)
+    num_requests: int = Field(32, ge=1)
+    prompt_len: int = Field(64, ge=1)
+    output_len: int = Field(64, ge=1)
+    warmup_requests: int = Field(2, ge=0)
+    endpoint: str = "/v1/completions"  # or "/generate" (SGLang native)
+    model: str | None = None  # the "model" field of completion requests
+    request_timeout_s: float = Field(120.0, gt=0)
+    seed: int = 0
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+
+
+class Limits(_Frozen):
+    """Time limits of one trial."""
+
+    startup_s: float = Field(600.0, gt=0)
+    benchmark_s: float = Field(900.0, gt=0)
+    teardown_grace_s: float = Field(10.0, ge=0)
+    gpu_release_s: float = Field(120.0, ge=0)
+
+
+class TrialSpec(_Frozen):
+    """Everything a node needs to run one trial; built by the driver from one configuration."""
+
+    study: str
+    number: int
+    engine: str
+    params: dict[str, Any]
+    argv: list[str]  # the server command; ``{port}`` and ``{host}`` are filled in on the node
+    # "server": launch, wait ready, benchmark over HTTP, tear down.
+    # "job": run to completion; metrics come from a line ``AUTOTUNE_METRICS {json}`` in its output.
+    mode: Literal["server", "job"] = "server"
+    env: dict[str, str] = Field(default_factory=dict)
+    host: str = "127.0.0.1"
+    port: int = 0  # 0: the node picks a free port
+    health_path: str = "/health"
+    workload: Workload = Field(default_factory=Workload)
+    limits: Limits = Field(default_factory=Limits)
+    rules: list[Rule] = Field(default_factory=list)
+    milestones: list[Milestone] = Field(default_factory=list)
+    ready_pattern: str | None = None  # a log line that says the server is up (optional)
+    gpus: int = 0
+    log_dir: str  # where the node writes the server log (a shared or node-local folder)
+    cwd: str | None = None
+    simulated: bool = False
+    attempt: int = 0  # infra retries so far
+
+
+class Stats(_Frozen):
+    """Summary of one latency distribution, milliseconds."""
+
+    mean: float
+    p50: float
+    p90: float
+    p99: float
+
+
+class Metrics(_Frozen):
+    """What the benchmark measured (a ``job`` trial fills ``extra`` and leaves the rest zero)."""
+
+    output_tok_s: float = 0.0
+    request_s: float = 0.0
+    ttft_ms: Stats | None = None
+    itl_ms: Stats | None = None
+    e2e_ms: Stats | None = None
+    tpot_ms: Stats | None = None
+    completed: int = 0
+    failed: int = 0
+    output_tokens: int = 0
+    duration_s: float = 0.0
+    accept_length: float | None = None  # speculative decoding, from /get_server_info
+    extra: dict[str, float] = Field(default_factory=dict)  # job metrics, e.g. allreduce_p50_us
+
+    def flat(self) -> dict[str, float]:
+        """Metrics as ``{name: value}``: ``output_tok_s``, ``ttft_p99_ms``, ``e2e_mean_ms``, ..."""
+        out: dict[str, float] = {
+            "output_tok_s": self.output_tok_s,
+            "request_s": self.request_s,
+            "completed": float(self.completed),
+            "failed": float(self.failed),
+            "output_tokens": float(self.output_tokens),
+            "duration_s": self.duration_s,
+        }
+        for name in ("ttft", "itl", "e2e", "tpot"):
+            stats: Stats | None = getattr(self, f"{name}_ms")
+            if stats is None:
+                continue
+            for key in ("mean", "p50", "p90", "p99"):
+                out[f"{name}_{key}_ms"] = getattr(stats, key)
+        if self.accept_length is not None:
+            out["accept_length"] = self.accept_length
+        out.update(self.extra)
+        return out
+
+
+class Failure(_Frozen):
+    """Why a trial did not produce valid metrics."""
+
+    cause: Cause
+    phase: Phase
+    hint: str = ""
+    evidence: list[str] = Field(default_factory=list)  # the matching log lines
+    rule: str | None = None  # id of the rule that matched
+    permanent: bool = True
+    blame: list[str] = Field(default_factory=list)  # flags/env present in the launch that caused it
+    exit_code: int | None = None
+    log_tail: list[str] = Field(default_factory=list)
+    message: str = ""  # one line, for tables
+
+
+class Timings(_Frozen):
+    """Seconds spent in each stage of a trial."""
+
+    launch_to_ready_s: float | None = None
+    warmup_s: float | None = None
+    benchmark_s: float | None = None
+    teardown_s: float | None = None
+    total_s: float = 0.0
+
+
+class Cleanup(_Frozen):
+    """Proof that teardown left the node clean."""
+
+    processes_left: int = 0
+    port_free: bool = True
+    gpu_mem_before_mib: list[float] | None = None  # per visible GPU, before launch
+    gpu_mem_after_mib: list[float] | None = None  # after teardown (waited for)
+    gpu_clean: bool | None = None  # None: no GPU to check
+    clean: bool = True
+
+
+class TrialResult(_Frozen):
+    """What one trial produced, sent back from the node."""
+
+    study: str
+    number: int
+    outcome: Outcome
+    metrics: Metrics | None = None
+    failure: Failure | None = None
+    timings: Timings = Field(default_factory=Timings)
+    cleanup: Cleanup = Field(default_factory=Cleanup)
+    milestones: list[str] = Field(default_factory=list)  # labels reached, in order
+    log_path: str | None = None
+    node: str = ""
+    port: int | None = None
+    simulated: bool = False
+    attempt: int = 0
+    server_info: dict[str, Any] = Field(default_factory=dict)

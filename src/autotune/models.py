@@ -144,6 +144,7 @@ class TrialSpec(_Frozen):
     cwd: str | None = None
     simulated: bool = False
     attempt: int = 0  # infra retries so far
+    avoid_nodes: list[str] = Field(default_factory=list)  # nodes where an infra failure happened
 
 
 class Stats(_Frozen):

@@ -23,12 +23,15 @@ class Engine(abc.ABC):
     """
 
     name: ClassVar[str]
-    health_path: ClassVar[str] = "/health"
+    # An instance attribute (not a ClassVar) so that ``engine.health_path`` in the space wins.
+    health_path: str = "/health"
     ready_pattern: ClassVar[str | None] = None
 
     def __init__(self, spec: EngineSpec, *, simulate: bool = False) -> None:
         self.spec = spec
         self.simulate = simulate
+        if spec.health_path:
+            self.health_path = spec.health_path
 
     @abc.abstractmethod
     def base_command(self, model: str) -> list[str]:
@@ -46,10 +49,22 @@ class Engine(abc.ABC):
         """Environment every launch of this engine gets unless the space sets it."""
         return {}
 
+    def enforced_env(self) -> dict[str, str]:
+        """Environment every launch gets even if the space sets it otherwise (wins over ``env``)."""
+        return {}
+
     def command(self, model: str, args: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
         """The full argv and env for one configuration (``{host}``/``{port}`` left as placeholders)."""
         translated, _ = self.translate(args)
-        return self.base_command(model) + translated, {**self.default_env(), **env}
+        return self.base_command(model) + translated, {
+            **self.default_env(),
+            **env,
+            **self.enforced_env(),
+        }
+
+    def help_command(self) -> list[str] | None:
+        """The argv that prints the engine's ``--help`` (for preflight), or None if it has none."""
+        return None
 
     def failure_rules(self) -> list[Rule]:
         """Rules for this engine's logs, most specific first (common rules included)."""

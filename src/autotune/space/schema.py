@@ -4,10 +4,15 @@ A space file is validated once, by ``space.load``; everything downstream trusts 
 Structural checks live here (types, ranges, names); checks that need the whole document
 (conditions naming parameters, the baseline inside the space, constraint names) live in
 ``StudySpec``'s model validator so that ``autotune schema`` and ``load`` agree.
+
+Validators raise ``LocatedError`` (a ``ValueError`` that names the key it is about) so that
+``space.load`` can point at the exact line of the file.
 """
 
 from __future__ import annotations
 
+import keyword
+from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -16,16 +21,46 @@ from autotune.models import Cause, Phase, Workload
 
 Scalar = str | int | float | bool
 
+# Names a parameter may not take: they mean something else inside expressions.
+RESERVED_NAMES = frozenset(
+    {"true", "false", "none", "min", "max", "abs", "int", "float", "round", "log2"}
+    | set(keyword.kwlist)
+)
+
+
+class LocatedError(ValueError):
+    """A validation error about one key below the model being validated.
+
+    Args:
+        message: what is wrong and the fix.
+        at: the path from the model to the key, e.g. ``("low",)`` or ``("baseline", "x")``.
+    """
+
+    def __init__(self, message: str, at: tuple[str | int, ...] = ()) -> None:
+        super().__init__(message)
+        self.at = at
+
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, allow_inf_nan=False, use_attribute_docstrings=True
+    )
 
 
 class Launch(_Strict):
     """Extra launch arguments and environment, added when a choice or a bool is taken."""
 
     args: list[str] = Field(default_factory=list)
+    """Arguments this value adds."""
     env: dict[str, str] = Field(default_factory=dict)
+    """Environment this value adds; numbers become strings, booleans 1/0."""
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _stringify(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: _env_str(v) for k, v in value.items()}
+        return value
 
 
 class Parameter(_Strict):
@@ -41,73 +76,146 @@ class Parameter(_Strict):
     """
 
     name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """Identifier used in Optuna, conditions, constraints and the baseline."""
     type: Literal["int", "float", "categorical", "bool"]
+    """Kind of value: int/float take low/high, categorical takes choices."""
     flag: str | None = Field(None, pattern=r"^--?[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    """Launch flag that receives the value, e.g. --cuda-graph-max-bs."""
     env: str | None = Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """Environment variable that receives the value, e.g. NCCL_BUFFSIZE."""
     map: dict[str, Launch] | None = None
+    """Per value (key as in choices; true/false for bool): the args and env it adds."""
     low: float | None = None
+    """Smallest value (int/float)."""
     high: float | None = None
+    """Largest value (int/float); high - low must be a multiple of step."""
     step: float | None = None
+    """Grid step (int/float)."""
     log: bool = False
+    """Sample on a log scale (needs low > 0)."""
     choices: list[Scalar] | None = None
+    """Values of a categorical parameter (strings, numbers or booleans)."""
     bool_style: Literal["store_true", "value"] = "store_true"
-    when: str | None = None  # condition over other parameters; inactive -> not suggested, not set
-    memory: Literal["increasing", "decreasing"] | None = None  # larger value uses more / less memory
+    """How a bool flag is passed: present/absent, or --flag true|false."""
+    when: str | None = None
+    """Condition over other parameters; when false the parameter is not suggested, not set."""
+    memory: Literal["increasing", "decreasing"] | None = None
+    """A larger value uses more (increasing) or less (decreasing) GPU memory."""
     description: str = ""
+    """Free text, shown in reports."""
 
     @model_validator(mode="after")
     def _check(self) -> Parameter:
+        if self.name in RESERVED_NAMES:
+            raise LocatedError(
+                f"{self.name!r} is reserved in expressions (rename it, e.g. {self.name}_value)",
+                ("name",),
+            )
         targets = [t for t in (self.flag, self.env, self.map) if t is not None]
         if len(targets) != 1:
-            raise ValueError("give exactly one of 'flag', 'env' or 'map' (how the value reaches the server)")
+            raise LocatedError(
+                "give exactly one of 'flag', 'env' or 'map' (how the value reaches the server)"
+            )
         if self.type in ("int", "float"):
-            if self.low is None or self.high is None:
-                raise ValueError(f"a {self.type} parameter needs 'low' and 'high'")
-            if self.low > self.high:
-                raise ValueError(f"low ({self.low:g}) is greater than high ({self.high:g}); swap them")
-            if self.choices is not None:
-                raise ValueError(f"'choices' is for categorical parameters; use low/high for {self.type}")
-            if self.log and self.low <= 0:
-                raise ValueError("log scale needs low > 0")
-            if self.log and self.step is not None and self.type == "float":
-                raise ValueError("a float parameter cannot have both 'log' and 'step'; drop one")
-            if self.step is not None and self.step <= 0:
-                raise ValueError("step must be > 0")
-            if self.type == "int":
-                for key in ("low", "high", "step"):
-                    value = getattr(self, key)
-                    if value is not None and float(value) != int(value):
-                        raise ValueError(f"'{key}' of an int parameter must be a whole number")
-                if self.log and self.step not in (None, 1):
-                    raise ValueError("an int parameter on a log scale must have step 1")
+            self._check_range()
         elif self.type == "categorical":
             if not self.choices:
-                raise ValueError("a categorical parameter needs a non-empty 'choices' list")
-            if len({repr(c) for c in self.choices}) != len(self.choices):
-                raise ValueError("'choices' has duplicates; list each value once")
+                raise LocatedError(
+                    "a categorical parameter needs a non-empty 'choices' list", ("choices",)
+                )
+            for i, a in enumerate(self.choices):
+                for b in self.choices[:i]:
+                    if a == b:  # 1 == 1.0 == True: Optuna could not tell them apart
+                        raise LocatedError(
+                            f"'choices' has {b!r} and {a!r}, which are equal "
+                            "(list each value once)",
+                            ("choices", i),
+                        )
             for key in ("low", "high", "step"):
                 if getattr(self, key) is not None:
-                    raise ValueError(f"'{key}' is for int/float parameters; use 'choices'")
+                    raise LocatedError(
+                        f"'{key}' is for int/float parameters (use 'choices')", (key,)
+                    )
         else:  # bool
             for key in ("low", "high", "step", "choices"):
                 if getattr(self, key) is not None:
-                    raise ValueError(f"'{key}' does not apply to a bool parameter")
+                    raise LocatedError(
+                        f"'{key}' does not apply to a bool parameter (remove it)", (key,)
+                    )
         if self.map is not None:
             keys = set(self.map)
             values = {_key(v) for v in self.values()}
             if self.type not in ("categorical", "bool"):
-                raise ValueError("'map' applies to categorical and bool parameters only")
+                raise LocatedError(
+                    "'map' applies to categorical and bool parameters only (use 'flag' or 'env')",
+                    ("map",),
+                )
             if keys != values:
                 missing = sorted(values - keys)
                 extra = sorted(keys - values)
-                raise ValueError(
+                raise LocatedError(
                     "'map' must have one entry per value"
                     + (f"; missing {missing}" if missing else "")
                     + (f"; unknown {extra}" if extra else "")
+                    + (" (add an empty entry {} for a value that adds nothing)" if missing else ""),
+                    ("map",),
                 )
+        if self.bool_style != "store_true" and not (self.type == "bool" and self.flag):
+            raise LocatedError(
+                "'bool_style' applies to a bool parameter with a 'flag' (remove it)",
+                ("bool_style",),
+            )
         if self.memory is not None and self.type not in ("int", "float", "bool"):
-            raise ValueError("'memory' (monotone in memory use) applies to int, float and bool parameters")
+            raise LocatedError(
+                "'memory' (monotone in memory use) applies to int, float and bool parameters",
+                ("memory",),
+            )
+        if self.log and self.type not in ("int", "float"):
+            raise LocatedError("'log' applies to int and float parameters (remove it)", ("log",))
         return self
+
+    def _check_range(self) -> None:
+        low, high, step = self.low, self.high, self.step
+        if low is None or high is None:
+            missing = "low" if low is None else "high"
+            raise LocatedError(f"a {self.type} parameter needs 'low' and 'high' (add '{missing}')")
+        if low > high:
+            raise LocatedError(
+                f"low ({low:g}) is greater than high ({high:g}) (swap them)", ("low",)
+            )
+        if self.choices is not None:
+            raise LocatedError(
+                f"'choices' is for categorical parameters (use low/high for {self.type})",
+                ("choices",),
+            )
+        if self.log and low <= 0:
+            raise LocatedError(f"log scale needs low > 0, got {low:g}", ("low",))
+        if self.log and step is not None and self.type == "float":
+            raise LocatedError(
+                "a float parameter cannot have both 'log' and 'step' (drop one)", ("step",)
+            )
+        if step is not None and step <= 0:
+            raise LocatedError(f"step must be > 0, got {step:g}", ("step",))
+        if self.type == "int":
+            for key in ("low", "high", "step"):
+                value = getattr(self, key)
+                if value is not None and float(value) != int(value):
+                    raise LocatedError(
+                        f"'{key}' of an int parameter must be a whole number, got {value:g}",
+                        (key,),
+                    )
+            if self.log and step not in (None, 1):
+                raise LocatedError(
+                    "an int parameter on a log scale must have step 1 (drop 'step')", ("step",)
+                )
+        if step is not None and not _on_grid(high, low, step):
+            # Optuna would silently lower 'high' to the last point of the grid.
+            top = low + int((high - low) / step) * step
+            raise LocatedError(
+                f"high - low ({high - low:g}) is not a multiple of step ({step:g}) "
+                f"(use high: {top:g})",
+                ("high",),
+            )
 
     def values(self) -> list[Scalar]:
         """The finite value set of a categorical or bool parameter."""
@@ -126,7 +234,17 @@ class Parameter(_Strict):
         if self.type == "int" and float(value) != int(value):
             return False
         assert self.low is not None and self.high is not None
-        return self.low <= value <= self.high
+        if not self.low <= value <= self.high:
+            return False
+        return self.step is None or _on_grid(value, self.low, self.step)
+
+
+def _on_grid(value: float, low: float, step: float) -> bool:
+    """Whether ``value`` is ``low + k * step`` (decimal arithmetic: 0.3 is on 0.1's grid)."""
+    try:
+        return (Decimal(str(value)) - Decimal(str(low))) % Decimal(str(step)) == 0
+    except InvalidOperation:
+        return False
 
 
 def _key(value: Scalar) -> str:
@@ -146,23 +264,33 @@ def _same(a: Any, b: Any) -> bool:
 class EngineSpec(_Strict):
     """Which server to launch and how."""
 
-    name: str = Field(pattern=r"^[a-z][a-z0-9_-]*$")  # sglang, vllm, transformers, command, sim, ...
-    version: str | None = None  # engine version, for renamed flags (sglang 0.5.9 vs 0.5.23)
-    python: str = "python3"  # interpreter for python -m launches
-    gpus: int = Field(0, ge=0)  # GPUs one trial holds (tp x dp); 0 for CPU engines
+    name: str = Field(pattern=r"^[a-z][a-z0-9_-]*$")
+    """Engine: sglang, vllm, transformers, command, collective, ..."""
+    version: str | None = None
+    """Engine version, for renamed flags (sglang 0.5.9 vs 0.5.23)."""
+    python: str = "python3"
+    """Interpreter for python -m launches."""
+    gpus: int = Field(0, ge=0)
+    """GPUs one trial holds (tp x dp); 0 for CPU engines."""
     host: str = "127.0.0.1"
-    # command engine only: argv template with {port}, {host}, {model} placeholders
+    """Address the server binds to."""
     command: list[str] | None = None
+    """Command engine only: argv template with {port}, {host}, {model} placeholders."""
     health_path: str | None = None
+    """Readiness URL path; the engine's own default when unset."""
     startup_timeout_s: float = Field(600.0, gt=0)
-    options: dict[str, Scalar] = Field(default_factory=dict)  # engine-specific extras
+    """Seconds a server may take to become ready."""
+    options: dict[str, Scalar] = Field(default_factory=dict)
+    """Engine-specific extras."""
 
 
 class Fixed(_Strict):
     """Arguments and environment every trial gets."""
 
     args: list[str] = Field(default_factory=list)
+    """Arguments after the engine's command, before the parameters' own."""
     env: dict[str, str] = Field(default_factory=dict)
+    """Environment; numbers become strings, booleans 1/0."""
 
     @field_validator("env", mode="before")
     @classmethod
@@ -184,7 +312,9 @@ class Objective(_Strict):
     """The metric to optimise (a key of ``Metrics.flat()``) and its direction."""
 
     metric: str = "output_tok_s"
+    """A metric name: output_tok_s, request_s, ttft_p99_ms, e2e_mean_ms, ..."""
     direction: Literal["maximize", "minimize"] = "maximize"
+    """Whether larger or smaller is better."""
 
 
 class Slo(_Strict):
@@ -197,8 +327,11 @@ class Budget(_Strict):
     """When the study stops."""
 
     trials: int = Field(20, ge=1)
+    """Trials to run (the baseline counts as one)."""
     time_limit_s: float | None = Field(None, gt=0)
+    """Stop starting trials after this many seconds."""
     max_crash_streak: int | None = Field(None, ge=1)
+    """Stop after this many crashed trials in a row."""
 
 
 class UserRule(_Strict):
@@ -227,41 +360,135 @@ class UserRule(_Strict):
 class StudySpec(_Strict):
     """A whole space file."""
 
-    name: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # default study name
+    name: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    """Default study name."""
     description: str = ""
+    """Free text."""
     engine: EngineSpec
+    """Which server to launch and how."""
     model: str
+    """Model path or hub id passed to the engine."""
     fixed: Fixed = Field(default_factory=Fixed)
+    """Arguments and environment every trial gets."""
     parameters: Annotated[list[Parameter], Field(min_length=1)]
+    """The searched settings."""
     constraints: list[str] = Field(default_factory=list)
-    baseline: dict[str, Scalar] | None = None  # today's launch config; unnamed parameters unset
+    """Expressions over active parameters that must hold; a violating config is never launched."""
+    baseline: dict[str, Scalar] | None = None
+    """Today's launch config, run first; parameters it does not name stay unset."""
     objective: Objective = Field(default_factory=Objective)
-    slo: dict[str, float] = Field(default_factory=dict)  # {metric: upper bound}
+    """The metric to optimise."""
+    slo: dict[str, float] = Field(default_factory=dict)
+    """Upper bounds on metrics, e.g. {ttft_p99_ms: 2000}; a run that misses one is infeasible."""
     workload: Workload = Field(default_factory=Workload)
+    """What the benchmark sends."""
     budget: Budget = Field(default_factory=Budget)
+    """When the study stops."""
     rules: list[UserRule] = Field(default_factory=list)
-    source: str | None = Field(None, exclude=True)  # the file it came from (set by load)
+    """Failure rules, tried before the engine's own."""
+    source: str | None = Field(None, exclude=True)
+    """The file it came from (set by load)."""
 
     @model_validator(mode="after")
     def _check(self) -> StudySpec:
         names = [p.name for p in self.parameters]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"duplicate parameter names {dupes}; each name must be unique")
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                raise LocatedError(
+                    f"duplicate parameter name {name!r} (each name must be unique)",
+                    ("parameters", i, "name"),
+                )
+        self._check_expressions(names)
         if self.baseline:
             by_name = {p.name: p for p in self.parameters}
             for key, value in self.baseline.items():
                 if key not in by_name:
-                    raise ValueError(f"baseline names unknown parameter {key!r}; known: {names}")
+                    raise LocatedError(
+                        f"baseline names unknown parameter {key!r}{_did_you_mean(key, names)} "
+                        f"(known: {', '.join(names)})",
+                        ("baseline", key),
+                    )
                 if not by_name[key].contains(value):
-                    raise ValueError(
-                        f"baseline value {value!r} of {key!r} is outside its range or choices; "
-                        "widen the parameter or fix the baseline"
+                    raise LocatedError(
+                        f"baseline value {value!r} of {key!r} is outside its "
+                        f"{_describe(by_name[key])} (widen the parameter or fix the baseline)",
+                        ("baseline", key),
                     )
         return self
 
+    def _check_expressions(self, names: list[str]) -> None:
+        from autotune.space.expr import parse, topo_order
+
+        known = set(names)
+        deps: dict[str, frozenset[str]] = {}
+        for i, p in enumerate(self.parameters):
+            if p.when is None:
+                deps[p.name] = frozenset()
+                continue
+            at: tuple[str | int, ...] = ("parameters", i, "when")
+            expr = _parse(parse, p.when, at)
+            _check_names(expr.names, known, at, "condition")
+            if p.name in expr.names:
+                raise LocatedError(
+                    f"the condition of {p.name!r} refers to {p.name!r} itself "
+                    "(a condition may only name other parameters)",
+                    at,
+                )
+            deps[p.name] = expr.names
+        try:
+            topo_order(deps)
+        except ValueError as exc:
+            first = str(exc).split(" -> ")[0]
+            raise LocatedError(
+                f"conditions form a cycle: {exc} (break it: one of them must not depend on the "
+                "others)",
+                ("parameters", names.index(first), "when"),
+            ) from None
+        for i, text in enumerate(self.constraints):
+            expr = _parse(parse, text, ("constraints", i))
+            _check_names(expr.names, known, ("constraints", i), "constraint")
+
     def parameter(self, name: str) -> Parameter:
+        """The parameter called ``name``.
+
+        Raises:
+            KeyError: no such parameter.
+        """
         for p in self.parameters:
             if p.name == name:
                 return p
         raise KeyError(name)
+
+
+def _parse(parse: Any, text: str, at: tuple[str | int, ...]) -> Any:
+    from autotune.errors import ConfigError
+
+    try:
+        return parse(text)
+    except ConfigError as exc:
+        raise LocatedError(exc.message, at) from None
+
+
+def _check_names(
+    used: frozenset[str], known: set[str], at: tuple[str | int, ...], what: str
+) -> None:
+    for name in sorted(used - known):
+        raise LocatedError(
+            f"{what} names unknown parameter {name!r}{_did_you_mean(name, known)} "
+            f"(known: {', '.join(sorted(known))}; quote strings: 'value')",
+            at,
+        )
+
+
+def _did_you_mean(name: str, known: Any) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _describe(p: Parameter) -> str:
+    if p.type in ("int", "float"):
+        step = f" step {p.step:g}" if p.step is not None else ""
+        return f"range {p.low:g}..{p.high:g}{step}"
+    return f"values {p.values()!r}"

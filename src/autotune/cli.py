@@ -1,0 +1,380 @@
+"""The ``autotune`` command line.
+
+Every command turns bad input into one line on stderr and a non-zero exit code (the error's
+``exit_code``); tracebacks are for bugs only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import click
+import typer
+from rich.console import Console
+
+from autotune import __version__
+from autotune.errors import AutotuneError, ConfigError, StudyError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Tune LLM inference servers: an Optuna study over launch flags and environment.",
+    pretty_exceptions_enable=False,
+)
+console = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+StudyOpt = Annotated[
+    str | None,
+    typer.Option("--study", help="Study name (default: the space's name, else the file name)."),
+]
+RootOpt = Annotated[
+    Path, typer.Option("--study-root", help="Folder holding one sub-folder per study.")
+]
+StorageOpt = Annotated[
+    str | None,
+    typer.Option("--storage", help="Optuna storage URL (default: sqlite in the study folder)."),
+]
+
+
+class ExecutorKind(StrEnum):
+    local = "local"
+    ray = "ray"
+
+
+class ExportFormat(StrEnum):
+    sh = "sh"
+    json = "json"
+    yaml = "yaml"
+
+
+def _version(value: bool) -> None:
+    if value:
+        console.print(f"autotune {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
+) -> None:
+    """autotune: find the fastest launch configuration of an LLM inference server."""
+
+
+@app.command()
+def start(
+    space: Annotated[Path, typer.Option("--space", help="The search-space YAML file.")],
+    study: StudyOpt = None,
+    n_trials: Annotated[
+        int | None, typer.Option("--n-trials", min=1, help="Trials to launch (default: budget.trials).")
+    ] = None,
+    executor: Annotated[
+        ExecutorKind, typer.Option("--executor", help="Where trials run.")
+    ] = ExecutorKind.ray,
+    ray_address: Annotated[
+        str | None, typer.Option("--ray-address", help="Ray cluster (auto, host:6379); default local.")
+    ] = None,
+    parallel: Annotated[
+        int | None, typer.Option("--parallel", min=1, help="Trials at once (default: what fits).")
+    ] = None,
+    mlflow_uri: Annotated[
+        str | None, typer.Option("--mlflow-uri", help="MLflow tracking URI (default: ./mlflow).")
+    ] = None,
+    no_mlflow: Annotated[bool, typer.Option("--no-mlflow", help="Do not log to MLflow.")] = False,
+    simulate: Annotated[
+        bool, typer.Option("--simulate", help="Run the stand-in SGLang server (no GPU needed).")
+    ] = False,
+    seed: Annotated[int | None, typer.Option("--seed", help="Sampler seed.")] = None,
+    sampler: Annotated[str, typer.Option("--sampler", help="tpe or random.")] = "tpe",
+    study_root: RootOpt = Path("studies"),
+    storage: StorageOpt = None,
+) -> None:
+    """Run (or resume) a study: launch, benchmark and score one server per trial."""
+    from autotune.engines import get_engine
+    from autotune.space.load import load
+    from autotune.study.driver import Driver, DriverOptions
+    from autotune.tracking import make_tracker
+    from autotune.ui import ProgressView
+
+    spec = load(space)
+    if simulate and spec.engine.name != "sglang":
+        raise ConfigError(
+            f"--simulate stands in for SGLang, but this space's engine is {spec.engine.name!r}; "
+            "drop --simulate", file=str(space), field="engine.name",
+        )
+    name = study or spec.name or space.stem
+    engine = get_engine(spec.engine, simulate=simulate)
+    real_engine = get_engine(spec.engine) if simulate else engine
+    _preflight(engine, spec)
+    study_dir = study_root / name
+    gpus = engine.gpus(engine.command(spec.model, _all_args(spec), {})[0])
+    ex = _executor(executor, gpus, ray_address, parallel, str(study_dir / "logs"))
+    tracker = make_tracker(mlflow_uri, enabled=not no_mlflow)
+    options = DriverOptions(
+        study=name, study_dir=study_dir, storage=storage, n_trials=n_trials, parallel=parallel,
+        simulate=simulate, seed=seed, sampler=sampler,
+    )
+    sim = " [bold magenta]SIMULATED[/] (stand-in SGLang server: figures are modelled)" if simulate else ""
+    console.print(
+        f"[bold]autotune[/] study [cyan]{name}[/] · engine {real_engine.name} · "
+        f"{spec.objective.direction} {spec.objective.metric} · executor {executor.value}"
+        f" ({ex.capacity()} at once){sim}"
+    )
+    try:
+        driver = Driver(
+            spec, engine=engine, real_engine=real_engine, executor=ex, tracker=tracker,
+            options=options,
+        )
+        with ProgressView(console, spec.objective.metric, simulate) as view:
+            driver.on_event = view
+            driver.run()
+    finally:
+        ex.shutdown()
+    _final_report(driver.study, name, study_root, storage, mlflow_uri, no_mlflow)
+
+
+def _all_args(spec: Any) -> list[str]:
+    """Every argument any configuration can produce (for preflight and GPU counting)."""
+    args = list(spec.fixed.args)
+    for p in spec.parameters:
+        if p.flag:
+            args.append(p.flag)
+        for launch in (p.map or {}).values():
+            args.extend(launch.args)
+    return args
+
+
+def _preflight(engine: Any, spec: Any) -> None:
+    from autotune.engines.preflight import engine_help, preflight
+
+    findings = preflight(engine, _all_args(spec), help_text=engine_help(engine))
+    errors = [f for f in findings if f.level == "error"]
+    for f in findings:
+        if f.level != "error":
+            err.print(f"[yellow]preflight:[/] {f.message}")
+    if errors:
+        raise ConfigError(errors[0].message, file=spec.source, field=f"flag {errors[0].flag}")
+
+
+def _executor(
+    kind: ExecutorKind, gpus: int, address: str | None, parallel: int | None, log_dir: str
+) -> Any:
+    if kind is ExecutorKind.local:
+        from autotune.dispatch.local import LocalExecutor
+
+        return LocalExecutor(gpus, parallel)
+    from autotune.dispatch.ray import RayExecutor
+
+    with console.status("starting Ray" if address is None else f"connecting to Ray at {address}"):
+        return RayExecutor(gpus, address=address, parallel=parallel, log_dir=log_dir)
+
+
+def _final_report(
+    study: Any, name: str, root: Path, storage: str | None, mlflow_uri: str | None, no_mlflow: bool
+) -> None:
+    from autotune import report
+
+    console.print(report.status_table(study))
+    failures = report.failure_table(study)
+    if failures is not None:
+        console.print(failures)
+    s = report.summary(study)
+    best = report.best(study)
+    if best is None:
+        console.print("[red]no configuration completed successfully[/]")
+        return
+    line = f"[bold green]best[/] trial #{best.number}: {s.get('metric')} = {best.value:,.2f}"
+    if s.get("baseline_value") is not None and s.get("gain_pct") is not None:
+        line += f"  vs baseline {s['baseline_value']:,.2f}  ({s['gain_pct']:+.1f}%)"
+    if s.get("simulated"):
+        line += "  [bold magenta](simulated)[/]"
+    console.print(line)
+    console.print(f"  config: {best.config}")
+    flags = f" --study {name}" + (f" --study-root {root}" if root != Path("studies") else "")
+    flags += f" --storage {storage}" if storage else ""
+    console.print(f"  export: autotune export{flags} --format sh")
+    if not no_mlflow:
+        uri = mlflow_uri or "sqlite:///mlflow/mlflow.db"
+        console.print(f"  compare: mlflow ui --backend-store-uri {uri}")
+
+
+def _open_study(study: str | None, root: Path, storage: str | None) -> Any:
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    if storage is None:
+        if study is None:
+            dbs = sorted(root.glob("*/study.db"), key=lambda p: p.stat().st_mtime)
+            if not dbs:
+                raise StudyError(f"no study under {root}/; run `autotune start --space FILE` first")
+            study = dbs[-1].parent.name
+        db = root / study / "study.db"
+        if not db.exists():
+            known = sorted(p.parent.name for p in root.glob("*/study.db"))
+            raise StudyError(f"no study {study!r} under {root}/ (known: {', '.join(known) or 'none'})")
+        storage = f"sqlite:///{db.resolve()}"
+    try:
+        if study is None:
+            names = optuna.get_all_study_names(storage)
+            if len(names) != 1:
+                raise StudyError(f"name the study with --study (storage holds {names})")
+            study = names[0]
+        return optuna.load_study(study_name=study, storage=storage)
+    except KeyError as exc:
+        raise StudyError(f"no study {study!r} in {storage}") from exc
+
+
+@app.command()
+def status(
+    study: StudyOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    study_root: RootOpt = Path("studies"),
+    storage: StorageOpt = None,
+) -> None:
+    """Show a study's trials (state, value, cause) and the best so far."""
+    from autotune import report
+
+    s = _open_study(study, study_root, storage)
+    if as_json:
+        rows = [r.to_json() if hasattr(r, "to_json") else r.__dict__ for r in report.rows(s)]
+        best = report.best(s)
+        out = {
+            "study": s.study_name,
+            "summary": report.summary(s),
+            "best": best.number if best else None,
+            "trials": rows,
+        }
+        sys.stdout.write(json.dumps(out, indent=2, default=str) + "\n")
+        return
+    console.print(report.status_table(s))
+    failures = report.failure_table(s)
+    if failures is not None:
+        console.print(failures)
+
+
+@app.command()
+def export(
+    study: StudyOpt = None,
+    fmt: Annotated[ExportFormat, typer.Option("--format", help="sh, json or yaml.")] = ExportFormat.sh,
+    port: Annotated[int, typer.Option("--port", help="Port in the exported command.")] = 30000,
+    study_root: RootOpt = Path("studies"),
+    storage: StorageOpt = None,
+) -> None:
+    """Print the best configuration as a paste-able launch command (or JSON/YAML)."""
+    from autotune.export import export as do_export
+
+    s = _open_study(study, study_root, storage)
+    sys.stdout.write(do_export(s, fmt.value, port=port).rstrip("\n") + "\n")
+
+
+@app.command()
+def report(
+    study: StudyOpt = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Folder for plots.")] = None,
+    study_root: RootOpt = Path("studies"),
+    storage: StorageOpt = None,
+) -> None:
+    """Write plots (history, importances, outcomes) and print the failure table."""
+    from autotune import report as rep
+
+    s = _open_study(study, study_root, storage)
+    folder = out or (study_root / s.study_name / "plots")
+    paths = rep.plots(s, folder)
+    console.print(rep.status_table(s))
+    failures = rep.failure_table(s)
+    if failures is not None:
+        console.print(failures)
+    for p in paths:
+        console.print(f"wrote {p}")
+
+
+@app.command()
+def validate(space: Annotated[Path, typer.Argument(help="The search-space YAML file.")]) -> None:
+    """Check a space file (and its flags against the engine's table); launches nothing."""
+    from autotune.engines import get_engine
+    from autotune.space.load import load
+
+    spec = load(space)
+    _preflight(get_engine(spec.engine), spec)
+    n = len(spec.parameters)
+    console.print(
+        f"[green]ok[/] {space}: engine {spec.engine.name}, {n} parameter{'s' * (n != 1)}, "
+        f"{len(spec.constraints)} constraint(s), objective {spec.objective.direction} "
+        f"{spec.objective.metric}"
+    )
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of space files (for editors)."""
+    from autotune.space.load import json_schema
+
+    sys.stdout.write(json.dumps(json_schema(), indent=2) + "\n")
+
+
+@app.command()
+def diagnose(
+    logfile: Annotated[Path, typer.Argument(help="A saved server log.")],
+    engine: Annotated[str | None, typer.Option("--engine", help="sglang, vllm, transformers, ...")] = None,
+    exit_code: Annotated[int | None, typer.Option("--exit-code", help="The server's exit code.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Explain why a server failed: cause, phase, hint and the evidence lines."""
+    from autotune.node.failures import diagnose_file
+    from autotune.rules import load_rules
+
+    if not logfile.is_file():
+        raise ConfigError("no such file; give the path of a saved server log", file=str(logfile))
+    failure = diagnose_file(str(logfile), load_rules(engine or "common"), exit_code=exit_code)
+    if as_json:
+        out = {
+            "cause": failure.cause.value,
+            "phase": failure.phase.value,
+            "hint": failure.hint,
+            "evidence": failure.evidence,
+            "message": failure.message,
+            "rule": failure.rule,
+            "blame": failure.blame,
+        }
+        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        return
+    console.print(f"[bold red]{failure.cause.value}[/] at [bold]{failure.phase.value}[/]")
+    if failure.message:
+        console.print(f"  {failure.message}")
+    if failure.hint:
+        console.print(f"[bold]hint:[/] {failure.hint}")
+    for line in failure.evidence:
+        console.print(f"  [dim]>[/] {line}", markup=False, highlight=False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: run the app, map errors to one line and an exit code."""
+    os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
+    try:
+        app(args=argv, prog_name="autotune", standalone_mode=False)
+    except AutotuneError as exc:
+        err.print(f"autotune: error: {exc}", markup=False, highlight=False)
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.exceptions.Abort:
+        err.print("autotune: aborted")
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except KeyboardInterrupt:
+        err.print("autotune: interrupted; run the same command again to resume the study")
+        return 130
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,80 @@
+"""Hugging Face ``transformers serve``: a real engine that runs on the CPU and on one GPU.
+
+The model is passed as ``serve``'s FORCE_MODEL argument, so it is loaded at startup (load
+time counts as startup, not as the first request) and every request must name exactly that
+model. ``tiny-llama`` / ``tiny-llama:gpu`` are built on the spot (see ``tinymodel``).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from autotune.engines import tinymodel
+from autotune.engines.base import Engine
+from autotune.engines.flagtable import load_table
+from autotune.errors import ConfigError
+from autotune.models import Milestone, Phase
+from autotune.space.schema import EngineSpec
+
+# `python -m` form of the `transformers` console script: engine.python's interpreter runs it.
+CLI_MODULE = "transformers.cli.transformers"
+
+
+class TransformersEngine(Engine):
+    """``transformers serve MODEL``; flags such as ``--continuous-batching`` are searched."""
+
+    name: ClassVar[str] = "transformers"
+    ready_pattern: ClassVar[str | None] = r"Uvicorn running on"
+
+    def __init__(self, spec: EngineSpec, *, simulate: bool = False) -> None:
+        if simulate:
+            raise ConfigError(
+                "transformers serve runs for real on a CPU; --simulate is for sglang spaces",
+                field="engine.name",
+            )
+        super().__init__(spec, simulate=simulate)
+
+    def resolve(self, model: str) -> str:
+        """The path or hub id the server loads (a tiny model's cache folder; built or not)."""
+        return str(tinymodel.model_dir(model)) if tinymodel.is_tiny(model) else model
+
+    def prepare(self, model: str) -> str:
+        if tinymodel.is_tiny(model):
+            return str(tinymodel.ensure_tiny_model(model))
+        return model
+
+    def base_command(self, model: str) -> list[str]:
+        return [
+            self.spec.python, "-m", CLI_MODULE, "serve", self.resolve(model),
+            "--host", "{host}", "--port", "{port}",
+        ]  # fmt: skip
+
+    def default_env(self) -> dict[str, str]:
+        return {
+            # No network on test machines: no update check, no hub lookups for a local path.
+            "HF_HUB_DISABLE_UPDATE_CHECK": "1",
+            "HF_HUB_OFFLINE": "1",
+            "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+        }
+
+    def request_model(self, model: str) -> str:
+        # The server is pinned to FORCE_MODEL and rejects any other "model" field.
+        return self.resolve(model)
+
+    def milestones(self) -> list[Milestone]:
+        return [
+            Milestone(phase=Phase.LOAD, pattern=r"Loading (?!weights)\S+", label="load_begin"),
+            Milestone(phase=Phase.READY, pattern=r"Application startup complete", label="app_up"),
+            Milestone(phase=Phase.READY, pattern=self.ready_pattern or "", label="ready"),
+        ]
+
+    def gpus(self, args: list[str]) -> int:
+        return self.spec.gpus
+
+    def known_flags(self) -> set[str] | None:
+        table = load_table(self.name, self.spec.version)
+        return table.names() if table else None
+
+    def help_command(self) -> list[str] | None:
+        return [self.spec.python, "-m", CLI_MODULE, "serve", "--help"]

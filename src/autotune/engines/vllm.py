@@ -1,0 +1,89 @@
+"""vLLM (``vllm serve MODEL``), the second engine."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from autotune.engines._args import has_flag, int_flag
+from autotune.engines.base import Engine
+from autotune.engines.flagtable import load_table
+from autotune.errors import ConfigError
+from autotune.models import Milestone, Phase
+from autotune.space.schema import EngineSpec
+
+_TP = ("--tensor-parallel-size", "-tp")
+_PP = ("--pipeline-parallel-size", "-pp")
+_DP = ("--data-parallel-size", "-dp")
+
+
+class VLLMEngine(Engine):
+    """vLLM's OpenAI-compatible server, launched through the interpreter of ``engine.python``."""
+
+    name: ClassVar[str] = "vllm"
+    ready_pattern: ClassVar[str | None] = r"Application startup complete"
+    versioned: ClassVar[bool] = True
+
+    def __init__(self, spec: EngineSpec, *, simulate: bool = False) -> None:
+        if simulate:
+            raise ConfigError(
+                "the stand-in server speaks SGLang's flags only; use engine.name: sglang "
+                "(or sim) to dry-run, or run vllm for real",
+                field="engine.name",
+            )
+        super().__init__(spec, simulate=simulate)
+
+    def base_command(self, model: str) -> list[str]:
+        # The module form of the `vllm` console script, so engine.python picks the venv.
+        return [
+            self.spec.python, "-m", "vllm.entrypoints.cli.main", "serve", model,
+            "--host", "{host}", "--port", "{port}",
+        ]  # fmt: skip
+
+    def command(
+        self, model: str, args: list[str], env: dict[str, str]
+    ) -> tuple[list[str], dict[str, str]]:
+        argv, full_env = super().command(model, args, env)
+        if self.spec.gpus > 1 and not has_flag(args, _TP):
+            argv += ["--tensor-parallel-size", str(self.spec.gpus)]
+        return argv, full_env
+
+    def milestones(self) -> list[Milestone]:
+        return [
+            Milestone(phase=Phase.LOAD, pattern=r"Starting to load model", label="load_begin"),
+            Milestone(
+                phase=Phase.LOAD,
+                pattern=r"Model loading took [\d.]+ ?GiB",
+                label="weights_loaded",
+            ),
+            Milestone(
+                phase=Phase.MEMORY_POOL,
+                pattern=r"GPU KV cache size: [\d,]+ tokens",
+                label="memory_pool",
+            ),
+            Milestone(
+                phase=Phase.GRAPH_CAPTURE,
+                pattern=r"Graph capturing finished in",
+                label="graph_captured",
+            ),
+            Milestone(
+                phase=Phase.READY,
+                pattern=r"init engine \(profile, create kv cache, warmup model\) took",
+                label="engine_ready",
+            ),
+            Milestone(phase=Phase.READY, pattern=self.ready_pattern or "", label="ready"),
+        ]
+
+    def gpus(self, args: list[str]) -> int:
+        """tp x pp x dp from the arguments, else ``engine.gpus`` (at least 1)."""
+        tp, pp, dp = int_flag(args, _TP), int_flag(args, _PP), int_flag(args, _DP)
+        if tp is None and pp is None and dp is None:
+            return self.spec.gpus or 1
+        return (tp or self.spec.gpus or 1) * (pp or 1) * (dp or 1)
+
+    def known_flags(self) -> set[str] | None:
+        table = load_table(self.name, self.spec.version)
+        return table.names() if table else None
+
+    def help_command(self) -> list[str] | None:
+        # `serve --help` is a compact summary; `--help=all` lists every flag.
+        return [self.spec.python, "-m", "vllm.entrypoints.cli.main", "serve", "--help=all"]

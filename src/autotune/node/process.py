@@ -1,0 +1,312 @@
+"""One server process: launch in its own process group, track its descendants, tear it down.
+
+Teardown never goes by process name (``pkill -f vllm`` kills the tuner too). It goes by
+process group, by the PIDs of every descendant seen while the server ran, and by a token in
+the environment that every descendant inherits, which finds children that double-forked or
+called ``setsid()`` to leave the group. A node that does not come clean gets a marker so the
+next trial on it first checks again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from autotune.node import gpu
+
+TOKEN_ENV = "AUTOTUNE_TRIAL_TOKEN"
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port on ``host`` that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def port_is_free(host: str, port: int) -> bool:
+    """Whether ``port`` can be bound on ``host`` (TIME_WAIT leftovers do not count)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def wait_port_free(host: str, port: int, limit_s: float) -> bool:
+    """Poll until ``port`` is free or ``limit_s`` passes."""
+    deadline = time.monotonic() + limit_s
+    while not port_is_free(host, port):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def _alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _same(pid: int, create_time: float) -> psutil.Process | None:
+    """The process ``pid`` if it is still the one we saw (PIDs get reused)."""
+    try:
+        proc = psutil.Process(pid)
+        if abs(proc.create_time() - create_time) < 0.01:
+            return proc
+    except psutil.Error:
+        pass
+    return None
+
+
+@dataclass
+class TeardownReport:
+    """What teardown did and what it left behind."""
+
+    processes_left: int
+    left: list[dict[str, Any]] = field(default_factory=list)  # pid, create_time, name
+    seconds: float = 0.0
+    killed: bool = False  # SIGKILL was needed
+
+
+class LaunchFailed(Exception):
+    """The command could not be started at all (missing executable, bad cwd)."""
+
+
+class ServerProcess:
+    """A launched server (or job) and everything it spawned.
+
+    Args:
+        argv: the command, never run through a shell.
+        env: the full environment of the process.
+        log_path: file receiving stdout and stderr.
+        cwd: working directory, or None for the current one.
+    """
+
+    def __init__(
+        self, argv: list[str], env: dict[str, str], log_path: Path, cwd: str | None = None
+    ) -> None:
+        self.argv = list(argv)
+        self.token = uuid.uuid4().hex
+        self.env = {**env, TOKEN_ENV: self.token}
+        self.log_path = log_path
+        self.cwd = cwd
+        self.popen: subprocess.Popen[bytes] | None = None
+        self.pgid: int | None = None
+        self._seen: dict[int, float] = {}  # pid -> create_time of every descendant seen
+        self._seen_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._tracker: threading.Thread | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self.popen is not None, "not launched"
+        return self.popen.pid
+
+    def start(self) -> None:
+        """Launch the process in a new session (its own process group).
+
+        Raises:
+            LaunchFailed: the executable or working directory does not exist.
+        """
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            try:
+                self.popen = subprocess.Popen(
+                    self.argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=self.env,
+                    cwd=self.cwd,
+                    start_new_session=True,
+                    close_fds=True,
+                )
+            except OSError as exc:
+                log.write(f"autotune: cannot start {self.argv[0]!r}: {exc}\n".encode())
+                raise LaunchFailed(f"cannot start {self.argv[0]!r}: {exc}") from exc
+        self.pgid = self.popen.pid
+        with contextlib.suppress(psutil.Error):
+            self._seen[self.popen.pid] = psutil.Process(self.popen.pid).create_time()
+        self._tracker = threading.Thread(target=self._track, name="autotune-track", daemon=True)
+        self._tracker.start()
+
+    def poll(self) -> int | None:
+        """The exit code of the main process, or None while it runs."""
+        return None if self.popen is None else self.popen.poll()
+
+    def _track(self) -> None:
+        # Remember descendants while they are still attached to the tree: a child that
+        # double-forks is reparented away and cannot be found through the tree later.
+        while not self._stop.wait(0.2):
+            self._remember_descendants()
+
+    def _remember_descendants(self) -> None:
+        if self.popen is None:
+            return
+        try:
+            children = psutil.Process(self.popen.pid).children(recursive=True)
+        except psutil.Error:
+            return
+        with self._seen_lock:
+            for child in children:
+                with contextlib.suppress(psutil.Error):
+                    self._seen.setdefault(child.pid, child.create_time())
+
+    def _by_token(self) -> list[psutil.Process]:
+        found = []
+        for proc in psutil.process_iter():
+            try:
+                if proc.environ().get(TOKEN_ENV) == self.token:
+                    found.append(proc)
+            except psutil.Error:  # other users' processes, or gone meanwhile
+                continue
+        return found
+
+    def survivors(self) -> list[psutil.Process]:
+        """Every live (non-zombie) process of this trial."""
+        self._remember_descendants()
+        procs: dict[int, psutil.Process] = {}
+        with self._seen_lock:
+            seen = dict(self._seen)
+        for pid, created in seen.items():
+            proc = _same(pid, created)
+            if proc is not None:
+                procs[pid] = proc
+        for proc in self._by_token():
+            procs.setdefault(proc.pid, proc)
+        return [p for p in procs.values() if _alive(p)]
+
+    def _signal_all(self, sig: signal.Signals, procs: list[psutil.Process]) -> None:
+        if self.pgid is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pgid, sig)
+        for proc in procs:
+            with contextlib.suppress(psutil.Error):
+                proc.send_signal(sig)
+
+    def _wait_gone(self, limit_s: float) -> list[psutil.Process]:
+        deadline = time.monotonic() + limit_s
+        while True:
+            self.poll()  # reap the main process so it does not linger as a zombie
+            left = self.survivors()
+            if not left or time.monotonic() >= deadline:
+                return left
+            time.sleep(0.05)
+
+    def teardown(self, grace_s: float) -> TeardownReport:
+        """SIGTERM the group and every known descendant, wait ``grace_s``, then SIGKILL.
+
+        Returns:
+            What is left afterwards (normally nothing).
+        """
+        start = time.monotonic()
+        self._stop.set()
+        if self._tracker is not None:
+            self._tracker.join(timeout=2)
+        if self.popen is None:
+            return TeardownReport(processes_left=0)
+        killed = False
+        left = self.survivors()
+        if left:
+            self._signal_all(signal.SIGTERM, left)
+            left = self._wait_gone(grace_s)
+        if left:
+            killed = True
+            self._signal_all(signal.SIGKILL, left)
+            left = self._wait_gone(5.0)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(timeout=1.0)
+        report: list[dict[str, Any]] = []
+        for proc in left:
+            with contextlib.suppress(psutil.Error):
+                report.append(
+                    {"pid": proc.pid, "create_time": proc.create_time(), "name": proc.name()}
+                )
+        return TeardownReport(
+            processes_left=len(left),
+            left=report,
+            seconds=time.monotonic() - start,
+            killed=killed,
+        )
+
+
+def state_dir() -> Path:
+    """Where node markers live (``AUTOTUNE_NODE_STATE``, else ``~/.cache/autotune/node-state``)."""
+    env = os.environ.get("AUTOTUNE_NODE_STATE")
+    return Path(env) if env else Path.home() / ".cache" / "autotune" / "node-state"
+
+
+class NodeState:
+    """The "this node did not come clean" marker, one file per host.
+
+    The file is named after the host because ``~/.cache`` may be shared between nodes.
+    """
+
+    def __init__(self, directory: Path | None = None) -> None:
+        self.dir = directory or state_dir()
+        self.path = self.dir / f"dirty-{socket.gethostname()}.json"
+
+    def mark(self, info: dict[str, Any]) -> None:
+        """Record that the node is not clean, with what is known about the leftovers."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({**info, "time": time.time()}, indent=1, default=str))
+        tmp.replace(self.path)
+
+    def check(self, gpus: int | None) -> str | None:
+        """Re-check a marked node; clear the marker once clean.
+
+        Leftover processes recorded in the marker are killed by PID (after checking the PID
+        still names the same process). Returns None when clean, else why not.
+        """
+        if not self.path.exists():
+            return None
+        try:
+            info = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            info = {}
+        alive = []
+        for item in info.get("processes", []):
+            proc = _same(int(item.get("pid", -1)), float(item.get("create_time", 0.0)))
+            if proc is not None and _alive(proc):
+                with contextlib.suppress(psutil.Error):
+                    proc.kill()
+                alive.append(proc)
+        alive = [p for p in alive if _alive(p) and not _wait_dead(p, 3.0)]
+        if alive:
+            return f"{len(alive)} process(es) of an earlier trial still alive: " + ", ".join(
+                str(p.pid) for p in alive
+            )
+        used = gpu.snapshot(gpus)
+        if gpu.is_clean(used) is False:
+            return f"GPU memory still in use after an earlier trial: {_mib(used)}"
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+        return None
+
+
+def _wait_dead(proc: psutil.Process, limit_s: float) -> bool:
+    with contextlib.suppress(psutil.Error):
+        proc.wait(timeout=limit_s)
+    return not _alive(proc)
+
+
+def _mib(used: list[float] | None) -> str:
+    return "n/a" if used is None else ", ".join(f"{u:.0f} MiB" for u in used)

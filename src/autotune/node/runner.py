@@ -1,0 +1,472 @@
+"""``run_trial``: one configuration on this node, from launch to a clean GPU, as a TrialResult.
+
+pre-check clean -> port -> launch -> ready -> warm up -> benchmark -> teardown -> classify.
+A trial-level failure is a result, never an exception; only bugs raise.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from autotune.models import (
+    INFRA_CAUSES,
+    Cause,
+    Cleanup,
+    Failure,
+    Metrics,
+    Outcome,
+    Phase,
+    Timings,
+    TrialResult,
+    TrialSpec,
+)
+from autotune.node import bench, gpu
+from autotune.node.failures import classify
+from autotune.node.process import (
+    LaunchFailed,
+    NodeState,
+    ServerProcess,
+    free_port,
+    port_is_free,
+    wait_port_free,
+)
+from autotune.node.readiness import HealthPoller, LogWatcher, describe_progress, wait_ready
+
+SETTLE_S = 0.3  # after a fatal line, time for the rest of the traceback to reach the log
+EXPLAIN_S = 1.0  # after failed requests, time for the server's own death or error to show
+METRICS_LINE = re.compile(r"AUTOTUNE_METRICS\s+(\{.*\})\s*$")
+MAX_SERVER_INFO = 64_000  # characters of /get_server_info kept in the result
+
+_TIMEOUT_HINT = (
+    "The server did not become ready in time. Large models, CUDA graph capture and JIT "
+    "compilation can take many minutes: raise limits.startup_s if the log shows steady "
+    "progress; otherwise the log tail shows where it hung."
+)
+_CRASH_HINT = "The server stopped serving during the run; the evidence shows its last words."
+_BENCH_HINT = (
+    "Requests failed while the server stayed up. HTTP 4xx: the request does not fit this "
+    "server (endpoint, model name, extra_body fields). Timeouts or resets: the server is "
+    "overloaded at this concurrency or stalls."
+)
+
+
+def fill(value: str, host: str, port: int) -> str:
+    """Replace the ``{host}`` and ``{port}`` placeholders (and nothing else: JSON braces stay)."""
+    return value.replace("{host}", host).replace("{port}", str(port))
+
+
+def _job_metrics(lines: list[str]) -> dict[str, float] | str:
+    """The last ``AUTOTUNE_METRICS {json}`` line as floats, or why it is unusable."""
+    for line in reversed(lines):
+        match = METRICS_LINE.search(line)
+        if match is None:
+            continue
+        try:
+            data = json.loads(match.group(1))
+        except ValueError as exc:
+            return f"AUTOTUNE_METRICS line is not JSON: {exc}"
+        if not isinstance(data, dict):
+            return "AUTOTUNE_METRICS must be a JSON object of name -> number"
+        out: dict[str, float] = {}
+        for key, value in data.items():
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                return f"AUTOTUNE_METRICS value {key!r} is not a number"
+            if not math.isfinite(value):
+                return f"AUTOTUNE_METRICS value {key!r} is not finite"
+            out[str(key)] = float(value)
+        return out
+    return "the job exited 0 without printing an AUTOTUNE_METRICS line"
+
+
+@dataclass
+class _Verdict:
+    """What went wrong (or not), decided before teardown, turned into a Failure after it."""
+
+    kind: str  # ok, fatal, exited, timeout, health_lost, bench_errors, bench_timeout, job_*
+    phase: Phase
+    exit_code: int | None = None
+    message: str = ""
+    evidence: list[str] = field(default_factory=list)
+    permanent: bool = True
+
+
+class _Trial:
+    def __init__(self, spec: TrialSpec) -> None:
+        self.spec = spec
+        self.start = time.monotonic()
+        self.node = socket.gethostname()
+        self.log_path = Path(spec.log_dir) / f"trial-{spec.number:04d}-a{spec.attempt}.log"
+        self.port: int | None = None
+        self.times: dict[str, float | None] = {}
+        self.argv: list[str] = []
+        self.env: dict[str, str] = {}
+        self.check_gpus = spec.gpus > 0 and not spec.simulated
+
+    # -- results -----------------------------------------------------------------------
+
+    def _result(
+        self,
+        outcome: Outcome,
+        *,
+        failure: Failure | None = None,
+        metrics: Metrics | None = None,
+        cleanup: Cleanup | None = None,
+        milestones: list[str] | None = None,
+        server_info: dict[str, Any] | None = None,
+    ) -> TrialResult:
+        timings = Timings(
+            launch_to_ready_s=self.times.get("launch_to_ready_s"),
+            warmup_s=self.times.get("warmup_s"),
+            benchmark_s=self.times.get("benchmark_s"),
+            teardown_s=self.times.get("teardown_s"),
+            total_s=time.monotonic() - self.start,
+        )
+        return TrialResult(
+            study=self.spec.study,
+            number=self.spec.number,
+            outcome=outcome,
+            metrics=metrics,
+            failure=failure,
+            timings=timings,
+            cleanup=cleanup or Cleanup(),
+            milestones=milestones or [],
+            log_path=str(self.log_path) if self.log_path.exists() else None,
+            node=self.node,
+            port=self.port,
+            simulated=self.spec.simulated,
+            attempt=self.spec.attempt,
+            server_info=server_info or {},
+        )
+
+    def _infra(self, cause: Cause, message: str, hint: str) -> TrialResult:
+        failure = Failure(
+            cause=cause, phase=Phase.LAUNCH, hint=hint, message=message, permanent=False
+        )
+        return self._result(Outcome.INFRA, failure=failure)
+
+    # -- the flow ----------------------------------------------------------------------
+
+    def run(self) -> TrialResult:
+        spec = self.spec
+        gpus = spec.gpus if self.check_gpus else 0
+        why = NodeState().check(gpus)
+        if why is not None:
+            return self._infra(
+                Cause.GPU_NOT_CLEAN,
+                why,
+                "An earlier trial on this node did not come clean; the node is re-checked "
+                "before every trial and used again once clean.",
+            )
+        before = gpu.snapshot(gpus) if gpus else None
+        if gpu.is_clean(before) is False:
+            used = ", ".join(f"{u:.0f} MiB" for u in before or [])
+            return self._infra(
+                Cause.GPU_NOT_CLEAN,
+                f"GPU memory in use before launch: {used}",
+                "Another process holds GPU memory on this node (a leftover server?); "
+                "check nvidia-smi.",
+            )
+        if spec.port == 0:
+            self.port = free_port(spec.host)
+        else:
+            self.port = spec.port
+            if not port_is_free(spec.host, spec.port):
+                return self._infra(
+                    Cause.PORT_IN_USE,
+                    f"port {spec.port} on {spec.host} is in use before launch",
+                    "Something else listens on this port; use port 0 to let the node pick one.",
+                )
+        self.argv = [fill(a, spec.host, self.port) for a in spec.argv]
+        self.env = {k: fill(v, spec.host, self.port) for k, v in spec.env.items()}
+        # Python servers block-buffer a redirected stdout: fatal lines would arrive late.
+        full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        proc = ServerProcess(self.argv, full_env, self.log_path, spec.cwd)
+        try:
+            proc.start()
+        except LaunchFailed as exc:
+            failure = Failure(
+                cause=Cause.UNKNOWN,
+                phase=Phase.LAUNCH,
+                message=str(exc),
+                hint="The command could not be started: check the executable and cwd.",
+                evidence=[str(exc)],
+            )
+            return self._result(Outcome.CRASHED, failure=failure)
+        wake = threading.Event()
+        watcher = LogWatcher(
+            self.log_path, proc.poll, spec.rules, spec.milestones, spec.ready_pattern, wake
+        )
+        watcher.start()
+        health: HealthPoller | None = None
+        metrics: Metrics | None = None
+        info: dict[str, Any] | None = None
+        try:
+            if spec.mode == "job":
+                verdict = self._job(watcher)
+            else:
+                url = f"http://{spec.host}:{self.port}"
+                health = HealthPoller(url + spec.health_path, wake)
+                health.start()
+                verdict, metrics, info = self._server(watcher, health, url)
+        finally:
+            if health is not None:
+                health.stop()
+            cleanup = self._teardown(proc, before)
+            watcher.stop()
+        lines = watcher.lines()
+        if verdict.kind == "ok" and spec.mode == "job":
+            parsed = _job_metrics(lines)
+            if isinstance(parsed, str):
+                verdict = _Verdict("job_bad_metrics", watcher.phase, 0, parsed)
+            else:
+                metrics = Metrics(extra=parsed, duration_s=self.times.get("benchmark_s") or 0.0)
+        if verdict.kind == "ok":
+            return self._result(
+                Outcome.OK,
+                metrics=metrics,
+                cleanup=cleanup,
+                milestones=watcher.labels,
+                server_info=info,
+            )
+        outcome, failure = self._failure(verdict, lines, watcher)
+        return self._result(outcome, failure=failure, cleanup=cleanup, milestones=watcher.labels)
+
+    def _job(self, watcher: LogWatcher) -> _Verdict:
+        start = time.monotonic()
+        deadline = start + self.spec.limits.benchmark_s
+        while watcher.fatal is None and not watcher.exited.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.times["benchmark_s"] = time.monotonic() - start
+                return _Verdict(
+                    "bench_timeout",
+                    watcher.phase,
+                    message=f"the job did not finish within {self.spec.limits.benchmark_s:g} s",
+                )
+            watcher.wake.wait(min(left, 0.1))
+            watcher.wake.clear()
+        self.times["benchmark_s"] = time.monotonic() - start
+        if watcher.fatal is not None:
+            time.sleep(SETTLE_S)
+            return _Verdict("fatal", watcher.fatal.phase, watcher.exit_code)
+        if watcher.exit_code == 0:
+            return _Verdict("ok", watcher.phase, 0)
+        return _Verdict("exited", watcher.phase, watcher.exit_code)
+
+    def _server(
+        self, watcher: LogWatcher, health: HealthPoller, url: str
+    ) -> tuple[_Verdict, Metrics | None, dict[str, Any] | None]:
+        spec = self.spec
+        ready = wait_ready(
+            watcher,
+            health,
+            limit_s=spec.limits.startup_s,
+            need_ready_line=spec.ready_pattern is not None,
+        )
+        if ready.state == "fatal":
+            time.sleep(SETTLE_S)
+            hit = watcher.fatal
+            return _Verdict("fatal", hit.phase if hit else watcher.phase, watcher.exit_code), None, None
+        if ready.state == "exited":
+            return _Verdict("exited", watcher.phase, watcher.exit_code), None, None
+        if ready.state == "timeout":
+            message = (
+                f"not ready after {spec.limits.startup_s:g} s ({describe_progress(watcher)}; "
+                f"health: {health.last_status})"
+            )
+            return _Verdict("timeout", watcher.phase, None, message), None, None
+        self.times["launch_to_ready_s"] = ready.seconds
+        watcher.advance(Phase.READY)
+
+        def abort() -> bool:
+            return watcher.fatal is not None or watcher.exited.is_set() or health.lost.is_set()
+
+        workload = spec.workload
+        if workload.warmup_requests > 0:
+            watcher.advance(Phase.WARMUP)
+            start = time.monotonic()
+            warm = bench.run_load(
+                url,
+                workload,
+                bench.make_prompts(workload, workload.warmup_requests, kind="warmup"),
+                concurrency=min(workload.concurrency, workload.warmup_requests),
+                abort=abort,
+                limit_s=spec.limits.benchmark_s,
+            )
+            self.times["warmup_s"] = time.monotonic() - start
+            verdict = self._check_load(warm, watcher, health, Phase.WARMUP)
+            if verdict is not None:
+                return verdict, None, None
+        watcher.advance(Phase.BENCHMARK)
+        start = time.monotonic()
+        result = bench.run_load(
+            url,
+            workload,
+            bench.make_prompts(workload, workload.num_requests),
+            concurrency=workload.concurrency,
+            abort=abort,
+            limit_s=spec.limits.benchmark_s,
+        )
+        self.times["benchmark_s"] = time.monotonic() - start
+        verdict = self._check_load(result, watcher, health, Phase.BENCHMARK)
+        if verdict is not None:
+            return verdict, None, None
+        metrics = result.metrics()
+        info = bench.fetch_server_info(url)
+        if info is not None:
+            accept = bench.accept_length(info)
+            if accept is not None:
+                metrics = metrics.model_copy(update={"accept_length": accept})
+            if len(json.dumps(info, default=str)) > MAX_SERVER_INFO:
+                info = {"truncated": True}
+        return _Verdict("ok", Phase.BENCHMARK), metrics, info
+
+    def _check_load(
+        self, result: bench.BenchResult, watcher: LogWatcher, health: HealthPoller, phase: Phase
+    ) -> _Verdict | None:
+        if result.state == "done" and result.failed == 0:
+            return None
+        # Failed requests are often the first sign of a dying server: give its death or its
+        # error line a moment to show, so the cause is the server's and not "requests failed".
+        deadline = time.monotonic() + EXPLAIN_S
+        while watcher.fatal is None and not watcher.exited.is_set():
+            if result.state == "aborted" and health.lost.is_set():
+                break
+            if time.monotonic() >= deadline:
+                break
+            watcher.wake.wait(0.05)
+            watcher.wake.clear()
+        if watcher.fatal is not None:
+            time.sleep(SETTLE_S)
+            return _Verdict("fatal", watcher.fatal.phase, watcher.exit_code)
+        if watcher.exited.is_set():
+            return _Verdict("exited", phase, watcher.exit_code)
+        if health.lost.is_set():
+            return _Verdict(
+                "health_lost",
+                phase,
+                None,
+                f"the server stopped answering {self.spec.health_path} ({health.last_status})",
+            )
+        errors = result.errors()
+        if result.state == "timeout":
+            return _Verdict(
+                "bench_timeout",
+                phase,
+                None,
+                f"{phase.value} did not finish within {self.spec.limits.benchmark_s:g} s "
+                f"({result.completed} of {result.requested} requests completed)",
+                errors,
+            )
+        first = errors[0] if errors else "unknown error"
+        return _Verdict(
+            "bench_errors",
+            phase,
+            None,
+            f"{result.failed} of {result.requested} requests failed: {first}",
+            errors,
+            permanent=all(e.startswith("HTTP 4") for e in errors) and bool(errors),
+        )
+
+    def _teardown(self, proc: ServerProcess, before: list[float] | None) -> Cleanup:
+        start = time.monotonic()
+        report = proc.teardown(self.spec.limits.teardown_grace_s)
+        port_free = True
+        if self.port is not None:
+            port_free = wait_port_free(self.spec.host, self.port, 3.0)
+        gpu_clean, after = gpu.wait_released(before, self.spec.limits.gpu_release_s)
+        self.times["teardown_s"] = time.monotonic() - start
+        if report.processes_left or gpu_clean is False:
+            NodeState().mark(
+                {
+                    "study": self.spec.study,
+                    "trial": self.spec.number,
+                    "processes": report.left,
+                    "gpu_before_mib": before,
+                    "gpu_after_mib": after,
+                }
+            )
+        return Cleanup(
+            processes_left=report.processes_left,
+            port_free=port_free,
+            gpu_mem_before_mib=before,
+            gpu_mem_after_mib=after,
+            gpu_clean=gpu_clean,
+            clean=report.processes_left == 0 and port_free and gpu_clean is not False,
+        )
+
+    def _failure(
+        self, verdict: _Verdict, lines: list[str], watcher: LogWatcher
+    ) -> tuple[Outcome, Failure]:
+        spec = self.spec
+        if verdict.kind in ("timeout", "bench_errors", "bench_timeout", "job_bad_metrics"):
+            cause = {
+                "timeout": Cause.STARTUP_TIMEOUT,
+                "bench_errors": Cause.BENCHMARK_ERRORS,
+                "bench_timeout": Cause.BENCHMARK_ERRORS,
+                "job_bad_metrics": Cause.UNKNOWN,
+            }[verdict.kind]
+            hint = _TIMEOUT_HINT if verdict.kind == "timeout" else _BENCH_HINT
+            if verdict.kind == "job_bad_metrics":
+                hint = "A job must print `AUTOTUNE_METRICS {json}` (name -> number) and exit 0."
+            tail = lines[-40:]
+            failure = Failure(
+                cause=cause,
+                phase=verdict.phase,
+                hint=hint,
+                evidence=verdict.evidence or tail[-8:],
+                permanent=verdict.permanent if verdict.kind == "bench_errors" else True,
+                exit_code=verdict.exit_code,
+                log_tail=tail,
+                message=verdict.message,
+            )
+            timeout = verdict.kind in ("timeout", "bench_timeout")
+            return (Outcome.TIMEOUT if timeout else Outcome.CRASHED), failure
+        failure = classify(
+            lines,
+            spec.rules,
+            phase=verdict.phase,
+            exit_code=verdict.exit_code,
+            argv=self.argv,
+            env=self.env,
+        )
+        running = verdict.phase in (Phase.READY, Phase.WARMUP, Phase.BENCHMARK)
+        if failure.cause == Cause.UNKNOWN and (running or verdict.kind == "health_lost"):
+            # After readiness, a death no rule explains is a runtime crash.
+            message = verdict.message or failure.message
+            if verdict.kind == "exited" and verdict.exit_code is not None:
+                message = f"exited with code {verdict.exit_code} during {verdict.phase.value}"
+                if failure.message and not failure.message.startswith("exited"):
+                    message += f": {failure.message}"
+            failure = failure.model_copy(
+                update={"cause": Cause.RUNTIME_CRASH, "hint": _CRASH_HINT, "message": message}
+            )
+        if failure.cause in INFRA_CAUSES:
+            return Outcome.INFRA, failure.model_copy(update={"permanent": False})
+        return Outcome.CRASHED, failure
+
+
+def run_trial(spec: TrialSpec) -> TrialResult:
+    """Run one trial on this node and say how it ended.
+
+    Launches ``spec.argv`` in its own process group, waits for readiness, warms up,
+    benchmarks, tears everything down (proving the node clean) and classifies any failure.
+
+    Args:
+        spec: the trial, built by the driver.
+
+    Returns:
+        The result; trial-level failures (crash, timeout, dirty node) are outcomes, not
+        exceptions.
+    """
+    return _Trial(spec).run()

@@ -1,0 +1,132 @@
+"""Dead-end memory: configurations that crashed for a permanent reason are never launched again.
+
+Three kinds of memory, all persisted in the study (they survive resume):
+
+- the exact configuration that crashed;
+- a blamed value: a failure rule named the flag or variable responsible (FlashInfer fusion on
+  an unsupported architecture), so no configuration with that parameter value is launched;
+- memory dominance: after a memory failure, a configuration that uses at least as much memory
+  on every parameter declared monotone (``memory: increasing|decreasing``) and equals the
+  crashed one on every other parameter cannot fit either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from autotune.models import MEMORY_CAUSES, Cause, Failure
+from autotune.space.render import render
+from autotune.space.schema import StudySpec
+
+
+@dataclass(frozen=True)
+class DeadEnd:
+    """One remembered failure."""
+
+    trial: int
+    cause: str
+    config: dict[str, Any]
+    blame: dict[str, Any]  # {param: value} held responsible; empty when unknown
+    memory: bool  # a memory failure: dominating configurations are dead too
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "trial": self.trial,
+            "cause": self.cause,
+            "config": self.config,
+            "blame": self.blame,
+            "memory": self.memory,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> DeadEnd:
+        return cls(
+            trial=int(data["trial"]),
+            cause=str(data["cause"]),
+            config=dict(data["config"]),
+            blame=dict(data.get("blame") or {}),
+            memory=bool(data.get("memory")),
+        )
+
+
+def blamed_params(spec: StudySpec, config: Mapping[str, Any], failure: Failure) -> dict[str, Any]:
+    """Map the flags/variables a rule blamed back to the parameter values that produced them."""
+    if not failure.blame:
+        return {}
+    out: dict[str, Any] = {}
+    for name, value in config.items():
+        args, env = render(spec.model_copy(update={"fixed": type(spec.fixed)()}), {name: value})
+        flags = {a.split("=", 1)[0] for a in args if a.startswith("-")}
+        if any(b in flags or b in env for b in failure.blame):
+            out[name] = value
+    return out
+
+
+class DeadEnds:
+    """The dead ends of one study."""
+
+    def __init__(self, spec: StudySpec, records: list[DeadEnd] | None = None) -> None:
+        self.spec = spec
+        self.records: list[DeadEnd] = list(records or [])
+
+    def add(self, trial: int, config: Mapping[str, Any], failure: Failure) -> DeadEnd | None:
+        """Remember a failure if it is permanent; returns the record, or None if not kept."""
+        if not failure.permanent or failure.cause in (Cause.DEAD_END, Cause.CONSTRAINT):
+            return None
+        record = DeadEnd(
+            trial=trial,
+            cause=failure.cause.value,
+            config=dict(config),
+            blame=blamed_params(self.spec, config, failure),
+            memory=failure.cause in MEMORY_CAUSES,
+        )
+        self.records.append(record)
+        return record
+
+    def why(self, config: Mapping[str, Any]) -> str | None:
+        """The reason ``config`` is a known dead end, or None if it may be launched."""
+        for r in self.records:
+            if _same_config(config, r.config):
+                return f"same configuration as trial {r.trial}, which failed with {r.cause}"
+            if r.blame and all(_eq(config.get(k), v) for k, v in r.blame.items()):
+                held = ", ".join(f"{k}={v!r}" for k, v in r.blame.items())
+                return f"{held} caused {r.cause} in trial {r.trial}"
+            if r.memory and self._dominates(config, r.config):
+                return (
+                    f"uses at least as much memory as trial {r.trial}, "
+                    f"which failed with {r.cause}"
+                )
+        return None
+
+    def _dominates(self, config: Mapping[str, Any], crashed: Mapping[str, Any]) -> bool:
+        monotone = {p.name: p.memory for p in self.spec.parameters if p.memory}
+        if not monotone or set(config) != set(crashed):
+            return False
+        for name, value in config.items():
+            other = crashed[name]
+            direction = monotone.get(name)
+            if direction is None:
+                if not _eq(value, other):
+                    return False
+            elif direction == "increasing":
+                if value < other:
+                    return False
+            elif value > other:
+                return False
+        return True
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [r.to_json() for r in self.records]
+
+
+def _eq(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b or (
+        isinstance(a, int | float) and isinstance(b, int | float)
+        and not isinstance(a, bool) and not isinstance(b, bool) and a == b
+    )
+
+
+def _same_config(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    return set(a) == set(b) and all(_eq(a[k], b[k]) for k in a)

@@ -1,0 +1,402 @@
+"""``MlflowTracker``: one parent run per study, one child run per trial.
+
+The only module of autotune that imports ``mlflow``. It talks to the store through
+``MlflowClient`` (never the fluent, process-global ``mlflow.start_run``), so that several
+studies and threads cannot step on one "active run". Every MLflow error leaves this module
+as ``TrackingError``.
+
+Layout in MLflow: experiment ``autotune``; parent run named after the study, tagged
+``autotune.study=<name>``, ``autotune.role=study``; children ``trial-<n>`` tagged
+``mlflow.parentRunId``, ``autotune.trial``, ``autotune.attempt``, ``autotune.outcome`` ...
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import re
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from autotune.errors import AutotuneError, TrackingError
+from autotune.models import Outcome, TrialResult
+from autotune.redact import redact_obj, redact_text
+
+# Before mlflow is imported: no "View run at" lines on stdout, no usage telemetry.
+os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+
+
+from mlflow.entities import Metric, Param, RunStatus, RunTag  # noqa: E402
+from mlflow.exceptions import MlflowException  # noqa: E402
+from mlflow.tracking import MlflowClient  # noqa: E402
+
+for _logger in ("mlflow", "alembic"):
+    # Store migrations and similar chatter go to INFO; the CLI's own output is what matters.
+    logging.getLogger(_logger).setLevel(logging.WARNING)
+
+_MAX_KEY = 250  # MLflow's limit on param/metric/tag names
+_MAX_PARAM = 6000  # ... on param values
+_MAX_TAG = 5000  # below MLflow's 8000 on tag values
+_MAX_HINT = 500
+_BATCH = 100  # params or tags per log_batch call
+_BAD_NAME = re.compile(r"[^A-Za-z0-9_\-. /]")
+
+TAG_STUDY = "autotune.study"
+TAG_ROLE = "autotune.role"
+TAG_TRIAL = "autotune.trial"
+TAG_ATTEMPT = "autotune.attempt"
+TAG_LOGGED = "autotune.logged"  # set last: a child without it was interrupted and is redone
+TAG_PARENT = "mlflow.parentRunId"
+
+
+def resolve_uri(uri: str | None, cwd: Path | None = None) -> tuple[str, str | None]:
+    """The tracking URI to use and the artifact location for a new experiment.
+
+    ``None`` is the embedded default: ``sqlite:///<cwd>/mlflow/mlflow.db`` with artifacts in
+    ``<cwd>/mlflow/artifacts``. A plain path is a folder (or ``.db`` file) used the same
+    way. Other URIs (``http://host:5000``, ``postgresql://...``) are passed through and the
+    server or store decides where artifacts go.
+    """
+    base = (cwd or Path.cwd()).resolve()
+    if uri is None:
+        uri = str(base / "mlflow")
+    if "://" not in uri:
+        path = Path(uri).expanduser()
+        path = path if path.is_absolute() else base / path
+        db = path if path.suffix == ".db" else path / "mlflow.db"
+        db.parent.mkdir(parents=True, exist_ok=True)
+        return f"sqlite:///{db}", (db.parent / "artifacts").as_uri()
+    if uri.startswith("sqlite:///") and uri != "sqlite:///:memory:":
+        db = Path(uri[len("sqlite:///"):])
+        db = db if db.is_absolute() else base / db
+        db.parent.mkdir(parents=True, exist_ok=True)
+        return f"sqlite:///{db}", (db.parent / "artifacts").as_uri()
+    return uri, None
+
+
+@contextmanager
+def _wrapped(what: str) -> Iterator[None]:
+    """Translate MLflow (and I/O) errors into ``TrackingError`` at this boundary."""
+    try:
+        yield
+    except AutotuneError:
+        raise
+    except Exception as exc:  # MLflow raises MlflowException, requests, SQLAlchemy, OSError
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise TrackingError(f"MLflow: {what} failed: {first}") from exc
+
+
+def _name(key: str) -> str:
+    return _BAD_NAME.sub("_", str(key))[:_MAX_KEY]
+
+
+def _param_value(value: Any) -> str:
+    text = json.dumps(value) if isinstance(value, dict | list) else str(value)
+    return text[:_MAX_PARAM]
+
+
+def _tag_value(value: Any, limit: int = _MAX_TAG) -> str:
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _flag(value: Any) -> str:
+    return "true" if value else "false"
+
+
+class MlflowTracker:
+    """Implements ``Tracker`` on an MLflow store.
+
+    Args:
+        uri: tracking URI (``http://host:5000``, ``sqlite:///path.db``, a folder) or None for
+            the embedded store under ``./mlflow``.
+        experiment: the MLflow experiment studies are logged to.
+        cwd: folder the default store is relative to (the current directory if None).
+    """
+
+    def __init__(
+        self, uri: str | None = None, experiment: str = "autotune", *, cwd: Path | None = None
+    ) -> None:
+        with _wrapped("opening the tracking store"):
+            self.uri, self._artifact_location = resolve_uri(uri, cwd)
+            self.client = MlflowClient(tracking_uri=self.uri)
+        self.experiment = experiment
+        self.experiment_id: str | None = None
+        self.parent_run_id: str | None = None  # the driver stores it as attrs.MLFLOW_RUN
+        self._study: str | None = None
+        self._simulated = False
+        self._lock = threading.Lock()  # the driver may log finished trials from several threads
+
+    # -- study ---------------------------------------------------------------------------
+
+    def _ensure_experiment(self) -> str:
+        exp = self.client.get_experiment_by_name(self.experiment)
+        if exp is None:
+            try:
+                return str(
+                    self.client.create_experiment(
+                        self.experiment, artifact_location=self._artifact_location
+                    )
+                )
+            except MlflowException:
+                # Another process created it first.
+                exp = self.client.get_experiment_by_name(self.experiment)
+                if exp is None:
+                    raise
+        if exp.lifecycle_stage == "deleted":
+            self.client.restore_experiment(exp.experiment_id)
+        return str(exp.experiment_id)
+
+    def _find_parent(self, study: str, run_id: str | None) -> Any | None:
+        if run_id:
+            try:
+                run = self.client.get_run(run_id)
+            except MlflowException:
+                run = None
+            if (
+                run is not None
+                and run.info.lifecycle_stage == "active"
+                and run.data.tags.get(TAG_STUDY) == study
+            ):
+                return run
+        assert self.experiment_id is not None
+        runs = self.client.search_runs(
+            [self.experiment_id],
+            filter_string=f"tags.`{TAG_ROLE}` = 'study'",
+            order_by=["attributes.start_time DESC"],
+            max_results=1000,
+        )
+        # Study names are compared here rather than in the filter: no quoting to get wrong.
+        return next((r for r in runs if r.data.tags.get(TAG_STUDY) == study), None)
+
+    def start_study(self, study: str, info: dict[str, Any]) -> None:
+        """Open the study's parent run, reusing it on resume.
+
+        Args:
+            study: the study name.
+            info: ``engine``, ``model``, ``objective`` ({metric, direction}), ``space_file``
+                (logged as an artifact), ``simulated`` (bool), ``parent_run_id`` (the run to
+                reuse, from Optuna storage), ``description``; any other scalar is a param.
+        """
+        with self._lock, _wrapped(f"starting study {study!r}"):
+            self.experiment_id = self._ensure_experiment()
+            self._study = study
+            self._simulated = bool(info.get("simulated", False))
+            run = self._find_parent(study, info.get("parent_run_id"))
+            tags = {
+                TAG_STUDY: study,
+                TAG_ROLE: "study",
+                "autotune.simulated": _flag(self._simulated),
+                "autotune.engine": str(info.get("engine", "")),
+            }
+            note = str(info.get("description") or "")
+            if self._simulated:
+                note = ("SIMULATED: results come from the stand-in server, not hardware. " + note)
+            if note:
+                tags["mlflow.note.content"] = note
+            if run is None:
+                run = self.client.create_run(self.experiment_id, run_name=study, tags=tags)
+            else:
+                self.client.update_run(run.info.run_id, status="RUNNING")
+                for key, value in tags.items():
+                    self.client.set_tag(run.info.run_id, key, value)
+            self.parent_run_id = run.info.run_id
+            params = self._study_params(info)
+            # Params cannot change once logged; on resume only the new ones are added.
+            new = {k: v for k, v in params.items() if k not in run.data.params}
+            self._log_batch(self.parent_run_id, params=new)
+            space_file = info.get("space_file")
+            if space_file and Path(space_file).is_file():
+                self.client.log_artifact(self.parent_run_id, str(space_file))
+
+    @staticmethod
+    def _study_params(info: dict[str, Any]) -> dict[str, str]:
+        params: dict[str, str] = {}
+        objective = info.get("objective")
+        if isinstance(objective, dict):
+            for key, value in objective.items():
+                params[f"objective_{key}"] = _param_value(value)
+        elif objective is not None:
+            params["objective"] = _param_value(objective)
+        skip = {"objective", "parent_run_id", "simulated", "description", "space"}
+        for key, value in info.items():
+            if key in skip or value is None or isinstance(value, dict | list):
+                continue
+            params[_name(key)] = _param_value(value)
+        return params
+
+    # -- trials --------------------------------------------------------------------------
+
+    def log_trial(self, result: TrialResult, params: dict[str, Any], extra: dict[str, Any]) -> None:
+        """Log one trial as a child run; a trial/attempt already logged is not logged again.
+
+        Args:
+            result: what the node returned.
+            params: the configuration (param name -> value), logged as MLflow params.
+            extra: anything else worth keeping (``argv``, ``env``, ``skipped``, ``baseline``,
+                ``value``); saved, redacted, as the artifact ``trial.json``. ``baseline`` (bool)
+                also becomes the tag ``autotune.baseline``.
+        """
+        if self.parent_run_id is None or self.experiment_id is None:
+            raise TrackingError("MLflow: log_trial called before start_study")
+        with self._lock, _wrapped(f"logging trial {result.number}"):
+            if self._already_logged(result.number, result.attempt):
+                return
+            name = f"trial-{result.number}"
+            if result.attempt:
+                name += f"-attempt-{result.attempt}"
+            run = self.client.create_run(
+                self.experiment_id, run_name=name, tags=self._trial_tags(result, extra)
+            )
+            run_id = run.info.run_id
+            self._log_batch(
+                run_id,
+                params={_name(k): _param_value(v) for k, v in params.items()},
+                metrics=self._trial_metrics(result),
+            )
+            with tempfile.TemporaryDirectory(prefix="autotune-mlflow-") as tmp:
+                if result.log_path and Path(result.log_path).is_file():
+                    redacted = Path(tmp) / Path(result.log_path).name
+                    _redact_file(Path(result.log_path), redacted)
+                    self.client.log_artifact(run_id, str(redacted), artifact_path="logs")
+                record = redact_obj(
+                    {"result": result.model_dump(mode="json"), "params": params, "extra": extra}
+                )
+                trial_json = Path(tmp) / "trial.json"
+                trial_json.write_text(json.dumps(record, indent=2, default=str), encoding="utf-8")
+                self.client.log_artifact(run_id, str(trial_json))
+            self.client.set_tag(run_id, TAG_LOGGED, "true")
+            self.client.set_terminated(run_id, status=_status(result.outcome))
+
+    def _already_logged(self, number: int, attempt: int) -> bool:
+        runs = self.client.search_runs(
+            [self.experiment_id],
+            filter_string=(
+                f"tags.`{TAG_PARENT}` = '{self.parent_run_id}' "
+                f"AND tags.`{TAG_TRIAL}` = '{number}' AND tags.`{TAG_ATTEMPT}` = '{attempt}'"
+            ),
+        )
+        done = False
+        for run in runs:
+            if run.data.tags.get(TAG_LOGGED) == "true" and not done:
+                done = True
+            else:
+                # Interrupted half-way (or a stray duplicate): replace it with a complete one.
+                self.client.delete_run(run.info.run_id)
+        return done
+
+    def _trial_tags(self, result: TrialResult, extra: dict[str, Any]) -> dict[str, str]:
+        failure = result.failure
+        tags = {
+            TAG_PARENT: str(self.parent_run_id),
+            TAG_STUDY: str(self._study),
+            TAG_ROLE: "trial",
+            TAG_TRIAL: str(result.number),
+            TAG_ATTEMPT: str(result.attempt),
+            "autotune.outcome": str(result.outcome),
+            "autotune.simulated": _flag(result.simulated or self._simulated),
+            "autotune.baseline": _flag(extra.get("baseline", False)),
+        }
+        if failure is not None:
+            tags["autotune.cause"] = str(failure.cause)
+            tags["autotune.phase"] = str(failure.phase)
+            if failure.hint:
+                tags["autotune.hint"] = _tag_value(redact_text(failure.hint), _MAX_HINT)
+            if failure.message:
+                tags["autotune.message"] = _tag_value(redact_text(failure.message), _MAX_HINT)
+        if result.node:
+            tags["autotune.node"] = _tag_value(result.node)
+        if extra.get("skipped"):
+            tags["autotune.skipped"] = _tag_value(redact_text(str(extra["skipped"])), _MAX_HINT)
+        return tags
+
+    @staticmethod
+    def _trial_metrics(result: TrialResult) -> dict[str, float]:
+        metrics: dict[str, float] = {}
+        if result.metrics is not None:
+            metrics.update(result.metrics.flat())
+        for key, value in result.timings.model_dump().items():
+            if value is not None:
+                metrics[f"time_{key}"] = float(value)
+        cleanup = result.cleanup
+        metrics["cleanup_processes_left"] = float(cleanup.processes_left)
+        if cleanup.gpu_mem_before_mib:
+            metrics["cleanup_gpu_mem_before_mib"] = max(cleanup.gpu_mem_before_mib)
+        if cleanup.gpu_mem_after_mib:
+            metrics["cleanup_gpu_mem_after_mib"] = max(cleanup.gpu_mem_after_mib)
+        return metrics
+
+    # -- finish --------------------------------------------------------------------------
+
+    def finish(self, summary: dict[str, Any]) -> None:
+        """Put the study's summary on the parent run and end it.
+
+        Args:
+            summary: ``report.summary(study)``: metric, best_value, baseline_value, gain_pct,
+                trials, outcomes, causes, best_trial, best_config.
+        """
+        if self.parent_run_id is None:
+            return
+        metric = _name(str(summary.get("metric") or "value"))
+        metrics: dict[str, float] = {}
+        for key, name in (
+            ("best_value", f"best_{metric}"),
+            ("baseline_value", f"baseline_{metric}"),
+            ("gain_pct", "gain_pct"),
+            ("trials", "trials"),
+        ):
+            if summary.get(key) is not None:
+                metrics[name] = float(summary[key])
+        for outcome, count in (summary.get("outcomes") or {}).items():
+            metrics[_name(f"n_{outcome}")] = float(count)
+        for cause, count in (summary.get("causes") or {}).items():
+            metrics[_name(f"n_cause_{cause}")] = float(count)
+        tags: dict[str, str] = {}
+        if summary.get("best_trial") is not None:
+            tags["autotune.best_trial"] = str(summary["best_trial"])
+            tags["autotune.best_config"] = _tag_value(json.dumps(summary.get("best_config") or {}))
+        with self._lock, _wrapped("finishing the study run"):
+            self._log_batch(self.parent_run_id, metrics=metrics, tags=tags)
+            self.client.set_terminated(self.parent_run_id, status="FINISHED")
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _log_batch(
+        self,
+        run_id: str,
+        *,
+        params: dict[str, str] | None = None,
+        metrics: dict[str, float] | None = None,
+        tags: dict[str, str] | None = None,
+    ) -> None:
+        now = int(time.time() * 1000)
+        p = [Param(k, v) for k, v in (params or {}).items()]
+        m = [Metric(_name(k), v, now, 0) for k, v in (metrics or {}).items() if math.isfinite(v)]
+        t = [RunTag(k, v) for k, v in (tags or {}).items()]
+        for i in range(0, max(len(p), len(m), len(t)), _BATCH):
+            self.client.log_batch(
+                run_id, metrics=m[i : i + _BATCH], params=p[i : i + _BATCH], tags=t[i : i + _BATCH]
+            )
+
+
+def _status(outcome: Outcome) -> str:
+    if outcome in (Outcome.OK, Outcome.SLO_VIOLATED):
+        return RunStatus.to_string(RunStatus.FINISHED)
+    if outcome == Outcome.PRUNED:
+        return RunStatus.to_string(RunStatus.KILLED)
+    return RunStatus.to_string(RunStatus.FAILED)
+
+
+def _redact_file(src: Path, dst: Path) -> None:
+    """Copy a server log with secrets masked, line by line (logs can be large)."""
+    with src.open(encoding="utf-8", errors="replace") as fin, dst.open("w", encoding="utf-8") as fout:
+        for line in fin:
+            fout.write(redact_text(line))

@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+from autotune.models import Cause, Failure, Phase
+from autotune.space.schema import StudySpec
+from autotune.study.deadends import DeadEnd, DeadEnds
+
+SPACE = StudySpec.model_validate({
+    "engine": {"name": "sglang"},
+    "model": "m",
+    "parameters": [
+        {"name": "bs", "type": "int", "flag": "--cuda-graph-max-bs", "low": 8, "high": 512,
+         "memory": "increasing"},
+        {"name": "buf", "type": "int", "env": "NCCL_BUFFSIZE", "low": 1, "high": 64,
+         "memory": "increasing"},
+        {"name": "policy", "type": "categorical", "flag": "--schedule-policy",
+         "choices": ["lpm", "fcfs"]},
+        {"name": "allreduce", "type": "categorical", "choices": ["nccl", "fusion"],
+         "map": {"nccl": {"args": ["--disable-custom-all-reduce"]},
+                 "fusion": {"args": ["--enable-flashinfer-allreduce-fusion"]}}},
+    ],
+})
+
+
+def _fail(cause: Cause, blame: list[str] | None = None, permanent: bool = True) -> Failure:
+    return Failure(cause=cause, phase=Phase.MEMORY_POOL, blame=blame or [], permanent=permanent)
+
+
+def test_exact_configuration_is_remembered() -> None:
+    d = DeadEnds(SPACE)
+    cfg = {"bs": 64, "buf": 4, "policy": "lpm", "allreduce": "nccl"}
+    d.add(3, cfg, _fail(Cause.ASSERTION))
+    assert d.why(cfg) is not None and "trial 3" in d.why(cfg)  # type: ignore[operator]
+    assert d.why({**cfg, "policy": "fcfs"}) is None
+
+
+def test_blamed_value_blocks_every_configuration_with_it() -> None:
+    d = DeadEnds(SPACE)
+    cfg = {"bs": 64, "buf": 4, "policy": "lpm", "allreduce": "fusion"}
+    rec = d.add(1, cfg, _fail(Cause.ARCH_UNSUPPORTED, ["--enable-flashinfer-allreduce-fusion"]))
+    assert rec is not None and rec.blame == {"allreduce": "fusion"}
+    other = {"bs": 16, "buf": 32, "policy": "fcfs", "allreduce": "fusion"}
+    assert "allreduce='fusion'" in (d.why(other) or "")
+    assert d.why({**other, "allreduce": "nccl"}) is None
+
+
+def test_memory_failure_blocks_dominating_configurations_only() -> None:
+    d = DeadEnds(SPACE)
+    cfg = {"bs": 128, "buf": 8, "policy": "lpm", "allreduce": "nccl"}
+    d.add(2, cfg, _fail(Cause.KV_POOL_OOM))
+    assert d.why({**cfg, "bs": 256}) is not None  # more graph memory: cannot fit either
+    assert d.why({**cfg, "bs": 256, "buf": 16}) is not None
+    assert d.why({**cfg, "bs": 64}) is None  # less memory: may fit
+    assert d.why({**cfg, "bs": 256, "buf": 4}) is None  # mixed: unknown
+    assert d.why({**cfg, "bs": 256, "policy": "fcfs"}) is None  # another non-monotone value
+
+
+def test_transient_failures_are_not_remembered_and_records_round_trip() -> None:
+    d = DeadEnds(SPACE)
+    cfg = {"bs": 64, "buf": 4, "policy": "lpm", "allreduce": "nccl"}
+    assert d.add(1, cfg, _fail(Cause.PORT_IN_USE, permanent=False)) is None
+    d.add(2, cfg, _fail(Cause.CUDA_OOM))
+    again = DeadEnds(SPACE, [DeadEnd.from_json(r) for r in d.to_json()])
+    assert again.why({**cfg, "bs": 128}) == d.why({**cfg, "bs": 128}) is not None

@@ -26,8 +26,8 @@ app = typer.Typer(
     help="Tune LLM inference servers: an Optuna study over launch flags and environment.",
     pretty_exceptions_enable=False,
 )
-console = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+console = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 StudyOpt = Annotated[
     str | None,
@@ -299,8 +299,13 @@ def report(
 def validate(space: Annotated[Path, typer.Argument(help="The search-space YAML file.")]) -> None:
     """Check a space file (and its flags against the engine's table); launches nothing."""
     from autotune.engines import get_engine
-    from autotune.space.load import load
+    from autotune.space.load import check, load
 
+    problems = check(space)
+    for problem in problems[:-1]:
+        err.print(f"autotune: error: {problem}", markup=False, highlight=False)
+    if problems:
+        raise problems[-1]
     spec = load(space)
     _preflight(get_engine(spec.engine), spec)
     n = len(spec.parameters)

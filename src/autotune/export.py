@@ -126,8 +126,10 @@ def _fmt(value: float | None) -> str:
 
 def _groups(argv: list[str]) -> list[list[str]]:
     """Split argv into the program and one group per option with its values (layout only)."""
-    groups: list[list[str]] = [[]]
-    for arg in argv:
+    # The program stays on the first line, with its ``-m module`` when it is Python.
+    head = 3 if len(argv) >= 3 and argv[1] == "-m" else 1
+    groups: list[list[str]] = [list(argv[:head])]
+    for arg in argv[head:]:
         starts_option = arg.startswith("--") or re.match(r"^-[A-Za-z]", arg) is not None
         if starts_option and groups[-1]:
             groups.append([])
@@ -138,7 +140,8 @@ def _groups(argv: list[str]) -> list[list[str]]:
 def render_sh(data: dict[str, Any]) -> str:
     """A bash script from :func:`export_data`'s dict: header, exports, the command."""
     lines = ["#!/usr/bin/env bash"]
-    lines.append(_comment(f"autotune: best configuration of study {data['study']} (trial {data['trial']})"))
+    study, trial = data["study"], data["trial"]
+    lines.append(_comment(f"autotune: best configuration of study {study} (trial {trial})"))
     result = f"{data['metric']} ({data['direction']}): {_fmt(data['value'])}"
     if data.get("baseline_value") is not None:
         result += f" vs baseline {_fmt(data['baseline_value'])}"
@@ -150,7 +153,8 @@ def render_sh(data: dict[str, Any]) -> str:
     if data["simulated"]:
         lines.append("# WARNING: SIMULATED study: the numbers above come from the stand-in server")
         lines.append("# (python -m autotune.sim), not from hardware. Measure on the target first.")
-    lines.append(_comment(f"exported {data['exported_at']} by autotune {data['versions']['autotune']}"))
+    version = data["versions"]["autotune"]
+    lines.append(_comment(f"exported {data['exported_at']} by autotune {version}"))
     lines += ["set -euo pipefail", ""]
     for name, value in data["env"].items():
         if not _ENV_NAME.match(name):
@@ -163,7 +167,7 @@ def render_sh(data: dict[str, Any]) -> str:
     if data["env"]:
         lines.append("")
     if MASK in data["argv"] or any(a.endswith("=" + MASK) for a in data["argv"]):
-        lines.append(f"# NOTE: arguments shown as {MASK} were secrets; put yours in before running.")
+        lines.append(f"# NOTE: arguments shown as {MASK} were secrets; put yours in first.")
     groups = _groups(data["argv"])
     if groups:
         body = [shlex.join(g) for g in groups]

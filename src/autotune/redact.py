@@ -99,7 +99,7 @@ def _assignment(match: re.Match[str]) -> str:
 
 
 def redact_text(text: str) -> str:
-    """``text`` with known token shapes, bearer tokens, URL passwords and secret assignments masked."""
+    """``text`` with token shapes, bearer tokens, URL passwords and secret assignments masked."""
     if not text:
         return text
     for shape in _TOKEN_SHAPES:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +97,8 @@ def row(trial: FrozenTrial, metric: str, *, study_simulated: bool = False) -> Tr
     outcome = ua.get(attrs.OUTCOME)
     if outcome is None and trial.state == TrialState.PRUNED:
         outcome = Outcome.PRUNED.value
-    metrics = {k: float(v) for k, v in (ua.get(attrs.METRICS) or {}).items() if _finite(v) is not None}
+    raw = ua.get(attrs.METRICS) or {}
+    metrics = {k: float(v) for k, v in raw.items() if _finite(v) is not None}
     value: float | None = None
     if outcome in (Outcome.OK, Outcome.SLO_VIOLATED):
         value = metrics.get(metric)
@@ -194,6 +195,11 @@ def summary(study: optuna.Study) -> dict[str, Any]:
     }
 
 
+def status_data(study: optuna.Study) -> dict[str, Any]:
+    """``{"summary": ..., "trials": [row as a dict, ...]}``, JSON-safe (``status --json``)."""
+    return {"summary": summary(study), "trials": [asdict(r) for r in rows(study)]}
+
+
 def _fmt(value: float | None) -> str:
     if value is None:
         return "-"
@@ -230,7 +236,7 @@ _OUTCOME_STYLE = {
 }
 
 
-def _config_text(config: dict[str, Any], limit: int = 60) -> str:
+def _config_text(config: dict[str, Any], limit: int = 120) -> str:
     text = " ".join(f"{k}={v}" for k, v in config.items())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -249,7 +255,7 @@ def status_table(study: optuna.Study) -> Table:
     table.add_column(metric, justify="right")
     table.add_column("cause")
     table.add_column("time", justify="right")
-    table.add_column("config")
+    table.add_column("config", overflow="fold", min_width=24)
     for r in all_rows:
         mark = "*" if top is not None and r.number == top.number else ""
         mark += " (baseline)" if r.baseline else ""
@@ -261,12 +267,14 @@ def status_table(study: optuna.Study) -> Table:
     return table
 
 
-def failure_table(study: optuna.Study) -> Table:
-    """Failures grouped by cause: count, phase, hint and one example trial."""
+def failure_table(study: optuna.Study) -> Table | None:
+    """Failures grouped by cause: count, phase, hint and one example trial (None: no failures)."""
     groups: dict[str, list[TrialRow]] = {}
     for r in rows(study):
         if r.cause:
             groups.setdefault(r.cause, []).append(r)
+    if not groups:
+        return None
     title = f"{study.study_name}: failures"
     if is_simulated(study):
         title += f" {SIMULATED_LABEL.upper()}"
@@ -296,7 +304,10 @@ def ok_study(study: optuna.Study) -> optuna.Study:
     verbosity = optuna.logging.get_verbosity()
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # no "A new study created" line
     try:
-        copy = optuna.create_study(direction=direction, study_name=f"{study.study_name}-ok")
+        copy = optuna.create_study(
+            direction="minimize" if direction == "minimize" else "maximize",
+            study_name=f"{study.study_name}-ok",
+        )
     finally:
         optuna.logging.set_verbosity(verbosity)
     for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
@@ -324,6 +335,7 @@ def plots(study: optuna.Study, out_dir: str | Path) -> list[Path]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
     from optuna.visualization import matplotlib as ovm
 
     out = Path(out_dir)
@@ -334,6 +346,8 @@ def plots(study: optuna.Study, out_dir: str | Path) -> list[Path]:
     written: list[Path] = []
 
     def save(ax: Any, name: str, title: str) -> None:
+        for loc in ("left", "right"):
+            ax.set_title("", loc=loc)  # Optuna's own title would overlap ours
         ax.set_title(title + suffix)
         fig = ax.figure
         fig.tight_layout()
@@ -347,10 +361,14 @@ def plots(study: optuna.Study, out_dir: str | Path) -> list[Path]:
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         if good.trials:
             ax = ovm.plot_optimization_history(good, target_name=metric)
+            ax.set_xlabel("successful trial, in order")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             save(ax, "optimization_history.png", f"{study.study_name}: {metric} ({direction})")
         importances = _importances(good)
         if importances:
             ax = ovm.plot_param_importances(good, target_name=metric)
+            ax.set_xlabel(f"importance for {metric} (ok trials)")
+            ax.set_ylabel("parameter")
             save(ax, "param_importances.png", f"{study.study_name}: parameter importances")
 
     counts = summary(study)
@@ -360,6 +378,8 @@ def plots(study: optuna.Study, out_dir: str | Path) -> list[Path]:
         left.bar([k for k, _ in outcomes], [n for _, n in outcomes],
                  color=[_BAR_COLOR.get(k, "grey") for k, _ in outcomes])
         left.set_title("outcomes")
+        left.yaxis.set_major_locator(MaxNLocator(integer=True))
+        right.xaxis.set_major_locator(MaxNLocator(integer=True))
         causes = sorted(counts["causes"].items(), key=lambda kv: -kv[1])
         right.barh([k for k, _ in causes][::-1], [n for _, n in causes][::-1], color="tab:red")
         right.set_title("failure causes" if causes else "failure causes (none)")

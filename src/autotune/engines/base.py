@@ -35,7 +35,10 @@ class Engine(abc.ABC):
 
     @abc.abstractmethod
     def base_command(self, model: str) -> list[str]:
-        """The server command before the configuration's arguments; may hold ``{host}``/``{port}``."""
+        """The server command before the configuration's arguments.
+
+        May hold ``{host}``/``{port}`` placeholders (filled in on the node).
+        """
 
     def translate(self, args: list[str]) -> tuple[list[str], list[str]]:
         """Rewrite arguments for this engine's version (renamed flags).
@@ -53,8 +56,10 @@ class Engine(abc.ABC):
         """Environment every launch gets even if the space sets it otherwise (wins over ``env``)."""
         return {}
 
-    def command(self, model: str, args: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
-        """The full argv and env for one configuration (``{host}``/``{port}`` left as placeholders)."""
+    def command(
+        self, model: str, args: list[str], env: dict[str, str]
+    ) -> tuple[list[str], dict[str, str]]:
+        """The full argv and env for one configuration (``{host}``/``{port}`` left as is)."""
         translated, _ = self.translate(args)
         return self.base_command(model) + translated, {
             **self.default_env(),

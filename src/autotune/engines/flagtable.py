@@ -129,7 +129,8 @@ def _resolve(filename: str, depth: int) -> dict[str, Any]:
         flags.pop(name, None)
     for name, replacement in doc.get("deprecate", {}).items():
         if name in flags:
-            flags[name] = {**flags[name], "deprecated": replacement}
+            entry = flags[name] if isinstance(flags[name], dict) else {"type": flags[name]}
+            flags[name] = {**entry, "deprecated": replacement}
     flags.update(doc.get("flags", {}))
     return flags
 

@@ -146,7 +146,9 @@ class SGLangEngine(Engine):
                 pattern=r"Capture (?:cuda|CUDA) graph end",
                 label="graph_captured",
             ),
-            Milestone(phase=Phase.READY, pattern=r"max_total_num_tokens=\d+", label="scheduler_ready"),
+            Milestone(
+                phase=Phase.READY, pattern=r"max_total_num_tokens=\d+", label="scheduler_ready"
+            ),
             Milestone(phase=Phase.READY, pattern=self.ready_pattern or "", label="ready"),
         ]
 

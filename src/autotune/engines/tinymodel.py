@@ -24,7 +24,7 @@ from typing import Any
 PREFIX = "tiny-llama"
 RECIPE_VERSION = 1  # bump when the build below changes in a way the presets do not show
 
-PRESETS: dict[str, dict[str, int]] = {
+PRESETS: dict[str, dict[str, int | str]] = {
     # ~1.0 M parameters: fast on a 2-core CPU.
     "cpu": {
         "vocab_size": 2000,
@@ -35,6 +35,8 @@ PRESETS: dict[str, dict[str, int]] = {
         "num_key_value_heads": 4,
         "max_position_embeddings": 2048,
         "corpus_words": 40_000,
+        "distinct_words": 4000,
+        "dtype": "float32",  # the server's --dtype auto follows the saved weights
     },
     # ~140 M parameters: big enough that batching and CUDA graphs matter on an H200.
     "gpu": {
@@ -46,12 +48,14 @@ PRESETS: dict[str, dict[str, int]] = {
         "num_key_value_heads": 12,
         "max_position_embeddings": 4096,
         "corpus_words": 400_000,
+        "distinct_words": 40_000,  # BPE stops merging once every word is one token
+        "dtype": "bfloat16",
     },
 }
 
 
 def is_tiny(model: str) -> bool:
-    """Whether ``model`` names a buildable tiny model (``tiny-llama`` or ``tiny-llama:<preset>``)."""
+    """Whether ``model`` names a tiny model to build (``tiny-llama`` or ``tiny-llama:<preset>``)."""
     return model == PREFIX or model.startswith(PREFIX + ":")
 
 
@@ -84,16 +88,16 @@ def recipe(preset: str) -> dict[str, Any]:
     return {"recipe": RECIPE_VERSION, "preset": preset, **PRESETS[preset], "seed": 0}
 
 
-def model_dir(model: str) -> Path:
-    """Where ``model`` is (or will be) built; pure, builds nothing."""
+def model_dir(model: str, root: Path | None = None) -> Path:
+    """Where ``model`` is (or will be) built under ``root`` (default ``cache_root()``)."""
     preset = preset_of(model)
     digest = hashlib.sha256(json.dumps(recipe(preset), sort_keys=True).encode()).hexdigest()
-    return cache_root() / f"{PREFIX}-{preset}-{digest[:12]}"
+    return (root or cache_root()) / f"{PREFIX}-{preset}-{digest[:12]}"
 
 
-def ensure_tiny_model(model: str) -> Path:
-    """Build ``model`` once (file-locked) and return its folder."""
-    target = model_dir(model)
+def ensure_tiny_model(model: str, root: Path | None = None) -> Path:
+    """Build ``model`` once (file-locked) under ``root`` and return its folder."""
+    target = model_dir(model, root)
     if (target / "config.json").exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -111,10 +115,10 @@ def ensure_tiny_model(model: str) -> Path:
     return target
 
 
-def _corpus(words: int, rng: random.Random) -> list[str]:
+def _corpus(words: int, distinct: int, rng: random.Random) -> list[str]:
     """Generated text with word-like structure so BPE finds many merges."""
     syllables = [a + b for a in "bcdfghklmnprstvz" for b in "aeiouy"] + list("aeiou")
-    vocab = ["".join(rng.choices(syllables, k=rng.randint(1, 4))) for _ in range(4000)]
+    vocab = ["".join(rng.choices(syllables, k=rng.randint(1, 4))) for _ in range(distinct)]
     lines = []
     for _ in range(max(1, words // 12)):
         sentence = " ".join(rng.choice(vocab) for _ in range(12))
@@ -129,7 +133,7 @@ def _build(spec: dict[str, Any], out: Path) -> None:
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
     from transformers.utils import logging as hf_logging
 
-    hf_logging.disable_progress_bar()
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     rng = random.Random(spec["seed"])
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -140,8 +144,10 @@ def _build(spec: dict[str, Any], out: Path) -> None:
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    tokenizer.train_from_iterator(_corpus(spec["corpus_words"], rng), trainer=trainer)
-    fast = PreTrainedTokenizerFast(
+    tokenizer.train_from_iterator(
+        _corpus(spec["corpus_words"], spec["distinct_words"], rng), trainer=trainer
+    )
+    fast = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
         tokenizer_object=tokenizer, unk_token="<unk>", bos_token="<s>", eos_token="</s>"
     )
     fast.save_pretrained(out)
@@ -161,7 +167,7 @@ def _build(spec: dict[str, Any], out: Path) -> None:
         pad_token_id=None,
         tie_word_embeddings=False,
     )
-    model = LlamaForCausalLM(config)
+    model = LlamaForCausalLM(config).to(getattr(torch, spec["dtype"]))
     # No EOS: every request generates exactly max_tokens tokens.
     model.generation_config.eos_token_id = None
     model.generation_config.pad_token_id = None

@@ -168,7 +168,7 @@ def _chunk_tokens(endpoint: str, obj: dict[str, Any], state: dict[str, Any]) -> 
         meta = obj.get("meta_info") or {}
         cumulative = meta.get("completion_tokens")
         if isinstance(cumulative, int):
-            new = max(0, cumulative - state.get("total", 0))
+            new = max(0, cumulative - int(state.get("total", 0)))
             state["total"] = max(cumulative, state.get("total", 0))
             state["usage"] = True
             return new
@@ -259,7 +259,9 @@ async def run_load_async(
     url = base_url.rstrip("/") + workload.endpoint
     sem = asyncio.Semaphore(concurrency)
     records: list[RequestRecord] = []
-    timeout = httpx.Timeout(workload.request_timeout_s, connect=min(30.0, workload.request_timeout_s))
+    timeout = httpx.Timeout(
+        workload.request_timeout_s, connect=min(30.0, workload.request_timeout_s)
+    )
     limits = httpx.Limits(max_connections=concurrency + 2, max_keepalive_connections=concurrency)
     start = time.perf_counter()
     state = "done"

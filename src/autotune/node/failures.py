@@ -32,9 +32,15 @@ _LOG_PREFIX = re.compile(r"^\s*\[[^\]]{4,60}\]\s*")
 
 # Generic progress lines, used when a log is diagnosed without the engine's milestones.
 GENERIC_MILESTONES: tuple[Milestone, ...] = (
-    Milestone(phase=Phase.LOAD, pattern=r"Load weight begin|Loading weights|Loading model", label="load"),
+    Milestone(
+        phase=Phase.LOAD, pattern=r"Load weight begin|Loading weights|Loading model", label="load"
+    ),
     Milestone(phase=Phase.MEMORY_POOL, pattern=r"Load weight end|Memory pool|KV Cache", label="kv"),
-    Milestone(phase=Phase.GRAPH_CAPTURE, pattern=r"Capture cuda graph begin|Capturing CUDA graph", label="graphs"),
+    Milestone(
+        phase=Phase.GRAPH_CAPTURE,
+        pattern=r"Capture cuda graph begin|Capturing CUDA graph",
+        label="graphs",
+    ),
     Milestone(
         phase=Phase.READY,
         pattern=r"fired up and ready to roll|Application startup complete|Uvicorn running on",
@@ -54,7 +60,7 @@ def _trim(line: str) -> str:
 
 
 def blamed(names: Iterable[str], argv: Sequence[str], env: dict[str, str]) -> list[str]:
-    """The subset of ``names`` present in the launch: a flag in ``argv`` or a variable in ``env``."""
+    """The ``names`` present in the launch: a flag in ``argv`` or a variable in ``env``."""
     out = []
     for name in names:
         if name.startswith("-"):
@@ -88,6 +94,15 @@ def _message(line: str) -> str:
     return _trim(_LOG_PREFIX.sub("", line).strip())
 
 
+def _exception_after(lines: Sequence[str], start: int, limit: int = 300) -> int | None:
+    """Index of the first exception line at or after ``start`` (the end of its traceback)."""
+    for i in range(start, min(len(lines), start + limit)):
+        text = _LOG_PREFIX.sub("", lines[i])
+        if text and not text[0].isspace() and _EXC_LINE.match(text.strip()):
+            return i
+    return None
+
+
 def _last_exception(lines: Sequence[str]) -> int | None:
     """Index of the exception line that ends the last traceback in ``lines``."""
     start = None
@@ -97,11 +112,7 @@ def _last_exception(lines: Sequence[str]) -> int | None:
             break
     if start is None:
         return None
-    for i in range(start + 1, len(lines)):
-        text = _LOG_PREFIX.sub("", lines[i])
-        if text and not text[0].isspace() and _EXC_LINE.match(text.strip()):
-            return i
-    return None
+    return _exception_after(lines, start + 1, limit=len(lines))
 
 
 def classify(
@@ -130,6 +141,18 @@ def classify(
     found = first_match(lines, rules)
     if found is not None:
         rule, hits = found
+        message = _message(lines[hits[0]])
+        if lines[hits[0]][:1].isspace():
+            # A traceback frame matched: the exception that ends the traceback says what.
+            exc_after = _exception_after(lines, hits[0])
+            if exc_after is not None:
+                message = _message(lines[exc_after])
+        if rule.cause == Cause.UNKNOWN:
+            # A catch-all line ("Scheduler hit an exception") says only that something failed;
+            # the traceback's last line says what.
+            exc = _last_exception(lines)
+            if exc is not None:
+                message = _message(lines[exc])
         return Failure(
             cause=rule.cause,
             phase=rule.phase or phase,
@@ -140,7 +163,7 @@ def classify(
             blame=blamed(rule.blame, argv, env),
             exit_code=exit_code,
             log_tail=tail,
-            message=_message(lines[hits[0]]),
+            message=message,
         )
     if exit_code == 2:
         for i, line in enumerate(lines):

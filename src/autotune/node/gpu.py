@@ -56,9 +56,8 @@ def _load() -> ModuleType | None:
         return _nvml
 
 
-def _handles(nvml: Any, count: int | None) -> list[Any]:
-    """Handles of the GPUs this process may use, in CUDA_VISIBLE_DEVICES order."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+def _handles(nvml: Any, count: int | None, visible: str | None = None) -> list[Any]:
+    """Handles of the GPUs in ``visible`` (CUDA_VISIBLE_DEVICES syntax; None: all), in order."""
     handles: list[Any] = []
     if visible is None:
         total = int(nvml.nvmlDeviceGetCount())
@@ -78,11 +77,19 @@ def _handles(nvml: Any, count: int | None) -> list[Any]:
     return handles if count is None else handles[:count]
 
 
-def snapshot(count: int | None = None) -> list[float] | None:
+def visible_devices(env: dict[str, str] | None = None) -> str | None:
+    """CUDA_VISIBLE_DEVICES as a trial sees it: from ``env`` if set there, else this process's."""
+    if env is not None and "CUDA_VISIBLE_DEVICES" in env:
+        return env["CUDA_VISIBLE_DEVICES"]
+    return os.environ.get("CUDA_VISIBLE_DEVICES")
+
+
+def snapshot(count: int | None = None, visible: str | None = None) -> list[float] | None:
     """MiB of memory in use on each visible GPU (the first ``count`` of them), or None.
 
     Args:
         count: how many of the visible GPUs the trial uses; None for all.
+        visible: the trial's CUDA_VISIBLE_DEVICES (see :func:`visible_devices`); None: all GPUs.
 
     Returns:
         One figure per GPU, or None where there is no NVML or no visible GPU.
@@ -91,7 +98,7 @@ def snapshot(count: int | None = None) -> list[float] | None:
     if nvml is None:
         return None
     try:
-        handles = _handles(nvml, count)
+        handles = _handles(nvml, count, visible)
         used = [float(nvml.nvmlDeviceGetMemoryInfo(h).used) / (1024 * 1024) for h in handles]
     except Exception:
         return None
@@ -111,6 +118,7 @@ def wait_released(
     limit_s: float,
     tolerance: float | None = None,
     *,
+    visible: str | None = None,
     poll_s: float = 0.5,
 ) -> tuple[bool | None, list[float] | None]:
     """Wait until GPU memory is back to the pre-trial level (memory is released late).
@@ -119,6 +127,7 @@ def wait_released(
         before: per-GPU MiB in use before the trial (from :func:`snapshot`).
         limit_s: how long to wait at most.
         tolerance: MiB above ``before`` still counted as released.
+        visible: the trial's CUDA_VISIBLE_DEVICES, as given to :func:`snapshot`.
         poll_s: seconds between NVML reads.
 
     Returns:
@@ -129,7 +138,7 @@ def wait_released(
     tol = tolerance_mib() if tolerance is None else tolerance
     deadline = time.monotonic() + limit_s
     while True:
-        after = snapshot(len(before))
+        after = snapshot(len(before), visible)
         if after is None:
             return None, None
         if all(a <= b + tol for a, b in zip(after, before, strict=False)):

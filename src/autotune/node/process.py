@@ -59,7 +59,7 @@ def wait_port_free(host: str, port: int, limit_s: float) -> bool:
 
 def _alive(proc: psutil.Process) -> bool:
     try:
-        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+        return bool(proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE)
     except psutil.Error:
         return False
 
@@ -111,7 +111,7 @@ class ServerProcess:
         self.pgid: int | None = None
         self._seen: dict[int, float] = {}  # pid -> create_time of every descendant seen
         self._seen_lock = threading.Lock()
-        self._stop = threading.Event()
+        self._halt = threading.Event()
         self._tracker: threading.Thread | None = None
 
     @property
@@ -126,7 +126,8 @@ class ServerProcess:
             LaunchFailed: the executable or working directory does not exist.
         """
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "ab") as log:
+        # "wb": a log left by an earlier run under the same name must not be read as this one's.
+        with open(self.log_path, "wb") as log:
             try:
                 self.popen = subprocess.Popen(
                     self.argv,
@@ -154,7 +155,7 @@ class ServerProcess:
     def _track(self) -> None:
         # Remember descendants while they are still attached to the tree: a child that
         # double-forks is reparented away and cannot be found through the tree later.
-        while not self._stop.wait(0.2):
+        while not self._halt.wait(0.2):
             self._remember_descendants()
 
     def _remember_descendants(self) -> None:
@@ -217,7 +218,7 @@ class ServerProcess:
             What is left afterwards (normally nothing).
         """
         start = time.monotonic()
-        self._stop.set()
+        self._halt.set()
         if self._tracker is not None:
             self._tracker.join(timeout=2)
         if self.popen is None:
@@ -270,7 +271,7 @@ class NodeState:
         tmp.write_text(json.dumps({**info, "time": time.time()}, indent=1, default=str))
         tmp.replace(self.path)
 
-    def check(self, gpus: int | None) -> str | None:
+    def check(self, gpus: int | None, visible: str | None = None) -> str | None:
         """Re-check a marked node; clear the marker once clean.
 
         Leftover processes recorded in the marker are killed by PID (after checking the PID
@@ -294,7 +295,7 @@ class NodeState:
             return f"{len(alive)} process(es) of an earlier trial still alive: " + ", ".join(
                 str(p.pid) for p in alive
             )
-        used = gpu.snapshot(gpus)
+        used = gpu.snapshot(gpus, visible) if gpus != 0 else None
         if gpu.is_clean(used) is False:
             return f"GPU memory still in use after an earlier trial: {_mib(used)}"
         with contextlib.suppress(OSError):

@@ -22,6 +22,9 @@ from autotune.models import Milestone, Phase, Rule
 
 _ORDER = list(Phase)
 MAX_LINES = 50_000  # log lines kept in memory for classification
+# With a ready pattern, /health alone counts as ready after this long: a quieter log level can
+# hide the ready line, and a healthy server must not time out for it.
+READY_LINE_GRACE_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -64,7 +67,7 @@ class LogWatcher(threading.Thread):
         self.wake = wake
         self._lock = threading.Lock()
         self._lines: deque[str] = deque(maxlen=MAX_LINES)
-        self._stop = threading.Event()
+        self._halt = threading.Event()
         self.phase = Phase.LAUNCH
         self.labels: list[str] = []
         self.last_milestone: Milestone | None = None
@@ -86,12 +89,12 @@ class LogWatcher(threading.Thread):
 
     def stop(self) -> None:
         """Read what is left and end the thread."""
-        self._stop.set()
+        self._halt.set()
         self.join(timeout=5)
 
     def run(self) -> None:
         buffer = b""
-        while not self.path.exists() and not self._stop.wait(0.02):
+        while not self.path.exists() and not self._halt.wait(0.02):
             pass
         try:
             handle = open(self.path, "rb")
@@ -99,7 +102,7 @@ class LogWatcher(threading.Thread):
             return
         with handle:
             while True:
-                stopping = self._stop.is_set()
+                stopping = self._halt.is_set()
                 data = handle.read(1 << 16)
                 if data:
                     buffer += data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
@@ -121,7 +124,7 @@ class LogWatcher(threading.Thread):
                         self.wake.set()
                 if stopping:
                     break
-                self._stop.wait(0.05)
+                self._halt.wait(0.05)
         if buffer:
             self._line(buffer)
 
@@ -177,19 +180,20 @@ class HealthPoller(threading.Thread):
         self.lost_after = lost_after
         self.ready_interval_s = ready_interval_s
         self.ok = threading.Event()
+        self.ok_since: float | None = None  # time.monotonic() of the first 200
         self.lost = threading.Event()
         self.last_status: str = "no answer yet"
-        self._stop = threading.Event()
+        self._halt = threading.Event()
 
     def stop(self) -> None:
         """End polling."""
-        self._stop.set()
+        self._halt.set()
         self.join(timeout=self.timeout_s + 1)
 
     def run(self) -> None:
         failures = 0
         with httpx.Client(timeout=self.timeout_s, trust_env=False) as client:
-            while not self._stop.is_set():
+            while not self._halt.is_set():
                 try:
                     status = client.get(self.url).status_code
                     self.last_status = f"HTTP {status}"
@@ -200,6 +204,7 @@ class HealthPoller(threading.Thread):
                 if healthy:
                     failures = 0
                     if not self.ok.is_set():
+                        self.ok_since = time.monotonic()
                         self.ok.set()
                         self.wake.set()
                 elif self.ok.is_set():
@@ -208,7 +213,7 @@ class HealthPoller(threading.Thread):
                         self.lost.set()
                         self.wake.set()
                 interval = self.ready_interval_s if self.ok.is_set() else self.interval_s
-                self._stop.wait(interval)
+                self._halt.wait(interval)
 
 
 @dataclass(frozen=True)
@@ -225,8 +230,13 @@ def wait_ready(
     *,
     limit_s: float,
     need_ready_line: bool,
+    ready_line_grace_s: float = READY_LINE_GRACE_S,
 ) -> Readiness:
-    """Block until the server is ready, logs a fatal line, exits, or ``limit_s`` passes."""
+    """Block until the server is ready, logs a fatal line, exits, or ``limit_s`` passes.
+
+    Ready means ``/health`` answered 200 and, when ``need_ready_line``, the ready line was
+    logged (or ``ready_line_grace_s`` passed since the first 200).
+    """
     start = time.monotonic()
     deadline = start + limit_s
     while True:
@@ -235,8 +245,11 @@ def wait_ready(
             return Readiness("fatal", time.monotonic() - start)
         if watcher.exited.is_set():
             return Readiness("exited", time.monotonic() - start)
-        if health.ok.is_set() and (watcher.ready_line or not need_ready_line):
-            return Readiness("ready", time.monotonic() - start)
+        if health.ok.is_set():
+            since = health.ok_since or time.monotonic()
+            waited = time.monotonic() - since >= ready_line_grace_s
+            if watcher.ready_line or not need_ready_line or waited:
+                return Readiness("ready", time.monotonic() - start)
         left = deadline - time.monotonic()
         if left <= 0:
             return Readiness("timeout", time.monotonic() - start)

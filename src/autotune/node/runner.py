@@ -11,6 +11,7 @@ import math
 import os
 import re
 import socket
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from autotune.models import (
     TrialSpec,
 )
 from autotune.node import bench, gpu
-from autotune.node.failures import classify
+from autotune.node.failures import classify, first_match
 from autotune.node.process import (
     LaunchFailed,
     NodeState,
@@ -60,8 +61,13 @@ _BENCH_HINT = (
 
 
 def fill(value: str, host: str, port: int) -> str:
-    """Replace the ``{host}`` and ``{port}`` placeholders (and nothing else: JSON braces stay)."""
-    return value.replace("{host}", host).replace("{port}", str(port))
+    """Replace the ``{host}``, ``{port}`` and ``{python}`` placeholders (nothing else: JSON
+    braces stay). ``{python}`` is this node's interpreter, so servers run in autotune's env."""
+    return (
+        value.replace("{host}", host)
+        .replace("{port}", str(port))
+        .replace("{python}", sys.executable)
+    )
 
 
 def _job_metrics(lines: list[str]) -> dict[str, float] | str:
@@ -110,6 +116,7 @@ class _Trial:
         self.argv: list[str] = []
         self.env: dict[str, str] = {}
         self.check_gpus = spec.gpus > 0 and not spec.simulated
+        self.visible: str | None = None
 
     # -- results -----------------------------------------------------------------------
 
@@ -157,8 +164,10 @@ class _Trial:
 
     def run(self) -> TrialResult:
         spec = self.spec
+        _check_patterns(spec)
         gpus = spec.gpus if self.check_gpus else 0
-        why = NodeState().check(gpus)
+        self.visible = gpu.visible_devices(spec.env)
+        why = NodeState().check(gpus, self.visible)
         if why is not None:
             return self._infra(
                 Cause.GPU_NOT_CLEAN,
@@ -166,7 +175,7 @@ class _Trial:
                 "An earlier trial on this node did not come clean; the node is re-checked "
                 "before every trial and used again once clean.",
             )
-        before = gpu.snapshot(gpus) if gpus else None
+        before = gpu.snapshot(gpus, self.visible) if gpus else None
         if gpu.is_clean(before) is False:
             used = ", ".join(f"{u:.0f} MiB" for u in before or [])
             return self._infra(
@@ -276,7 +285,11 @@ class _Trial:
         if ready.state == "fatal":
             time.sleep(SETTLE_S)
             hit = watcher.fatal
-            return _Verdict("fatal", hit.phase if hit else watcher.phase, watcher.exit_code), None, None
+            return (
+                _Verdict("fatal", hit.phase if hit else watcher.phase, watcher.exit_code),
+                None,
+                None,
+            )
         if ready.state == "exited":
             return _Verdict("exited", watcher.phase, watcher.exit_code), None, None
         if ready.state == "timeout":
@@ -384,7 +397,9 @@ class _Trial:
         port_free = True
         if self.port is not None:
             port_free = wait_port_free(self.spec.host, self.port, 3.0)
-        gpu_clean, after = gpu.wait_released(before, self.spec.limits.gpu_release_s)
+        gpu_clean, after = gpu.wait_released(
+            before, self.spec.limits.gpu_release_s, visible=self.visible
+        )
         self.times["teardown_s"] = time.monotonic() - start
         if report.processes_left or gpu_clean is False:
             NodeState().mark(
@@ -420,15 +435,23 @@ class _Trial:
             if verdict.kind == "job_bad_metrics":
                 hint = "A job must print `AUTOTUNE_METRICS {json}` (name -> number) and exit 0."
             tail = lines[-40:]
+            evidence = verdict.evidence or tail[-8:]
+            message = verdict.message
+            found = first_match(lines, spec.rules) if verdict.kind == "timeout" else None
+            if found is not None:
+                # A non-fatal rule matched (e.g. an assertion in a thread): say so.
+                rule, hits = found
+                evidence = [lines[i] for i in hits[:5]]
+                message += f"; log shows {rule.cause.value}: {lines[hits[0]].strip()[:160]}"
             failure = Failure(
                 cause=cause,
                 phase=verdict.phase,
                 hint=hint,
-                evidence=verdict.evidence or tail[-8:],
+                evidence=evidence,
                 permanent=verdict.permanent if verdict.kind == "bench_errors" else True,
                 exit_code=verdict.exit_code,
                 log_tail=tail,
-                message=verdict.message,
+                message=message,
             )
             timeout = verdict.kind in ("timeout", "bench_timeout")
             return (Outcome.TIMEOUT if timeout else Outcome.CRASHED), failure
@@ -456,6 +479,24 @@ class _Trial:
         return Outcome.CRASHED, failure
 
 
+def _check_patterns(spec: TrialSpec) -> None:
+    """Compile every regex before anything is launched, so a bad one cannot leak a server.
+
+    Raises:
+        ValueError: a rule, milestone or ready pattern is not a valid regex (a driver bug:
+            space-file rules are validated when the space is loaded).
+    """
+    patterns = [(f"rule {r.id!r}", r.pattern) for r in spec.rules]
+    patterns += [(f"milestone {m.label!r}", m.pattern) for m in spec.milestones]
+    if spec.ready_pattern is not None:
+        patterns.append(("ready_pattern", spec.ready_pattern))
+    for name, pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"{name}: not a valid regular expression: {exc}") from None
+
+
 def run_trial(spec: TrialSpec) -> TrialResult:
     """Run one trial on this node and say how it ended.
 
@@ -468,5 +509,8 @@ def run_trial(spec: TrialSpec) -> TrialResult:
     Returns:
         The result; trial-level failures (crash, timeout, dirty node) are outcomes, not
         exceptions.
+
+    Raises:
+        ValueError: a pattern in the spec is not a valid regex (nothing is launched).
     """
     return _Trial(spec).run()

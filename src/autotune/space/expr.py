@@ -25,8 +25,10 @@ is set. Division by zero, overflow and math domain errors also give ``None``. ``
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import operator
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -160,18 +162,29 @@ def parse(text: str) -> Expr:
         raise ConfigError(f"expression is {len(text)} characters long (at most {MAX_LENGTH})")
     source = text.strip()
     try:
-        tree = ast.parse(source, mode="eval")
+        # "1if a else 2" or "'\d'" only warn in Python; here they are errors, never printed.
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            tree = ast.parse(source, mode="eval")
     except SyntaxError as exc:
         where = f" at column {exc.offset}" if exc.offset else ""
         raise ConfigError(
             f"expression {text!r} is not valid syntax{where}: {exc.msg} "
             "(use Python syntax: a > 1 and b in ['x', 'y'])"
         ) from None
-    except (ValueError, RecursionError, MemoryError, OverflowError) as exc:
+    except (ValueError, RecursionError, MemoryError, OverflowError, Warning) as exc:
         raise ConfigError(f"expression {text!r} cannot be parsed: {exc}") from None
+    if isinstance(tree.body, ast.List | ast.Tuple | ast.Set):
+        raise _reject(text, "a list outside 'x in [...]'")
     names: set[str] = set()
     _check(tree.body, text, names, 0)
     return Expr(text=text, names=frozenset(names), _tree=tree.body)
+
+
+@functools.lru_cache(maxsize=1024)
+def compiled(text: str) -> Expr:
+    """``parse`` with a cache: conditions and constraints are evaluated for every trial."""
+    return parse(text)
 
 
 def _reject(text: str, what: str) -> ConfigError:
@@ -229,6 +242,8 @@ def _check(node: ast.AST, text: str, names: set[str], depth: int) -> None:
         # Only reachable as the right side of ``in`` (checked above); elsewhere refuse.
         children = node.elts
     elif isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Attribute):
+            raise _reject(text, "attribute access (methods)")
         if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
             called = node.func.id if isinstance(node.func, ast.Name) else "a computed function"
             raise _reject(text, f"a call to {called}")

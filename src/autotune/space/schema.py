@@ -208,7 +208,7 @@ class Parameter(_Strict):
                 raise LocatedError(
                     "an int parameter on a log scale must have step 1 (drop 'step')", ("step",)
                 )
-        if step is not None and not _on_grid(high, low, step):
+        if step is not None and not _divides(low, high, step):
             # Optuna would silently lower 'high' to the last point of the grid.
             top = low + int((high - low) / step) * step
             raise LocatedError(
@@ -240,18 +240,27 @@ class Parameter(_Strict):
 
 
 def _on_grid(value: float, low: float, step: float) -> bool:
-    """Whether ``value`` is ``low + k * step`` (decimal arithmetic: 0.3 is on 0.1's grid)."""
+    """Whether ``value`` is ``low + k * step``, within float noise (as Optuna checks it)."""
+    k = (value - low) / step
+    return abs(k - round(k)) < 1e-8
+
+
+def _divides(low: float, high: float, step: float) -> bool:
+    """Whether ``step`` divides ``high - low`` exactly in decimal (Optuna's own test)."""
     try:
-        return (Decimal(str(value)) - Decimal(str(low))) % Decimal(str(step)) == 0
+        return (Decimal(str(high)) - Decimal(str(low))) % Decimal(str(step)) == 0
     except InvalidOperation:
         return False
 
 
-def _key(value: Scalar) -> str:
-    """The YAML-map key of a choice: ``true``/``false`` for bools, ``str()`` otherwise."""
+def choice_key(value: Scalar) -> str:
+    """The ``map:`` key of a value: ``true``/``false`` for bools, ``str()`` otherwise."""
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+_key = choice_key
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -268,8 +277,8 @@ class EngineSpec(_Strict):
     """Engine: sglang, vllm, transformers, command, collective, ..."""
     version: str | None = None
     """Engine version, for renamed flags (sglang 0.5.9 vs 0.5.23)."""
-    python: str = "python3"
-    """Interpreter for python -m launches."""
+    python: str = "{python}"
+    """Interpreter for ``python -m`` launches (``{python}``: the node's own autotune Python)."""
     gpus: int = Field(0, ge=0)
     """GPUs one trial holds (tp x dp); 0 for CPU engines."""
     host: str = "127.0.0.1"
@@ -326,11 +335,11 @@ class Slo(_Strict):
 class Budget(_Strict):
     """When the study stops."""
 
-    trials: int = Field(20, ge=1)
+    trials: int = Field(default=20, ge=1)
     """Trials to run (the baseline counts as one)."""
-    time_limit_s: float | None = Field(None, gt=0)
+    time_limit_s: float | None = Field(default=None, gt=0)
     """Stop starting trials after this many seconds."""
-    max_crash_streak: int | None = Field(None, ge=1)
+    max_crash_streak: int | None = Field(default=None, ge=1)
     """Stop after this many crashed trials in a row."""
 
 

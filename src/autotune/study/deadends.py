@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from autotune.models import MEMORY_CAUSES, Cause, Failure
-from autotune.space.render import render
+from autotune.space.render import render_value
 from autotune.space.schema import StudySpec
 
 
@@ -57,7 +57,10 @@ def blamed_params(spec: StudySpec, config: Mapping[str, Any], failure: Failure) 
         return {}
     out: dict[str, Any] = {}
     for name, value in config.items():
-        args, env = render(spec.model_copy(update={"fixed": type(spec.fixed)()}), {name: value})
+        try:
+            args, env = render_value(spec.parameter(name), value)
+        except KeyError:  # a parameter no longer in the space
+            continue
         flags = {a.split("=", 1)[0] for a in args if a.startswith("-")}
         if any(b in flags or b in env for b in failure.blame):
             out[name] = value

@@ -307,6 +307,9 @@ class Driver:
                 "storage": storage_url(o),
             },
         )
+        run_id = getattr(self.tracker, "parent_run_id", None)
+        if run_id and self.study.user_attrs.get(attrs.MLFLOW_RUN) != run_id:
+            self.study.set_user_attr(attrs.MLFLOW_RUN, run_id)
         launched, best, baseline = self._counts()
         self.on_event(Event(
             "start", launched=launched, target=target, best=best, baseline=baseline,

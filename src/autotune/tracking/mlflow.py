@@ -33,7 +33,6 @@ from autotune.redact import redact_obj, redact_text
 os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
-
 from mlflow.entities import Metric, Param, RunStatus, RunTag  # noqa: E402
 from mlflow.exceptions import MlflowException  # noqa: E402
 from mlflow.tracking import MlflowClient  # noqa: E402
@@ -100,7 +99,8 @@ def _name(key: str) -> str:
 
 def _param_value(value: Any) -> str:
     text = json.dumps(value) if isinstance(value, dict | list) else str(value)
-    return text[:_MAX_PARAM]
+    # e.g. a storage URL with a password in it
+    return redact_text(text)[:_MAX_PARAM]
 
 
 def _tag_value(value: Any, limit: int = _MAX_TAG) -> str:
@@ -278,7 +278,7 @@ class MlflowTracker:
 
     def _already_logged(self, number: int, attempt: int) -> bool:
         runs = self.client.search_runs(
-            [self.experiment_id],
+            [str(self.experiment_id)],
             filter_string=(
                 f"tags.`{TAG_PARENT}` = '{self.parent_run_id}' "
                 f"AND tags.`{TAG_TRIAL}` = '{number}' AND tags.`{TAG_ATTEMPT}` = '{attempt}'"
@@ -397,6 +397,9 @@ def _status(outcome: Outcome) -> str:
 
 def _redact_file(src: Path, dst: Path) -> None:
     """Copy a server log with secrets masked, line by line (logs can be large)."""
-    with src.open(encoding="utf-8", errors="replace") as fin, dst.open("w", encoding="utf-8") as fout:
+    with (
+        src.open(encoding="utf-8", errors="replace") as fin,
+        dst.open("w", encoding="utf-8") as fout,
+    ):
         for line in fin:
             fout.write(redact_text(line))

@@ -1,0 +1,80 @@
+"""An all-reduce micro-benchmark as a ``job`` engine: tune NCCL variables without a server.
+
+Each trial runs ``torch.distributed.run --standalone`` with ``collective_bench`` on the
+trial's GPUs and reads its ``AUTOTUNE_METRICS`` line. Options (``engine.options``):
+``sizes`` (default ``42K``: SGLang's decode all-reduce for a hidden size of 7168 in bf16
+at a small batch), ``dtype``, ``iters``, ``warmup``, ``nproc`` (processes when
+``engine.gpus`` is 0, i.e. gloo on the CPU; default 2).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from autotune.engines.base import Engine
+from autotune.errors import ConfigError
+from autotune.space.schema import EngineSpec
+
+# NVLink SHARP (NVLS) multicast must stay off on the lent machines; a space cannot turn it on.
+ENFORCED_ENV = {"NCCL_NVLS_ENABLE": "0"}
+DEFAULTS: dict[str, str] = {"sizes": "42K", "dtype": "bf16", "iters": "200", "warmup": "20"}
+BENCH_MODULE = "autotune.engines.collective_bench"
+
+
+class CollectiveEngine(Engine):
+    """``torchrun`` + all-reduce latency benchmark; metrics such as ``latency_p50_us``."""
+
+    name: ClassVar[str] = "collective"
+
+    def __init__(self, spec: EngineSpec, *, simulate: bool = False) -> None:
+        if simulate:
+            raise ConfigError(
+                "the collective benchmark runs for real (gloo on a CPU); drop --simulate",
+                field="engine.name",
+            )
+        super().__init__(spec, simulate=simulate)
+        unknown = sorted(set(spec.options) - {*DEFAULTS, "nproc"})
+        if unknown:
+            raise ConfigError(
+                f"unknown options {unknown}; known: {sorted({*DEFAULTS, 'nproc'})}",
+                field="engine.options",
+            )
+
+    def nproc(self) -> int:
+        """Processes per trial: one per GPU, or ``options.nproc`` (default 2) on the CPU."""
+        if self.spec.gpus > 0:
+            return self.spec.gpus
+        value = int(self.spec.options.get("nproc", 2))
+        if value < 1:
+            raise ConfigError("nproc must be >= 1", field="engine.options.nproc")
+        return value
+
+    def base_command(self, model: str) -> list[str]:
+        # The model is irrelevant to a collective benchmark; search args follow and win.
+        opts = {key: str(self.spec.options.get(key, default)) for key, default in DEFAULTS.items()}
+        return [
+            self.spec.python, "-m", "torch.distributed.run", "--standalone",
+            "--nproc-per-node", str(self.nproc()),
+            "-m", BENCH_MODULE,
+            "--sizes", opts["sizes"], "--dtype", opts["dtype"],
+            "--iters", opts["iters"], "--warmup", opts["warmup"],
+        ]  # fmt: skip
+
+    def default_env(self) -> dict[str, str]:
+        # One thread per rank: torchrun's own default, stated so it does not warn.
+        return {"OMP_NUM_THREADS": "1", **ENFORCED_ENV}
+
+    def enforced_env(self) -> dict[str, str]:
+        return dict(ENFORCED_ENV)
+
+    def gpus(self, args: list[str]) -> int:
+        return self.spec.gpus
+
+    def mode(self) -> str:
+        return "job"
+
+    def known_flags(self) -> set[str] | None:
+        return {f"--{key}" for key in DEFAULTS} | {"--backend"}
+
+    def help_command(self) -> list[str] | None:
+        return [self.spec.python, "-m", BENCH_MODULE, "--help"]

@@ -1,0 +1,92 @@
+"""Fixtures for node tests: trial specs that launch the stdlib fixture servers."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from node_helpers import MILESTONES, server_argv
+
+from autotune.models import Limits, Milestone, TrialSpec, Workload
+from autotune.node.process import free_port
+from autotune.rules import load_rules
+
+
+@pytest.fixture
+def milestones() -> list[Milestone]:
+    """SGLang-like startup milestones, as the fixture servers log them."""
+    return list(MILESTONES)
+
+
+@pytest.fixture(autouse=True)
+def node_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Keep the node-state marker of every test in its own folder."""
+    state = tmp_path / "node-state"
+    monkeypatch.setenv("AUTOTUNE_NODE_STATE", str(state))
+    return state
+
+
+@pytest.fixture
+def make_spec(tmp_path: Path) -> Callable[..., TrialSpec]:
+    """Build a TrialSpec for the fixture servers; keyword arguments override fields."""
+
+    def build(argv: list[str], **overrides: Any) -> TrialSpec:
+        limits = overrides.pop("limits", {})
+        workload = overrides.pop("workload", {})
+        fields: dict[str, Any] = {
+            "study": "node-test",
+            "number": 7,
+            "engine": "sglang",
+            "params": {},
+            "argv": argv,
+            "rules": load_rules("sglang"),
+            "milestones": MILESTONES,
+            "log_dir": str(tmp_path / "logs"),
+            "limits": Limits(
+                **{"startup_s": 20, "benchmark_s": 30, "teardown_grace_s": 2, "gpu_release_s": 0}
+                | limits
+            ),
+            "workload": Workload(
+                **{"concurrency": 4, "num_requests": 8, "output_len": 16, "warmup_requests": 1}
+                | workload
+            ),
+        }
+        fields.update(overrides)
+        return TrialSpec(**fields)
+
+    return build
+
+
+@pytest.fixture
+def fixture_server() -> Iterator[Callable[..., str]]:
+    """Start openai_server.py with extra flags; returns its base URL once healthy."""
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(*extra: str) -> str:
+        port = free_port()
+        argv = [
+            a.replace("{host}", "127.0.0.1").replace("{port}", str(port))
+            for a in server_argv(*extra)
+        ]
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs.append(proc)
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(url + "/health", timeout=1).status_code == 200:
+                    return url
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("fixture server did not start")
+
+    yield start
+    for proc in procs:
+        proc.kill()
+        proc.wait()

@@ -1,0 +1,573 @@
+"""The classifier and the bundled rules, as table tests over real log lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from autotune.errors import ConfigError
+from autotune.models import Cause, Milestone, Phase, Rule
+from autotune.node.failures import KILLED_HINT, blamed, classify, diagnose_file, phase_reached
+from autotune.rules import load_rule_file, load_rules, user_rules
+
+SCHED = "[2026-01-01 10:00:05 TP0] Scheduler hit an exception: Traceback (most recent call last):"
+FRAME = '  File "/sglang/srt/managers/scheduler.py", line 2901, in run_scheduler_process'
+SIGQUIT = "Received sigquit from a child process. It usually means the child failed."
+
+# engine, log lines, exit code, argv, env -> cause, phase, rule id, blame
+CASES = [
+    (
+        "sglang",
+        [
+            SCHED,
+            FRAME,
+            "RuntimeError: Not enough memory. Please try to increase "
+            "--mem-fraction-static. Current value: 0.907",
+            SIGQUIT,
+        ],
+        -9,
+        [],
+        {},
+        Cause.KV_POOL_OOM,
+        Phase.MEMORY_POOL,
+        "sglang.kv_pool_oom",
+        [],
+    ),
+    (
+        "sglang",
+        [
+            SCHED,
+            FRAME,
+            "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 2.00 GiB",
+            SIGQUIT,
+        ],
+        -9,
+        ["--cuda-graph-max-bs", "512"],
+        {},
+        Cause.CUDA_GRAPH_CAPTURE,
+        Phase.GRAPH_CAPTURE,
+        "sglang.cuda_graph_capture",
+        [],
+    ),
+    (
+        "sglang",
+        ["[TP0] Prefill out of memory. Try to lower your batch size."],
+        -9,
+        [],
+        {},
+        Cause.CUDA_OOM,
+        Phase.BENCHMARK,
+        "sglang.runtime_kv_oom",
+        [],
+    ),
+    (
+        "sglang",
+        ["Decode out of memory happened. #retracted_reqs: 3"],
+        None,
+        [],
+        {},
+        Cause.CUDA_OOM,
+        Phase.BENCHMARK,
+        "sglang.runtime_kv_oom",
+        [],
+    ),
+    (
+        "sglang",
+        [SCHED, FRAME, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB"],
+        -9,
+        [],
+        {},
+        Cause.CUDA_OOM,
+        Phase.BENCHMARK,
+        "sglang.cuda_oom",
+        [],
+    ),
+    (
+        "sglang",
+        [
+            SCHED,
+            FRAME,
+            "RuntimeError: The memory capacity is unbalanced. Some GPUs may be "
+            "occupied by other processes.",
+        ],
+        -9,
+        [],
+        {},
+        Cause.GPU_NOT_CLEAN,
+        Phase.MEMORY_POOL,
+        "sglang.memory_unbalanced",
+        [],
+    ),
+    (
+        "sglang",
+        [
+            "AssertionError: Flashinfer MoE A2A is only supported with dp_size == tp_size and "
+            "--enable-dp-attention"
+        ],
+        1,
+        ["--moe-a2a-backend=flashinfer", "--tp-size", "8"],
+        {},
+        Cause.ASSERTION,
+        Phase.LAUNCH,
+        "sglang.moe_a2a_flashinfer",
+        ["--moe-a2a-backend"],
+    ),
+    (
+        "sglang",
+        [SCHED, FRAME, "ModuleNotFoundError: No module named 'deep_ep'"],
+        -9,
+        ["--moe-a2a-backend", "deepep"],
+        {},
+        Cause.IMPORT_ERROR,
+        Phase.BENCHMARK,
+        "sglang.moe_a2a_missing",
+        ["--moe-a2a-backend"],
+    ),
+    (
+        "sglang",
+        [
+            "launch_server.py: error: ambiguous option: --cuda-graph-max-bs could match "
+            "--cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill"
+        ],
+        2,
+        ["--cuda-graph-max-bs", "8"],
+        {},
+        Cause.INVALID_ARGUMENT,
+        Phase.LAUNCH,
+        "sglang.renamed_flag",
+        [],
+    ),
+    (
+        "sglang",
+        [
+            SCHED,
+            FRAME,
+            "RuntimeError: No supported CUDA architectures found for major versions [9, 10].",
+        ],
+        -9,
+        ["--enable-flashinfer-allreduce-fusion"],
+        {},
+        Cause.ARCH_UNSUPPORTED,
+        Phase.BENCHMARK,
+        "sglang.flashinfer_arch",
+        ["--enable-flashinfer-allreduce-fusion"],
+    ),
+    (
+        "sglang",
+        [
+            "Exception: Capture cuda graph failed: No supported CUDA architectures found for "
+            "major versions [9, 10]."
+        ],
+        -9,
+        ["--flashinfer-allreduce-fusion-backend=auto"],
+        {},
+        Cause.ARCH_UNSUPPORTED,
+        Phase.BENCHMARK,
+        "sglang.flashinfer_arch",
+        ["--flashinfer-allreduce-fusion-backend"],
+    ),
+    (
+        "vllm",
+        ["RuntimeError: No supported CUDA architectures found for major versions [9, 10]."],
+        1,
+        ["--enable-flashinfer-allreduce-fusion"],
+        {},
+        Cause.ARCH_UNSUPPORTED,
+        Phase.BENCHMARK,
+        "common.flashinfer_arch",
+        ["--enable-flashinfer-allreduce-fusion"],
+    ),
+    (
+        "sglang",
+        [
+            "host:1:1 [0] enqueue.cc:170 NCCL WARN Unrecognized element token LL129 when "
+            "parsing NCCL_PROTO",
+            SCHED,
+            "RuntimeError: NCCL error: invalid usage",
+        ],
+        -9,
+        [],
+        {"NCCL_PROTO": "LL129", "NCCL_BUFFSIZE": "8388608"},
+        Cause.NCCL_ERROR,
+        Phase.LOAD,
+        "common.nccl_bad_token",
+        ["NCCL_PROTO"],
+    ),
+    (
+        "sglang",
+        [SCHED, "RuntimeError: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO)"],
+        -9,
+        [],
+        {},
+        Cause.NCCL_ERROR,
+        Phase.BENCHMARK,
+        "common.nccl_error",
+        [],
+    ),
+    (
+        "sglang",
+        [SCHED, "RuntimeError: CUDASymmetricMemory rendezvous failed: multicast not supported"],
+        -9,
+        ["--enable-torch-symm-mem"],
+        {},
+        Cause.ARCH_UNSUPPORTED,
+        Phase.LOAD,
+        "common.torch_symm_mem",
+        ["--enable-torch-symm-mem"],
+    ),
+    (
+        "sglang",
+        [
+            SCHED,
+            '  File "/sglang/srt/distributed/parallel_state.py", line 301, in __init__',
+            "    self.torch_symm_mem_comm = TorchSymmMemCommunicator(",
+            '  File "/sglang/srt/distributed/device_communicators/torch_symm_mem.py", line 71',
+            "    not in TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES[self.device_capability]",
+            "KeyError: 12",
+            SIGQUIT,
+        ],
+        -9,
+        ["--tp-size", "8", "--enable-torch-symm-mem"],
+        {},
+        Cause.ARCH_UNSUPPORTED,
+        Phase.LOAD,
+        "common.torch_symm_mem",
+        ["--enable-torch-symm-mem"],
+    ),
+    (
+        "sglang",
+        [
+            "OSError: [Errno 98] error while attempting to bind on address ('127.0.0.1', 30000): "
+            "address already in use"
+        ],
+        1,
+        [],
+        {},
+        Cause.PORT_IN_USE,
+        Phase.BENCHMARK,
+        "common.port_in_use",
+        [],
+    ),
+    (
+        "vllm",
+        [
+            "ValueError: No available memory for the cache blocks. Try increasing "
+            "`gpu_memory_utilization` when initializing the engine.",
+            "RuntimeError: Engine core initialization failed. See root cause above.",
+        ],
+        1,
+        [],
+        {},
+        Cause.KV_POOL_OOM,
+        Phase.MEMORY_POOL,
+        "vllm.kv_pool_oom",
+        [],
+    ),
+    (
+        "vllm",
+        ["serve: error: unrecognized arguments: --max-num-seq 8"],
+        2,
+        [],
+        {},
+        Cause.INVALID_ARGUMENT,
+        Phase.LAUNCH,
+        "common.argparse",
+        [],
+    ),
+    (
+        "transformers",
+        [
+            'ValueError: Specified `attn_implementation="flash_attention_9"` is not supported. '
+            'The only possible arguments are `attn_implementation="eager"`'
+        ],
+        1,
+        ["--attn-implementation", "flash_attention_9"],
+        {},
+        Cause.INVALID_ARGUMENT,
+        Phase.LOAD,
+        "transformers.attn_implementation",
+        ["--attn-implementation"],
+    ),
+    (
+        "transformers",
+        ["MemoryError: Memory footprint 99999999999 is more than available memory 1000"],
+        1,
+        ["--cb-num-blocks=100000"],
+        {},
+        Cause.KV_POOL_OOM,
+        Phase.MEMORY_POOL,
+        "transformers.cb_cache_too_big",
+        ["--cb-num-blocks"],
+    ),
+    (
+        "transformers",
+        ["CBWorkerDeadError: CB worker is dead and cannot accept request r1: CUDA out of memory"],
+        None,
+        ["--cb-num-blocks", "4096"],
+        {},
+        Cause.CUDA_OOM,
+        Phase.BENCHMARK,
+        "transformers.cb_worker_oom",
+        ["--cb-num-blocks"],
+    ),
+    (
+        "transformers",
+        ["Error: No such option: --cb-blocks (Possible options: --cb-block-size)"],
+        2,
+        [],
+        {},
+        Cause.INVALID_ARGUMENT,
+        Phase.LAUNCH,
+        "common.click_usage",
+        [],
+    ),
+    (
+        "nosuchengine",
+        ["Traceback (most recent call last):", "ImportError: cannot import name 'x' from 'y'"],
+        1,
+        [],
+        {},
+        Cause.IMPORT_ERROR,
+        Phase.BENCHMARK,
+        "common.import_error",
+        [],
+    ),
+    (
+        "nosuchengine",
+        ["Traceback (most recent call last):", '  File "a.py"', "AssertionError: topk must be 1"],
+        1,
+        [],
+        {},
+        Cause.ASSERTION,
+        Phase.BENCHMARK,
+        "common.assertion",
+        [],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("engine", "lines", "code", "argv", "env", "cause", "phase", "rule", "blame"), CASES
+)
+def test_classify_table(
+    engine: str,
+    lines: list[str],
+    code: int | None,
+    argv: list[str],
+    env: dict[str, str],
+    cause: Cause,
+    phase: Phase,
+    rule: str,
+    blame: list[str],
+) -> None:
+    failure = classify(
+        lines, load_rules(engine), phase=Phase.BENCHMARK, exit_code=code, argv=argv, env=env
+    )
+    assert (failure.cause, failure.phase, failure.rule) == (cause, phase, rule)
+    assert failure.blame == blame
+    assert failure.exit_code == code
+    assert failure.hint
+    assert failure.message and "\n" not in failure.message
+    pattern_hits = [line for line in failure.evidence if line in lines]
+    assert pattern_hits, "evidence holds the log lines themselves"
+
+
+def test_kv_pool_oom_hint_is_not_sglangs_advice() -> None:
+    failure = classify(
+        ["RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."],
+        load_rules("sglang"),
+        phase=Phase.LOAD,
+        exit_code=-9,
+        argv=[],
+        env={},
+    )
+    hint = failure.hint
+    assert "LOWER" in hint and "--cuda-graph-max-bs" in hint and "NCCL" in hint
+    assert "only helps when the weights fit" in hint
+    assert "leftover process" in hint
+
+
+def test_first_rule_in_order_wins_and_user_rules_come_first() -> None:
+    lines = [
+        SCHED,
+        FRAME,
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static",
+    ]
+    engine_rules = load_rules("sglang")
+    assert (
+        classify(lines, engine_rules, phase=Phase.LOAD, exit_code=-9, argv=[], env={}).rule
+        == "sglang.kv_pool_oom"
+    )
+    mine = Rule(id="user.sched", pattern="Scheduler hit", cause=Cause.ASSERTION, hint="mine")
+    failure = classify(
+        lines, [mine, *engine_rules], phase=Phase.LOAD, exit_code=-9, argv=[], env={}
+    )
+    assert (failure.rule, failure.cause, failure.hint) == ("user.sched", Cause.ASSERTION, "mine")
+
+
+def test_frame_match_reports_the_exception() -> None:
+    lines = [SCHED, "    self.torch_symm_mem_comm = TorchSymmMemCommunicator(", "KeyError: 12"]
+    failure = classify(lines, load_rules("sglang"), phase=Phase.LOAD, exit_code=-9, argv=[], env={})
+    assert (failure.rule, failure.message) == ("common.torch_symm_mem", "KeyError: 12")
+
+
+def test_symm_mem_warning_is_not_a_failure() -> None:
+    lines = [
+        "[TP0] TorchSymmMemCommunicator: Device capability 8.6 not supported, communicator "
+        "is not available."
+    ]
+    failure = classify(
+        lines, load_rules("sglang"), phase=Phase.READY, exit_code=None, argv=[], env={}
+    )
+    assert failure.cause == Cause.UNKNOWN and failure.rule is None
+
+
+def test_catch_all_rule_reports_the_traceback_message() -> None:
+    lines = [SCHED, FRAME, "KeyError: 'rope_theta'", SIGQUIT]
+    failure = classify(lines, load_rules("sglang"), phase=Phase.LOAD, exit_code=-9, argv=[], env={})
+    assert failure.rule == "sglang.scheduler_exception"
+    assert failure.cause == Cause.UNKNOWN
+    assert failure.message == "KeyError: 'rope_theta'"
+
+
+def test_fallback_argparse_exit_2() -> None:
+    lines = ["usage: x [-h] --tp-size N", "x: error: argument --tp-size: invalid int value: 'a'"]
+    failure = classify(lines, [], phase=Phase.LOAD, exit_code=2, argv=[], env={})
+    assert (failure.cause, failure.phase) == (Cause.INVALID_ARGUMENT, Phase.LAUNCH)
+    assert "invalid int value" in failure.message
+
+
+def test_fallback_sigkill_points_above() -> None:
+    lines = [
+        "Load weight begin",
+        "Traceback (most recent call last):",
+        "  File 'a'",
+        "ValueError: bad rope",
+        "Received sigquit",
+    ]
+    failure = classify(lines, [], phase=Phase.LOAD, exit_code=-9, argv=[], env={})
+    assert failure.cause == Cause.KILLED
+    assert failure.hint == KILLED_HINT
+    assert "look above" in failure.hint and "OOM killer" in failure.hint
+    assert failure.message == "ValueError: bad rope"
+
+
+def test_fallback_traceback_and_plain_unknown() -> None:
+    failure = classify(
+        ["Traceback (most recent call last):", '  File "a.py", line 1', "KeyError: 'x'", "bye"],
+        [],
+        phase=Phase.LOAD,
+        exit_code=1,
+        argv=[],
+        env={},
+    )
+    assert (failure.cause, failure.message) == (Cause.UNKNOWN, "KeyError: 'x'")
+    plain = classify(["hello"], [], phase=Phase.READY, exit_code=3, argv=[], env={})
+    assert (plain.cause, plain.phase, plain.message) == (
+        Cause.UNKNOWN,
+        Phase.READY,
+        "exited with code 3",
+    )
+    empty = classify([], [], phase=Phase.LAUNCH, exit_code=None, argv=[], env={})
+    assert empty.cause == Cause.UNKNOWN and empty.evidence == []
+
+
+def test_blame_only_what_is_present() -> None:
+    names = ["--enable-torch-symm-mem", "--moe-a2a-backend", "NCCL_PROTO", "NCCL_ALGO"]
+    argv = ["python", "--moe-a2a-backend=deepep", "--enable-torch-symm-mem-x"]
+    assert blamed(names, argv, {"NCCL_ALGO": "Ring"}) == ["--moe-a2a-backend", "NCCL_ALGO"]
+
+
+def test_evidence_is_trimmed_and_bounded() -> None:
+    long = (
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static " + "x" * 900
+    )
+    lines = [f"line {i}" for i in range(50)] + [long] + [f"after {i}" for i in range(50)]
+    failure = classify(lines, load_rules("sglang"), phase=Phase.LOAD, exit_code=1, argv=[], env={})
+    assert len(failure.evidence) <= 12
+    assert all(len(line) <= 300 for line in failure.evidence + failure.log_tail)
+    assert failure.evidence[0] == "line 48"  # two lines of context before the match
+    assert failure.log_tail[-1] == "after 49"
+
+
+def test_diagnose_file_infers_phase(tmp_path: Path, milestones: list[Milestone]) -> None:
+    log = tmp_path / "server.log"
+    log.write_text(
+        "Load weight begin. avail mem=70 GB\nLoad weight end. mem usage=10 GB\n"
+        "Capture cuda graph begin. This can take up to several minutes.\n"
+        "Traceback (most recent call last):\nKeyError: 'x'\n"
+    )
+    failure = diagnose_file(str(log), load_rules("sglang"))
+    assert (failure.cause, failure.phase) == (Cause.UNKNOWN, Phase.GRAPH_CAPTURE)
+    failure = diagnose_file(str(log), load_rules("sglang"), exit_code=-9, milestones=milestones)
+    assert (failure.cause, failure.phase) == (Cause.KILLED, Phase.GRAPH_CAPTURE)
+
+
+def test_phase_reached_never_goes_back(milestones: list[Milestone]) -> None:
+    lines = ["fired up and ready to roll", "Load weight begin"]
+    phase, labels = phase_reached(lines, milestones)
+    assert phase == Phase.READY
+    assert labels == ["ready", "load_begin"]
+
+
+def test_unknown_engine_gets_common_rules_only() -> None:
+    ids = [r.id for r in load_rules("nosuchengine")]
+    assert ids and all(i.startswith("common.") for i in ids)
+    assert [r.id for r in load_rules("../sglang")] == ids
+    sglang = [r.id for r in load_rules("sglang")]
+    # engine rules, then common rules, then the engine's catch-alls, then common catch-alls
+    assert sglang.index("sglang.kv_pool_oom") < sglang.index("common.cuda_oom")
+    assert sglang.index("common.assertion") < sglang.index("sglang.scheduler_exception")
+    assert sglang.index("common.nccl_error") < sglang.index("sglang.scheduler_exception")
+    assert sglang.index("sglang.scheduler_exception") < sglang.index("common.nccl_remote")
+
+
+def test_every_bundled_rule_file_loads() -> None:
+    rules_dir = Path(__file__).resolve().parents[2] / "src" / "autotune" / "rules"
+    files = sorted(rules_dir.glob("*.yaml"))
+    assert {f.stem for f in files} >= {"common", "sglang", "vllm", "transformers", "collective"}
+    for path in files:
+        assert all(isinstance(r, Rule) for r in load_rule_file(path))
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment", "line"),
+    [
+        (
+            "rules:\n  - id: a\n    pattern: '(unclosed'\n    cause: unknown\n",
+            "regular expression",
+            2,
+        ),
+        ("rules:\n  - id: a\n    pattern: x\n    cause: melted\n", "cause", 2),
+        ("rules:\n  - id: a\n    pattern: x\n    cause: unknown\n    colour: red\n", "colour", 2),
+        (
+            "rules:\n  - id: a\n    pattern: x\n    cause: unknown\n  - id: a\n    pattern: y\n"
+            "    cause: unknown\n",
+            "duplicate",
+            5,
+        ),
+        ("rules: [\n", "YAML", None),
+        ("extras: []\n", "unknown section", None),
+        ("rules: 3\n", "list", None),
+    ],
+)
+def test_rule_file_errors_name_the_place(
+    tmp_path: Path, text: str, fragment: str, line: int | None
+) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_rule_file(path)
+    assert fragment in str(info.value)
+    assert str(path) in str(info.value)
+    if line is not None:
+        assert info.value.line == line
+
+
+def test_user_rules_convert() -> None:
+    from autotune.space.schema import UserRule
+
+    rule = UserRule(id="u1", pattern="boom", cause=Cause.ASSERTION, blame=["--x"])
+    (converted,) = user_rules([rule])
+    assert converted.blame == ("--x",) and converted.fatal and converted.cause == Cause.ASSERTION

@@ -1,0 +1,174 @@
+"""The stand-in server's HTTP API with a real httpx client: readiness, streaming, throughput."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import httpx
+from tests.sim.conftest import Running
+
+
+def _sse(response: httpx.Response) -> list[tuple[float, Any]]:
+    """(arrival time, decoded payload) of each SSE event, ``[DONE]`` as the string."""
+    events: list[tuple[float, Any]] = []
+    for line in response.iter_lines():
+        if not line.startswith("data: "):
+            continue
+        data = line[len("data: ") :]
+        events.append((time.monotonic(), data if data == "[DONE]" else json.loads(data)))
+    return events
+
+
+def _stream(server: Running, path: str, body: dict[str, Any]) -> list[tuple[float, Any]]:
+    with httpx.stream("POST", f"{server.url}{path}", json=body, timeout=30) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        return _sse(response)
+
+
+def test_health_is_503_while_starting_then_200(launch_sim) -> None:  # type: ignore[no-untyped-def]
+    server = launch_sim()
+    codes = server.health_codes
+    assert 503 in codes and codes[-1] == 200 and 200 not in codes[:-1]
+    log = server.log()
+    order = [
+        "Load weight begin",
+        "Load weight end",
+        "Memory pool end",
+        "Capture cuda graph begin",
+        "Capture cuda graph end",
+        "max_total_num_tokens=",
+        "The server is fired up and ready to roll!",
+    ]
+    positions = [log.index(m) for m in order]
+    assert positions == sorted(positions)
+    assert log.count("SIMULATED") == 1
+
+
+def test_generate_and_completions_honour_the_token_count_exactly(launch_sim) -> None:  # type: ignore[no-untyped-def]
+    server = launch_sim()
+    events = _stream(
+        server,
+        "/generate",
+        {
+            "text": "a prompt of some length",
+            "stream": True,
+            "sampling_params": {"max_new_tokens": 17, "temperature": 0, "ignore_eos": True},
+        },
+    )
+    assert events[-1][1] == "[DONE]"
+    metas = [e[1]["meta_info"] for e in events[:-1]]
+    assert [m["completion_tokens"] for m in metas] == list(range(1, 18))  # cumulative
+    assert metas[-1]["finish_reason"]["type"] == "length"
+    assert events[-2][1]["text"].startswith(events[0][1]["text"])  # /generate text is cumulative
+
+    events = _stream(
+        server,
+        "/v1/completions",
+        {"model": "m", "prompt": "hi", "max_tokens": 9, "stream": True, "ignore_eos": True},
+    )
+    chunks = [e[1] for e in events[:-1]]
+    texts = [c["choices"][0]["text"] for c in chunks if c["choices"]]
+    assert len(texts) == 9 and all(texts)
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] == 9
+
+    body = httpx.post(
+        f"{server.url}/v1/completions", json={"prompt": "hi", "max_tokens": 5}, timeout=30
+    ).json()
+    assert (
+        body["usage"]["completion_tokens"] == 5 and body["choices"][0]["finish_reason"] == "length"
+    )
+    body = httpx.post(
+        f"{server.url}/generate",
+        json={"text": "hi", "sampling_params": {"max_new_tokens": 4}},
+        timeout=30,
+    ).json()
+    assert body["meta_info"]["completion_tokens"] == 4
+    models = httpx.get(f"{server.url}/v1/models", timeout=5).json()
+    assert models["data"][0]["id"] == "/models/Kimi-K2.5"
+
+
+def test_speculative_server_streams_accepted_tokens_and_reports_accept_length(launch_sim) -> None:  # type: ignore[no-untyped-def]
+    server = launch_sim(
+        "--speculative-algorithm",
+        "EAGLE3",
+        "--speculative-draft-model-path",
+        "/d",
+        "--speculative-num-steps",
+        "3",
+        "--speculative-eagle-topk",
+        "1",
+        "--speculative-num-draft-tokens",
+        "8",
+        NCCL_PROTO="LL",
+    )
+    assert "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1" in server.log()
+    events = _stream(
+        server,
+        "/generate",
+        {"text": "x", "stream": True, "sampling_params": {"max_new_tokens": 50}},
+    )
+    counts = [e[1]["meta_info"]["completion_tokens"] for e in events[:-1]]
+    steps = [b - a for a, b in zip([0, *counts], counts, strict=False)]
+    assert counts[-1] == 50 and max(steps) > 1 and max(steps) <= 4
+    info = server.info()
+    accept = info["avg_spec_accept_length"]
+    assert accept == info["internal_states"][0]["avg_spec_accept_length"]  # type: ignore[index]
+    assert 1.0 < float(accept) <= 4.0  # type: ignore[arg-type]
+    assert info["speculative_num_draft_tokens"] == 4 and info["max_running_requests"] == 48
+
+
+def test_measured_baseline_throughput_matches_the_model(launch_sim) -> None:  # type: ignore[no-untyped-def]
+    server = launch_sim()
+    modelled = float(server.info()["simulation"]["modelled"]["stream_tok_s"])  # type: ignore[index]
+    assert 70.0 < modelled < 95.0  # the campaign's 82 tok/s with a few percent of launch noise
+    events = _stream(
+        server,
+        "/v1/completions",
+        {"model": "m", "prompt": "p" * 256, "max_tokens": 60, "stream": True, "ignore_eos": True},
+    )
+    times = [t for t, e in events[:-1] if e["choices"]]
+    measured = (len(times) - 1) / (times[-1] - times[0])
+    assert abs(measured - modelled) / modelled < 0.10
+
+
+def test_concurrent_streams_raise_aggregate_throughput(launch_sim) -> None:  # type: ignore[no-untyped-def]
+    import concurrent.futures
+
+    server = launch_sim()
+
+    def one(_: int) -> float:
+        start = time.monotonic()
+        body = {"text": "x", "sampling_params": {"max_new_tokens": 30}}
+        assert (
+            httpx.post(f"{server.url}/generate", json=body, timeout=30).json()["meta_info"][
+                "completion_tokens"
+            ]
+            == 30
+        )
+        return time.monotonic() - start
+
+    single = 30 / one(0)
+    start = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        list(pool.map(one, range(8)))
+    aggregate = 8 * 30 / (time.monotonic() - start)
+    assert single < aggregate < 8 * single
+
+
+def test_a_verify_yaml_style_launch_gets_ready(launch_sim) -> None:  # type: ignore[no-untyped-def]
+    server = launch_sim(
+        "--trust-remote-code", "--cuda-graph-max-bs", "128", "--mem-fraction-static", "0.6",
+        "--disable-custom-all-reduce", "--moe-a2a-backend", "none",
+        "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "/d",
+        "--speculative-num-steps", "3", "--speculative-eagle-topk", "2",
+        "--speculative-num-draft-tokens", "6",
+        NCCL_MIN_NCHANNELS="2", NCCL_MAX_NCHANNELS="8", NCCL_BUFFSIZE="1048576",
+        NCCL_NTHREADS="256", NCCL_PROTO="LL128",
+    )  # fmt: skip
+    info = server.info()
+    assert info["speculative_eagle_topk"] == 2 and info["speculative_num_draft_tokens"] == 6
+    nccl = info["simulation"]["modelled"]["nccl_allreduce"]  # type: ignore[index]
+    assert nccl["verify"]["proto"] == "LL128"

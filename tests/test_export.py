@@ -1,0 +1,190 @@
+"""export: the best trial as a bash script (checked by bash itself), JSON and YAML."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import optuna
+import pytest
+import yaml
+from optuna.distributions import CategoricalDistribution, IntDistribution
+from optuna.trial import TrialState, create_trial
+
+from autotune.errors import StudyError
+from autotune.export import export, export_data
+from autotune.study import attrs
+
+BASH = shutil.which("bash")
+DISTS = {
+    "chunked_prefill_size": IntDistribution(1024, 16384, step=1024),
+    "attention_backend": CategoricalDistribution(["fa3", "flashinfer", "triton"]),
+}
+HF = "hf_" + "Xy7" * 12
+
+# The real SGLang command as the driver stores it: {host}/{port} are filled on the node.
+BEST_ARGV = [
+    "python3", "-m", "sglang.launch_server", "--model-path", "/models/Kimi K2.5 (int4)",
+    "--tp", "8", "--chunked-prefill-size", "8192", "--attention-backend", "fa3",
+    "--enable-torch-compile", "--json-model-override-args", '{"rope": "x y", "n": 1}',
+    "--served-model-name", "it's $HOME; rm -rf /", "--api-key", "s3cr3t-key",
+    "--host", "{host}", "--port", "{port}", "--dist-init-addr={host}:5000",
+]
+BEST_ENV = {
+    "NCCL_PROTO": "LL,LL128",
+    "SGLANG_ODD": "a b\t'c' \"d\" $PATH `x`",
+    "HF_TOKEN": HF,
+}
+
+
+def make_study(path: Path, *, simulated: bool = False) -> optuna.Study:
+    study = optuna.create_study(
+        storage=f"sqlite:///{path / 'study.db'}", study_name="kimi", direction="maximize"
+    )
+    study.set_user_attr(attrs.OBJECTIVE, {"metric": "output_tok_s", "direction": "maximize"})
+    study.set_user_attr(attrs.STUDY_SIMULATED, simulated)
+    study.set_user_attr(attrs.ENGINE, "sglang")
+    study.set_user_attr(attrs.SPACE, {"engine": {"name": "sglang", "version": "0.5.9"}})
+    return study
+
+
+def add(study: optuna.Study, outcome: str, value: float, *, params: dict[str, Any],
+        argv: list[str], env: dict[str, str], baseline: bool = False) -> None:
+    ok = outcome == "ok"
+    study.add_trial(
+        create_trial(
+            state=TrialState.COMPLETE,
+            value=value if ok else 1e12,  # a crash's penalty must never be exported
+            params=params,
+            distributions={k: DISTS[k] for k in params},
+            user_attrs={
+                attrs.OUTCOME: outcome, attrs.CONFIG: params, attrs.ARGV: argv, attrs.ENV: env,
+                attrs.BASELINE: baseline, attrs.SIMULATED: study.user_attrs[attrs.STUDY_SIMULATED],
+                attrs.METRICS: {"output_tok_s": value} if ok else {},
+            },
+        )
+    )
+
+
+def filled(argv: list[str], host: str = "127.0.0.1", port: int = 30000) -> list[str]:
+    return [a.replace("{host}", host).replace("{port}", str(port)) for a in argv]
+
+
+def redacted_argv() -> list[str]:
+    out = filled(BEST_ARGV)
+    out[out.index("--api-key") + 1] = "***"
+    return out
+
+
+@pytest.fixture
+def study(tmp_path: Path) -> optuna.Study:
+    s = make_study(tmp_path)
+    base = {"chunked_prefill_size": 4096, "attention_backend": "triton"}
+    add(s, "ok", 1000.0, params=base, argv=["python3", "-m", "sglang.launch_server"], env={},
+        baseline=True)
+    add(s, "crashed", 0.0, params={"chunked_prefill_size": 16384, "attention_backend": "fa3"},
+        argv=["python3", "crash"], env={})
+    add(s, "ok", 1250.0, params={"chunked_prefill_size": 8192, "attention_backend": "fa3"},
+        argv=BEST_ARGV, env=BEST_ENV)
+    return s
+
+
+def test_no_ok_trial_is_a_study_error(tmp_path: Path) -> None:
+    s = make_study(tmp_path)
+    add(s, "crashed", 0.0, params={"chunked_prefill_size": 1024}, argv=["x"], env={})
+    with pytest.raises(StudyError, match="no successful trial yet"):
+        export(s, "sh")
+
+
+def test_sh_is_valid_bash_and_recovers_argv_and_env(study: optuna.Study, tmp_path: Path) -> None:
+    script = export(study, "sh")
+    assert script.startswith("#!/usr/bin/env bash\n")
+    assert "trial 2" in script and "+25.0%" in script and "SIMULATED" not in script
+    assert HF not in script and "s3cr3t-key" not in script
+    path = tmp_path / "best.sh"
+    path.write_text(script)
+    assert BASH is not None
+    subprocess.run([BASH, "-n", str(path)], check=True)
+
+    # Parse it as bash would: join continuations, drop comments, split words.
+    joined = script.replace("\\\n", " ")
+    code = [ln for ln in joined.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    exports = [shlex.split(ln)[1] for ln in code if ln.startswith("export ")]
+    env = dict(e.split("=", 1) for e in exports)
+    assert env["NCCL_PROTO"] == BEST_ENV["NCCL_PROTO"]
+    assert env["SGLANG_ODD"] == BEST_ENV["SGLANG_ODD"]
+    command = [ln for ln in code if not ln.startswith(("export ", "set "))]
+    assert len(command) == 1
+    assert shlex.split(command[0]) == redacted_argv()
+
+
+def test_sh_runs_in_bash_with_the_exact_argv_and_env(study: optuna.Study, tmp_path: Path) -> None:
+    """Source the script with ``python3`` shadowed by a bash function that reports its args."""
+    path = tmp_path / "best.sh"
+    path.write_text(export(study, "sh", port=31000))
+    out = tmp_path / "seen"
+    probe = (
+        'python3() { printf "%s\\0" "$@" > "$OUT/argv"; env -0 > "$OUT/env"; }; '
+        'source "$1"'
+    )
+    environ = {"PATH": os.environ["PATH"], "OUT": str(out), "HF_TOKEN": "mine"}
+    out.mkdir()
+    assert BASH is not None
+    subprocess.run([BASH, "-c", probe, "probe", str(path)], check=True, env=environ)
+    argv = (out / "argv").read_bytes().split(b"\0")[:-1]
+    expected = redacted_argv()
+    expected = [a.replace("30000", "31000") for a in expected]
+    assert [a.decode() for a in argv] == expected[1:]
+    env = dict(e.decode().split("=", 1) for e in (out / "env").read_bytes().split(b"\0") if e)
+    assert env["NCCL_PROTO"] == BEST_ENV["NCCL_PROTO"]
+    assert env["SGLANG_ODD"] == BEST_ENV["SGLANG_ODD"]
+    assert env["HF_TOKEN"] == "mine"  # the redacted secret is the caller's own
+
+
+def test_sh_insists_on_redacted_secret(study: optuna.Study, tmp_path: Path) -> None:
+    path = tmp_path / "best.sh"
+    path.write_text(export(study, "sh"))
+    assert BASH is not None
+    proc = subprocess.run(
+        [BASH, "-c", 'python3() { echo launched; }; source "$1"', "probe", str(path)],
+        env={"PATH": os.environ["PATH"]}, capture_output=True, text=True,
+    )
+    assert proc.returncode != 0
+    assert "launched" not in proc.stdout
+    assert "HF_TOKEN must be set" in proc.stderr
+
+
+@pytest.mark.parametrize("fmt", ["json", "yaml"])
+def test_structured(study: optuna.Study, fmt: str) -> None:
+    text = export(study, fmt)  # type: ignore[arg-type]
+    data = json.loads(text) if fmt == "json" else yaml.safe_load(text)
+    assert data["study"] == "kimi" and data["trial"] == 2
+    assert data["value"] == 1250.0 and data["baseline_value"] == 1000.0
+    assert data["gain_pct"] == pytest.approx(25.0)
+    assert (data["metric"], data["direction"]) == ("output_tok_s", "maximize")
+    assert data["config"] == {"chunked_prefill_size": 8192, "attention_backend": "fa3"}
+    assert data["argv"] == redacted_argv()
+    assert shlex.split(data["command"]) == redacted_argv()
+    assert data["env"] == {**BEST_ENV, "HF_TOKEN": "***"}
+    assert data["simulated"] is False
+    assert data["versions"]["engine"] == "0.5.9"
+
+
+def test_simulated_study_exports_real_command_marked(tmp_path: Path) -> None:
+    s = make_study(tmp_path, simulated=True)
+    add(s, "ok", 900.0, params={"chunked_prefill_size": 8192}, argv=BEST_ARGV, env={})
+    script = export(s, "sh")
+    assert "# WARNING: SIMULATED" in script
+    assert "sglang.launch_server" in script and "autotune.sim" not in script.split("\n\n")[-1]
+    data = export_data(s)
+    assert data["simulated"] is True and data["baseline_value"] is None and data["gain_pct"] is None
+
+
+def test_unknown_format(study: optuna.Study) -> None:
+    with pytest.raises(ValueError, match="unknown export format"):
+        export(study, "toml")  # type: ignore[arg-type]

@@ -1,0 +1,227 @@
+"""report: rows, best, baseline, summary, tables and plots over a real Optuna SQLite study."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import optuna
+import pytest
+from optuna.distributions import CategoricalDistribution, IntDistribution
+from optuna.trial import TrialState, create_trial
+from rich.console import Console
+
+from autotune import report
+from autotune.study import attrs
+
+DISTS = {
+    "chunked_prefill_size": IntDistribution(1024, 16384, step=1024),
+    "attention_backend": CategoricalDistribution(["fa3", "flashinfer", "triton"]),
+}
+
+
+def make_study(
+    path: Path, *, direction: str = "maximize", simulated: bool = False, name: str = "demo"
+) -> optuna.Study:
+    study = optuna.create_study(
+        storage=f"sqlite:///{path / 'study.db'}", study_name=name, direction=direction
+    )
+    study.set_user_attr(attrs.OBJECTIVE, {"metric": "output_tok_s", "direction": direction})
+    study.set_user_attr(attrs.STUDY_SIMULATED, simulated)
+    study.set_user_attr(attrs.ENGINE, "sglang")
+    return study
+
+
+def add(
+    study: optuna.Study,
+    outcome: str | None,
+    *,
+    value: float | None = None,
+    told: float | None = None,
+    params: dict[str, Any] | None = None,
+    cause: str | None = None,
+    phase: str | None = None,
+    hint: str = "",
+    baseline: bool = False,
+    state: TrialState | None = None,
+    total_s: float = 30.0,
+) -> None:
+    """Add a trial the way the driver stores one."""
+    params = params or {"chunked_prefill_size": 4096, "attention_backend": "fa3"}
+    ua: dict[str, Any] = {attrs.CONFIG: params, attrs.BASELINE: baseline,
+                          attrs.TIMINGS: {"total_s": total_s}}
+    if outcome is not None:
+        ua[attrs.OUTCOME] = outcome
+    if value is not None:
+        ua[attrs.METRICS] = {"output_tok_s": value, "ttft_p99_ms": 120.0}
+    if cause:
+        ua.update({attrs.CAUSE: cause, attrs.PHASE: phase, attrs.HINT: hint,
+                   attrs.MESSAGE: f"{cause} in {phase}"})
+    if state is None:
+        by_outcome = {"pruned": TrialState.PRUNED, None: TrialState.FAIL}
+        state = by_outcome.get(outcome, TrialState.COMPLETE)
+    trial_value = None
+    if state == TrialState.COMPLETE:
+        trial_value = told if told is not None else (value if value is not None else 0.0)
+    study.add_trial(
+        create_trial(
+            state=state, value=trial_value, params=params,
+            distributions={k: DISTS[k] for k in params}, user_attrs=ua,
+        )
+    )
+
+
+@pytest.fixture
+def study(tmp_path: Path) -> optuna.Study:
+    s = make_study(tmp_path)
+    add(s, "ok", value=1000.0, baseline=True)  # 0
+    add(s, "ok", value=1300.0, params={"chunked_prefill_size": 8192, "attention_backend": "fa3"})
+    # A crash is told COMPLETE with a penalty; here a penalty that would win if believed.
+    add(s, "crashed", told=1e9, cause="kv_pool_oom", phase="memory_pool", hint="lower it",
+        params={"chunked_prefill_size": 16384, "attention_backend": "triton"})  # 2
+    add(s, "ok", value=1300.0, params={"chunked_prefill_size": 2048, "attention_backend": "triton"})
+    add(s, "slo_violated", value=5000.0, params={"chunked_prefill_size": 1024,
+                                                  "attention_backend": "flashinfer"})  # 4
+    add(s, "crashed", told=1e9, cause="kv_pool_oom", phase="memory_pool",
+        params={"chunked_prefill_size": 16384, "attention_backend": "fa3"})  # 5
+    add(s, "pruned", cause="dead_end", phase="launch")  # 6
+    add(s, None, state=TrialState.RUNNING)  # 7
+    return optuna.load_study(study_name="demo", storage=s._storage)
+
+
+def test_rows_follow_outcome_not_optuna_value(study: optuna.Study) -> None:
+    rs = report.rows(study)
+    assert [r.number for r in rs] == list(range(8))
+    assert [r.label for r in rs] == ["ok", "ok", "crashed", "ok", "slo_violated", "crashed",
+                                     "pruned", "running"]
+    assert rs[2].value is None  # never the penalty
+    assert rs[4].value == 5000.0  # measured, though infeasible
+    assert rs[0].baseline and not rs[1].baseline
+    assert rs[2].cause == "kv_pool_oom" and rs[2].phase == "memory_pool"
+    assert rs[1].config == {"chunked_prefill_size": 8192, "attention_backend": "fa3"}
+    assert rs[1].duration_s == 30.0
+
+
+def test_best_is_ok_only_and_ties_go_to_lower_number(study: optuna.Study) -> None:
+    top = report.best(study)
+    assert top is not None and top.number == 1 and top.value == 1300.0
+
+
+def test_best_minimize(tmp_path: Path) -> None:
+    s = make_study(tmp_path, direction="minimize")
+    add(s, "ok", value=50.0)
+    add(s, "ok", value=20.0)
+    add(s, "crashed", told=-1.0, cause="cuda_oom", phase="load")
+    top = report.best(s)
+    assert top is not None and top.number == 1
+
+
+def test_best_none_without_ok(tmp_path: Path) -> None:
+    s = make_study(tmp_path)
+    add(s, "crashed", told=1.0, cause="cuda_oom", phase="load")
+    assert report.best(s) is None
+    assert report.summary(s)["gain_pct"] is None
+
+
+def test_summary(study: optuna.Study) -> None:
+    s = report.summary(study)
+    assert s["trials"] == 8
+    assert s["outcomes"] == {"ok": 3, "crashed": 2, "slo_violated": 1, "pruned": 1, "running": 1}
+    assert s["causes"] == {"kv_pool_oom": 2, "dead_end": 1}
+    assert (s["best_trial"], s["best_value"], s["baseline_trial"], s["baseline_value"]) == (
+        1, 1300.0, 0, 1000.0)
+    assert s["gain_pct"] == pytest.approx(30.0)
+    assert s["simulated"] is False
+    assert s["metric"] == "output_tok_s" and s["direction"] == "maximize"
+
+
+def test_status_data_is_json(study: optuna.Study) -> None:
+    import json
+
+    data = json.loads(json.dumps(report.status_data(study)))
+    assert data["summary"]["best_trial"] == 1
+    assert [t["outcome"] for t in data["trials"]][:3] == ["ok", "ok", "crashed"]
+    assert data["trials"][2]["cause"] == "kv_pool_oom" and data["trials"][2]["value"] is None
+
+
+@pytest.mark.parametrize(
+    ("best", "base", "direction", "gain"),
+    [(130.0, 100.0, "maximize", 30.0), (80.0, 100.0, "minimize", 20.0),
+     (120.0, 100.0, "minimize", -20.0), (1.0, 0.0, "maximize", None),
+     (1.0, None, "maximize", None)],
+)
+def test_gain_pct(best: float, base: float | None, direction: str, gain: float | None) -> None:
+    got = report.gain_pct(best, base, direction)
+    assert got == (pytest.approx(gain) if gain is not None else None)
+
+
+def _render(renderable: Any) -> str:
+    console = Console(record=True, width=200, color_system=None)
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_status_table_marks_best(study: optuna.Study) -> None:
+    text = _render(report.status_table(study))
+    lines = text.splitlines()
+    best_line = next(line for line in lines if "1,300" in line and "8192" in line)
+    assert "1*" in best_line
+    assert not any("3*" in line for line in lines)
+    assert "(baseline)" in text and "kv_pool_oom" in text and "running" in text
+    assert "SIMULATED" not in text
+
+
+def test_tables_say_simulated(tmp_path: Path) -> None:
+    s = make_study(tmp_path, simulated=True)
+    add(s, "ok", value=10.0)
+    assert "SIMULATED" in _render(report.status_table(s))
+    add(s, "crashed", cause="cuda_oom", phase="load")
+    assert "SIMULATED" in _render(report.failure_table(s))
+    assert "SIMULATED" in report.headline(s)
+
+
+def test_failure_table_groups_by_cause(study: optuna.Study) -> None:
+    text = _render(report.failure_table(study))
+    kv = next(line for line in text.splitlines() if "kv_pool_oom" in line)
+    assert " 2 " in kv and "memory_pool" in kv and "lower it" in kv and "#2" in kv
+    assert "dead_end" in text
+
+
+def test_failure_table_none_without_failures(tmp_path: Path) -> None:
+    s = make_study(tmp_path)
+    add(s, "ok", value=1.0)
+    assert report.failure_table(s) is None
+
+
+def test_headline(study: optuna.Study) -> None:
+    line = report.headline(study)
+    assert "trial 1" in line and "+30.0%" in line and "8 trials" in line
+
+
+def test_ok_study_holds_only_ok_trials(study: optuna.Study) -> None:
+    good = report.ok_study(study)
+    assert sorted(t.value for t in good.trials if t.value is not None) == [1000.0, 1300.0, 1300.0]
+
+
+def test_plots_write_pngs(study: optuna.Study, tmp_path: Path) -> None:
+    out = tmp_path / "plots"
+    files = report.plots(study, out)
+    assert {f.name for f in files} == {"optimization_history.png", "param_importances.png",
+                                       "outcomes.png"}
+    for f in files:
+        assert f.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert set(report.importances(study)) == {"chunked_prefill_size", "attention_backend"}
+
+
+def test_plots_skip_importances_with_one_ok_trial(tmp_path: Path) -> None:
+    s = make_study(tmp_path, simulated=True)
+    add(s, "ok", value=10.0)
+    add(s, "crashed", told=0.0, cause="cuda_oom", phase="load",
+        params={"chunked_prefill_size": 1024, "attention_backend": "triton"})
+    files = report.plots(s, tmp_path / "p")
+    assert {f.name for f in files} == {"optimization_history.png", "outcomes.png"}
+    assert report.importances(s) == {}
+
+
+def test_plots_empty_study(tmp_path: Path) -> None:
+    assert report.plots(make_study(tmp_path), tmp_path / "p") == []

@@ -1,0 +1,247 @@
+"""MlflowTracker against real MLflow stores: a SQLite file, and a real ``mlflow server``."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from autotune.errors import TrackingError
+from autotune.models import Cleanup, Failure, Metrics, Outcome, Stats, Timings, TrialResult
+from autotune.tracking import NullTracker, make_tracker
+from autotune.tracking.mlflow import MlflowTracker, resolve_uri
+
+SECRET = "hf_" + "Qw3" * 12
+
+INFO: dict[str, Any] = {
+    "engine": "sglang",
+    "model": "moonshotai/Kimi-K2.5",
+    "objective": {"metric": "output_tok_s", "direction": "maximize"},
+    "simulated": True,
+}
+
+
+def ok_result(number: int, log_path: Path | None = None, *, attempt: int = 0) -> TrialResult:
+    stats = Stats(mean=10.0, p50=9.0, p90=15.0, p99=20.0)
+    return TrialResult(
+        study="demo", number=number, outcome=Outcome.OK, attempt=attempt,
+        metrics=Metrics(output_tok_s=1000.0 + number, request_s=4.0, ttft_ms=stats, completed=32,
+                        output_tokens=2048, duration_s=8.0),
+        timings=Timings(launch_to_ready_s=40.0, benchmark_s=8.0, teardown_s=2.0, total_s=55.0),
+        cleanup=Cleanup(gpu_mem_before_mib=[1.0, 2.0], gpu_mem_after_mib=[3.0, 5.0],
+                        gpu_clean=True),
+        log_path=str(log_path) if log_path else None, node="node-a",
+    )
+
+
+def crashed_result(number: int, log_path: Path | None = None) -> TrialResult:
+    return TrialResult(
+        study="demo", number=number, outcome=Outcome.CRASHED,
+        failure=Failure(cause="kv_pool_oom", phase="memory_pool", hint="lower --mem-fraction " * 60,
+                        evidence=[f"RuntimeError: Not enough memory {SECRET}"],
+                        message="KV cache pool could not be allocated"),
+        timings=Timings(total_s=12.0), log_path=str(log_path) if log_path else None,
+    )
+
+
+def _children(client: MlflowClient, tracker: MlflowTracker) -> list[Any]:
+    return client.search_runs(
+        [str(tracker.experiment_id)],
+        filter_string=f"tags.`mlflow.parentRunId` = '{tracker.parent_run_id}'",
+        order_by=["attributes.start_time ASC"],
+    )
+
+
+def _artifact_text(client: MlflowClient, run_id: str, path: str, dst: Path) -> str:
+    local = client.download_artifacts(run_id, path, str(dst))
+    return Path(local).read_text(encoding="utf-8")
+
+
+def _study_roundtrip(uri: str, tmp_path: Path, server_log: Path, study: str) -> None:
+    """Log a study with two trials and check every part of it through a fresh client."""
+    space = tmp_path / "space.yaml"
+    space.write_text("engine: {name: sglang}\n")
+    tracker = MlflowTracker(uri, cwd=tmp_path)
+    storage = "postgresql://optuna:pw-123@db:5432/optuna"
+    tracker.start_study(study, {**INFO, "space_file": str(space), "storage": storage})
+    tracker.log_trial(
+        ok_result(0, server_log), {"chunked_prefill_size": 8192, "attention_backend": "fa3"},
+        {"baseline": True, "argv": ["sglang", "--api-key", "k-123"], "env": {"HF_TOKEN": SECRET}},
+    )
+    tracker.log_trial(crashed_result(1), {"chunked_prefill_size": 16384}, {})
+    tracker.finish({"metric": "output_tok_s", "best_value": 1000.0, "baseline_value": 800.0,
+                    "gain_pct": 25.0, "trials": 2, "outcomes": {"ok": 1, "crashed": 1},
+                    "causes": {"kv_pool_oom": 1}, "best_trial": 0,
+                    "best_config": {"chunked_prefill_size": 8192}})
+
+    client = MlflowClient(tracking_uri=tracker.uri)
+    parent = client.get_run(str(tracker.parent_run_id))
+    assert parent.info.run_name == study and parent.info.status == "FINISHED"
+    assert parent.data.tags["autotune.study"] == study
+    assert parent.data.tags["autotune.simulated"] == "true"
+    assert parent.data.tags["autotune.engine"] == "sglang"
+    assert parent.data.params["model"] == "moonshotai/Kimi-K2.5"
+    assert parent.data.params["objective_metric"] == "output_tok_s"
+    assert parent.data.params["storage"] == "postgresql://optuna:***@db:5432/optuna"
+    assert parent.data.metrics["best_output_tok_s"] == 1000.0
+    assert parent.data.metrics["baseline_output_tok_s"] == 800.0
+    assert parent.data.metrics["gain_pct"] == 25.0
+    assert parent.data.metrics["n_cause_kv_pool_oom"] == 1.0
+    assert parent.data.tags["autotune.best_trial"] == "0"
+    assert "space.yaml" in [a.path for a in client.list_artifacts(parent.info.run_id)]
+
+    ok, crashed = _children(client, tracker)
+    assert ok.info.run_name == "trial-0" and crashed.info.run_name == "trial-1"
+    assert ok.info.status == "FINISHED" and crashed.info.status == "FAILED"
+    assert ok.data.params == {"chunked_prefill_size": "8192", "attention_backend": "fa3"}
+    assert ok.data.metrics["output_tok_s"] == 1000.0
+    assert ok.data.metrics["ttft_p99_ms"] == 20.0
+    assert ok.data.metrics["time_launch_to_ready_s"] == 40.0
+    assert ok.data.metrics["cleanup_gpu_mem_after_mib"] == 5.0
+    assert ok.data.tags["autotune.outcome"] == "ok"
+    assert ok.data.tags["autotune.baseline"] == "true"
+    assert ok.data.tags["autotune.trial"] == "0"
+    assert ok.data.tags["autotune.simulated"] == "true"
+    assert crashed.data.tags["autotune.cause"] == "kv_pool_oom"
+    assert crashed.data.tags["autotune.phase"] == "memory_pool"
+    assert len(crashed.data.tags["autotune.hint"]) <= 500
+    assert "autotune.hint" not in ok.data.tags
+
+    log = _artifact_text(client, ok.info.run_id, "logs/trial-0.log", tmp_path / "dl")
+    assert "ready to roll" in log and "#tokens: 123456" in log
+    assert SECRET not in log and "k-123" not in log
+    record = json.loads(_artifact_text(client, ok.info.run_id, "trial.json", tmp_path / "dl2"))
+    assert record["result"]["number"] == 0
+    assert record["extra"]["argv"] == ["sglang", "--api-key", "***"]
+    assert record["extra"]["env"] == {"HF_TOKEN": "***"}
+    crash_record = _artifact_text(client, crashed.info.run_id, "trial.json", tmp_path / "dl3")
+    assert SECRET not in crash_record and "Not enough memory" in crash_record
+
+
+def test_sqlite_store_roundtrip(store_uri: str, tmp_path: Path, server_log: Path) -> None:
+    _study_roundtrip(store_uri, tmp_path, server_log, "roundtrip")
+    artifacts = Path(store_uri.removeprefix("sqlite:///")).parent / "artifacts"
+    assert any(artifacts.rglob("trial-0.log"))
+
+
+def test_mlflow_server_roundtrip(mlflow_server: str, tmp_path: Path, server_log: Path) -> None:
+    _study_roundtrip(mlflow_server, tmp_path, server_log, "served")
+
+
+def test_default_store_is_under_cwd(tmp_path: Path) -> None:
+    uri, artifacts = resolve_uri(None, tmp_path)
+    assert uri == f"sqlite:///{tmp_path.resolve() / 'mlflow' / 'mlflow.db'}"
+    assert artifacts == (tmp_path.resolve() / "mlflow" / "artifacts").as_uri()
+    assert resolve_uri("http://tracking:5000", tmp_path) == ("http://tracking:5000", None)
+    assert resolve_uri("sqlite:///rel/x.db", tmp_path)[0] == (
+        f"sqlite:///{tmp_path.resolve() / 'rel' / 'x.db'}")
+
+
+def test_resume_reuses_parent_and_skips_logged_trials(store_uri: str, server_log: Path) -> None:
+    uri = store_uri
+    first = MlflowTracker(uri)
+    first.start_study("resumed", INFO)
+    first.log_trial(ok_result(0, server_log), {"x": 1}, {})
+    parent = first.parent_run_id
+
+    # A new process resumes: found by tag without the id, then by the id the driver kept.
+    for hint in (None, parent):
+        again = MlflowTracker(uri)
+        again.start_study("resumed", {**INFO, "parent_run_id": hint})
+        assert again.parent_run_id == parent
+        again.log_trial(ok_result(0, server_log), {"x": 1}, {})  # already there
+        if hint is None:
+            again.log_trial(ok_result(1), {"x": 2}, {})  # new
+            again.log_trial(ok_result(1, attempt=1), {"x": 2}, {})  # an infra retry: new
+    client = MlflowClient(tracking_uri=again.uri)
+    names = sorted(r.info.run_name for r in _children(client, again))
+    assert names == ["trial-0", "trial-1", "trial-1-attempt-1"]
+    studies = client.search_runs([str(again.experiment_id)], "tags.`autotune.role` = 'study'")
+    assert [r.data.tags["autotune.study"] for r in studies].count("resumed") == 1
+
+    other = MlflowTracker(uri)
+    other.start_study("other-study", {**INFO, "parent_run_id": parent})  # wrong id: not reused
+    assert other.parent_run_id != parent
+
+
+def test_interrupted_child_is_replaced(store_uri: str) -> None:
+    tracker = MlflowTracker(store_uri)
+    tracker.start_study("interrupted", INFO)
+    # A child created but never completed (the driver died mid-log).
+    tracker.client.create_run(
+        str(tracker.experiment_id), run_name="trial-0",
+        tags={"mlflow.parentRunId": str(tracker.parent_run_id), "autotune.trial": "0",
+              "autotune.attempt": "0"},
+    )
+    tracker.log_trial(ok_result(0), {"x": 1}, {})
+    runs = _children(tracker.client, tracker)
+    assert len(runs) == 1 and runs[0].data.tags["autotune.logged"] == "true"
+
+
+def test_log_before_start_is_an_error(store_uri: str) -> None:
+    tracker = MlflowTracker(store_uri)
+    with pytest.raises(TrackingError, match="before start_study"):
+        tracker.log_trial(ok_result(0), {}, {})
+
+
+def test_unreachable_store_is_a_tracking_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(TrackingError, match="MLflow: opening the tracking store failed"):
+        MlflowTracker(f"sqlite:///{blocker / 'mlflow.db'}")
+
+
+def test_server_down_is_a_tracking_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "2")
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    tracker = MlflowTracker(f"http://127.0.0.1:{port}")
+    with pytest.raises(TrackingError, match="starting study 'demo' failed"):
+        tracker.start_study("demo", INFO)
+
+
+def test_make_tracker(store_uri: str) -> None:
+    assert isinstance(make_tracker(None, enabled=False), NullTracker)
+    tracker = make_tracker(store_uri)
+    assert isinstance(tracker, MlflowTracker)
+
+
+def test_null_tracker_does_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    tracker = NullTracker()
+    tracker.start_study("demo", INFO)
+    tracker.log_trial(ok_result(0), {"x": 1}, {})
+    tracker.finish({})
+    assert tracker.parent_run_id is None
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_importing_tracking_does_not_import_mlflow() -> None:
+    code = (
+        "import sys, autotune.tracking, autotune.report, autotune.export, autotune.redact; "
+        "assert 'mlflow' not in sys.modules, 'mlflow imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_quiet_on_stdout(tmp_path: Path) -> None:
+    """Logging a study prints nothing on stdout (no banners, no 'View run' lines)."""
+    code = (
+        "from autotune.tracking.mlflow import MlflowTracker\n"
+        "t = MlflowTracker(None)\n"
+        "t.start_study('demo', {'engine': 'sglang'})\n"
+        "t.finish({'metric': 'output_tok_s', 'trials': 0})\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, check=True)
+    assert proc.stdout == ""
+    assert "INFO" not in proc.stderr
+    assert (tmp_path / "mlflow" / "mlflow.db").is_file()

@@ -115,7 +115,7 @@ def start(
     _preflight(engine, spec)
     study_dir = study_root / name
     gpus = engine.gpus(engine.command(spec.model, _all_args(spec), {})[0])
-    ex = _executor(executor, gpus, ray_address, parallel, str(study_dir / "logs"))
+    ex = _executor(executor, gpus, ray_address, parallel, str(study_dir / "logs"), simulate)
     tracker = make_tracker(mlflow_uri, enabled=not no_mlflow)
     options = DriverOptions(
         study=name, study_dir=study_dir, storage=storage, n_trials=n_trials, parallel=parallel,
@@ -164,16 +164,26 @@ def _preflight(engine: Any, spec: Any) -> None:
 
 
 def _executor(
-    kind: ExecutorKind, gpus: int, address: str | None, parallel: int | None, log_dir: str
+    kind: ExecutorKind,
+    gpus: int,
+    address: str | None,
+    parallel: int | None,
+    log_dir: str,
+    simulate: bool,
 ) -> Any:
     if kind is ExecutorKind.local:
         from autotune.dispatch.local import LocalExecutor
 
-        return LocalExecutor(gpus, parallel)
+        # The stand-in server needs no GPU: simulated trials hold none on this machine.
+        return LocalExecutor(0 if simulate else gpus, parallel)
     from autotune.dispatch.ray import RayExecutor
 
+    # A local Ray instance for a simulated study gets logical GPUs for the trials it runs.
+    logical = gpus * (parallel or 1) if simulate and address is None else None
     with console.status("starting Ray" if address is None else f"connecting to Ray at {address}"):
-        return RayExecutor(gpus, address=address, parallel=parallel, log_dir=log_dir)
+        return RayExecutor(
+            gpus, address=address, parallel=parallel, log_dir=log_dir, logical_gpus=logical
+        )
 
 
 def _final_report(

@@ -52,7 +52,9 @@ class RayExecutor:
         parallel: int | None = None,
         log_dir: str | None = None,
         cpus_per_trial: float = 1.0,
+        logical_gpus: int | None = None,
     ) -> None:
+        """``logical_gpus``: GPUs a local instance advertises (simulated trials use none)."""
         try:
             import ray
         except ImportError as exc:  # pragma: no cover - ray is a dependency
@@ -73,7 +75,8 @@ class RayExecutor:
                 if address is None:
                     from autotune.dispatch.local import visible_gpus
 
-                    kwargs.update(num_cpus=max(2, os.cpu_count() or 2), num_gpus=len(visible_gpus()))
+                    gpus = len(visible_gpus()) if logical_gpus is None else logical_gpus
+                    kwargs.update(num_cpus=max(2, os.cpu_count() or 2), num_gpus=gpus)
                     # Workers must import autotune from this checkout even if it is not installed.
                     src = str(Path(__file__).resolve().parents[2])
                     kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": src}}

@@ -217,6 +217,10 @@ class Timings(_Frozen):
     benchmark_s: float | None = None
     teardown_s: float | None = None
     total_s: float = 0.0
+    # Wall-clock (epoch) instants, for overhead between trials: launch, ready, node clean again.
+    launched_at: float | None = None
+    ready_at: float | None = None
+    clean_at: float | None = None
 
 
 class Cleanup(_Frozen):

@@ -136,6 +136,9 @@ class _Trial:
             benchmark_s=self.times.get("benchmark_s"),
             teardown_s=self.times.get("teardown_s"),
             total_s=time.monotonic() - self.start,
+            launched_at=self.times.get("launched_at"),
+            ready_at=self.times.get("ready_at"),
+            clean_at=self.times.get("clean_at"),
         )
         return TrialResult(
             study=self.spec.study,
@@ -200,6 +203,7 @@ class _Trial:
         full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         proc = ServerProcess(self.argv, full_env, self.log_path, spec.cwd)
+        self.times["launched_at"] = time.time()
         try:
             proc.start()
         except LaunchFailed as exc:
@@ -299,6 +303,7 @@ class _Trial:
             )
             return _Verdict("timeout", watcher.phase, None, message), None, None
         self.times["launch_to_ready_s"] = ready.seconds
+        self.times["ready_at"] = time.time()
         watcher.advance(Phase.READY)
 
         def abort() -> bool:
@@ -401,6 +406,7 @@ class _Trial:
             before, self.spec.limits.gpu_release_s, visible=self.visible
         )
         self.times["teardown_s"] = time.monotonic() - start
+        self.times["clean_at"] = time.time()
         if report.processes_left or gpu_clean is False:
             NodeState().mark(
                 {

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -242,6 +243,8 @@ class Driver:
         """The command a person would run for ``config`` (the real engine even when simulating)."""
         args, env = render(self.spec, config)
         argv, full_env = self.real_engine.command(self.model_path, args, env)
+        # The interpreter that runs autotune also has the engine (same image on every node).
+        argv = [a.replace("{python}", sys.executable) for a in argv]
         return redact_argv(argv), redact_env(full_env)
 
     # -- the loop ---------------------------------------------------------------------------

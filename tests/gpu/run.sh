@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs the GPU tests on the H200 test machine (no registry there): install the carried wheels
+# into /tmp/site, put src/ on the path, run pytest -m gpu. Results land in $OUT (or ./gpu-out).
+#
+# Here, once:   bash tests/gpu/fetch_wheels.sh            (about 10 MB into .whl/)
+# There:        bash tests/gpu/run.sh                     (the device tool: carry [".whl"])
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+OUT="${OUT:-$PWD/gpu-out}"
+mkdir -p "$OUT"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl
+export PYTHONPATH="/tmp/site:$PWD/src:$PWD"
+export AUTOTUNE_GPU_OUT="$OUT" PYTHONUNBUFFERED=1
+{
+  date -u +"date: %Y-%m-%dT%H:%M:%SZ"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/gpu: /'
+  python3 -c 'import sys, torch, transformers, optuna; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, "transformers", transformers.__version__, "optuna", optuna.__version__)'
+} | tee "$OUT/versions.txt"
+python3 -m pytest -p no:cacheprovider -o addopts="" -m gpu tests/gpu -x -q -s \
+    --junitxml="$OUT/junit.xml" 2>&1 | tee "$OUT/pytest.log"

@@ -571,3 +571,21 @@ def test_user_rules_convert() -> None:
     rule = UserRule(id="u1", pattern="boom", cause=Cause.ASSERTION, blame=["--x"])
     (converted,) = user_rules([rule])
     assert converted.blame == ("--x",) and converted.fatal and converted.cause == Cause.ASSERTION
+
+
+def test_transformers_517_unknown_attention_is_invalid_argument_and_blames_the_flag() -> None:
+    """The line transformers 5.17 printed on the H200 for --attn-implementation nonexistent_attn."""
+    from autotune.rules import load_rules
+
+    line = (
+        "ValueError: Unsupported attention implementation: 'nonexistent_attn'. Must be one of "
+        "{'flash_attention_2', 'sdpa', 'eager', 'flash_attention_3', 'flex_attention'} or a hub "
+        "kernel (e.g. 'kernels-community/flash-attn2')."
+    )
+    failure = classify(
+        ["Traceback (most recent call last):", line], load_rules("transformers"),
+        phase=Phase.LOAD, exit_code=1,
+        argv=["serve", "--attn-implementation", "nonexistent_attn"], env={},
+    )
+    assert failure.cause is Cause.INVALID_ARGUMENT
+    assert failure.blame == ["--attn-implementation"]

@@ -1,17 +1,36 @@
-"""Run trials as Ray tasks, each on a node with the GPUs it needs (``import ray`` only here)."""
+"""Run trials as Ray tasks, each on a node with the GPUs it needs (``import ray`` only here).
+
+The executor places trials itself: it keeps the GPUs and CPUs its own trials hold on every
+alive node and pins each trial to one node (``NodeAffinitySchedulingStrategy``, hard), so it
+always knows where a trial runs. That is what lets a trial lost with its node be retried
+*elsewhere* (``TrialSpec.avoid_nodes``) and lets the driver reap leftovers on every node. Ray
+still enforces the resources: a trial never gets GPUs another task holds, and Ray sets its
+``CUDA_VISIBLE_DEVICES``.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import socket
+import threading
+import time
+from collections import deque
 from concurrent.futures import Future
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from autotune.errors import DispatchError, PlacementError
 from autotune.models import Cause, Failure, Outcome, Phase, TrialResult, TrialSpec
+from autotune.node.process import DRIVER_ENV, STUDY_ENV, STUDY_KEY_ENV
 
 _LOG_LIMIT = 8 << 20  # bytes of server log brought back to the driver
+GPU_NODE_RESOURCE = "autotune_gpu_node"  # marks the nodes trials may use (ray_cluster.yaml)
+NODE_WAIT_S = 300.0  # how long a trial waits for a node that can hold it to (re)appear
 
 
 def _run_remote(spec_json: str) -> dict[str, Any]:
@@ -23,7 +42,7 @@ def _run_remote(spec_json: str) -> dict[str, Any]:
     spec = TrialSpec.model_validate_json(spec_json)
     result = run_trial(spec)
     node_id = ray.get_runtime_context().get_node_id()
-    result = result.model_copy(update={"node": f"{result.node or socket.gethostname()}/{node_id[:12]}"})
+    result = result.model_copy(update={"node": _node_name(result.node, node_id)})
     log = b""
     if result.log_path and os.path.exists(result.log_path):
         with open(result.log_path, "rb") as fh:
@@ -32,16 +51,58 @@ def _run_remote(spec_json: str) -> dict[str, Any]:
     return {"result": result.model_dump_json(), "log": log, "node_id": node_id}
 
 
+def _reap_remote(study_key: str | None, driver: str | None) -> list[dict[str, Any]]:
+    """The reaper task, on one node: kill trial servers nobody will tear down."""
+    from autotune.node.process import reap_orphans
+
+    return reap_orphans(study_key=study_key, driver=driver)
+
+
+def _node_name(host: str | None, node_id: str) -> str:
+    """How a node is named in results and ``avoid_nodes``: ``host/<first 12 of the Ray id>``."""
+    return f"{host or socket.gethostname()}/{node_id[:12]}"
+
+
+def study_key(log_dir: str) -> str:
+    """One study folder on one driver host (what a study lock protects)."""
+    return hashlib.sha1(f"{socket.gethostname()}:{log_dir}".encode()).hexdigest()[:16]
+
+
+@dataclass
+class _Node:
+    id: str
+    host: str
+    gpus: float
+    cpus: float
+    marked: bool  # carries GPU_NODE_RESOURCE
+
+    @property
+    def name(self) -> str:
+        return _node_name(self.host, self.id)
+
+
+@dataclass
+class _Ask:
+    spec: TrialSpec
+    out: Future[TrialResult]
+    since: float
+
+
 class RayExecutor:
     """Dispatches trials through Ray: a local instance by default, ``address`` for a cluster.
 
     Args:
-        gpus_per_trial: GPUs a trial asks Ray for; Ray gives it GPUs no other task holds and
-            sets ``CUDA_VISIBLE_DEVICES`` for it.
+        gpus_per_trial: GPUs a trial holds; it gets GPUs no other trial holds, on one node.
         address: ``auto`` or ``ray://host:10001`` / ``host:6379`` of a running cluster; None
             starts a local instance.
-        parallel: trials at once; default as many as the cluster's GPUs allow.
+        parallel: trials at once; default (and most) as many as the cluster's GPUs allow.
         log_dir: where logs from remote nodes are written on the driver.
+        cpus_per_trial: CPUs a trial holds on its node.
+        logical_gpus: GPUs a local instance advertises (simulated trials use none).
+
+    Raises:
+        PlacementError: no alive node can ever hold a trial.
+        DispatchError: Ray cannot be started or reached.
     """
 
     def __init__(
@@ -54,7 +115,6 @@ class RayExecutor:
         cpus_per_trial: float = 1.0,
         logical_gpus: int | None = None,
     ) -> None:
-        """``logical_gpus``: GPUs a local instance advertises (simulated trials use none)."""
         try:
             import ray
         except ImportError as exc:  # pragma: no cover - ray is a dependency
@@ -63,101 +123,254 @@ class RayExecutor:
         self.gpus_per_trial = gpus_per_trial
         self.cpus_per_trial = cpus_per_trial
         self.log_dir = log_dir
+        me = psutil.Process()
+        # This driver run, as the trial servers are told (see node.process.reap_orphans).
+        self.driver_id = f"{socket.gethostname()}:{me.pid}:{me.create_time():.3f}"
         self._started = False
-        try:
-            if not ray.is_initialized():
-                kwargs: dict[str, Any] = {
-                    "include_dashboard": False,
-                    "log_to_driver": False,
-                    "configure_logging": False,
-                    "logging_level": "ERROR",
-                }
-                if address is None:
-                    from autotune.dispatch.local import visible_gpus
-
-                    gpus = len(visible_gpus()) if logical_gpus is None else logical_gpus
-                    kwargs.update(num_cpus=max(2, os.cpu_count() or 2), num_gpus=gpus)
-                    # Workers must import autotune from this checkout even if it is not installed.
-                    src = str(Path(__file__).resolve().parents[2])
-                    kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": src}}
-                ray.init(address=address, **kwargs)
-                self._started = True
-        except Exception as exc:
-            raise DispatchError(f"could not start or reach Ray ({address or 'local'}): {exc}") from exc
+        self._connect(address, logical_gpus)
         self._remote = ray.remote(_run_remote)
+        self._reaper = ray.remote(_reap_remote)
+        try:
+            nodes = self._check(gpus_per_trial)
+        except Exception:
+            if self._started:
+                ray.shutdown()
+            raise
+        fit = self._fit(nodes)
+        self.parallel = max(1, min(parallel, fit) if parallel else fit)
+        self._lock = threading.Lock()
+        self._held: dict[str, tuple[float, float]] = {}  # node id -> (GPUs, CPUs) our trials hold
+        self._pending: deque[_Ask] = deque()
+        self._running: dict[Any, tuple[_Ask, _Node]] = {}  # ObjectRef -> (trial, node)
+        self._closed = False
+        self._wake = threading.Event()
+        self._loop = threading.Thread(target=self._place_loop, name="autotune-ray", daemon=True)
+        self._loop.start()
+
+    def _connect(self, address: str | None, logical_gpus: int | None) -> None:
+        ray = self._ray
+        try:
+            if ray.is_initialized():
+                return
+            kwargs: dict[str, Any] = {
+                "include_dashboard": False,
+                "log_to_driver": False,
+                "configure_logging": False,
+                "logging_level": "ERROR",
+            }
+            if address is None:
+                from autotune.dispatch.local import visible_gpus
+
+                gpus = len(visible_gpus()) if logical_gpus is None else logical_gpus
+                kwargs.update(num_cpus=max(2, os.cpu_count() or 2), num_gpus=gpus)
+                # Workers must import autotune from this checkout even if it is not installed.
+                src = str(Path(__file__).resolve().parents[2])
+                kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": src}}
+            # "local": a new instance even when `ray start` left one on this machine (ray.init
+            # would otherwise join whatever /tmp/ray/ray_current_cluster names).
+            ray.init(address=address or "local", **kwargs)
+            self._started = True
+        except Exception as exc:
+            where = address or "local"
+            raise DispatchError(f"could not start or reach Ray ({where}): {exc}") from exc
+
+    # -- the cluster ---------------------------------------------------------------------
+
+    def _check(self, gpus: int) -> list[_Node]:
+        """The alive nodes, if one of them can hold a trial (refused before the study starts)."""
         nodes = self.nodes()
         if not nodes:
             raise DispatchError("the Ray cluster has no alive nodes")
-        most = max(n["gpus"] for n in nodes)
-        if gpus_per_trial > most:
+        if not self._usable(nodes, gpus):
+            eligible = self._eligible(nodes)
+            most = max(n.gpus for n in eligible)
+            which = f"node marked {GPU_NODE_RESOURCE}" if eligible[0].marked else "Ray node"
+            if gpus == 0:
+                raise PlacementError(
+                    f"a trial needs {self.cpus_per_trial:g} CPUs but no {which} has that many"
+                )
             raise PlacementError(
-                f"a trial needs {gpus_per_trial} GPUs but the largest Ray node has {most:g}; "
-                "lower engine.gpus / --tp-size or add a bigger node type to ray_cluster.yaml"
+                f"a trial needs {gpus} GPUs on one node but the largest {which} has {most:g}; "
+                "lower engine.gpus / --tp-size, or add a bigger node type to ray_cluster.yaml"
             )
-        fit = self._fit(nodes)
-        self.parallel = max(1, min(parallel, fit) if parallel else fit)
+        return nodes
 
-    def nodes(self) -> list[dict[str, Any]]:
+    def nodes(self) -> list[_Node]:
         """Alive nodes with their GPU and CPU counts."""
         out = []
-        for node in self._ray.nodes():
+        for node in self._ray.nodes():  # type: ignore[no-untyped-call]
             if not node.get("Alive"):
                 continue
             res = node.get("Resources", {})
-            out.append({
-                "id": node["NodeID"],
-                "gpus": float(res.get("GPU", 0)),
-                "cpus": float(res.get("CPU", 0)),
-                "address": node.get("NodeManagerAddress", ""),
-            })
+            out.append(_Node(
+                id=str(node["NodeID"]),
+                host=str(node.get("NodeManagerHostname") or node.get("NodeManagerAddress", "")),
+                gpus=float(res.get("GPU", 0)),
+                cpus=float(res.get("CPU", 0)),
+                marked=GPU_NODE_RESOURCE in res,
+            ))
         return out
 
-    def _fit(self, nodes: list[dict[str, Any]]) -> int:
+    @staticmethod
+    def _eligible(nodes: list[_Node]) -> list[_Node]:
+        """Nodes trials may use: the marked ones if the cluster marks any, else all."""
+        marked = [n for n in nodes if n.marked]
+        return marked or nodes
+
+    def _usable(self, nodes: list[_Node], gpus: int) -> list[_Node]:
+        """Eligible nodes big enough for a trial of ``gpus`` GPUs (when empty)."""
+        # A GPU trial asks for fewer CPUs on a node that has fewer (a GPU node advertising
+        # no CPU); a CPU trial needs its CPUs.
+        return [
+            n for n in self._eligible(nodes)
+            if n.gpus >= gpus and (gpus > 0 or n.cpus >= self.cpus_per_trial)
+        ]
+
+    def _cpus(self, node: _Node) -> float:
+        """CPUs a trial asks for on ``node``."""
+        return min(self.cpus_per_trial, node.cpus)
+
+    def _fit(self, nodes: list[_Node]) -> int:
         if self.gpus_per_trial:
-            return int(sum(n["gpus"] // self.gpus_per_trial for n in nodes))
+            return int(sum(n.gpus // self.gpus_per_trial for n in self._eligible(nodes)))
         return 1  # CPU engines: one server already uses the whole machine
 
     def capacity(self) -> int:
         return self.parallel
 
-    def submit(self, spec: TrialSpec) -> Future[TrialResult]:
-        options: dict[str, Any] = {
-            "num_gpus": spec.gpus,
-            "num_cpus": self.cpus_per_trial,
-            "max_retries": 0,  # infra failures are retried by the driver, elsewhere
-        }
-        target = self._other_node(spec)
-        if target is not None:
-            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+    # -- placement -----------------------------------------------------------------------
 
-            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(target, soft=True)
-        ref = self._remote.options(**options).remote(spec.model_dump_json())
+    def submit(self, spec: TrialSpec) -> Future[TrialResult]:
+        env = {
+            **spec.env,
+            STUDY_ENV: spec.study,
+            STUDY_KEY_ENV: study_key(spec.log_dir),
+            DRIVER_ENV: self.driver_id,
+        }
         out: Future[TrialResult] = Future()
-        ref.future().add_done_callback(lambda f: self._settle(spec, f, out))
+        with self._lock:
+            if self._closed:
+                raise DispatchError("the Ray executor is shut down")
+            self._pending.append(_Ask(spec.model_copy(update={"env": env}), out, time.monotonic()))
+        self._wake.set()
         return out
 
-    def _other_node(self, spec: TrialSpec) -> str | None:
-        if not spec.avoid_nodes:
-            return None
-        for node in self.nodes():
-            if any(a.endswith(node["id"][:12]) for a in spec.avoid_nodes):
+    def _place_loop(self) -> None:
+        # Places waiting trials when one ends, and every second for nodes that come and go.
+        while not self._closed:
+            self._wake.wait(1.0)
+            self._wake.clear()
+            if self._closed:
+                return
+            try:
+                self._place()
+            except Exception:  # Ray hiccup (GCS restarting): try again on the next round
                 continue
-            if node["gpus"] >= spec.gpus:
-                return str(node["id"])
-        return None
 
-    def _settle(self, spec: TrialSpec, done: Future[Any], out: Future[TrialResult]) -> None:
+    def _place(self) -> None:
+        with self._lock:
+            if not self._pending:
+                return
+        nodes = self.nodes()
+        ready: list[tuple[_Ask, _Node]] = []
+        expired: list[_Ask] = []
+        with self._lock:
+            alive = {n.id for n in nodes}
+            for node_id in list(self._held):
+                if node_id not in alive:
+                    del self._held[node_id]
+            waiting: deque[_Ask] = deque()
+            while self._pending:
+                ask = self._pending.popleft()
+                node = self._choose(ask.spec, nodes)
+                if node is not None:
+                    g, c = self._held.get(node.id, (0.0, 0.0))
+                    self._held[node.id] = (g + ask.spec.gpus, c + self._cpus(node))
+                    ready.append((ask, node))
+                elif not self._usable(nodes, ask.spec.gpus) and (
+                    time.monotonic() - ask.since > NODE_WAIT_S
+                ):
+                    expired.append(ask)
+                else:
+                    waiting.append(ask)
+            self._pending = waiting
+        for ask in expired:
+            ask.out.set_result(_lost(
+                ask.spec, f"no alive Ray node has {ask.spec.gpus} GPUs for this trial "
+                f"(waited {NODE_WAIT_S:g} s)", node=None,
+            ))
+        for ask, node in ready:
+            self._launch(ask, node)
+
+    def _choose(self, spec: TrialSpec, nodes: list[_Node]) -> _Node | None:
+        """The node for ``spec`` now, or None to wait.
+
+        Best fit (the fullest node that still has room), so that whole nodes stay free for
+        larger trials; a node in ``avoid_nodes`` only when no other node could ever hold it.
+        """
+        def free(n: _Node) -> tuple[float, float]:
+            g, c = self._held.get(n.id, (0.0, 0.0))
+            return n.gpus - g, n.cpus - c
+
+        usable = self._usable(nodes, spec.gpus)
+        avoided = {n.id for n in usable if any(a.endswith(n.id[:12]) for a in spec.avoid_nodes)}
+        preferred = [n for n in usable if n.id not in avoided] or usable
+        room = [n for n in preferred if free(n)[0] >= spec.gpus and free(n)[1] >= self._cpus(n)]
+        if not room:
+            return None
+        return min(room, key=lambda n: (free(n)[0] - spec.gpus, free(n)[1], n.id))
+
+    def _launch(self, ask: _Ask, node: _Node) -> None:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        options: dict[str, Any] = {
+            "num_gpus": ask.spec.gpus,
+            "num_cpus": self._cpus(node),
+            "max_retries": 0,  # infra failures are retried by the driver, elsewhere
+            "scheduling_strategy": NodeAffinitySchedulingStrategy(node.id, soft=False),
+        }
+        try:
+            ref = self._remote.options(**options).remote(ask.spec.model_dump_json())
+        except Exception as exc:  # Ray refused the task (disconnected)
+            self._release(node, ask.spec)
+            ask.out.set_result(_lost(ask.spec, f"{type(exc).__name__}: {exc}", node=node.name))
+            return
+        with self._lock:
+            self._running[ref] = (ask, node)
+        ref.future().add_done_callback(lambda f: self._settle(ref, f))
+
+    def _release(self, node: _Node, spec: TrialSpec) -> None:
+        with self._lock:
+            g, c = self._held.get(node.id, (0.0, 0.0))
+            g, c = max(0.0, g - spec.gpus), max(0.0, c - self._cpus(node))
+            if g or c:
+                self._held[node.id] = (g, c)
+            else:
+                self._held.pop(node.id, None)
+
+    def _settle(self, ref: Any, done: Future[Any]) -> None:
+        with self._lock:
+            ask, node = self._running.pop(ref)
+        # Free the node before the result is out: the driver resubmits at once.
+        self._release(node, ask.spec)
+        self._wake.set()
         try:
             payload = done.result()
+        except self._ray.exceptions.RayTaskError as exc:  # run_trial raised: a bug, not a node
+            ask.out.set_exception(DispatchError(
+                f"trial {ask.spec.number} failed on Ray node {node.name}: "
+                f"{_first_line(exc.cause if exc.cause is not None else exc)}"
+            ))
+            return
         except Exception as exc:  # the node or the worker died under the trial
-            out.set_result(_lost(spec, exc))
+            ask.out.set_result(_lost(ask.spec, f"{type(exc).__name__}: {_first_line(exc)}",
+                                     node=node.name))
             return
         try:
             result = TrialResult.model_validate_json(payload["result"])
-            result = self._bring_log(result, payload.get("log") or b"")
-            out.set_result(result)
+            ask.out.set_result(self._bring_log(result, payload.get("log") or b""))
         except Exception as exc:  # a bug: surface it
-            out.set_exception(exc)
+            ask.out.set_exception(exc)
 
     def _bring_log(self, result: TrialResult, log: bytes) -> TrialResult:
         if not log or not result.log_path or os.path.exists(result.log_path) or not self.log_dir:
@@ -167,13 +380,59 @@ class RayExecutor:
         path.write_bytes(log)
         return result.model_copy(update={"log_path": str(path)})
 
+    # -- cleaning up ---------------------------------------------------------------------
+
+    def reap_orphans(
+        self, log_dir: str | None = None, timeout_s: float = 60.0
+    ) -> list[dict[str, Any]]:
+        """Kill trial servers left on any alive node: those whose launcher died and, given the
+        study's ``log_dir``, those an earlier driver run of this study launched.
+
+        One tiny task per node (no CPU asked, so it runs beside busy trials).
+
+        Returns:
+            The orphans found, each with ``node`` added.
+        """
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        key = study_key(log_dir) if log_dir else None
+        refs = {}
+        for node in self.nodes():
+            strategy = NodeAffinitySchedulingStrategy(node.id, soft=False)
+            opts = {"num_cpus": 0, "max_retries": 0, "scheduling_strategy": strategy}
+            refs[node.name] = self._reaper.options(**opts).remote(key, self.driver_id)
+        found: list[dict[str, Any]] = []
+        for name, ref in refs.items():
+            try:
+                found += [{**o, "node": name} for o in self._ray.get(ref, timeout=timeout_s)]
+            except Exception:  # a node that died meanwhile has nothing left to reap
+                continue
+        return found
+
     def shutdown(self) -> None:
+        with self._lock:
+            self._closed = True
+            pending, self._pending = list(self._pending), deque()
+            running = list(self._running)
+        self._wake.set()
+        for ask in pending:
+            ask.out.cancel()
+        for ref in running:  # the driver is stopping early: do not leave servers running
+            with contextlib.suppress(Exception):
+                self._ray.cancel(ref, force=True)
+        if running:
+            with contextlib.suppress(Exception):
+                self.reap_orphans(timeout_s=30.0)
         if self._started:
             self._ray.shutdown()
 
 
-def _lost(spec: TrialSpec, exc: BaseException) -> TrialResult:
-    message = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _lost(spec: TrialSpec, message: str, *, node: str | None) -> TrialResult:
     return TrialResult(
         study=spec.study,
         number=spec.number,
@@ -186,6 +445,7 @@ def _lost(spec: TrialSpec, exc: BaseException) -> TrialResult:
             permanent=False,
             message=message,
         ),
+        node=node,
         simulated=spec.simulated,
         attempt=spec.attempt,
     )

@@ -113,6 +113,7 @@ class ServerProcess:
         self._seen_lock = threading.Lock()
         self._halt = threading.Event()
         self._tracker: threading.Thread | None = None
+        self.entry: Path | None = None  # this server's record in the registry (see reap_orphans)
 
     @property
     def pid(self) -> int:
@@ -138,6 +139,7 @@ class ServerProcess:
                     cwd=self.cwd,
                     start_new_session=True,
                     close_fds=True,
+                    preexec_fn=_die_with_parent(),
                 )
             except OSError as exc:
                 log.write(f"autotune: cannot start {self.argv[0]!r}: {exc}\n".encode())
@@ -147,6 +149,8 @@ class ServerProcess:
             self._seen[self.popen.pid] = psutil.Process(self.popen.pid).create_time()
         self._tracker = threading.Thread(target=self._track, name="autotune-track", daemon=True)
         self._tracker.start()
+        # On record so that a reaper can find the server if this process dies (SIGKILL).
+        self.entry = register_server(self)
 
     def poll(self) -> int | None:
         """The exit code of the main process, or None while it runs."""
@@ -234,6 +238,9 @@ class ServerProcess:
             left = self._wait_gone(5.0)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.popen.wait(timeout=1.0)
+        if not left and self.entry is not None:
+            with contextlib.suppress(OSError):
+                self.entry.unlink()
         report: list[dict[str, Any]] = []
         for proc in left:
             with contextlib.suppress(psutil.Error):
@@ -277,6 +284,8 @@ class NodeState:
         Leftover processes recorded in the marker are killed by PID (after checking the PID
         still names the same process). Returns None when clean, else why not.
         """
+        # Servers whose launcher died (a killed Ray worker or driver) hold GPUs nobody frees.
+        reap_orphans(directory=self.dir)
         if not self.path.exists():
             return None
         try:
@@ -311,3 +320,182 @@ def _wait_dead(proc: psutil.Process, limit_s: float) -> bool:
 
 def _mib(used: list[float] | None) -> str:
     return "n/a" if used is None else ", ".join(f"{u:.0f} MiB" for u in used)
+
+
+# -- servers that outlive their owner -------------------------------------------------------
+#
+# A server runs in its own session, so it survives the process that launched it (a Ray worker,
+# or the driver with the local executor) when that process is SIGKILLed or its node's raylet
+# dies. Two guards: the kernel sends the server SIGTERM when its launcher dies (Linux
+# PR_SET_PDEATHSIG), and every server is on record under the node state folder, so a reaper
+# can find and kill what is left (its descendants too, by their token) on the next trial on
+# the node, and when the driver resumes or ends a study.
+
+STUDY_ENV = "AUTOTUNE_STUDY"  # the study's name: a marker on every trial server
+STUDY_KEY_ENV = "AUTOTUNE_STUDY_KEY"  # one study folder on one driver host
+DRIVER_ENV = "AUTOTUNE_DRIVER"  # the driver run that launched the trial (host:pid:start)
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> Any:
+    """A ``preexec_fn`` that asks the kernel to SIGTERM the child when its launcher dies.
+
+    Resolved before the fork, so the child only makes one libc call. None off Linux. The
+    signal follows the launching *thread*: launchers keep that thread until teardown.
+    """
+    if os.uname().sysname != "Linux":
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+    term = int(signal.SIGTERM)
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, ctypes.c_ulong(term), ctypes.c_ulong(0), ctypes.c_ulong(0), 0)
+        if os.getppid() != parent:  # the launcher died before prctl took effect
+            os.kill(os.getpid(), term)
+
+    return preexec
+
+
+def registry_dir(directory: Path | None = None) -> Path:
+    """Where running trial servers are on record: ``<node state>/servers``."""
+    return (directory or state_dir()) / "servers"
+
+
+def _create_time(pid: int) -> float | None:
+    try:
+        return float(psutil.Process(pid).create_time())
+    except psutil.Error:
+        return None
+
+
+def register_server(proc: ServerProcess, directory: Path | None = None) -> Path | None:
+    """Put a launched server on record (best effort: a read-only disk must not fail a trial).
+
+    Returns:
+        The record's path, or None if it could not be written.
+    """
+    if proc.popen is None:
+        return None
+    owner = os.getpid()
+    info = {
+        "token": proc.token,
+        "pid": proc.popen.pid,
+        "create_time": proc._seen.get(proc.popen.pid) or _create_time(proc.popen.pid),
+        "pgid": proc.pgid,
+        "host": socket.gethostname(),
+        "owner_pid": owner,
+        "owner_create_time": _create_time(owner),
+        "study": proc.env.get(STUDY_ENV),
+        "study_key": proc.env.get(STUDY_KEY_ENV),
+        "driver": proc.env.get(DRIVER_ENV),
+        "log": str(proc.log_path),
+        "time": time.time(),
+    }
+    folder = registry_dir(directory)
+    path = folder / f"{socket.gethostname()}-{proc.token}.json"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(info))
+        tmp.replace(path)
+    except OSError:
+        return None
+    return path
+
+
+def registered_servers(directory: Path | None = None) -> list[dict[str, Any]]:
+    """The records of this host's trial servers (each with its ``path``)."""
+    folder = registry_dir(directory)
+    out: list[dict[str, Any]] = []
+    for path in sorted(folder.glob(f"{socket.gethostname()}-*.json")):
+        try:
+            info = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(info, dict) and info.get("host") == socket.gethostname():
+            out.append({**info, "path": str(path)})
+    return out
+
+
+def _owner_alive(info: dict[str, Any]) -> bool:
+    created = info.get("owner_create_time")
+    if created is None:
+        return bool(psutil.pid_exists(int(info.get("owner_pid", -1))))
+    proc = _same(int(info.get("owner_pid", -1)), float(created))
+    return proc is not None and _alive(proc)
+
+
+def _processes_of(info: dict[str, Any]) -> list[psutil.Process]:
+    """The live processes of a recorded server: its main process and every holder of its token."""
+    found: dict[int, psutil.Process] = {}
+    created = info.get("create_time")
+    if created is not None:
+        main = _same(int(info.get("pid", -1)), float(created))
+        if main is not None:
+            found[main.pid] = main
+    token = info.get("token")
+    for proc in psutil.process_iter():
+        if proc.pid in found or proc.pid == os.getpid():
+            continue
+        try:
+            if token and proc.environ().get(TOKEN_ENV) == token:
+                found[proc.pid] = proc
+        except psutil.Error:  # other users' processes, or gone meanwhile
+            continue
+    return [p for p in found.values() if _alive(p)]
+
+
+def _kill(procs: list[psutil.Process], grace_s: float) -> list[psutil.Process]:
+    """SIGTERM, wait ``grace_s``, SIGKILL; returns what is still alive."""
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+        for proc in procs:
+            with contextlib.suppress(psutil.Error):
+                proc.send_signal(sig)
+        deadline = time.monotonic() + wait_s
+        while procs and time.monotonic() < deadline:
+            procs = [p for p in procs if _alive(p)]
+            time.sleep(0.05)
+        procs = [p for p in procs if _alive(p)]
+        if not procs:
+            break
+    return procs
+
+
+def reap_orphans(
+    *,
+    study_key: str | None = None,
+    driver: str | None = None,
+    directory: Path | None = None,
+    grace_s: float = 5.0,
+) -> list[dict[str, Any]]:
+    """Kill this host's trial servers that nobody will tear down, and drop their records.
+
+    A server is an orphan when the process that launched it is dead. With ``study_key``, a
+    server of that study launched by a driver run other than ``driver`` is one too (only one
+    driver runs a study at a time: the study lock), even while its launcher lingers.
+
+    Returns:
+        One dict per orphan: its record plus ``killed`` (PIDs signalled) and ``left`` (PIDs
+        still alive; the record is kept for the next reaper then).
+    """
+    reaped: list[dict[str, Any]] = []
+    for info in registered_servers(directory):
+        stale = study_key is not None and info.get("study_key") == study_key and (
+            info.get("driver") != driver
+        )
+        if not stale and _owner_alive(info):
+            continue
+        procs = _processes_of(info)
+        pids = [p.pid for p in procs]
+        left = _kill(procs, grace_s) if procs else []
+        if not left:
+            with contextlib.suppress(OSError):
+                Path(info["path"]).unlink()
+        reaped.append({**info, "killed": pids, "left": [p.pid for p in left]})
+    return reaped

@@ -12,6 +12,7 @@ import os
 import socket
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ from autotune.space.suggest import suggest
 from autotune.study import attrs
 from autotune.study.deadends import DeadEnd, DeadEnds
 from autotune.study.outcome import CRASH, SKIP, verdict
+from autotune.study.steering import CrashRisk, SteeringOptions
 from autotune.tracking.base import Tracker
 
 LAUNCHED = {Outcome.OK, Outcome.CRASHED, Outcome.TIMEOUT, Outcome.SLO_VIOLATED}
@@ -77,6 +79,8 @@ class DriverOptions:
     sampler: str = "tpe"  # tpe | random
     max_infra_retries: int = 2
     heartbeat_s: float = 30.0
+    # Crash-risk steering (study/steering.py): on by default; SteeringOptions(enabled=False) off.
+    steering: SteeringOptions = field(default_factory=SteeringOptions)
 
 
 def storage_url(options: DriverOptions) -> str:
@@ -148,6 +152,7 @@ class Driver:
             spec,
             [DeadEnd.from_json(d) for d in self.study.user_attrs.get(attrs.DEAD_ENDS, [])],
         )
+        self.risk = CrashRisk(spec, options.steering, seed=options.seed)
         self.model_path = engine.prepare(spec.model)
         self.rules = [Rule(**r.model_dump()) for r in spec.rules] + engine.failure_rules()
 
@@ -195,18 +200,50 @@ class Driver:
                 "trials in one study: use --study NAME for a new one"
             )
 
-    def _recover_interrupted(self) -> int:
-        """Trials left RUNNING by a dead driver: fail them and queue their configuration again."""
+    def _recover_interrupted(self, running: bool = True) -> int:
+        """Trials a dead driver left: fail them and queue their configuration again.
+
+        ``running``: also the RUNNING ones (at start, under the study lock, every RUNNING
+        trial is a dead driver's). Always: trials Optuna failed for a stale heartbeat, which
+        carry no outcome of ours. Queued once per trial, even if a recovery was cut short.
+        """
+        state = optuna.trial.TrialState
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            optuna.storages.fail_stale_trials(self.study)
+        trials = self.study.get_trials(deepcopy=False)
+        queued = {t.user_attrs.get("retry_of") for t in trials}
         n = 0
-        for t in self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        for t in trials:
+            lost = t.state == state.FAIL and attrs.OUTCOME not in t.user_attrs
+            if not (lost or running and t.state == state.RUNNING):
+                continue
+            if t.state == state.RUNNING:
+                self.storage.set_trial_user_attr(t._trial_id, attrs.OUTCOME, "interrupted")
+                self.storage.set_trial_state_values(t._trial_id, state.FAIL)
+            if t.number in queued:  # a finished trial takes no new attribute: retry_of marks it
+                continue
             fixed = t.system_attrs.get("fixed_params") or t.params
-            user = {attrs.BASELINE: True} if t.user_attrs.get(attrs.BASELINE) else {}
-            user["retry_of"] = t.number
-            self.storage.set_trial_user_attr(t._trial_id, attrs.OUTCOME, "interrupted")
-            self.storage.set_trial_state_values(t._trial_id, optuna.trial.TrialState.FAIL)
+            user: dict[str, Any] = {"retry_of": t.number}
+            if t.user_attrs.get(attrs.BASELINE):
+                user[attrs.BASELINE] = True
             self.study.enqueue_trial(dict(fixed), user_attrs=user)
             n += 1
         return n
+
+    def _reap(self) -> None:
+        """Kill trial servers a dead driver or worker left, wherever trials run."""
+        log_dir = str(self.log_dir.resolve())
+        try:
+            reap = getattr(self.executor, "reap_orphans", None)
+            if reap is not None:
+                reap(log_dir)
+            else:  # trials run on this host
+                from autotune.node.process import reap_orphans
+
+                reap_orphans()
+        except Exception:  # best effort: every trial re-checks its node before launch
+            pass
 
     # -- configuration -> TrialSpec ---------------------------------------------------------
 
@@ -296,6 +333,7 @@ class Driver:
         spec = self.spec
         target = o.n_trials or spec.budget.trials
         recovered = self._recover_interrupted()
+        self._reap()
         deadline = time.monotonic() + spec.budget.time_limit_s if spec.budget.time_limit_s else None
         self.tracker.start_study(
             o.study,
@@ -314,6 +352,12 @@ class Driver:
         if run_id and self.study.user_attrs.get(attrs.MLFLOW_RUN) != run_id:
             self.study.set_user_attr(attrs.MLFLOW_RUN, run_id)
         launched, best, baseline = self._counts()
+        for t in self.study.get_trials(deepcopy=False):  # resume: the risk model's history
+            if t.user_attrs.get(attrs.OUTCOME) in LAUNCHED:
+                self.risk.observe(
+                    t.user_attrs.get(attrs.CONFIG) or t.params,
+                    t.user_attrs[attrs.OUTCOME] in (Outcome.CRASHED, Outcome.TIMEOUT),
+                )
         self.on_event(Event(
             "start", launched=launched, target=target, best=best, baseline=baseline,
             message=f"{recovered} interrupted trial(s) queued again" if recovered else "",
@@ -332,10 +376,22 @@ class Driver:
             if spec.budget.max_crash_streak and crash_streak >= spec.budget.max_crash_streak:
                 stopping, stop_reason = True, f"{crash_streak} crashes in a row"
             while not stopping and len(inflight) < self.parallel and launched + len(inflight) < target:
-                trial = self.study.ask()
+                with warnings.catch_warnings():
+                    # Our heartbeats are recorded by hand (_beat), not by Study.optimize.
+                    warnings.filterwarnings("ignore", "Heartbeat of storage", UserWarning)
+                    trial = self.study.ask()
                 fixed = self.storage.get_trial_system_attrs(trial._trial_id).get("fixed_params")
                 config = suggest(trial, spec, fixed=fixed)
+                earlier = self._measured(config)
+                if earlier is not None and fixed is None:
+                    # A configuration already measured (small discrete spaces): reuse its
+                    # value instead of paying for a launch; the sampler sees the same result.
+                    skips += 1
+                    self._reuse(trial, config, earlier)
+                    continue
                 reason = self._skip_reason(config)
+                if reason is None and fixed is None:  # enqueued ones were asked for: launch them
+                    reason = self.risk.check(config)
                 if reason:
                     skips += 1
                     self._skip(trial, config, reason)
@@ -351,6 +407,7 @@ class Driver:
             if time.monotonic() - last_beat > o.heartbeat_s:
                 for trial, _c in inflight.values():
                     self._beat(trial)
+                self._recover_interrupted(running=False)  # e.g. another host's dead driver
                 last_beat = time.monotonic()
             for fut in done:
                 trial, config = inflight.pop(fut)
@@ -369,6 +426,7 @@ class Driver:
                 outcome = self._finish(trial, config, result)
                 if outcome in LAUNCHED:
                     launched += 1
+                    self.risk.observe(config, outcome in (Outcome.CRASHED, Outcome.TIMEOUT))
                 crash_streak = crash_streak + 1 if outcome in (Outcome.CRASHED, Outcome.TIMEOUT) else 0
                 _, best, baseline = self._counts()
                 self.on_event(Event(
@@ -376,6 +434,7 @@ class Driver:
                     value=self.study.trials[trial.number].value, launched=launched, target=target,
                     best=best, baseline=baseline,
                 ))
+        self._reap()
         _, best, baseline = self._counts()
         self.tracker.finish(self.summary())
         self.on_event(Event(
@@ -388,6 +447,31 @@ class Driver:
             self.storage.record_heartbeat(trial._trial_id)  # type: ignore[attr-defined]
         except Exception:  # heartbeats are best effort; the lock file is the real guard
             pass
+
+    def _measured(self, config: dict[str, Any]) -> optuna.trial.FrozenTrial | None:
+        """An earlier trial that measured exactly ``config`` successfully, if any."""
+        for t in self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
+            if t.user_attrs.get(attrs.OUTCOME) in (Outcome.OK, Outcome.SLO_VIOLATED) and (
+                t.user_attrs.get(attrs.CONFIG) == config
+            ):
+                return t
+        return None
+
+    def _reuse(
+        self, trial: optuna.Trial, config: dict[str, Any], earlier: optuna.trial.FrozenTrial
+    ) -> None:
+        reason = f"same configuration as trial {earlier.number}: its measurement is reused"
+        for key, value in {
+            attrs.OUTCOME: Outcome.PRUNED.value,
+            attrs.SKIPPED: reason,
+            attrs.MESSAGE: f"not launched: {reason}",
+            attrs.CONFIG: config,
+        }.items():
+            trial.set_user_attr(key, value)
+        for name, amount in earlier.constraints.items():
+            trial.set_constraint(name, amount)
+        self.study.tell(trial, earlier.value)
+        self.on_event(Event("skip", trial.number, config, outcome=Outcome.PRUNED, message=reason))
 
     def _skip_reason(self, config: dict[str, Any]) -> str | None:
         broken = violations(self.spec, config)

@@ -93,6 +93,13 @@ def start(
     ] = False,
     seed: Annotated[int | None, typer.Option("--seed", help="Sampler seed.")] = None,
     sampler: Annotated[str, typer.Option("--sampler", help="tpe or random.")] = "tpe",
+    steer: Annotated[
+        bool,
+        typer.Option(
+            "--steer/--no-steer",
+            help="Skip proposals the crash history predicts will crash (crash-risk model).",
+        ),
+    ] = True,
     study_root: RootOpt = Path("studies"),
     storage: StorageOpt = None,
 ) -> None:
@@ -100,6 +107,7 @@ def start(
     from autotune.engines import get_engine
     from autotune.space.load import load
     from autotune.study.driver import Driver, DriverOptions
+    from autotune.study.steering import SteeringOptions
     from autotune.tracking import make_tracker
     from autotune.ui import ProgressView
 
@@ -120,6 +128,7 @@ def start(
     options = DriverOptions(
         study=name, study_dir=study_dir, storage=storage, n_trials=n_trials, parallel=parallel,
         simulate=simulate, seed=seed, sampler=sampler,
+        steering=SteeringOptions(enabled=steer),
     )
     sim = " [bold magenta]SIMULATED[/] (stand-in SGLang server: figures are modelled)" if simulate else ""
     console.print(

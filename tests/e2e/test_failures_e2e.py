@@ -16,7 +16,6 @@ from typing import Any
 
 import optuna
 import pytest
-
 from bench.steering import make_driver, toy_space
 from tests.conftest import AUTOTUNE
 

@@ -59,5 +59,6 @@ def test_crashed_trials_steer_tpe_away_from_the_crashing_region() -> None:
     seeds = range(3)
     tpe = sum(_crash_share_after_10(optuna.samplers.TPESampler(seed=s, n_startup_trials=5))
               for s in seeds) / len(seeds)
-    rnd = sum(_crash_share_after_10(optuna.samplers.RandomSampler(seed=s)) for s in seeds) / len(seeds)
+    rnd = sum(_crash_share_after_10(optuna.samplers.RandomSampler(seed=s))
+              for s in seeds) / len(seeds)
     assert rnd > 0.4 and tpe < 0.6 * rnd, (tpe, rnd)

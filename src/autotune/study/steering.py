@@ -121,7 +121,8 @@ def _features(p: Parameter, value: Any, active: bool) -> list[float]:
     # the parameter is active at all (conditional parameters).
     if not active or isinstance(value, bool) or not isinstance(value, int | float):
         return [0.0, 0.0]
-    low, high = float(p.low if p.low is not None else 0.0), float(p.high if p.high is not None else 1.0)
+    low = float(p.low if p.low is not None else 0.0)
+    high = float(p.high if p.high is not None else 1.0)
     x = float(value)
     if p.log and low > 0 and x > 0:
         low, high, x = math.log(low), math.log(high), math.log(x)

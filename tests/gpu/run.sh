@@ -3,7 +3,8 @@
 # into /tmp/site, put src/ on the path, run pytest -m gpu. Results land in $OUT (or ./gpu-out).
 #
 # Here, once:   bash tests/gpu/fetch_wheels.sh            (about 10 MB into .whl/)
-# There:        bash tests/gpu/run.sh                     (the device tool: carry [".whl"])
+# There:        bash tests/gpu/run.sh [pytest args]       (the device tool: carry [".whl"]);
+#               default: every test under tests/gpu
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-$PWD/gpu-out}"
@@ -17,5 +18,5 @@ export AUTOTUNE_GPU_OUT="$OUT" PYTHONUNBUFFERED=1
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/gpu: /'
   python3 -c 'import sys, torch, transformers, optuna; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, "transformers", transformers.__version__, "optuna", optuna.__version__)'
 } | tee "$OUT/versions.txt"
-python3 -m pytest -p no:cacheprovider -o addopts="" -m gpu tests/gpu -x -q -s \
-    --junitxml="$OUT/junit.xml" 2>&1 | tee "$OUT/pytest.log"
+python3 -m pytest -p no:cacheprovider -o addopts="" -m gpu -x -q -s \
+    --junitxml="$OUT/junit.xml" "${@:-tests/gpu}" 2>&1 | tee "$OUT/pytest.log"

@@ -1,10 +1,10 @@
 """The one exception tree of autotune.
 
     AutotuneError                 exit 1   root; anything autotune raises on purpose
-    ├── ConfigError               exit 2   a space file or a CLI value is wrong (names file:line, field, fix)
+    ├── ConfigError               exit 2   bad space file or CLI value (file:line, field, fix)
     ├── StudyError                exit 1   the study storage is unusable or inconsistent
-    ├── LaunchError               exit 1   a server could not be started for a reason outside the trial
-    ├── PlacementError            exit 2   a trial can never fit on the cluster (too many GPUs)
+    ├── LaunchError               exit 1   a server could not start, not the config's fault
+    ├── PlacementError            exit 2   a trial can never fit on the cluster (GPUs)
     ├── DispatchError             exit 1   the executor (Ray) failed; wraps Ray's own errors
     └── TrackingError             exit 1   the tracker (MLflow) failed; wraps MLflow's own errors
 

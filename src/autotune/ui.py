@@ -74,14 +74,19 @@ class ProgressView:
         if event.baseline is not None and event.best is not None and event.baseline:
             gain = (event.best - event.baseline) / abs(event.baseline) * 100
             best += f" ({gain:+.1f}% vs baseline {_fmt(event.baseline)})"
-        running = f" | running: {', '.join(f'#{n}' for n in sorted(self.running))}" if self.running else ""
+        running = (
+            f" | running: {', '.join(f'#{n}' for n in sorted(self.running))}"
+            if self.running
+            else ""
+        )
         return best + self.sim + running
 
     def __call__(self, event: Event) -> None:
         log = self.progress.console.print
         if event.kind == "start":
-            self.progress.update(self.task, total=event.target, completed=event.launched,
-                                 status=self._status(event))
+            self.progress.update(
+                self.task, total=event.target, completed=event.launched, status=self._status(event)
+            )
             if event.message:
                 log(f"[yellow]resume:[/] {event.message}")
         elif event.kind == "launch" and event.number is not None:
@@ -105,8 +110,9 @@ class ProgressView:
                 detail = ""
             secs = f" ({r.timings.total_s:.0f}s)" if r is not None else ""
             log(f"[{style}]{outcome.value:<8}[/] #{event.number}{secs}  {detail}")
-            self.progress.update(self.task, completed=event.launched, total=event.target,
-                                 status=self._status(event))
+            self.progress.update(
+                self.task, completed=event.launched, total=event.target, status=self._status(event)
+            )
         elif event.kind == "stop":
             self.progress.update(self.task, completed=event.launched, status=self._status(event))
             log(f"[bold]stopped:[/] {event.message}")

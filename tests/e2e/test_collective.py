@@ -8,7 +8,6 @@ from pathlib import Path
 import optuna
 import pytest
 import yaml
-
 from tests.conftest import AUTOTUNE, ROOT
 
 pytestmark = pytest.mark.slow
@@ -22,10 +21,28 @@ def test_collective_space_runs_as_job_trials_with_nvls_forced_off(
     space_file = tmp_path / "collective.yaml"
     space_file.write_text(yaml.safe_dump(space))
     proc = subprocess.run(
-        AUTOTUNE + ["start", "--space", str(space_file), "--study", "ar", "--n-trials", "3",
-                    "--executor", "local", "--no-mlflow", "--study-root", str(tmp_path / "s"),
-                    "--seed", "0"],
-        cwd=tmp_path, env=cli_env, capture_output=True, text=True, timeout=400,
+        AUTOTUNE
+        + [
+            "start",
+            "--space",
+            str(space_file),
+            "--study",
+            "ar",
+            "--n-trials",
+            "3",
+            "--executor",
+            "local",
+            "--no-mlflow",
+            "--study-root",
+            str(tmp_path / "s"),
+            "--seed",
+            "0",
+        ],
+        cwd=tmp_path,
+        env=cli_env,
+        capture_output=True,
+        text=True,
+        timeout=400,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     study = optuna.load_study(study_name="ar", storage=f"sqlite:///{tmp_path / 's/ar/study.db'}")
@@ -36,10 +53,13 @@ def test_collective_space_runs_as_job_trials_with_nvls_forced_off(
     ]
     for t in launched:
         metrics = t.user_attrs["metrics"]
-        assert metrics["latency_p50_us"] > 0 and metrics["latency_p99_us"] >= metrics["latency_p50_us"]
+        assert (
+            metrics["latency_p50_us"] > 0 and metrics["latency_p99_us"] >= metrics["latency_p50_us"]
+        )
         assert t.value == metrics["latency_p50_us"]
         env = t.user_attrs["env"]
         assert env["NCCL_NVLS_ENABLE"] == "0"
     assert launched[0].user_attrs.get("baseline") is True
-    assert not any(k.startswith("NCCL_") and k != "NCCL_NVLS_ENABLE"
-                   for k in launched[0].user_attrs["env"])
+    assert not any(
+        k.startswith("NCCL_") and k != "NCCL_NVLS_ENABLE" for k in launched[0].user_attrs["env"]
+    )

@@ -12,7 +12,6 @@ import httpx
 import optuna
 import pytest
 import yaml
-
 from tests.conftest import AUTOTUNE, ROOT, free_port
 
 pytestmark = pytest.mark.slow
@@ -26,12 +25,25 @@ def test_three_trial_quickstart_study_end_to_end(tmp_path: Path, cli_env: dict[s
     mlflow_db = tmp_path / "mlflow.db"
     uri = f"sqlite:///{mlflow_db}"
     cmd = AUTOTUNE + [
-        "start", "--space", str(space_file), "--study", "e2e", "--n-trials", "3",
-        "--executor", "ray", "--mlflow-uri", uri, "--study-root", str(tmp_path / "studies"),
-        "--seed", "7",
+        "start",
+        "--space",
+        str(space_file),
+        "--study",
+        "e2e",
+        "--n-trials",
+        "3",
+        "--executor",
+        "ray",
+        "--mlflow-uri",
+        uri,
+        "--study-root",
+        str(tmp_path / "studies"),
+        "--seed",
+        "7",
     ]
-    proc = subprocess.run(cmd, cwd=tmp_path, env=cli_env, capture_output=True, text=True,
-                          timeout=480)
+    proc = subprocess.run(
+        cmd, cwd=tmp_path, env=cli_env, capture_output=True, text=True, timeout=480
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "best" in proc.stdout and "launch" in proc.stdout
 
@@ -64,17 +76,36 @@ def test_three_trial_quickstart_study_end_to_end(tmp_path: Path, cli_env: dict[s
 
     # status --json and export agree with the storage.
     status = subprocess.run(
-        AUTOTUNE + ["status", "--study", "e2e", "--study-root", str(tmp_path / "studies"), "--json"],
-        cwd=tmp_path, env=cli_env, capture_output=True, text=True, timeout=60,
+        AUTOTUNE
+        + ["status", "--study", "e2e", "--study-root", str(tmp_path / "studies"), "--json"],
+        cwd=tmp_path,
+        env=cli_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert status.returncode == 0, status.stderr
     assert json.loads(status.stdout)["best"] == study.best_trial.number
 
     port = free_port()
     exported = subprocess.run(
-        AUTOTUNE + ["export", "--study", "e2e", "--study-root", str(tmp_path / "studies"),
-                    "--format", "sh", "--port", str(port)],
-        cwd=tmp_path, env=cli_env, capture_output=True, text=True, timeout=60,
+        AUTOTUNE
+        + [
+            "export",
+            "--study",
+            "e2e",
+            "--study-root",
+            str(tmp_path / "studies"),
+            "--format",
+            "sh",
+            "--port",
+            str(port),
+        ],
+        cwd=tmp_path,
+        env=cli_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert exported.returncode == 0, exported.stderr
     script = tmp_path / "best.sh"
@@ -82,9 +113,14 @@ def test_three_trial_quickstart_study_end_to_end(tmp_path: Path, cli_env: dict[s
     assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
 
     # The exported command starts the same server.
-    server = subprocess.Popen(["bash", str(script)], cwd=tmp_path, env=cli_env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
-                              start_new_session=True)
+    server = subprocess.Popen(
+        ["bash", str(script)],
+        cwd=tmp_path,
+        env=cli_env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 120
         healthy = False

@@ -41,13 +41,32 @@ def test_bad_nccl_token_is_classified_nccl_error_from_the_real_log(tmp_path: Pat
     env = {**os.environ, "NCCL_PROTO": "LL129", "NCCL_NVLS_ENABLE": "0", "NCCL_DEBUG": "WARN"}
     with log.open("w") as fh:
         rc = subprocess.run(
-            [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
-             str(_gpus()), "-m", "autotune.engines.collective_bench", "--sizes", "42K",
-             "--iters", "5", "--warmup", "1"],
-            env=env, stdout=fh, stderr=subprocess.STDOUT, timeout=300,
+            [
+                sys.executable,
+                "-m",
+                "torch.distributed.run",
+                "--standalone",
+                "--nproc-per-node",
+                str(_gpus()),
+                "-m",
+                "autotune.engines.collective_bench",
+                "--sizes",
+                "42K",
+                "--iters",
+                "5",
+                "--warmup",
+                "1",
+            ],
+            env=env,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            timeout=300,
         ).returncode
-    diag = subprocess.run(CLI + ["diagnose", str(log), "--engine", "collective", "--json",
-                                 "--exit-code", str(rc)], capture_output=True, text=True)
+    diag = subprocess.run(
+        CLI + ["diagnose", str(log), "--engine", "collective", "--json", "--exit-code", str(rc)],
+        capture_output=True,
+        text=True,
+    )
     assert diag.returncode == 0, diag.stderr
     result = json.loads(diag.stdout)
     (out / "nccl-bad-token-diagnosis.json").write_text(json.dumps({"rc": rc, **result}, indent=2))
@@ -65,18 +84,45 @@ def test_collective_study_runs_on_the_gpus_with_nccl(tmp_path: Path) -> None:
     n = int(os.environ.get("AUTOTUNE_GPU_COLLECTIVE_TRIALS", "6"))
     env = {**os.environ, "AUTOTUNE_NODE_STATE": str(tmp_path / "node-state")}
     proc = subprocess.run(
-        CLI + ["start", "--space", str(space_file), "--study", "nccl", "--n-trials", str(n),
-               "--executor", "local", "--no-mlflow", "--study-root", str(tmp_path / "s"),
-               "--seed", "0"],
-        env=env, capture_output=True, text=True, timeout=900,
+        CLI
+        + [
+            "start",
+            "--space",
+            str(space_file),
+            "--study",
+            "nccl",
+            "--n-trials",
+            str(n),
+            "--executor",
+            "local",
+            "--no-mlflow",
+            "--study-root",
+            str(tmp_path / "s"),
+            "--seed",
+            "0",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     sys.stdout.write(proc.stdout[-8000:])
     assert proc.returncode == 0, proc.stderr[-3000:]
-    study = optuna.load_study(study_name="nccl", storage=f"sqlite:///{tmp_path / 's/nccl/study.db'}")
-    rows = [{"number": t.number, "outcome": t.user_attrs.get("outcome"), "value": t.value,
-             "config": t.user_attrs.get("config"), "metrics": t.user_attrs.get("metrics"),
-             "cause": t.user_attrs.get("cause"), "message": t.user_attrs.get("message")}
-            for t in study.get_trials()]
+    study = optuna.load_study(
+        study_name="nccl", storage=f"sqlite:///{tmp_path / 's/nccl/study.db'}"
+    )
+    rows = [
+        {
+            "number": t.number,
+            "outcome": t.user_attrs.get("outcome"),
+            "value": t.value,
+            "config": t.user_attrs.get("config"),
+            "metrics": t.user_attrs.get("metrics"),
+            "cause": t.user_attrs.get("cause"),
+            "message": t.user_attrs.get("message"),
+        }
+        for t in study.get_trials()
+    ]
     (out / "nccl-trials.json").write_text(json.dumps(rows, indent=2, default=str))
     ok = [r for r in rows if r["outcome"] == "ok"]
     assert ok and all(r["metrics"]["latency_p50_us"] > 0 for r in ok)

@@ -21,14 +21,18 @@ CLI = [sys.executable, "-m", "autotune.cli"]
 # The two configurations that fail for real on the GPU, queued so a short study meets both.
 FAILING = [
     {"continuous_batching": False, "dtype": "bfloat16", "attn_implementation": "nonexistent_attn"},
-    {"continuous_batching": True, "cb_use_cuda_graph": False, "cb_num_blocks": 100000000,
-     "dtype": "bfloat16", "attn_implementation": "sdpa"},
+    {
+        "continuous_batching": True,
+        "cb_use_cuda_graph": False,
+        "cb_num_blocks": 100000000,
+        "dtype": "bfloat16",
+        "attn_implementation": "sdpa",
+    },
 ]
 
 
 def _start(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(CLI + args, cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=900)
+    proc = subprocess.run(CLI + args, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
     sys.stdout.write(proc.stdout[-20000:])
     sys.stderr.write(proc.stderr[-5000:])
     return proc
@@ -38,11 +42,25 @@ def test_h200_study_finds_a_far_faster_configuration_and_classifies_real_crashes
     tmp_path: Path,
 ) -> None:
     out = Path(os.environ.get("AUTOTUNE_GPU_OUT", tmp_path))
-    env = {**os.environ, "PYTHONUNBUFFERED": "1",
-           "AUTOTUNE_NODE_STATE": str(tmp_path / "node-state")}
+    env = {
+        **os.environ,
+        "PYTHONUNBUFFERED": "1",
+        "AUTOTUNE_NODE_STATE": str(tmp_path / "node-state"),
+    }
     root = tmp_path / "studies"
-    common = ["--space", str(ROOT / "search_spaces" / "h200.yaml"), "--study", "h200",
-              "--study-root", str(root), "--executor", "local", "--no-mlflow", "--seed", "3"]
+    common = [
+        "--space",
+        str(ROOT / "search_spaces" / "h200.yaml"),
+        "--study",
+        "h200",
+        "--study-root",
+        str(root),
+        "--executor",
+        "local",
+        "--no-mlflow",
+        "--seed",
+        "3",
+    ]
     first = _start(["start", *common, "--n-trials", "1"], env, tmp_path)  # the baseline
     assert first.returncode == 0
     storage = f"sqlite:///{root / 'h200' / 'study.db'}"
@@ -56,11 +74,18 @@ def test_h200_study_finds_a_far_faster_configuration_and_classifies_real_crashes
     study = optuna.load_study(study_name="h200", storage=storage)
     trials = study.get_trials()
     records = [
-        {"number": t.number, "outcome": t.user_attrs.get("outcome"), "value": t.value,
-         "cause": t.user_attrs.get("cause"), "config": t.user_attrs.get("config"),
-         "message": t.user_attrs.get("message"), "skipped": t.user_attrs.get("skipped"),
-         "timings": t.user_attrs.get("timings"), "cleanup": t.user_attrs.get("cleanup"),
-         "metrics": t.user_attrs.get("metrics")}
+        {
+            "number": t.number,
+            "outcome": t.user_attrs.get("outcome"),
+            "value": t.value,
+            "cause": t.user_attrs.get("cause"),
+            "config": t.user_attrs.get("config"),
+            "message": t.user_attrs.get("message"),
+            "skipped": t.user_attrs.get("skipped"),
+            "timings": t.user_attrs.get("timings"),
+            "cleanup": t.user_attrs.get("cleanup"),
+            "metrics": t.user_attrs.get("metrics"),
+        }
         for t in trials
     ]
     (out / "h200-trials.json").write_text(json.dumps(records, indent=2, default=str))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -32,18 +31,10 @@ def test_loads_and_renders_its_baseline(path: Path) -> None:
 
 def _table(spec: StudySpec) -> set[str] | None:
     """The engine's flag names from the bundled table, if there is one for this version."""
-    path = FLAGS / f"{spec.engine.name}-{spec.engine.version}.json"
-    if not path.exists():
-        return None
-    data = json.loads(path.read_text())
-    flags = data.get("flags")
-    if not isinstance(flags, dict):
-        return None
-    names = set(flags)
-    for info in flags.values():
-        if isinstance(info, dict):
-            names.update(info.get("aliases", []))
-    return names
+    from autotune.engines.flagtable import load_table
+
+    table = load_table(spec.engine.name, spec.engine.version)
+    return None if table is None else set(table.flags)
 
 
 @pytest.mark.parametrize("path", FILES, ids=[f.name for f in FILES])

@@ -111,6 +111,7 @@ def start(
     from autotune.tracking import make_tracker
     from autotune.ui import ProgressView
 
+    _quiet_optuna()
     spec = load(space)
     if simulate and spec.engine.name != "sglang":
         raise ConfigError(
@@ -147,6 +148,16 @@ def start(
     finally:
         ex.shutdown()
     _final_report(driver.study, name, study_root, storage, mlflow_uri, no_mlflow)
+
+
+def _quiet_optuna() -> None:
+    """Optuna's own chatter (experimental-argument warnings, study-created lines) is noise here."""
+    import warnings
+
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
 
 
 def _all_args(spec: Any) -> list[str]:

@@ -73,13 +73,15 @@ def start(
     space: Annotated[Path, typer.Option("--space", help="The search-space YAML file.")],
     study: StudyOpt = None,
     n_trials: Annotated[
-        int | None, typer.Option("--n-trials", min=1, help="Trials to launch (default: budget.trials).")
+        int | None,
+        typer.Option("--n-trials", min=1, help="Trials to launch (default: budget.trials)."),
     ] = None,
     executor: Annotated[
         ExecutorKind, typer.Option("--executor", help="Where trials run.")
     ] = ExecutorKind.ray,
     ray_address: Annotated[
-        str | None, typer.Option("--ray-address", help="Ray cluster (auto, host:6379); default local.")
+        str | None,
+        typer.Option("--ray-address", help="Ray cluster (auto, host:6379); default local."),
     ] = None,
     parallel: Annotated[
         int | None, typer.Option("--parallel", min=1, help="Trials at once (default: what fits).")
@@ -116,7 +118,9 @@ def start(
     if simulate and spec.engine.name != "sglang":
         raise ConfigError(
             f"--simulate stands in for SGLang, but this space's engine is {spec.engine.name!r}; "
-            "drop --simulate", file=str(space), field="engine.name",
+            "drop --simulate",
+            file=str(space),
+            field="engine.name",
         )
     name = study or spec.name or space.stem
     engine = get_engine(spec.engine, simulate=simulate)
@@ -127,11 +131,21 @@ def start(
     ex = _executor(executor, gpus, ray_address, parallel, str(study_dir / "logs"), simulate)
     tracker = make_tracker(mlflow_uri, enabled=not no_mlflow)
     options = DriverOptions(
-        study=name, study_dir=study_dir, storage=storage, n_trials=n_trials, parallel=parallel,
-        simulate=simulate, seed=seed, sampler=sampler,
+        study=name,
+        study_dir=study_dir,
+        storage=storage,
+        n_trials=n_trials,
+        parallel=parallel,
+        simulate=simulate,
+        seed=seed,
+        sampler=sampler,
         steering=SteeringOptions(enabled=steer),
     )
-    sim = " [bold magenta]SIMULATED[/] (stand-in SGLang server: figures are modelled)" if simulate else ""
+    sim = (
+        " [bold magenta]SIMULATED[/] (stand-in SGLang server: figures are modelled)"
+        if simulate
+        else ""
+    )
     console.print(
         f"[bold]autotune[/] study [cyan]{name}[/] · engine {real_engine.name} · "
         f"{spec.objective.direction} {spec.objective.metric} · executor {executor.value}"
@@ -139,7 +153,11 @@ def start(
     )
     try:
         driver = Driver(
-            spec, engine=engine, real_engine=real_engine, executor=ex, tracker=tracker,
+            spec,
+            engine=engine,
+            real_engine=real_engine,
+            executor=ex,
+            tracker=tracker,
             options=options,
         )
         with ProgressView(console, spec.objective.metric, simulate) as view:
@@ -248,7 +266,9 @@ def _open_study(study: str | None, root: Path, storage: str | None) -> Any:
         db = root / study / "study.db"
         if not db.exists():
             known = sorted(p.parent.name for p in root.glob("*/study.db"))
-            raise StudyError(f"no study {study!r} under {root}/ (known: {', '.join(known) or 'none'})")
+            raise StudyError(
+                f"no study {study!r} under {root}/ (known: {', '.join(known) or 'none'})"
+            )
         storage = f"sqlite:///{db.resolve()}"
     try:
         if study is None:
@@ -292,7 +312,9 @@ def status(
 @app.command()
 def export(
     study: StudyOpt = None,
-    fmt: Annotated[ExportFormat, typer.Option("--format", help="sh, json or yaml.")] = ExportFormat.sh,
+    fmt: Annotated[
+        ExportFormat, typer.Option("--format", help="sh, json or yaml.")
+    ] = ExportFormat.sh,
     port: Annotated[int, typer.Option("--port", help="Port in the exported command.")] = 30000,
     study_root: RootOpt = Path("studies"),
     storage: StorageOpt = None,
@@ -357,8 +379,12 @@ def schema() -> None:
 @app.command()
 def diagnose(
     logfile: Annotated[Path, typer.Argument(help="A saved server log.")],
-    engine: Annotated[str | None, typer.Option("--engine", help="sglang, vllm, transformers, ...")] = None,
-    exit_code: Annotated[int | None, typer.Option("--exit-code", help="The server's exit code.")] = None,
+    engine: Annotated[
+        str | None, typer.Option("--engine", help="sglang, vllm, transformers, ...")
+    ] = None,
+    exit_code: Annotated[
+        int | None, typer.Option("--exit-code", help="The server's exit code.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Explain why a server failed: cause, phase, hint and the evidence lines."""

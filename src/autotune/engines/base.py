@@ -8,7 +8,7 @@ path, startup milestones, failure rules and flags. It launches nothing itself.
 from __future__ import annotations
 
 import abc
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from autotune.models import Milestone, Rule
 from autotune.space.schema import EngineSpec
@@ -85,7 +85,7 @@ class Engine(abc.ABC):
         """GPUs one trial holds, given its full argument list (e.g. tp x dp for SGLang)."""
         return self.spec.gpus
 
-    def mode(self) -> str:
+    def mode(self) -> Literal["server", "job"]:
         """``server`` (HTTP benchmark) or ``job`` (runs to completion, prints AUTOTUNE_METRICS)."""
         return "server"
 

@@ -9,7 +9,7 @@ at a small batch), ``dtype``, ``iters``, ``warmup``, ``nproc`` (processes when
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from autotune.engines.base import Engine
 from autotune.errors import ConfigError
@@ -70,7 +70,7 @@ class CollectiveEngine(Engine):
     def gpus(self, args: list[str]) -> int:
         return self.spec.gpus
 
-    def mode(self) -> str:
+    def mode(self) -> Literal["server", "job"]:
         return "job"
 
     def known_flags(self) -> set[str] | None:

@@ -104,7 +104,10 @@ def make_sampler(name: str, seed: int | None, parallel: int) -> optuna.samplers.
     if name == "tpe":
         # constant_liar: with several trials in flight, do not propose what is already running.
         return optuna.samplers.TPESampler(
-            seed=seed, constant_liar=parallel > 1, n_startup_trials=5, multivariate=True,
+            seed=seed,
+            constant_liar=parallel > 1,
+            n_startup_trials=5,
+            multivariate=True,
             group=True,
         )
     raise ConfigError(f"unknown sampler {name!r}; use tpe or random", field="--sampler")
@@ -179,9 +182,7 @@ class Driver:
             study.set_user_attr(attrs.OBJECTIVE, self.spec.objective.model_dump())
             study.set_user_attr(attrs.STUDY_SIMULATED, o.simulate)
             if self.spec.baseline is not None:
-                study.enqueue_trial(
-                    dict(self.spec.baseline), user_attrs={attrs.BASELINE: True}
-                )
+                study.enqueue_trial(dict(self.spec.baseline), user_attrs={attrs.BASELINE: True})
         return study
 
     def _check_resume(self, study: optuna.Study) -> None:
@@ -190,8 +191,8 @@ class Driver:
         for key in ("engine", "model", "parameters", "constraints", "fixed", "objective"):
             if old.get(key) != new.get(key):
                 raise StudyError(
-                    f"study {self.options.study!r} was made from a different space ({key} differs); "
-                    "start a new study with --study NAME"
+                    f"study {self.options.study!r} was made from a different space "
+                    f"({key} differs); start a new study with --study NAME"
                 )
         if bool(study.user_attrs.get(attrs.STUDY_SIMULATED)) != self.options.simulate:
             kind = "simulated" if study.user_attrs.get(attrs.STUDY_SIMULATED) else "real"
@@ -262,7 +263,7 @@ class Driver:
             params=config,
             argv=argv,
             env=env,
-            mode=self.engine.mode(),  # type: ignore[arg-type]
+            mode=self.engine.mode(),
             host=self.spec.engine.host,
             health_path=self.spec.engine.health_path or self.engine.health_path,
             workload=workload,
@@ -303,7 +304,7 @@ class Driver:
         return launched, best, baseline
 
     def run(self) -> None:
-        """Run the study until the budget is spent, the time limit passes or the space is exhausted."""
+        """Run the study until its budget is spent, its time is up or its space exhausted."""
         lock = self._lock()
         try:
             self._run()
@@ -358,10 +359,16 @@ class Driver:
                     t.user_attrs.get(attrs.CONFIG) or t.params,
                     t.user_attrs[attrs.OUTCOME] in (Outcome.CRASHED, Outcome.TIMEOUT),
                 )
-        self.on_event(Event(
-            "start", launched=launched, target=target, best=best, baseline=baseline,
-            message=f"{recovered} interrupted trial(s) queued again" if recovered else "",
-        ))
+        self.on_event(
+            Event(
+                "start",
+                launched=launched,
+                target=target,
+                best=best,
+                baseline=baseline,
+                message=f"{recovered} interrupted trial(s) queued again" if recovered else "",
+            )
+        )
         inflight: dict[Future[TrialResult], tuple[optuna.Trial, dict[str, Any]]] = {}
         skips = 0
         crash_streak = 0
@@ -375,7 +382,9 @@ class Driver:
                 stopping, stop_reason = True, "no launchable configuration left in the space"
             if spec.budget.max_crash_streak and crash_streak >= spec.budget.max_crash_streak:
                 stopping, stop_reason = True, f"{crash_streak} crashes in a row"
-            while not stopping and len(inflight) < self.parallel and launched + len(inflight) < target:
+            while (
+                not stopping and len(inflight) < self.parallel and launched + len(inflight) < target
+            ):
                 with warnings.catch_warnings():
                     # Our heartbeats are recorded by hand (_beat), not by Study.optimize.
                     warnings.filterwarnings("ignore", "Heartbeat of storage", UserWarning)
@@ -418,29 +427,51 @@ class Driver:
                         update={"avoid_nodes": [n for n in [result.node] if n]}
                     )
                     inflight[self.executor.submit(retry)] = (trial, config)
-                    self.on_event(Event(
-                        "retry", trial.number, config, result=result,
-                        message=result.failure.message if result.failure else "",
-                    ))
+                    self.on_event(
+                        Event(
+                            "retry",
+                            trial.number,
+                            config,
+                            result=result,
+                            message=result.failure.message if result.failure else "",
+                        )
+                    )
                     continue
                 outcome = self._finish(trial, config, result)
                 if outcome in LAUNCHED:
                     launched += 1
                     self.risk.observe(config, outcome in (Outcome.CRASHED, Outcome.TIMEOUT))
-                crash_streak = crash_streak + 1 if outcome in (Outcome.CRASHED, Outcome.TIMEOUT) else 0
+                crash_streak = (
+                    crash_streak + 1 if outcome in (Outcome.CRASHED, Outcome.TIMEOUT) else 0
+                )
                 _, best, baseline = self._counts()
-                self.on_event(Event(
-                    "result", trial.number, config, result=result, outcome=outcome,
-                    value=self.study.trials[trial.number].value, launched=launched, target=target,
-                    best=best, baseline=baseline,
-                ))
+                self.on_event(
+                    Event(
+                        "result",
+                        trial.number,
+                        config,
+                        result=result,
+                        outcome=outcome,
+                        value=self.study.trials[trial.number].value,
+                        launched=launched,
+                        target=target,
+                        best=best,
+                        baseline=baseline,
+                    )
+                )
         self._reap()
         _, best, baseline = self._counts()
         self.tracker.finish(self.summary())
-        self.on_event(Event(
-            "stop", launched=launched, target=target, best=best, baseline=baseline,
-            message=stop_reason,
-        ))
+        self.on_event(
+            Event(
+                "stop",
+                launched=launched,
+                target=target,
+                best=best,
+                baseline=baseline,
+                message=stop_reason,
+            )
+        )
 
     def _beat(self, trial: optuna.Trial) -> None:
         try:
@@ -508,14 +539,17 @@ class Driver:
             failure = result.failure or Failure(cause=Cause.UNKNOWN, phase=Phase.LAUNCH)
             if v.outcome is Outcome.CRASHED and result.failure is None:
                 failure = Failure(
-                    cause=Cause.BENCHMARK_ERRORS, phase=Phase.BENCHMARK,
+                    cause=Cause.BENCHMARK_ERRORS,
+                    phase=Phase.BENCHMARK,
                     message=f"metric {objective.metric!r} missing from the results",
                 )
             record = self.deadends.add(trial.number, config, failure)
             if record is not None:
                 self.study.set_user_attr(attrs.DEAD_ENDS, self.deadends.to_json())
                 if record.blame:
-                    trial.set_user_attr(attrs.BLAME, [f"{k}={v!r}" for k, v in record.blame.items()])
+                    trial.set_user_attr(
+                        attrs.BLAME, [f"{k}={v!r}" for k, v in record.blame.items()]
+                    )
         if v.state == optuna.trial.TrialState.COMPLETE:
             self.study.tell(trial, v.value)
         else:
@@ -544,17 +578,21 @@ class Driver:
             values[attrs.METRICS] = result.metrics.flat()
         if result.failure is not None:
             f = result.failure
-            values.update({
-                attrs.CAUSE: f.cause.value,
-                attrs.PHASE: f.phase.value,
-                attrs.HINT: f.hint,
-                attrs.EVIDENCE: f.evidence[:20],
-                attrs.MESSAGE: f.message or (f.evidence[0] if f.evidence else ""),
-            })
+            values.update(
+                {
+                    attrs.CAUSE: f.cause.value,
+                    attrs.PHASE: f.phase.value,
+                    attrs.HINT: f.hint,
+                    attrs.EVIDENCE: f.evidence[:20],
+                    attrs.MESSAGE: f.message or (f.evidence[0] if f.evidence else ""),
+                }
+            )
         for key, value in values.items():
             trial.set_user_attr(key, value)
 
-    def _extra(self, trial: optuna.Trial, config: dict[str, Any], result: TrialResult) -> dict[str, Any]:
+    def _extra(
+        self, trial: optuna.Trial, config: dict[str, Any], result: TrialResult
+    ) -> dict[str, Any]:
         argv, env = self.real_command(config)
         return {
             "argv": argv,
@@ -572,4 +610,12 @@ class Driver:
         return summary(self.study)
 
 
-__all__ = ["Driver", "DriverOptions", "Event", "storage_url", "open_storage", "make_sampler", "CRASH"]
+__all__ = [
+    "Driver",
+    "DriverOptions",
+    "Event",
+    "storage_url",
+    "open_storage",
+    "make_sampler",
+    "CRASH",
+]

@@ -74,7 +74,14 @@ def start(
     study: StudyOpt = None,
     n_trials: Annotated[
         int | None,
-        typer.Option("--n-trials", min=1, help="Trials to launch (default: budget.trials)."),
+        typer.Option(
+            "--n-trials",
+            min=1,
+            help=(
+                "Launched trials the study should hold in total (default: budget.trials); "
+                "a resume tops up to it."
+            ),
+        ),
     ] = None,
     executor: Annotated[
         ExecutorKind, typer.Option("--executor", help="Where trials run.")

@@ -1,0 +1,114 @@
+"""The command line: bad input is one clear line and a non-zero exit code; nothing is launched."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from autotune.cli import main
+
+BAD_SPACE = """\
+engine: {name: transformers}
+model: tiny-llama
+parameters:
+  - name: dtype
+    type: categorical
+    flag: --dtype
+    choices: []
+"""
+
+
+def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("autotune: error: ") and "\n" not in err, err
+    assert "Traceback" not in err
+    return err
+
+
+def test_validate_bad_space_names_file_line_and_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    space = tmp_path / "bad.yaml"
+    space.write_text(BAD_SPACE)
+    assert main(["validate", str(space)]) == 2
+    err = _one_line_error(capsys)
+    assert f"{space}:7: parameters[0].choices:" in err
+
+
+def test_start_with_a_bad_space_launches_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    space = tmp_path / "bad.yaml"
+    space.write_text(BAD_SPACE)
+    assert main(["start", "--space", str(space), "--executor", "local", "--no-mlflow"]) == 2
+    _one_line_error(capsys)
+    assert not (tmp_path / "studies").exists() and not (tmp_path / "mlflow").exists()
+
+
+def test_missing_space_file_is_a_config_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["validate", str(tmp_path / "nope.yaml")]) == 2
+    assert "nope.yaml" in _one_line_error(capsys)
+
+
+def test_simulate_refuses_engines_it_does_not_stand_in_for(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    root = Path(__file__).resolve().parents[1]
+    code = main(
+        [
+            "start",
+            "--space",
+            str(root / "search_spaces" / "quickstart.yaml"),
+            "--simulate",
+            "--executor",
+            "local",
+            "--no-mlflow",
+        ]
+    )
+    assert code == 2
+    assert "--simulate" in _one_line_error(capsys)
+    assert not (tmp_path / "studies").exists()
+
+
+def test_status_and_export_without_a_study_say_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["status", "--study-root", str(tmp_path)]) == 1
+    assert "no study" in _one_line_error(capsys)
+    assert main(["export", "--study", "x", "--study-root", str(tmp_path)]) == 1
+    assert "no study 'x'" in _one_line_error(capsys)
+
+
+def test_schema_is_json_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["schema"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert schema["type"] == "object" and "parameters" in schema["properties"]
+
+
+def test_diagnose_json_has_cause_phase_hint_evidence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "server.log"
+    log.write_text(
+        "[2026-11-29 10:00:00 TP0] Load weight end. avail mem=21.78 GB\n"
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+        "Current value: mem_fraction_static=0.55\n"
+    )
+    assert main(["diagnose", str(log), "--engine", "sglang", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["cause"] == "kv_pool_oom"
+    assert {"cause", "phase", "hint", "evidence"} <= set(out)
+    assert any("Not enough memory" in line for line in out["evidence"])
+
+
+def test_diagnose_missing_log_is_a_config_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["diagnose", str(tmp_path / "missing.log")]) == 2
+    _one_line_error(capsys)

@@ -26,7 +26,9 @@ app = typer.Typer(
     help="Tune LLM inference servers: an Optuna study over launch flags and environment.",
     pretty_exceptions_enable=False,
 )
-console = Console(highlight=False, soft_wrap=True)
+# Piped or logged output gets wide tables (rich assumes 80 columns when not on a terminal).
+_WIDTH = None if sys.stdout.isatty() else max(120, int(os.environ.get("COLUMNS", "0") or 0))
+console = Console(highlight=False, soft_wrap=True, width=_WIDTH)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 StudyOpt = Annotated[

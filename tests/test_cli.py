@@ -112,3 +112,17 @@ def test_diagnose_missing_log_is_a_config_error(
 ) -> None:
     assert main(["diagnose", str(tmp_path / "missing.log")]) == 2
     _one_line_error(capsys)
+
+
+def test_diagnose_guesses_the_engine_from_the_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "server.log"
+    log.write_text(
+        "[2026-11-29 10:00:00] server_args=ServerArgs(model_path='m', tp_size=8)\n"
+        "[2026-11-29 10:00:05 TP0] Load weight end. avail mem=21.78 GB\n"
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+        "Current value: mem_fraction_static=0.55\n"
+    )
+    assert main(["diagnose", str(log), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cause"] == "kv_pool_oom"

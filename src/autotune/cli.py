@@ -169,7 +169,9 @@ def start(
             tracker=tracker,
             options=options,
         )
-        with ProgressView(console, spec.objective.metric, simulate) as view:
+        with ProgressView(
+            console, spec.objective.metric, simulate, spec.objective.direction
+        ) as view:
             driver.on_event = view
             driver.run()
     finally:
@@ -389,7 +391,10 @@ def schema() -> None:
 def diagnose(
     logfile: Annotated[Path, typer.Argument(help="A saved server log.")],
     engine: Annotated[
-        str | None, typer.Option("--engine", help="sglang, vllm, transformers, ...")
+        str | None,
+        typer.Option(
+            "--engine", help="sglang, vllm, transformers, ... (default: guessed from the log)"
+        ),
     ] = None,
     exit_code: Annotated[
         int | None, typer.Option("--exit-code", help="The server's exit code.")
@@ -402,7 +407,8 @@ def diagnose(
 
     if not logfile.is_file():
         raise ConfigError("no such file; give the path of a saved server log", file=str(logfile))
-    failure = diagnose_file(str(logfile), load_rules(engine or "common"), exit_code=exit_code)
+    engine = engine or _guess_engine(logfile)
+    failure = diagnose_file(str(logfile), load_rules(engine), exit_code=exit_code)
     if as_json:
         out = {
             "cause": failure.cause.value,
@@ -422,6 +428,27 @@ def diagnose(
         console.print(f"[bold]hint:[/] {failure.hint}")
     for line in failure.evidence:
         console.print(f"  [dim]>[/] {line}", markup=False, highlight=False)
+
+
+# Marks that tell which server wrote a log, for `diagnose` without --engine.
+_ENGINE_MARKS = (
+    ("sglang", ("sglang", "The server is fired up and ready to roll", "TP0] ", "Scheduler hit")),
+    ("vllm", ("vllm", "vLLM")),
+    ("transformers", ("transformers", "ContinuousBatching")),
+    ("collective", ("AUTOTUNE_METRICS", "torch.distributed.run", "all_reduce ")),
+)
+
+
+def _guess_engine(path: Path) -> str:
+    """The engine whose marks appear first in the log; ``common`` (shared rules) if none."""
+    with path.open(errors="replace") as fh:
+        head = fh.read(1 << 20)
+    found = [
+        (min(head.find(m) for m in marks if m in head), name)
+        for name, marks in _ENGINE_MARKS
+        if any(m in head for m in marks)
+    ]
+    return min(found)[1] if found else "common"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,6 +15,7 @@ from rich.progress import (
 )
 
 from autotune.models import Outcome
+from autotune.report import gain_pct
 from autotune.study.driver import Event
 
 _STYLE = {
@@ -45,9 +46,12 @@ class ProgressView:
         simulated: label every figure as simulated.
     """
 
-    def __init__(self, console: Console, metric: str, simulated: bool) -> None:
+    def __init__(
+        self, console: Console, metric: str, simulated: bool, direction: str = "maximize"
+    ) -> None:
         self.console = console
         self.metric = metric
+        self.direction = direction
         self.sim = " [bold magenta](simulated)[/]" if simulated else ""
         self.progress = Progress(
             SpinnerColumn(),
@@ -71,8 +75,8 @@ class ProgressView:
 
     def _status(self, event: Event) -> str:
         best = f"best {self.metric} {_fmt(event.best)}"
-        if event.baseline is not None and event.best is not None and event.baseline:
-            gain = (event.best - event.baseline) / abs(event.baseline) * 100
+        gain = gain_pct(event.best, event.baseline, self.direction)
+        if gain is not None:  # positive is better, whichever the direction
             best += f" ({gain:+.1f}% vs baseline {_fmt(event.baseline)})"
         running = (
             f" | running: {', '.join(f'#{n}' for n in sorted(self.running))}"

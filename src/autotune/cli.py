@@ -138,6 +138,13 @@ def start(
     study_dir = study_root / name
     gpus = engine.gpus(engine.command(spec.model, _all_args(spec), {})[0])
     ex = _executor(executor, gpus, ray_address, parallel, str(study_dir / "logs"), simulate)
+    if ray_address is not None and hasattr(ex, "engine_help"):
+        # On a cluster the engine lives on the GPU nodes: check the flags against its --help there.
+        try:
+            _preflight(engine, spec, help_text=ex.engine_help(spec.engine, simulate=simulate))
+        except AutotuneError:
+            ex.shutdown()
+            raise
     tracker = make_tracker(mlflow_uri, enabled=not no_mlflow)
     options = DriverOptions(
         study=name,
@@ -200,10 +207,13 @@ def _all_args(spec: Any) -> list[str]:
     return args
 
 
-def _preflight(engine: Any, spec: Any) -> None:
+def _preflight(engine: Any, spec: Any, help_text: str | None = None) -> None:
+    """Check every flag the space can produce against the engine's ``--help`` (given, else
+    this machine's when the engine is installed here) or its bundled flag table."""
     from autotune.engines.preflight import engine_help, preflight
 
-    findings = preflight(engine, _all_args(spec), help_text=engine_help(engine))
+    text = help_text if help_text is not None else engine_help(engine)
+    findings = preflight(engine, _all_args(spec), help_text=text)
     errors = [f for f in findings if f.level == "error"]
     for f in findings:
         if f.level != "error":

@@ -381,3 +381,14 @@ def test_a_node_lost_mid_trial_is_retried_on_another_node(
     assert len(children) == len(done)
     no_leftovers(study)
     assert "Traceback" not in out
+
+
+def test_preflight_reads_the_engines_help_on_a_node(connected: Loopback) -> None:
+    from autotune.space.schema import EngineSpec
+
+    ex = RayExecutor(0, address=connected.address)
+    try:
+        text = ex.engine_help(EngineSpec(name="transformers"))
+    finally:
+        ex.shutdown()
+    assert text is not None and "--continuous-batching" in text

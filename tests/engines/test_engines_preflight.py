@@ -165,3 +165,13 @@ def test_collective_help_is_real() -> None:
     assert text is not None
     known = engine.known_flags()
     assert known is not None and known <= parse_help_flags(text)
+
+
+def test_engine_help_runs_the_installed_engine_with_this_interpreter() -> None:
+    """The ``{python}`` placeholder is filled, so the real ``--help`` is read when installed."""
+    from autotune.engines import get_engine
+    from autotune.engines.preflight import engine_help
+    from autotune.space.schema import EngineSpec
+
+    text = engine_help(get_engine(EngineSpec(name="transformers")))
+    assert text is not None and "--continuous-batching" in text

@@ -27,6 +27,7 @@ import psutil
 from autotune.errors import DispatchError, PlacementError
 from autotune.models import Cause, Failure, Outcome, Phase, TrialResult, TrialSpec
 from autotune.node.process import DRIVER_ENV, STUDY_ENV, STUDY_KEY_ENV
+from autotune.space.schema import EngineSpec
 
 _LOG_LIMIT = 8 << 20  # bytes of server log brought back to the driver
 GPU_NODE_RESOURCE = "autotune_gpu_node"  # marks the nodes trials may use (ray_cluster.yaml)
@@ -56,6 +57,15 @@ def _reap_remote(study_key: str | None, driver: str | None) -> list[dict[str, An
     from autotune.node.process import reap_orphans
 
     return reap_orphans(study_key=study_key, driver=driver)
+
+
+def _help_remote(engine_json: str, simulate: bool) -> str | None:
+    """On a node: the engine's own ``--help`` there (None when it is not installed there)."""
+    from autotune.engines import get_engine
+    from autotune.engines.preflight import engine_help
+    from autotune.space.schema import EngineSpec
+
+    return engine_help(get_engine(EngineSpec.model_validate_json(engine_json), simulate=simulate))
 
 
 def _node_name(host: str | None, node_id: str) -> str:
@@ -130,6 +140,7 @@ class RayExecutor:
         self._connect(address, logical_gpus)
         self._remote = ray.remote(_run_remote)
         self._reaper = ray.remote(_reap_remote)
+        self._helper = ray.remote(_help_remote)
         try:
             nodes = self._check(gpus_per_trial)
         except Exception:
@@ -202,13 +213,15 @@ class RayExecutor:
             if not node.get("Alive"):
                 continue
             res = node.get("Resources", {})
-            out.append(_Node(
-                id=str(node["NodeID"]),
-                host=str(node.get("NodeManagerHostname") or node.get("NodeManagerAddress", "")),
-                gpus=float(res.get("GPU", 0)),
-                cpus=float(res.get("CPU", 0)),
-                marked=GPU_NODE_RESOURCE in res,
-            ))
+            out.append(
+                _Node(
+                    id=str(node["NodeID"]),
+                    host=str(node.get("NodeManagerHostname") or node.get("NodeManagerAddress", "")),
+                    gpus=float(res.get("GPU", 0)),
+                    cpus=float(res.get("CPU", 0)),
+                    marked=GPU_NODE_RESOURCE in res,
+                )
+            )
         return out
 
     @staticmethod
@@ -222,7 +235,8 @@ class RayExecutor:
         # A GPU trial asks for fewer CPUs on a node that has fewer (a GPU node advertising
         # no CPU); a CPU trial needs its CPUs.
         return [
-            n for n in self._eligible(nodes)
+            n
+            for n in self._eligible(nodes)
             if n.gpus >= gpus and (gpus > 0 or n.cpus >= self.cpus_per_trial)
         ]
 
@@ -295,10 +309,14 @@ class RayExecutor:
                     waiting.append(ask)
             self._pending = waiting
         for ask in expired:
-            ask.out.set_result(_lost(
-                ask.spec, f"no alive Ray node has {ask.spec.gpus} GPUs for this trial "
-                f"(waited {NODE_WAIT_S:g} s)", node=None,
-            ))
+            ask.out.set_result(
+                _lost(
+                    ask.spec,
+                    f"no alive Ray node has {ask.spec.gpus} GPUs for this trial "
+                    f"(waited {NODE_WAIT_S:g} s)",
+                    node=None,
+                )
+            )
         for ask, node in ready:
             self._launch(ask, node)
 
@@ -308,6 +326,7 @@ class RayExecutor:
         Best fit (the fullest node that still has room), so that whole nodes stay free for
         larger trials; a node in ``avoid_nodes`` only when no other node could ever hold it.
         """
+
         def free(n: _Node) -> tuple[float, float]:
             g, c = self._held.get(n.id, (0.0, 0.0))
             return n.gpus - g, n.cpus - c
@@ -357,14 +376,17 @@ class RayExecutor:
         try:
             payload = done.result()
         except self._ray.exceptions.RayTaskError as exc:  # run_trial raised: a bug, not a node
-            ask.out.set_exception(DispatchError(
-                f"trial {ask.spec.number} failed on Ray node {node.name}: "
-                f"{_first_line(exc.cause if exc.cause is not None else exc)}"
-            ))
+            ask.out.set_exception(
+                DispatchError(
+                    f"trial {ask.spec.number} failed on Ray node {node.name}: "
+                    f"{_first_line(exc.cause if exc.cause is not None else exc)}"
+                )
+            )
             return
         except Exception as exc:  # the node or the worker died under the trial
-            ask.out.set_result(_lost(ask.spec, f"{type(exc).__name__}: {_first_line(exc)}",
-                                     node=node.name))
+            ask.out.set_result(
+                _lost(ask.spec, f"{type(exc).__name__}: {_first_line(exc)}", node=node.name)
+            )
             return
         try:
             result = TrialResult.model_validate_json(payload["result"])
@@ -381,6 +403,24 @@ class RayExecutor:
         return result.model_copy(update={"log_path": str(path)})
 
     # -- cleaning up ---------------------------------------------------------------------
+
+    def engine_help(
+        self, engine: EngineSpec, *, simulate: bool = False, timeout_s: float = 120.0
+    ) -> str | None:
+        """The engine's ``--help`` as a node that runs trials sees it (preflight checks flags
+        against the installed engine, which the driver's machine may not have)."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        nodes = self._eligible(self.nodes()) or self.nodes()
+        if not nodes:
+            return None
+        strategy = NodeAffinitySchedulingStrategy(nodes[0].id, soft=False)
+        ref = self._helper.options(num_cpus=0, max_retries=0, scheduling_strategy=strategy)
+        try:
+            text = self._ray.get(ref.remote(engine.model_dump_json(), simulate), timeout=timeout_s)
+        except Exception:  # no answer from the node: preflight falls back to the flag table
+            return None
+        return text if isinstance(text, str) else None
 
     def reap_orphans(
         self, log_dir: str | None = None, timeout_s: float = 60.0

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import re
 import subprocess
+import sys
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -55,6 +56,8 @@ def engine_help(engine: Engine, *, timeout_s: float = HELP_TIMEOUT_S) -> str | N
     argv = engine.help_command()
     if not argv:
         return None
+    # Run where trials run: the interpreter placeholder is this host's interpreter.
+    argv = [a.replace("{python}", sys.executable) for a in argv]
     try:
         proc = subprocess.run(
             argv,

@@ -293,20 +293,9 @@ class EngineSpec(_Strict):
     """Engine-specific extras."""
 
 
-class Fixed(_Strict):
-    """Arguments and environment every trial gets."""
-
-    args: list[str] = Field(default_factory=list)
-    """Arguments after the engine's command, before the parameters' own."""
-    env: dict[str, str] = Field(default_factory=dict)
-    """Environment; numbers become strings, booleans 1/0."""
-
-    @field_validator("env", mode="before")
-    @classmethod
-    def _stringify(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: _env_str(v) for k, v in value.items()}
-        return value
+class Fixed(Launch):
+    """Arguments and environment every trial gets: after the engine's command, before the
+    parameters' own."""
 
 
 def _env_str(value: Any) -> Any:

@@ -134,12 +134,15 @@ def start(
     name = study or spec.name or space.stem
     engine = get_engine(spec.engine, simulate=simulate)
     real_engine = get_engine(spec.engine) if simulate else engine
-    _preflight(engine, spec)
+    on_cluster = executor is ExecutorKind.ray and ray_address is not None
+    if not on_cluster:  # the engine runs here: check its flags before anything starts
+        _preflight(engine, spec)
     study_dir = study_root / name
     gpus = engine.gpus(engine.command(spec.model, _all_args(spec), {})[0])
     ex = _executor(executor, gpus, ray_address, parallel, str(study_dir / "logs"), simulate)
-    if ray_address is not None and hasattr(ex, "engine_help"):
-        # On a cluster the engine lives on the GPU nodes: check the flags against its --help there.
+    if on_cluster:
+        # On a cluster the engine lives on the GPU nodes: check the flags against its --help there
+        # (once, instead of here too: this machine may not even have the engine).
         try:
             _preflight(engine, spec, help_text=ex.engine_help(spec.engine, simulate=simulate))
         except AutotuneError:

@@ -228,7 +228,7 @@ class Parameter(_Strict):
         if self.type == "bool":
             return isinstance(value, bool)
         if self.type == "categorical":
-            return any(_same(value, c) for c in self.values())
+            return any(same_value(value, c) for c in self.values())
         if isinstance(value, bool) or not isinstance(value, int | float):
             return False
         if self.type == "int" and float(value) != int(value):
@@ -263,7 +263,8 @@ def choice_key(value: Scalar) -> str:
 _key = choice_key
 
 
-def _same(a: Any, b: Any) -> bool:
+def same_value(a: Any, b: Any) -> bool:
+    """Equal as parameter values: 1 == 1.0, but True is not 1 and "1" is not 1."""
     return type(a) is type(b) and a == b or (
         not isinstance(a, bool) and not isinstance(b, bool)
         and isinstance(a, int | float) and isinstance(b, int | float) and a == b

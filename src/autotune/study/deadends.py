@@ -18,7 +18,7 @@ from typing import Any
 
 from autotune.models import MEMORY_CAUSES, Cause, Failure
 from autotune.space.render import render_value
-from autotune.space.schema import StudySpec
+from autotune.space.schema import StudySpec, same_value
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ class DeadEnds:
         for r in self.records:
             if _same_config(config, r.config):
                 return f"same configuration as trial {r.trial}, which failed with {r.cause}"
-            if r.blame and all(_eq(config.get(k), v) for k, v in r.blame.items()):
+            if r.blame and all(same_value(config.get(k), v) for k, v in r.blame.items()):
                 held = ", ".join(f"{k}={v!r}" for k, v in r.blame.items())
                 return f"{held} caused {r.cause} in trial {r.trial}"
             if r.memory and self._dominates(config, r.config):
@@ -111,7 +111,7 @@ class DeadEnds:
             other = crashed[name]
             direction = monotone.get(name)
             if direction is None:
-                if not _eq(value, other):
+                if not same_value(value, other):
                     return False
             elif direction == "increasing":
                 if value < other:
@@ -124,12 +124,5 @@ class DeadEnds:
         return [r.to_json() for r in self.records]
 
 
-def _eq(a: Any, b: Any) -> bool:
-    return type(a) is type(b) and a == b or (
-        isinstance(a, int | float) and isinstance(b, int | float)
-        and not isinstance(a, bool) and not isinstance(b, bool) and a == b
-    )
-
-
 def _same_config(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    return set(a) == set(b) and all(_eq(a[k], b[k]) for k in a)
+    return set(a) == set(b) and all(same_value(a[k], b[k]) for k in a)

@@ -452,7 +452,7 @@ class Driver:
                         config,
                         result=result,
                         outcome=outcome,
-                        value=self.study.trials[trial.number].value,
+                        value=self.storage.get_trial(trial._trial_id).value,
                         launched=launched,
                         target=target,
                         best=best,

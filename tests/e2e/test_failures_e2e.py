@@ -212,3 +212,25 @@ def test_n_trials_launches_exactly_n_whatever_is_skipped(tmp_path: Path) -> None
         again.executor.shutdown()
     trials = again.study.get_trials(deepcopy=False)
     assert sum(t.user_attrs.get("outcome") in LAUNCHED for t in trials) == 9
+
+
+def test_a_repeated_configuration_reuses_its_measurement_and_an_exhausted_space_stops(
+    tmp_path: Path,
+) -> None:
+    """Two configurations in all: both are launched once, later proposals reuse the measurement
+    (no launch), and the study stops instead of asking forever."""
+    from autotune.study.driver import MAX_SKIPS_IN_A_ROW
+
+    params = [{"name": "backend", "type": "categorical", "choices": ["a", "b"],
+               "flag": "--backend"}]
+    space = toy_space(tmp_path / "toy.yaml", parameters=params)
+    driver = make_driver(space, tmp_path / "studies" / "rep", study="rep", seed=0, n_trials=4,
+                         sampler="random")
+    driver.run()
+    trials = _by_number(driver.study)
+    launched = [t for t in trials if t.user_attrs.get("outcome") in LAUNCHED]
+    assert sorted(t.user_attrs["config"]["backend"] for t in launched) == ["a", "b"]
+    reused = [t for t in trials if "measurement is reused" in (t.user_attrs.get("skipped") or "")]
+    assert len(reused) == MAX_SKIPS_IN_A_ROW
+    by_backend = {t.user_attrs["config"]["backend"]: t.value for t in launched}
+    assert all(t.value == by_backend[t.user_attrs["config"]["backend"]] for t in reused)

@@ -45,6 +45,10 @@ from autotune.study.outcome import CRASH, SKIP, verdict
 from autotune.study.steering import CrashRisk, SteeringOptions
 from autotune.tracking.base import Tracker
 
+# Proposals in a row that are skipped (dead ends, repeats, constraints) before the space is
+# taken as exhausted: a small discrete space runs out of new configurations.
+MAX_SKIPS_IN_A_ROW = 200
+
 LAUNCHED = {Outcome.OK, Outcome.CRASHED, Outcome.TIMEOUT, Outcome.SLO_VIOLATED}
 
 
@@ -370,7 +374,7 @@ class Driver:
             )
         )
         inflight: dict[Future[TrialResult], tuple[optuna.Trial, dict[str, Any]]] = {}
-        skips = 0
+        skips = 0  # proposals in a row that were not launched
         crash_streak = 0
         stop_reason = "budget reached"
         last_beat = time.monotonic()
@@ -378,12 +382,15 @@ class Driver:
             stopping = False
             if deadline is not None and time.monotonic() > deadline:
                 stopping, stop_reason = True, "time limit reached"
-            if skips > 50 * max(target, 10):
+            if skips >= MAX_SKIPS_IN_A_ROW:
                 stopping, stop_reason = True, "no launchable configuration left in the space"
             if spec.budget.max_crash_streak and crash_streak >= spec.budget.max_crash_streak:
                 stopping, stop_reason = True, f"{crash_streak} crashes in a row"
             while (
-                not stopping and len(inflight) < self.parallel and launched + len(inflight) < target
+                not stopping
+                and skips < MAX_SKIPS_IN_A_ROW
+                and len(inflight) < self.parallel
+                and launched + len(inflight) < target
             ):
                 with warnings.catch_warnings():
                     # Our heartbeats are recorded by hand (_beat), not by Study.optimize.
@@ -404,12 +411,13 @@ class Driver:
                 if reason:
                     skips += 1
                     self._skip(trial, config, reason)
-                    if skips > 50 * max(target, 10):
-                        break
                     continue
+                skips = 0
                 ts = self.build_spec(trial.number, config)
                 inflight[self.executor.submit(ts)] = (trial, config)
                 self.on_event(Event("launch", trial.number, config))
+            if skips >= MAX_SKIPS_IN_A_ROW:
+                stop_reason = "no launchable configuration left in the space"
             if not inflight:
                 break
             done, _ = wait(list(inflight), timeout=1.0, return_when=FIRST_COMPLETED)

@@ -22,7 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from autotune.sim.args import Launch, build_parser, to_launch
-from autotune.sim.logs import SRT, SglangLog, frame, traceback_text
+from autotune.sim.logs import BANNER, SRT, SglangLog, frame, traceback_text
 from autotune.sim.model import (
     allreduce_path,
     expected_accept_length,
@@ -506,7 +506,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the stand-in server; returns an exit code (a crash SIGKILLs the process instead)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     env = dict(os.environ)
-    sys.stderr.write("autotune.sim: SIMULATED SGLang server, figures are modelled, not measured\n")
+    sys.stderr.write(BANNER + "\n")
     ns = build_parser().parse_args(argv)  # exits 2 on a bad flag, as SGLang
     try:
         prof = profile_from_env(env)

@@ -232,12 +232,13 @@ def test_shutdown_cancels_queued_trials_leaves_no_process_and_refuses_more(
 
 
 def test_reap_orphans_kills_a_server_an_earlier_driver_run_of_the_study_left(
-    case: Case, tmp_path: Path
+    case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ex = case.make()
     log_dir = str(tmp_path / "study-logs")
+    # The launcher puts its server on record where this executor's reaper looks.
+    monkeypatch.setenv("AUTOTUNE_NODE_STATE", str(case.state))
     env = {
-        "AUTOTUNE_NODE_STATE": str(case.state),
         STUDY_ENV: "contract",
         STUDY_KEY_ENV: study_key(log_dir),
         DRIVER_ENV: "elsewhere:1:1.0",  # an earlier run of the driver

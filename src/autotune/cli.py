@@ -516,13 +516,13 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
-    except click.exceptions.Abort:
+    except click.exceptions.Abort:  # Ctrl-C at a prompt: said, not a traceback
         err.print("autotune: aborted")
         return 130
     except click.ClickException as exc:
         exc.show()
         return exc.exit_code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # the driver stopped; resume is safe
         err.print("autotune: interrupted; run the same command again to resume the study")
         return 130
     return 0

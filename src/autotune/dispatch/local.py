@@ -101,13 +101,16 @@ class LocalExecutor(Executor):
             if self.gpus_per_trial:
                 env = {**spec.env, "CUDA_VISIBLE_DEVICES": ",".join(held)}
                 spec = spec.model_copy(update={"env": env})
+            _logger.info("trial %d starts (attempt %d)", spec.number, spec.attempt)
             try:
-                return run_trial(spec)
+                result = run_trial(spec)
             except Exception as exc:  # run_trial raises only for a bug: name the trial
                 _logger.error("trial %d raised in run_trial", spec.number, exc_info=True)
                 raise DispatchError(
                     f"trial {spec.number} failed on this machine: {type(exc).__name__}: {exc}"
                 ) from exc
+            _logger.info("trial %d ended: %s", spec.number, result.outcome.value)
+            return result
         finally:
             with self._lock:
                 self._free = self._free + held

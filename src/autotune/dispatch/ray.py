@@ -316,6 +316,7 @@ class RayExecutor(Executor):
         try:
             nodes = self.nodes()
         except Exception as exc:  # Ray hiccup (GCS restarting): wait, up to node_wait_s
+            _logger.debug("Ray did not list its nodes", exc_info=True)
             self._unreachable(exc)
             return
         self._unreachable_since = None
@@ -492,6 +493,7 @@ class RayExecutor(Executor):
                 ),
             )
             return
+        _logger.info("trial %d ended on %s: %s", ask.spec.number, node.name, result.outcome.value)
         _resolve(ask.out, result)
 
     def _bring_log(self, result: TrialResult, log: bytes) -> TrialResult:

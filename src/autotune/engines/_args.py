@@ -57,5 +57,5 @@ def int_flag(args: Sequence[str], names: Sequence[str]) -> int | None:
         return None
     try:
         return int(value)
-    except ValueError:
+    except ValueError:  # not an integer: documented as None
         return None

@@ -249,7 +249,7 @@ def _divides(low: float, high: float, step: float) -> bool:
     """Whether ``step`` divides ``high - low`` exactly in decimal (Optuna's own test)."""
     try:
         return (Decimal(str(high)) - Decimal(str(low))) % Decimal(str(step)) == 0
-    except InvalidOperation:
+    except InvalidOperation:  # not decimal: not a multiple
         return False
 
 

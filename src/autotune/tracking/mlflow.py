@@ -29,6 +29,7 @@ from autotune.errors import AutotuneError, TrackingError
 from autotune.models import Outcome, TrialResult
 from autotune.records import StudyInfo, StudySummary, TrialLog
 from autotune.redact import redact_obj, redact_text
+from autotune.tracking.base import TRACKERS, Tracker, TrackerOptions
 
 # Before mlflow is imported: no "View run at" lines on stdout, no usage telemetry.
 os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
@@ -113,7 +114,8 @@ def _flag(value: Any) -> str:
     return "true" if value else "false"
 
 
-class MlflowTracker:
+@TRACKERS.register
+class MlflowTracker(Tracker):
     """Implements ``Tracker`` on an MLflow store (local SQLite or an ``mlflow server``).
 
     Args:
@@ -122,6 +124,8 @@ class MlflowTracker:
         experiment: the MLflow experiment studies are logged to.
         cwd: folder the default store is relative to (the current directory if None).
     """
+
+    name = "mlflow"
 
     def __init__(
         self, uri: str | None = None, experiment: str = "autotune", *, cwd: Path | None = None
@@ -135,6 +139,11 @@ class MlflowTracker:
         self._study: str | None = None
         self._simulated = False
         self._lock = threading.Lock()  # the driver may log finished trials from several threads
+
+    @classmethod
+    def create(cls, options: TrackerOptions) -> MlflowTracker:
+        """An MLflow tracker on ``options.uri`` (None: ``./mlflow``)."""
+        return cls(options.uri, experiment=options.experiment, cwd=options.cwd)
 
     # -- study ---------------------------------------------------------------------------
 

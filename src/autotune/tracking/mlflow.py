@@ -39,9 +39,11 @@ from mlflow.entities import Metric, Param, RunStatus, RunTag  # noqa: E402
 from mlflow.exceptions import MlflowException  # noqa: E402
 from mlflow.tracking import MlflowClient  # noqa: E402
 
-for _logger in ("mlflow", "alembic"):
+for _chatty in ("mlflow", "alembic"):
     # Store migrations and similar chatter go to INFO; the CLI's own output is what matters.
-    logging.getLogger(_logger).setLevel(logging.WARNING)
+    logging.getLogger(_chatty).setLevel(logging.WARNING)
+
+_logger = logging.getLogger(__name__)
 
 _MAX_KEY = 250  # MLflow's limit on param/metric/tag names
 _MAX_PARAM = 6000  # ... on param values
@@ -169,7 +171,8 @@ class MlflowTracker(Tracker):
         if run_id:
             try:
                 run = self.client.get_run(run_id)
-            except MlflowException:
+            except MlflowException as exc:  # deleted, or another store: look it up by tag
+                _logger.info("MLflow run %s of study %r not found (%s)", run_id, study, exc)
                 run = None
             if (
                 run is not None
@@ -216,7 +219,9 @@ class MlflowTracker(Tracker):
                 tags["mlflow.note.content"] = note
             if run is None:
                 run = self.client.create_run(self.experiment_id, run_name=study, tags=tags)
+                _logger.info("MLflow: study %r recorded as run %s", study, run.info.run_id)
             else:
+                _logger.info("MLflow: study %r reopens run %s", study, run.info.run_id)
                 self.client.update_run(run.info.run_id, status="RUNNING")
                 for key, value in tags.items():
                     self.client.set_tag(run.info.run_id, key, value)

@@ -209,7 +209,6 @@ def ok_study(study: optuna.Study) -> optuna.Study:
                 value=r.value,
                 params=trial.params,
                 distributions=trial.distributions,
-                user_attrs=dict(trial.user_attrs),
             )
         )
     return copy

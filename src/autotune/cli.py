@@ -7,11 +7,12 @@ Every command turns bad input into one line on stderr and a non-zero exit code (
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import click
 import typer
@@ -19,6 +20,12 @@ from rich.console import Console
 
 from autotune import __version__
 from autotune.errors import AutotuneError, ConfigError, StudyError
+
+if TYPE_CHECKING:
+    from autotune.engines.base import Engine
+    from autotune.space.schema import StudySpec
+
+_logger = logging.getLogger(__name__)
 
 app = typer.Typer(
     add_completion=False,
@@ -44,11 +51,6 @@ StorageOpt = Annotated[
 ]
 
 
-class ExecutorKind(StrEnum):
-    local = "local"
-    ray = "ray"
-
-
 class ExportFormat(StrEnum):
     sh = "sh"
     json = "json"
@@ -66,8 +68,69 @@ def _root(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
     ] = False,
+    verbose: Annotated[
+        int,
+        typer.Option(
+            "--verbose",
+            "-v",
+            count=True,
+            help="Log more to stderr: -v what happens (info), -vv everything (debug).",
+        ),
+    ] = 0,
+    log_file: Annotated[
+        Path | None,
+        typer.Option("--log-file", help="Also write autotune's full log (debug level) here."),
+    ] = None,
 ) -> None:
     """autotune: find the fastest launch configuration of an LLM inference server."""
+    _setup_logging(verbose, log_file)
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is at the time (the live progress view redirects it,
+    so log lines print above the table instead of through it)."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass  # always the current sys.stderr
+
+
+def _setup_logging(verbose: int, log_file: Path | None) -> None:
+    """Send the ``autotune`` loggers to stderr (warnings; -v info; -vv debug) and, given
+    ``--log-file``, everything to that file. Other libraries' loggers are left alone."""
+    logger = logging.getLogger("autotune")
+    for handler in [h for h in logger.handlers if getattr(h, "autotune_cli", False)]:
+        logger.removeHandler(handler)  # main() runs more than once in one process (tests)
+        handler.close()
+    levels = {0: logging.WARNING, 1: logging.INFO}
+    stderr = _StderrHandler()
+    stderr.setLevel(levels.get(verbose, logging.DEBUG))
+    brief = "autotune: %(levelname)s: %(message)s"
+    full = "%(asctime)s %(levelname)s %(name)s [%(threadName)s]: %(message)s"
+    stderr.setFormatter(logging.Formatter(full if verbose else brief))
+    handlers: list[logging.Handler] = [stderr]
+    if log_file is not None:
+        try:
+            log_file.parent.mkdir(parents=True, exist_ok=True)
+            to_file = logging.FileHandler(log_file, encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot write the log file: {exc.strerror}", file=str(log_file)
+            ) from exc
+        to_file.setLevel(logging.DEBUG)
+        to_file.setFormatter(logging.Formatter(full))
+        handlers.append(to_file)
+    for handler in handlers:
+        handler.autotune_cli = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+    logger.setLevel(min(h.level for h in handlers))
 
 
 @app.command()
@@ -86,8 +149,12 @@ def start(
         ),
     ] = None,
     executor: Annotated[
-        ExecutorKind, typer.Option("--executor", help="Where trials run.")
-    ] = ExecutorKind.ray,
+        str,
+        typer.Option(
+            "--executor",
+            help="Where trials run: local, ray, or another registered executor's name.",
+        ),
+    ] = "ray",
     ray_address: Annotated[
         str | None,
         typer.Option("--ray-address", help="Ray cluster (auto, host:6379); default local."),
@@ -115,6 +182,7 @@ def start(
     storage: StorageOpt = None,
 ) -> None:
     """Run (or resume) a study: launch, benchmark and score one server per trial."""
+    from autotune.dispatch import EXECUTORS, ExecutorOptions
     from autotune.engines import get_engine
     from autotune.space.load import load
     from autotune.study.driver import Driver, DriverOptions
@@ -124,25 +192,31 @@ def start(
 
     _quiet_optuna()
     spec = load(space)
-    if simulate and spec.engine.name != "sglang":
-        raise ConfigError(
-            f"--simulate stands in for SGLang, but this space's engine is {spec.engine.name!r}; "
-            "drop --simulate",
-            file=str(space),
-            field="engine.name",
-        )
+    executor_class = EXECUTORS.get_class(executor)
     name = study or spec.name or space.stem
-    engine = get_engine(spec.engine, simulate=simulate)
+    try:
+        engine = get_engine(spec.engine, simulate=simulate)
+    except ConfigError as exc:  # the engine cannot be simulated: locate it in the space file
+        raise ConfigError(exc.message, file=str(space), field=exc.field) from None
     real_engine = get_engine(spec.engine) if simulate else engine
-    on_cluster = executor is ExecutorKind.ray and ray_address is not None
-    if not on_cluster:  # the engine runs here: check its flags before anything starts
-        _preflight(engine, spec)
     study_dir = study_root / name
     gpus = engine.gpus(engine.command(spec.model, _all_args(spec), {})[0])
-    ex = _executor(executor, gpus, ray_address, parallel, str(study_dir / "logs"), simulate)
-    if on_cluster:
-        # On a cluster the engine lives on the GPU nodes: check the flags against its --help there
-        # (once, instead of here too: this machine may not even have the engine).
+    ex_options = ExecutorOptions(
+        gpus_per_trial=gpus,
+        parallel=parallel,
+        address=ray_address,
+        log_dir=str(study_dir / "logs"),
+        simulate=simulate,
+    )
+    here = executor_class.runs_here(ex_options)
+    if here:  # the engine runs here: check its flags before anything starts
+        _preflight(engine, spec)
+    _logger.info("starting executor %s (%s)", executor, ex_options)
+    with console.status(f"starting executor {executor}"):
+        ex = executor_class.create(ex_options)
+    if not here:
+        # Elsewhere the engine lives on the machines that run trials: check the flags against
+        # its --help there (once, instead of here too: this machine may not have the engine).
         try:
             _preflight(engine, spec, help_text=ex.engine_help(spec.engine, simulate=simulate))
         except AutotuneError:
@@ -167,7 +241,7 @@ def start(
     )
     console.print(
         f"[bold]autotune[/] study [cyan]{name}[/] · engine {real_engine.name} · "
-        f"{spec.objective.direction} {spec.objective.metric} · executor {executor.value}"
+        f"{spec.objective.direction} {spec.objective.metric} · executor {executor}"
         f" ({ex.capacity()} at once){sim}"
     )
     try:
@@ -199,7 +273,7 @@ def _quiet_optuna() -> None:
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
 
 
-def _all_args(spec: Any) -> list[str]:
+def _all_args(spec: StudySpec) -> list[str]:
     """Every argument any configuration can produce (for preflight and GPU counting)."""
     args = list(spec.fixed.args)
     for p in spec.parameters:
@@ -210,7 +284,7 @@ def _all_args(spec: Any) -> list[str]:
     return args
 
 
-def _preflight(engine: Any, spec: Any, help_text: str | None = None) -> None:
+def _preflight(engine: Engine, spec: StudySpec, help_text: str | None = None) -> None:
     """Check every flag the space can produce against the engine's ``--help`` (given, else
     this machine's when the engine is installed here) or its bundled flag table."""
     from autotune.engines.preflight import engine_help, preflight
@@ -223,29 +297,6 @@ def _preflight(engine: Any, spec: Any, help_text: str | None = None) -> None:
             err.print(f"[yellow]preflight:[/] {f.message}")
     if errors:
         raise ConfigError(errors[0].message, file=spec.source, field=f"flag {errors[0].flag}")
-
-
-def _executor(
-    kind: ExecutorKind,
-    gpus: int,
-    address: str | None,
-    parallel: int | None,
-    log_dir: str,
-    simulate: bool,
-) -> Any:
-    if kind is ExecutorKind.local:
-        from autotune.dispatch.local import LocalExecutor
-
-        # The stand-in server needs no GPU: simulated trials hold none on this machine.
-        return LocalExecutor(0 if simulate else gpus, parallel)
-    from autotune.dispatch.ray import RayExecutor
-
-    # A local Ray instance for a simulated study gets logical GPUs for the trials it runs.
-    logical = gpus * (parallel or 1) if simulate and address is None else None
-    with console.status("starting Ray" if address is None else f"connecting to Ray at {address}"):
-        return RayExecutor(
-            gpus, address=address, parallel=parallel, log_dir=log_dir, logical_gpus=logical
-        )
 
 
 def _final_report(
@@ -406,7 +457,8 @@ def diagnose(
     engine: Annotated[
         str | None,
         typer.Option(
-            "--engine", help="sglang, vllm, transformers, ... (default: guessed from the log)"
+            "--engine",
+            help="An engine name: sglang, vllm, ... or common (default: guessed from the log).",
         ),
     ] = None,
     exit_code: Annotated[
@@ -415,13 +467,24 @@ def diagnose(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Explain why a server failed: cause, phase, hint and the evidence lines."""
+    from autotune.engines import ENGINES, guess_engine
     from autotune.node.failures import diagnose_file
-    from autotune.rules import load_rules
+    from autotune.rules import load_log
 
     if not logfile.is_file():
         raise ConfigError("no such file; give the path of a saved server log", file=str(logfile))
-    engine = engine or _guess_engine(logfile)
-    failure = diagnose_file(str(logfile), load_rules(engine), exit_code=exit_code)
+    if engine is None:
+        with logfile.open(errors="replace") as fh:
+            engine = guess_engine(fh.read(1 << 20)) or "common"
+        _logger.info("diagnosing %s as a %s log", logfile, engine)
+    if engine == "common":  # no engine: the rules every engine shares
+        rules = list(load_log("common").rules)
+    else:
+        try:
+            rules = list(ENGINES.get_class(engine).log_profile().rules)
+        except ConfigError as exc:
+            raise ConfigError(exc.message, field="--engine") from None
+    failure = diagnose_file(str(logfile), rules, exit_code=exit_code)
     if as_json:
         out = {
             "cause": failure.cause.value,
@@ -443,27 +506,6 @@ def diagnose(
         console.print(f"  [dim]>[/] {line}", markup=False, highlight=False)
 
 
-# Marks that tell which server wrote a log, for `diagnose` without --engine.
-_ENGINE_MARKS = (
-    ("sglang", ("sglang", "The server is fired up and ready to roll", "TP0] ", "Scheduler hit")),
-    ("vllm", ("vllm", "vLLM")),
-    ("transformers", ("transformers", "ContinuousBatching")),
-    ("collective", ("AUTOTUNE_METRICS", "torch.distributed.run", "all_reduce ")),
-)
-
-
-def _guess_engine(path: Path) -> str:
-    """The engine whose marks appear first in the log; ``common`` (shared rules) if none."""
-    with path.open(errors="replace") as fh:
-        head = fh.read(1 << 20)
-    found = [
-        (min(head.find(m) for m in marks if m in head), name)
-        for name, marks in _ENGINE_MARKS
-        if any(m in head for m in marks)
-    ]
-    return min(found)[1] if found else "common"
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app, map errors to one line and an exit code."""
     os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
@@ -474,13 +516,13 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
-    except click.exceptions.Abort:
+    except click.exceptions.Abort:  # Ctrl-C at a prompt: said, not a traceback
         err.print("autotune: aborted")
         return 130
     except click.ClickException as exc:
         exc.show()
         return exc.exit_code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # the driver stopped; resume is safe
         err.print("autotune: interrupted; run the same command again to resume the study")
         return 130
     return 0

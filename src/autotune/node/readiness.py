@@ -98,7 +98,7 @@ class LogWatcher(threading.Thread):
             pass
         try:
             handle = open(self.path, "rb")
-        except OSError:
+        except OSError:  # not written yet: next poll
             return
         with handle:
             while True:

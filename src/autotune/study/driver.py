@@ -188,13 +188,7 @@ class Driver:
         """Kill trial servers a dead driver or worker left, wherever trials run."""
         log_dir = str(self.log_dir.resolve())
         try:
-            reap = getattr(self.executor, "reap_orphans", None)
-            if reap is not None:
-                reap(log_dir)
-            else:  # trials run on this host
-                from autotune.node.process import reap_orphans
-
-                reap_orphans()
+            self.executor.reap_orphans(log_dir)
         except Exception:  # best effort: every trial re-checks its node before launch
             _logger.warning("reaping orphaned trial servers failed", exc_info=True)
 

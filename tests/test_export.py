@@ -30,11 +30,29 @@ HF = "hf_" + "Xy7" * 12
 
 # The real SGLang command as the driver stores it: {host}/{port} are filled on the node.
 BEST_ARGV = [
-    "python3", "-m", "sglang.launch_server", "--model-path", "/models/Kimi K2.5 (int4)",
-    "--tp", "8", "--chunked-prefill-size", "8192", "--attention-backend", "fa3",
-    "--enable-torch-compile", "--json-model-override-args", '{"rope": "x y", "n": 1}',
-    "--served-model-name", "it's $HOME; rm -rf /", "--api-key", "s3cr3t-key",
-    "--host", "{host}", "--port", "{port}", "--dist-init-addr={host}:5000",
+    "python3",
+    "-m",
+    "sglang.launch_server",
+    "--model-path",
+    "/models/Kimi K2.5 (int4)",
+    "--tp",
+    "8",
+    "--chunked-prefill-size",
+    "8192",
+    "--attention-backend",
+    "fa3",
+    "--enable-torch-compile",
+    "--json-model-override-args",
+    '{"rope": "x y", "n": 1}',
+    "--served-model-name",
+    "it's $HOME; rm -rf /",
+    "--api-key",
+    "s3cr3t-key",
+    "--host",
+    "{host}",
+    "--port",
+    "{port}",
+    "--dist-init-addr={host}:5000",
 ]
 BEST_ENV = {
     "NCCL_PROTO": "LL,LL128",
@@ -47,15 +65,28 @@ def make_study(path: Path, *, simulated: bool = False) -> optuna.Study:
     study = optuna.create_study(
         storage=f"sqlite:///{path / 'study.db'}", study_name="kimi", direction="maximize"
     )
-    Ledger(study).write_study(StudyRecord(
-        name="kimi", metric="output_tok_s", simulated=simulated, engine="sglang",
-        space={"engine": {"name": "sglang", "version": "0.5.9"}},
-    ))
+    Ledger(study).write_study(
+        StudyRecord(
+            name="kimi",
+            metric="output_tok_s",
+            simulated=simulated,
+            engine="sglang",
+            space={"engine": {"name": "sglang", "version": "0.5.9"}},
+        )
+    )
     return study
 
 
-def add(study: optuna.Study, outcome: str, value: float, *, params: dict[str, Any],
-        argv: list[str], env: dict[str, str], baseline: bool = False) -> None:
+def add(
+    study: optuna.Study,
+    outcome: str,
+    value: float,
+    *,
+    params: dict[str, Any],
+    argv: list[str],
+    env: dict[str, str],
+    baseline: bool = False,
+) -> None:
     ok = outcome == "ok"
     study.add_trial(
         create_trial(
@@ -63,12 +94,19 @@ def add(study: optuna.Study, outcome: str, value: float, *, params: dict[str, An
             value=value if ok else 1e12,  # a crash's penalty must never be exported
             params=params,
             distributions={k: DISTS[k] for k in params},
-            user_attrs=trial_attrs(TrialRecord(
-                number=0, state="COMPLETE", outcome=outcome,  # type: ignore[arg-type]
-                config=params, argv=argv, env=env, baseline=baseline,
-                simulated=Ledger(study).study_record().simulated,
-                metrics={"output_tok_s": value} if ok else {},
-            )),
+            user_attrs=trial_attrs(
+                TrialRecord(
+                    number=0,
+                    state="COMPLETE",
+                    outcome=outcome,  # type: ignore[arg-type]
+                    config=params,
+                    argv=argv,
+                    env=env,
+                    baseline=baseline,
+                    simulated=Ledger(study).study_record().simulated,
+                    metrics={"output_tok_s": value} if ok else {},
+                )
+            ),
         )
     )
 
@@ -87,12 +125,31 @@ def redacted_argv() -> list[str]:
 def study(tmp_path: Path) -> optuna.Study:
     s = make_study(tmp_path)
     base = {"chunked_prefill_size": 4096, "attention_backend": "triton"}
-    add(s, "ok", 1000.0, params=base, argv=["python3", "-m", "sglang.launch_server"], env={},
-        baseline=True)
-    add(s, "crashed", 0.0, params={"chunked_prefill_size": 16384, "attention_backend": "fa3"},
-        argv=["python3", "crash"], env={})
-    add(s, "ok", 1250.0, params={"chunked_prefill_size": 8192, "attention_backend": "fa3"},
-        argv=BEST_ARGV, env=BEST_ENV)
+    add(
+        s,
+        "ok",
+        1000.0,
+        params=base,
+        argv=["python3", "-m", "sglang.launch_server"],
+        env={},
+        baseline=True,
+    )
+    add(
+        s,
+        "crashed",
+        0.0,
+        params={"chunked_prefill_size": 16384, "attention_backend": "fa3"},
+        argv=["python3", "crash"],
+        env={},
+    )
+    add(
+        s,
+        "ok",
+        1250.0,
+        params={"chunked_prefill_size": 8192, "attention_backend": "fa3"},
+        argv=BEST_ARGV,
+        env=BEST_ENV,
+    )
     return s
 
 
@@ -130,10 +187,7 @@ def test_sh_runs_in_bash_with_the_exact_argv_and_env(study: optuna.Study, tmp_pa
     path = tmp_path / "best.sh"
     path.write_text(export(study, "sh", port=31000))
     out = tmp_path / "seen"
-    probe = (
-        'python3() { printf "%s\\0" "$@" > "$OUT/argv"; env -0 > "$OUT/env"; }; '
-        'source "$1"'
-    )
+    probe = 'python3() { printf "%s\\0" "$@" > "$OUT/argv"; env -0 > "$OUT/env"; }; source "$1"'
     environ = {"PATH": os.environ["PATH"], "OUT": str(out), "HF_TOKEN": "mine"}
     out.mkdir()
     assert BASH is not None
@@ -154,7 +208,9 @@ def test_sh_insists_on_redacted_secret(study: optuna.Study, tmp_path: Path) -> N
     assert BASH is not None
     proc = subprocess.run(
         [BASH, "-c", 'python3() { echo launched; }; source "$1"', "probe", str(path)],
-        env={"PATH": os.environ["PATH"]}, capture_output=True, text=True,
+        env={"PATH": os.environ["PATH"]},
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode != 0
     assert "launched" not in proc.stdout

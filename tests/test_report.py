@@ -27,10 +27,15 @@ def make_study(
     study = optuna.create_study(
         storage=f"sqlite:///{path / 'study.db'}", study_name=name, direction=direction
     )
-    Ledger(study).write_study(StudyRecord(
-        name=name, metric="output_tok_s", direction=direction,  # type: ignore[arg-type]
-        simulated=simulated, engine="sglang",
-    ))
+    Ledger(study).write_study(
+        StudyRecord(
+            name=name,
+            metric="output_tok_s",
+            direction=direction,  # type: ignore[arg-type]
+            simulated=simulated,
+            engine="sglang",
+        )
+    )
     return study
 
 
@@ -50,8 +55,12 @@ def add(
 ) -> None:
     """Add a trial the way the driver stores one (through the ledger's encoding)."""
     params = params or {"chunked_prefill_size": 4096, "attention_backend": "fa3"}
-    fields: dict[str, Any] = {"config": params, "baseline": baseline,
-                              "timings": {"total_s": total_s}, "outcome": outcome}
+    fields: dict[str, Any] = {
+        "config": params,
+        "baseline": baseline,
+        "timings": {"total_s": total_s},
+        "outcome": outcome,
+    }
     if value is not None:
         fields["metrics"] = {"output_tok_s": value, "ttft_p99_ms": 120.0}
     if cause:
@@ -65,8 +74,11 @@ def add(
         trial_value = told if told is not None else (value if value is not None else 0.0)
     study.add_trial(
         create_trial(
-            state=state, value=trial_value, params=params,
-            distributions={k: DISTS[k] for k in params}, user_attrs=ua,
+            state=state,
+            value=trial_value,
+            params=params,
+            distributions={k: DISTS[k] for k in params},
+            user_attrs=ua,
         )
     )
 
@@ -76,14 +88,31 @@ def study(tmp_path: Path) -> optuna.Study:
     s = make_study(tmp_path)
     add(s, "ok", value=1000.0, baseline=True)  # 0
     add(s, "ok", value=1300.0, params={"chunked_prefill_size": 8192, "attention_backend": "fa3"})
-    # A crash is told COMPLETE with a penalty; here a penalty that would win if believed.
-    add(s, "crashed", told=1e9, cause="kv_pool_oom", phase="memory_pool", hint="lower it",
-        params={"chunked_prefill_size": 16384, "attention_backend": "triton"})  # 2
+    # A crash told COMPLETE with a penalty (how early studies told them) that would win if believed.
+    add(
+        s,
+        "crashed",
+        told=1e9,
+        cause="kv_pool_oom",
+        phase="memory_pool",
+        hint="lower it",
+        params={"chunked_prefill_size": 16384, "attention_backend": "triton"},
+    )  # 2
     add(s, "ok", value=1300.0, params={"chunked_prefill_size": 2048, "attention_backend": "triton"})
-    add(s, "slo_violated", value=5000.0, params={"chunked_prefill_size": 1024,
-                                                  "attention_backend": "flashinfer"})  # 4
-    add(s, "crashed", told=1e9, cause="kv_pool_oom", phase="memory_pool",
-        params={"chunked_prefill_size": 16384, "attention_backend": "fa3"})  # 5
+    add(
+        s,
+        "slo_violated",
+        value=5000.0,
+        params={"chunked_prefill_size": 1024, "attention_backend": "flashinfer"},
+    )  # 4
+    add(
+        s,
+        "crashed",
+        told=1e9,
+        cause="kv_pool_oom",
+        phase="memory_pool",
+        params={"chunked_prefill_size": 16384, "attention_backend": "fa3"},
+    )  # 5
     add(s, "pruned", cause="dead_end", phase="launch")  # 6
     add(s, None, state=TrialState.RUNNING)  # 7
     return optuna.load_study(study_name="demo", storage=s._storage)
@@ -92,8 +121,16 @@ def study(tmp_path: Path) -> optuna.Study:
 def test_rows_follow_outcome_not_optuna_value(study: optuna.Study) -> None:
     rs = report.rows(study)
     assert [r.number for r in rs] == list(range(8))
-    assert [r.label for r in rs] == ["ok", "ok", "crashed", "ok", "slo_violated", "crashed",
-                                     "pruned", "running"]
+    assert [r.label for r in rs] == [
+        "ok",
+        "ok",
+        "crashed",
+        "ok",
+        "slo_violated",
+        "crashed",
+        "pruned",
+        "running",
+    ]
     assert rs[2].value is None  # never the penalty
     assert rs[4].value == 5000.0  # measured, though infeasible
     assert rs[0].baseline and not rs[1].baseline
@@ -129,7 +166,11 @@ def test_summary(study: optuna.Study) -> None:
     assert s.outcomes == {"ok": 3, "crashed": 2, "slo_violated": 1, "pruned": 1, "running": 1}
     assert s.causes == {"kv_pool_oom": 2, "dead_end": 1}
     assert (s.best_trial, s.best_value, s.baseline_trial, s.baseline_value) == (
-        1, 1300.0, 0, 1000.0)
+        1,
+        1300.0,
+        0,
+        1000.0,
+    )
     assert s.gain_pct == pytest.approx(30.0)
     assert s.simulated is False
     assert s.metric == "output_tok_s" and s.direction == "maximize"
@@ -146,9 +187,13 @@ def test_status_data_is_json(study: optuna.Study) -> None:
 
 @pytest.mark.parametrize(
     ("best", "base", "direction", "gain"),
-    [(130.0, 100.0, "maximize", 30.0), (80.0, 100.0, "minimize", 20.0),
-     (120.0, 100.0, "minimize", -20.0), (1.0, 0.0, "maximize", None),
-     (1.0, None, "maximize", None)],
+    [
+        (130.0, 100.0, "maximize", 30.0),
+        (80.0, 100.0, "minimize", 20.0),
+        (120.0, 100.0, "minimize", -20.0),
+        (1.0, 0.0, "maximize", None),
+        (1.0, None, "maximize", None),
+    ],
 )
 def test_gain_pct(best: float, base: float | None, direction: str, gain: float | None) -> None:
     got = report.gain_pct(best, base, direction)
@@ -206,8 +251,11 @@ def test_ok_study_holds_only_ok_trials(study: optuna.Study) -> None:
 def test_plots_write_pngs(study: optuna.Study, tmp_path: Path) -> None:
     out = tmp_path / "plots"
     files = report.plots(study, out)
-    assert {f.name for f in files} == {"optimization_history.png", "param_importances.png",
-                                       "outcomes.png"}
+    assert {f.name for f in files} == {
+        "optimization_history.png",
+        "param_importances.png",
+        "outcomes.png",
+    }
     for f in files:
         assert f.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert set(report.importances(study)) == {"chunked_prefill_size", "attention_backend"}
@@ -216,8 +264,14 @@ def test_plots_write_pngs(study: optuna.Study, tmp_path: Path) -> None:
 def test_plots_skip_importances_with_one_ok_trial(tmp_path: Path) -> None:
     s = make_study(tmp_path, simulated=True)
     add(s, "ok", value=10.0)
-    add(s, "crashed", told=0.0, cause="cuda_oom", phase="load",
-        params={"chunked_prefill_size": 1024, "attention_backend": "triton"})
+    add(
+        s,
+        "crashed",
+        told=0.0,
+        cause="cuda_oom",
+        phase="load",
+        params={"chunked_prefill_size": 1024, "attention_backend": "triton"},
+    )
     files = report.plots(s, tmp_path / "p")
     assert {f.name for f in files} == {"optimization_history.png", "outcomes.png"}
     assert report.importances(s) == {}

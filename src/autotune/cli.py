@@ -420,8 +420,26 @@ def diagnose(
 
     if not logfile.is_file():
         raise ConfigError("no such file; give the path of a saved server log", file=str(logfile))
+    from rich.markup import escape
+
     engine = engine or _guess_engine(logfile)
     failure = diagnose_file(str(logfile), load_rules(engine), exit_code=exit_code)
+    if failure is None:
+        # No rule matched, no exception, no bad exit code: a healthy log, not an "unknown".
+        if as_json:
+            out_ok: dict[str, Any] = {
+                "cause": "ok",
+                "phase": None,
+                "hint": "",
+                "evidence": [],
+                "message": "no failure found",
+                "rule": None,
+                "blame": [],
+            }
+            sys.stdout.write(json.dumps(out_ok, indent=2) + "\n")
+        else:
+            console.print("[bold green]ok[/]: no failure found in the log")
+        return
     if as_json:
         out = {
             "cause": failure.cause.value,
@@ -434,13 +452,14 @@ def diagnose(
         }
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return
+    # Log text is escaped: a line such as "[TensorRT-LLM][ERROR] ..." is not markup.
     console.print(f"[bold red]{failure.cause.value}[/] at [bold]{failure.phase.value}[/]")
     if failure.message:
-        console.print(f"  {failure.message}")
+        console.print(f"  {escape(failure.message)}")
     if failure.hint:
-        console.print(f"[bold]hint:[/] {failure.hint}")
+        console.print(f"[bold]hint:[/] {escape(failure.hint)}")
     for line in failure.evidence:
-        console.print(f"  [dim]>[/] {line}", markup=False, highlight=False)
+        console.print(f"  [dim]>[/] {escape(line)}")
 
 
 # Marks that tell which server wrote a log, for `diagnose` without --engine.

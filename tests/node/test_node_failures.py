@@ -31,7 +31,7 @@ CASES = [
         {},
         Cause.KV_POOL_OOM,
         Phase.MEMORY_POOL,
-        "sglang.kv_pool_oom",
+        "common.kv_pool_oom",
         [],
     ),
     (
@@ -47,7 +47,7 @@ CASES = [
         {},
         Cause.CUDA_GRAPH_CAPTURE,
         Phase.GRAPH_CAPTURE,
-        "sglang.cuda_graph_capture",
+        "common.graph_capture",
         [],
     ),
     (
@@ -58,7 +58,7 @@ CASES = [
         {},
         Cause.CUDA_OOM,
         Phase.BENCHMARK,
-        "sglang.runtime_kv_oom",
+        "common.runtime_kv_oom",
         [],
     ),
     (
@@ -69,7 +69,7 @@ CASES = [
         {},
         Cause.CUDA_OOM,
         Phase.BENCHMARK,
-        "sglang.runtime_kv_oom",
+        "common.runtime_kv_oom",
         [],
     ),
     (
@@ -80,7 +80,7 @@ CASES = [
         {},
         Cause.CUDA_OOM,
         Phase.BENCHMARK,
-        "sglang.cuda_oom",
+        "common.cuda_oom",
         [],
     ),
     (
@@ -261,7 +261,7 @@ CASES = [
         {},
         Cause.KV_POOL_OOM,
         Phase.MEMORY_POOL,
-        "vllm.kv_pool_oom",
+        "common.kv_pool_oom",
         [],
     ),
     (
@@ -397,7 +397,7 @@ def test_first_rule_in_order_wins_and_user_rules_come_first() -> None:
     engine_rules = load_rules("sglang")
     assert (
         classify(lines, engine_rules, phase=Phase.LOAD, exit_code=-9, argv=[], env={}).rule
-        == "sglang.kv_pool_oom"
+        == "common.kv_pool_oom"
     )
     mine = Rule(id="user.sched", pattern="Scheduler hit", cause=Cause.ASSERTION, hint="mine")
     failure = classify(
@@ -426,7 +426,7 @@ def test_symm_mem_warning_is_not_a_failure() -> None:
 def test_catch_all_rule_reports_the_traceback_message() -> None:
     lines = [SCHED, FRAME, "KeyError: 'rope_theta'", SIGQUIT]
     failure = classify(lines, load_rules("sglang"), phase=Phase.LOAD, exit_code=-9, argv=[], env={})
-    assert failure.rule == "sglang.scheduler_exception"
+    assert failure.rule == "common.scheduler_exception"
     assert failure.cause == Cause.UNKNOWN
     assert failure.message == "KeyError: 'rope_theta'"
 
@@ -517,10 +517,10 @@ def test_unknown_engine_gets_common_rules_only() -> None:
     assert [r.id for r in load_rules("../sglang")] == ids
     sglang = [r.id for r in load_rules("sglang")]
     # engine rules, then common rules, then the engine's catch-alls, then common catch-alls
-    assert sglang.index("sglang.kv_pool_oom") < sglang.index("common.cuda_oom")
-    assert sglang.index("common.assertion") < sglang.index("sglang.scheduler_exception")
-    assert sglang.index("common.nccl_error") < sglang.index("sglang.scheduler_exception")
-    assert sglang.index("sglang.scheduler_exception") < sglang.index("common.nccl_remote")
+    assert sglang.index("common.kv_pool_oom") < sglang.index("common.cuda_oom")
+    assert sglang.index("common.assertion") < sglang.index("common.scheduler_exception")
+    assert sglang.index("common.nccl_error") < sglang.index("common.scheduler_exception")
+    assert sglang.index("common.scheduler_exception") < sglang.index("common.nccl_remote")
 
 
 def test_every_bundled_rule_file_loads() -> None:
@@ -583,9 +583,12 @@ def test_transformers_517_unknown_attention_is_invalid_argument_and_blames_the_f
         "kernel (e.g. 'kernels-community/flash-attn2')."
     )
     failure = classify(
-        ["Traceback (most recent call last):", line], load_rules("transformers"),
-        phase=Phase.LOAD, exit_code=1,
-        argv=["serve", "--attn-implementation", "nonexistent_attn"], env={},
+        ["Traceback (most recent call last):", line],
+        load_rules("transformers"),
+        phase=Phase.LOAD,
+        exit_code=1,
+        argv=["serve", "--attn-implementation", "nonexistent_attn"],
+        env={},
     )
     assert failure.cause is Cause.INVALID_ARGUMENT
     assert failure.blame == ["--attn-implementation"]

@@ -1,27 +1,36 @@
-"""Failure rules shipped with autotune: one YAML file per engine plus ``common.yaml``.
+"""Failure rules shipped with autotune: ``common.yaml`` for every engine, one file per engine.
 
-A rule file has two ordered lists, ``rules`` (specific causes) and ``fallback`` (catch-all
-lines such as "Scheduler hit an exception" that only say *that* something failed)::
+``common.yaml`` recognises every family of failure from the messages of the engines and
+libraries autotune meets (SGLang, vLLM, TensorRT-LLM, transformers, PyTorch, NCCL, Ray, the
+kernel), so an engine with no file of its own, the ``command`` engine included, still gets
+them all. An engine's file adds to them: rules that need its flags (to blame them), and the
+engine's own hints, which name the flags *that* engine has::
 
-    rules:
-      - id: sglang.kv_pool_oom
-        pattern: 'Not enough memory\\. Please try to increase --mem-fraction-static'
-        cause: kv_pool_oom          # a models.Cause value
-        phase: memory_pool          # optional; default: the phase reached
+    rules:                          # specific causes, most specific first
+      - id: sglang.flashinfer_arch
+        pattern: 'No supported CUDA architectures found'
+        cause: arch_unsupported     # a models.Cause value
+        phase: graph_capture        # optional; default: inferred from the log
+        near: 'capture'             # optional; must also match within a few lines
         hint: ...
         permanent: true             # false: may pass on a retry
         blame: [--some-flag, SOME_ENV]
         fatal: true                 # false: evidence only, does not end a trial by itself
-    fallback: [...]
+    fallback: [...]                 # catch-all lines ("Scheduler hit an exception")
+    hints:                          # engine files only
+      kv_pool_oom: '...'            # by cause: replaces the hint of every rule of that cause
+      common.cuda_oom:              # by rule id (wins over the cause)
+        default: '...'
+        graph_capture: '...'        # by phase: used when the failure happened then
 
 :func:`load_rules` orders them engine rules, common rules, engine fallback, common fallback,
-so every specific cause is tried before any catch-all.
+so every specific cause is tried before any catch-all, and applies the engine's hints.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -31,12 +40,17 @@ import yaml
 from pydantic import ValidationError
 
 from autotune.errors import ConfigError
-from autotune.models import Rule
+from autotune.models import Cause, Phase, Rule
 
-__all__ = ["load_rule_file", "load_rules", "user_rules"]
+__all__ = ["Hints", "engine_hints", "load_rule_file", "load_rules", "user_rules"]
 
-_SECTIONS = ("rules", "fallback")
+_SECTIONS = ("rules", "fallback", "hints")
 _ENGINE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+_CAUSES = {c.value for c in Cause}
+_PHASES = {p.value for p in Phase}
+
+# key (a cause value or a rule id) -> (default hint or None, ((phase, hint), ...))
+Hints = dict[str, tuple[str | None, tuple[tuple[Phase, str], ...]]]
 
 
 class _LineLoader(yaml.SafeLoader):  # type: ignore[misc]
@@ -52,7 +66,57 @@ def _mapping_with_line(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_with_line)
 
 
-def _parse(text: str, file: str) -> tuple[list[Rule], list[Rule]]:
+def _rule(item: Any, file: str, where: str) -> tuple[Rule, int | None]:
+    if not isinstance(item, dict):
+        raise ConfigError("each rule is a mapping", file=file, field=where)
+    line = item.pop("__line__", None)
+    try:
+        rule = Rule.model_validate(item)
+        re.compile(rule.pattern)
+        if rule.near is not None:
+            re.compile(rule.near)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(
+            first["msg"], file=file, line=line, field=f"{where}.{loc}" if loc else where
+        ) from None
+    except re.error as exc:
+        raise ConfigError(
+            f"not a valid regular expression: {exc}", file=file, line=line, field=where
+        ) from None
+    return rule, line
+
+
+def _hints(data: Any, file: str) -> Hints:
+    if not isinstance(data, dict):
+        raise ConfigError("must map a cause or rule id to a hint", file=file, field="hints")
+    line = data.pop("__line__", None)
+    out: Hints = {}
+    for key, value in data.items():
+        where = f"hints.{key}"
+        if isinstance(value, str):
+            out[str(key)] = (value, ())
+            continue
+        if not isinstance(value, dict):
+            raise ConfigError(
+                "a hint is a string or a phase -> hint mapping", file=file, line=line, field=where
+            )
+        value.pop("__line__", None)
+        default = value.pop("default", None)
+        bad = sorted(set(value) - _PHASES)
+        if bad or (default is not None and not isinstance(default, str)):
+            raise ConfigError(
+                f"unknown phase(s) {bad} (allowed: default, {', '.join(sorted(_PHASES))})",
+                file=file,
+                line=line,
+                field=where,
+            )
+        out[str(key)] = (default, tuple((Phase(p), str(h)) for p, h in value.items()))
+    return out
+
+
+def _parse(text: str, file: str) -> tuple[list[Rule], list[Rule], Hints]:
     try:
         data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
@@ -60,47 +124,29 @@ def _parse(text: str, file: str) -> tuple[list[Rule], list[Rule]]:
         line = mark.line + 1 if mark is not None else None
         raise ConfigError(f"not valid YAML: {exc}", file=file, line=line) from None
     if data is None:
-        return [], []
+        return [], [], {}
     if not isinstance(data, dict):
         raise ConfigError("a rule file is a mapping with `rules:` and `fallback:` lists", file=file)
     data.pop("__line__", None)
     unknown = set(data) - set(_SECTIONS)
     if unknown:
         raise ConfigError(
-            f"unknown section(s) {sorted(unknown)} (allowed: rules, fallback)", file=file
+            f"unknown section(s) {sorted(unknown)} (allowed: rules, fallback, hints)", file=file
         )
     out: tuple[list[Rule], list[Rule]] = ([], [])
     seen: set[str] = set()
-    for section, target in zip(_SECTIONS, out, strict=True):
+    for section, target in (("rules", out[0]), ("fallback", out[1])):
         items = data.get(section) or []
         if not isinstance(items, list):
             raise ConfigError("must be a list of rules", file=file, field=section)
         for index, item in enumerate(items):
-            if not isinstance(item, dict):
-                raise ConfigError("each rule is a mapping", file=file, field=f"{section}[{index}]")
-            line = item.pop("__line__", None)
-            where = f"{section}[{index}]"
-            try:
-                rule = Rule.model_validate(item)
-                re.compile(rule.pattern)
-            except ValidationError as exc:
-                first = exc.errors()[0]
-                loc = ".".join(str(p) for p in first["loc"])
-                raise ConfigError(
-                    first["msg"], file=file, line=line, field=f"{where}.{loc}" if loc else where
-                ) from None
-            except re.error as exc:
-                raise ConfigError(
-                    f"not a valid regular expression: {exc}",
-                    file=file,
-                    line=line,
-                    field=f"{where}.pattern",
-                ) from None
+            rule, line = _rule(item, file, f"{section}[{index}]")
             if rule.id in seen:
                 raise ConfigError(f"duplicate rule id {rule.id!r}", file=file, line=line)
             seen.add(rule.id)
             target.append(rule)
-    return out
+    hints = _hints(data["hints"], file) if data.get("hints") is not None else {}
+    return out[0], out[1], hints
 
 
 def load_rule_file(path: str | Path) -> list[Rule]:
@@ -109,29 +155,57 @@ def load_rule_file(path: str | Path) -> list[Rule]:
     Raises:
         ConfigError: the file is not valid YAML, or a rule is invalid (names file:line, field).
     """
-    specific, fallback = _parse(Path(path).read_text(encoding="utf-8"), str(path))
+    specific, fallback, _ = _parse(Path(path).read_text(encoding="utf-8"), str(path))
     return specific + fallback
 
 
 @lru_cache(maxsize=32)
-def _bundled(name: str) -> tuple[tuple[Rule, ...], tuple[Rule, ...]]:
+def _bundled(name: str) -> tuple[tuple[Rule, ...], tuple[Rule, ...], tuple[tuple[str, Any], ...]]:
     resource = resources.files(__name__) / f"{name}.yaml"
     if not resource.is_file():
-        return (), ()
-    specific, fallback = _parse(resource.read_text(encoding="utf-8"), f"{name}.yaml")
-    return tuple(specific), tuple(fallback)
+        return (), (), ()
+    specific, fallback, hints = _parse(resource.read_text(encoding="utf-8"), f"{name}.yaml")
+    return tuple(specific), tuple(fallback), tuple(hints.items())
+
+
+def engine_hints(engine: str) -> Hints:
+    """The hints section of ``engine``'s bundled rule file (empty for an unknown engine)."""
+    if not _ENGINE_NAME.match(engine):
+        return {}
+    return dict(_bundled(engine)[2])
+
+
+def _with_hints(
+    rule: Rule, hints: Mapping[str, tuple[str | None, tuple[tuple[Phase, str], ...]]]
+) -> Rule:
+    found = hints.get(rule.id) or hints.get(rule.cause.value)
+    if found is None:
+        return rule
+    default, by_phase = found
+    return rule.model_copy(
+        update={"hint": default or rule.hint, "phase_hints": by_phase or rule.phase_hints}
+    )
 
 
 def load_rules(engine: str) -> list[Rule]:
     """The bundled rules for ``engine``, most specific first, common rules included.
 
-    An engine without its own file (or an unknown name) gets the common rules only.
+    An engine without its own file (or an unknown name) gets the common rules only, with
+    their engine-neutral hints; an engine's ``hints`` replace those of the rules they name.
     """
-    common, common_fallback = _bundled("common")
+    common, common_fallback, _ = _bundled("common")
     if engine == "common" or not _ENGINE_NAME.match(engine):
         return [*common, *common_fallback]
-    own, own_fallback = _bundled(engine)
-    return [*own, *common, *own_fallback, *common_fallback]
+    own, own_fallback, _ = _bundled(engine)
+    hints = engine_hints(engine)
+    ordered = [*own, *common, *own_fallback, *common_fallback]
+    return [_with_hints(rule, hints) for rule in ordered]
+
+
+def check_hint_keys(engine: str) -> list[str]:
+    """Hint keys of ``engine`` that name neither a cause nor a rule it loads (for tests)."""
+    ids = {r.id for r in load_rules(engine)}
+    return sorted(k for k in engine_hints(engine) if k not in _CAUSES and k not in ids)
 
 
 def user_rules(rules: Sequence[Any]) -> list[Rule]:

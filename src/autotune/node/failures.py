@@ -263,13 +263,41 @@ def _last_exception(stripped: Sequence[str]) -> int | None:
     return None
 
 
+_TRACE_LINE = re.compile(
+    r"^(Traceback|File |During handling|The above exception|Stack \(most recent|Current thread|"
+    r"Thread 0x|Fatal Python error|frame #|\*\*\* SIGSEGV|PC: @|\^+$|\d+\s+0x[0-9a-f]+ )"
+)
+
+
+def _in_trace(text: str) -> bool:
+    """Whether a (prefix-stripped) line belongs to a traceback or a native stack dump."""
+    return (
+        not text.strip()
+        or text[0].isspace()
+        or bool(_TRACE_LINE.match(text))
+        or _is_exception(text)
+    )
+
+
+def _trace_block(stripped: Sequence[str], at: int) -> Sequence[str]:
+    """The traceback (or stack dump) around index ``at``: its frames, not the progress lines
+    logged before it, which belong to earlier phases."""
+    start = at
+    while start > 0 and at - start < BLOCK_BEFORE and _in_trace(stripped[start - 1]):
+        start -= 1
+    end = at + 1
+    while end < len(stripped) and end - at < BLOCK_AFTER and _in_trace(stripped[end]):
+        end += 1
+    return stripped[start:end]
+
+
 def phase_in_block(stripped: Sequence[str], at: int) -> Phase | None:
-    """The phase the frames and lines around index ``at`` point to, if any.
+    """The phase the frames of the traceback around index ``at`` point to, if any.
 
     Start-up frames win over serving frames: a profile run or a graph capture runs the model's
     forward, so "execute_model" under "profile_run" still means the memory pool was being sized.
     """
-    block = stripped[max(0, at - BLOCK_BEFORE) : at + BLOCK_AFTER + 1]
+    block = _trace_block(stripped, at)
     found = {phase for phase, regex in _PHASE_MARKERS if any(regex.search(x) for x in block)}
     order = list(Phase)
     if found & {Phase.MEMORY_POOL, Phase.GRAPH_CAPTURE}:

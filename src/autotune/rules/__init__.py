@@ -75,6 +75,11 @@ def _rule(item: Any, file: str, where: str) -> tuple[Rule, int | None]:
         re.compile(rule.pattern)
         if rule.near is not None:
             re.compile(rule.near)
+            if rule.fatal:
+                # The log watcher sees one line at a time and cannot check `near`.
+                raise ConfigError(
+                    "a rule with `near` must be `fatal: false`", file=file, line=line, field=where
+                )
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])

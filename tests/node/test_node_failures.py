@@ -8,7 +8,14 @@ import pytest
 
 from autotune.errors import ConfigError
 from autotune.models import Cause, Milestone, Phase, Rule
-from autotune.node.failures import KILLED_HINT, blamed, classify, diagnose_file, phase_reached
+from autotune.node.failures import (
+    KILLED_HINT,
+    blamed,
+    classify,
+    diagnose_file,
+    phase_reached,
+    strip_prefix,
+)
 from autotune.rules import load_rule_file, load_rules, user_rules
 
 SCHED = "[2026-01-01 10:00:05 TP0] Scheduler hit an exception: Traceback (most recent call last):"
@@ -592,3 +599,141 @@ def test_transformers_517_unknown_attention_is_invalid_argument_and_blames_the_f
     )
     assert failure.cause is Cause.INVALID_ARGUMENT
     assert failure.blame == ["--attn-implementation"]
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("[2025-01-01 10:00:00 TP0] RuntimeError: boom", "RuntimeError: boom"),
+        ("[2025-07-02 07:41:59 DP1 TP1] Load weight end.", "Load weight end."),
+        (
+            "(VllmWorker rank=0 pid=1) ERROR 01-01 12:00:00 [engine.py:1] ValueError: x",
+            "ValueError: x",
+        ),
+        (
+            '(EngineCore_DP0 pid=9) ERROR 03-10 14:43:46 [core.py:1100]   File "a.py"',
+            '  File "a.py"',
+        ),
+        (
+            "ERROR 11-18 18:07:28 engine.py:366] ValueError: No available",
+            "ValueError: No available",
+        ),
+        ("(pid=123) ray.exceptions.RayTaskError: x", "ray.exceptions.RayTaskError: x"),
+        (
+            "(raylet) [2025-12-07 09:57:19,206 E 393 393] (raylet) node_manager.cc:3277: x",
+            "node_manager.cc:3277: x",
+        ),
+        ("[rank0]:[E626 06:24:44.9 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog", "Watchdog"),
+        ("vllm-1  | ERROR 11-18 18:07:28 engine.py:366] ValueError: y", "ValueError: y"),
+        (
+            "2024-04-27 10:13:05 | ERROR | stderr | Traceback (most recent call last):",
+            "Traceback (most recent call last):",
+        ),
+        (
+            "host:123:456 [0] enqueue.cc:170 NCCL WARN Unrecognized",
+            "enqueue.cc:170 NCCL WARN Unrecognized",
+        ),
+        ("RuntimeError: no prefix", "RuntimeError: no prefix"),
+    ],
+)
+def test_prefixes_of_multi_process_engines_are_stripped(line: str, message: str) -> None:
+    assert strip_prefix(line) == message
+
+
+def test_anchored_rules_match_prefixed_lines() -> None:
+    lines = [
+        '(VllmWorker rank=1 pid=7) ERROR 01-01 12:00:00 [x.py:1]   File "y.py", line 2',
+        "(VllmWorker rank=1 pid=7) ERROR 01-01 12:00:00 [x.py:1] AssertionError: topk must be 1",
+    ]
+    failure = classify(lines, load_rules("vllm"), phase=Phase.LOAD, exit_code=1, argv=[], env={})
+    assert (failure.cause, failure.rule) == (Cause.ASSERTION, "common.assertion")
+    assert failure.message == "AssertionError: topk must be 1"
+
+
+def test_a_pattern_can_span_lines() -> None:
+    rule = Rule(
+        id="two", pattern=r"ImportError: \n\[sgl_kernel\] CRITICAL", cause=Cause.IMPORT_ERROR
+    )
+    lines = ["noise", "[2026-01-01 10:00:00] ImportError: ", "[sgl_kernel] CRITICAL: no ops", "x"]
+    failure = classify(lines, [rule], phase=Phase.LAUNCH, exit_code=1, argv=[], env={})
+    assert failure.rule == "two"
+    assert failure.evidence[0] == "noise" and lines[1] in failure.evidence
+    assert (
+        classify(
+            ["ImportError: ", "other"], [rule], phase=Phase.LAUNCH, exit_code=1, argv=[], env={}
+        ).rule
+        is None
+    )
+
+
+def test_near_needs_the_context_line() -> None:
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB"
+    rules = load_rules("command")
+    alloc = classify(
+        ['  File "mem_cache/memory_pool.py", line 9, in _create_buffers', oom],
+        rules,
+        phase=Phase.LOAD,
+        exit_code=1,
+        argv=[],
+        env={},
+    )
+    assert (alloc.cause, alloc.rule) == (Cause.KV_POOL_OOM, "common.kv_pool_alloc_oom")
+    serving = classify(
+        ['  File "scheduler.py", line 9, in run_batch', oom],
+        rules,
+        phase=Phase.BENCHMARK,
+        exit_code=1,
+        argv=[],
+        env={},
+    )
+    assert (serving.cause, serving.rule, serving.phase) == (
+        Cause.CUDA_OOM,
+        "common.cuda_oom",
+        Phase.BENCHMARK,
+    )
+
+
+def test_a_rule_with_near_must_not_be_fatal(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("rules:\n  - id: a\n    pattern: x\n    near: y\n    cause: unknown\n")
+    with pytest.raises(ConfigError, match="fatal: false"):
+        load_rule_file(bad)
+
+
+def test_no_rule_evidence_is_the_last_exception_and_the_phase_its_frames() -> None:
+    core = "(EngineCore_DP0 pid=1) ERROR 01-01 12:00:00 [core.py:1] "
+    lines = [
+        core + "Traceback (most recent call last):",
+        core + '  File "gpu_worker.py", in determine_available_memory',
+        core + '  File "runner.py", in profile_run',
+        core + "KeyError: 'rope_theta'",
+        "(APIServer pid=2) INFO 01-01 12:00:01 [api.py:1] shutting down",
+    ]
+    failure = classify(lines, load_rules("vllm"), phase=Phase.LAUNCH, exit_code=1, argv=[], env={})
+    assert (failure.cause, failure.phase, failure.rule) == (Cause.UNKNOWN, Phase.MEMORY_POOL, None)
+    assert failure.message == "KeyError: 'rope_theta'"
+    assert lines[3] in failure.evidence
+
+
+def test_last_exception_without_a_traceback_header() -> None:
+    lines = ["INFO starting", "ValueError: something odd in the config", "INFO bye"]
+    failure = classify(
+        lines, load_rules("command"), phase=Phase.LAUNCH, exit_code=1, argv=[], env={}
+    )
+    assert failure.message == "ValueError: something odd in the config"
+
+
+def test_healthy_log_is_no_failure(tmp_path: Path) -> None:
+    log = tmp_path / "ok.log"
+    log.write_text(
+        "[2026-01-01 10:00:00 TP0] Load weight begin. avail mem=70.00 GB\n"
+        "WARNING 01-01 12:00:00 [_custom_ops.py:21] Failed to import from vllm._C with "
+        "ImportError('x.so: undefined symbol: y')\n"
+        "INFO 09-27 11:18:22 model_runner.py:795] CUDA graphs can take additional 1~3 GiB "
+        "memory per GPU. If you are running out of memory, consider decreasing it.\n"
+        "[2026-01-01 10:00:09] The server is fired up and ready to roll!\n"
+    )
+    assert diagnose_file(str(log), load_rules("sglang")) is None
+    assert diagnose_file(str(log), load_rules("command"), exit_code=0) is None
+    failed = diagnose_file(str(log), load_rules("command"), exit_code=3)
+    assert failed is not None and failed.message == "exited with code 3"

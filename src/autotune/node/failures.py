@@ -50,7 +50,8 @@ _PREFIXES = re.compile(
             r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)[ \t]+(?:\d{4}-)?\d\d-\d\d[ T]"
             r"\d\d:\d\d:\d\d(?:[.,]\d+)?[ \t]+(?:\[[^\]]+\]|[\w.]+:\d+\])[ \t]?",  # vLLM
             r"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+[ \t]+\d+[ \t]+[\w.]+:\d+\][ \t]?",  # glog
-            r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?Z?(?:[ \t]*\|[ \t]*\w+)*[ \t]*\|?[ \t]?",
+            r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?Z?(?:[ \t]*\|[ \t]*\w+(?=[ \t]*\|))*"
+            r"[ \t]*\|?[ \t]?",
             r"[A-Z][a-z]{2} +\d+ \d\d:\d\d:\d\d [\w.-]+ [\w.-]+\[\d+\]:[ \t]?",  # syslog
             r"[\w.-]+-\d+[ \t]+\|[ \t]",  # docker compose: "vllm-1  | "
             r"[\w.-]+:\d+:\d+ \[\d+\][ \t]",  # NCCL: "host:123:456 [0] "
@@ -187,17 +188,24 @@ def blamed(names: Iterable[str], argv: Sequence[str], env: dict[str, str]) -> li
     return out
 
 
-def _rule_hits(rule: Rule, stripped: Sequence[str]) -> list[int]:
+def _rule_hits(rule: Rule, stripped: Sequence[str], raw: Sequence[str]) -> list[int]:
+    """Indices of the lines ``rule`` matches, without their prefix or (for patterns that name
+    a bracketed tag such as ``[TensorRT-LLM]``) as written."""
     regex = _compile(rule.pattern)
+    hits = []
     if "\\n" in rule.pattern or "\n" in rule.pattern:
-        # A message split over lines: match windows of consecutive lines joined by newlines.
-        hits = []
-        for i, line in enumerate(stripped):
-            match = regex.search("\n".join(stripped[i : i + WINDOW]))
-            if match is not None and match.start() <= len(line):  # it starts on this line
-                hits.append(i)
+        # A message split over lines: match windows of consecutive lines joined by newlines,
+        # counting a hit on the line where the match starts.
+        for i in range(len(stripped)):
+            for lines in (stripped, raw):
+                match = regex.search("\n".join(lines[i : i + WINDOW]))
+                if match is not None and match.start() <= len(lines[i]):
+                    hits.append(i)
+                    break
     else:
-        hits = [i for i, line in enumerate(stripped) if regex.search(line)]
+        hits = [
+            i for i in range(len(stripped)) if regex.search(stripped[i]) or regex.search(raw[i])
+        ]
     if rule.near is not None and hits:
         near = _compile(rule.near)
         hits = [
@@ -215,7 +223,7 @@ def first_match(lines: Sequence[str], rules: Sequence[Rule]) -> tuple[Rule, list
     """The first rule (in rule order) with a matching line, and the indices of its matches."""
     stripped = [strip_prefix(line) for line in lines]
     for rule in rules:
-        hits = _rule_hits(rule, stripped)
+        hits = _rule_hits(rule, stripped, lines)
         if hits:
             return rule, hits
     return None
@@ -351,7 +359,7 @@ def classify(
     stripped = [strip_prefix(line) for line in lines]
     found = None
     for rule in rules:
-        hits = _rule_hits(rule, stripped)
+        hits = _rule_hits(rule, stripped, lines)
         if hits:
             found = rule, hits
             break

@@ -30,7 +30,7 @@ so every specific cause is tried before any catch-all, and applies the engine's 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -180,10 +180,14 @@ def engine_hints(engine: str) -> Hints:
     return dict(_bundled(engine)[2])
 
 
-def _with_hints(
-    rule: Rule, hints: Mapping[str, tuple[str | None, tuple[tuple[Phase, str], ...]]]
-) -> Rule:
-    found = hints.get(rule.id) or hints.get(rule.cause.value)
+def _with_hints(rule: Rule, hints: Hints, *, own: bool) -> Rule:
+    """``rule`` with the engine's hint for its id, or (for a common rule) for its cause.
+
+    An engine's own rules keep their own hints unless the engine names them by id.
+    """
+    found = hints.get(rule.id)
+    if found is None and not own:
+        found = hints.get(rule.cause.value)
     if found is None:
         return rule
     default, by_phase = found
@@ -203,14 +207,17 @@ def load_rules(engine: str) -> list[Rule]:
         return [*common, *common_fallback]
     own, own_fallback, _ = _bundled(engine)
     hints = engine_hints(engine)
+    mine = {r.id for r in (*own, *own_fallback)}
     ordered = [*own, *common, *own_fallback, *common_fallback]
-    return [_with_hints(rule, hints) for rule in ordered]
-
-
-def check_hint_keys(engine: str) -> list[str]:
-    """Hint keys of ``engine`` that name neither a cause nor a rule it loads (for tests)."""
-    ids = {r.id for r in load_rules(engine)}
-    return sorted(k for k in engine_hints(engine) if k not in _CAUSES and k not in ids)
+    ids = {r.id for r in ordered}
+    stray = sorted(k for k in hints if k not in _CAUSES and k not in ids)
+    if stray:
+        raise ConfigError(
+            f"hints for {stray}: neither a cause nor a rule id",
+            file=f"{engine}.yaml",
+            field="hints",
+        )
+    return [_with_hints(rule, hints, own=rule.id in mine) for rule in ordered]
 
 
 def user_rules(rules: Sequence[Any]) -> list[Rule]:

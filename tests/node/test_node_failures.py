@@ -737,3 +737,17 @@ def test_healthy_log_is_no_failure(tmp_path: Path) -> None:
     assert diagnose_file(str(log), load_rules("command"), exit_code=0) is None
     failed = diagnose_file(str(log), load_rules("command"), exit_code=3)
     assert failed is not None and failed.message == "exited with code 3"
+
+
+def test_a_line_wrapped_mid_word_still_matches() -> None:
+    lines = [
+        "ERROR 01-01 12:00:00 [core.py:1] ValueError: No available memory for the cache bl",
+        "ocks. Try increasing `gpu_memory_utilization` when initializing the engine.",
+    ]
+    failure = classify(lines, load_rules("vllm"), phase=Phase.LOAD, exit_code=1, argv=[], env={})
+    assert (failure.cause, failure.rule) == (Cause.KV_POOL_OOM, "common.kv_pool_oom")
+    short = ["x: No available memory for the cache bl", "ocks."]  # too short to be a wrap
+    assert (
+        classify(short, load_rules("vllm"), phase=Phase.LOAD, exit_code=1, argv=[], env={}).rule
+        is None
+    )

@@ -25,6 +25,7 @@ MAX_EVIDENCE = 12
 TAIL = 40  # lines of log tail kept in a Failure
 NEAR_LINES = 40  # how far a rule's ``near`` pattern may be from its hit
 WINDOW = 3  # lines joined for a pattern that spans lines
+WRAP_MIN = 60  # a line at least this long may have been wrapped onto the next
 BLOCK_BEFORE = 80  # lines before a hit searched for the frames that tell the phase
 BLOCK_AFTER = 20
 
@@ -188,6 +189,25 @@ def blamed(names: Iterable[str], argv: Sequence[str], env: dict[str, str]) -> li
     return out
 
 
+def _wrapped_match(
+    regex: re.Pattern[str], stripped: Sequence[str], raw: Sequence[str], i: int
+) -> bool:
+    """Whether ``regex`` matches line ``i`` joined to the next one, across the join.
+
+    Long lines reach issue threads and some terminals wrapped at a fixed width, even in the
+    middle of a word ("cudaMallocAsync(ptr, n, mCudaSt" / "ream->get()): out of memory"). Only
+    a long line followed by a bare one (no prefix, no indent: not a new message) is joined.
+    """
+    if len(raw[i]) < WRAP_MIN or i + 1 >= len(stripped):
+        return False
+    after = raw[i + 1]
+    if not after or after[0].isspace() or strip_prefix(after) != after.rstrip("\r\n"):
+        return False
+    line = stripped[i]
+    match = regex.search(line + after)
+    return match is not None and match.start() < len(line) < match.end()
+
+
 def _rule_hits(rule: Rule, stripped: Sequence[str], raw: Sequence[str]) -> list[int]:
     """Indices of the lines ``rule`` matches, without their prefix or (for patterns that name
     a bracketed tag such as ``[TensorRT-LLM]``) as written."""
@@ -203,9 +223,13 @@ def _rule_hits(rule: Rule, stripped: Sequence[str], raw: Sequence[str]) -> list[
                     hits.append(i)
                     break
     else:
-        hits = [
-            i for i in range(len(stripped)) if regex.search(stripped[i]) or regex.search(raw[i])
-        ]
+        for i, line in enumerate(stripped):
+            if (
+                regex.search(line)
+                or regex.search(raw[i])
+                or _wrapped_match(regex, stripped, raw, i)
+            ):
+                hits.append(i)
     if rule.near is not None and hits:
         near = _compile(rule.near)
         hits = [

@@ -751,3 +751,109 @@ def test_a_line_wrapped_mid_word_still_matches() -> None:
         classify(short, load_rules("vllm"), phase=Phase.LOAD, exit_code=1, argv=[], env={}).rule
         is None
     )
+
+
+# One line (or a few) per common rule, written like the engines write them: every family the
+# common rules know is recognised with the common rules alone (the `command` engine).
+COMMON_EXAMPLES: dict[str, list[str]] = {
+    "common.nccl_bad_token": ["h:1:1 [0] enqueue.cc:170 NCCL WARN Unrecognized element token LL9"],
+    "common.nccl_invalid_usage": ["RuntimeError: NCCL error: invalid usage"],
+    "common.flashinfer_arch": ["RuntimeError: No supported CUDA architectures found for [9]"],
+    "common.torch_symm_mem": ["RuntimeError: CUDASymmetricMemory rendezvous failed"],
+    "common.arch_unsupported": [
+        "RuntimeError: CUDA error: no kernel image is available for execution on the device"
+    ],
+    "common.graph_capture": ["RuntimeError: operation not permitted when stream is capturing"],
+    "common.graph_capture_crash": [
+        '  File "vllm/worker/model_runner.py", line 1, in capture_model',
+        "Fatal Python error: Segmentation fault",
+    ],
+    "common.kv_pool_oom": ["ValueError: No available memory for the cache blocks."],
+    "common.kv_pool_alloc_oom": [
+        '  File "sglang/srt/mem_cache/memory_pool.py", line 1, in _create_buffers',
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 9.00 GiB",
+    ],
+    "common.model_unsupported": [
+        "ValueError: Model architectures ['X'] are not supported for now."
+    ],
+    "common.model_type_unknown": [
+        '  File "transformers/models/auto/configuration_auto.py", line 1, in from_pretrained',
+        '    config_class = CONFIG_MAPPING[config_dict["model_type"]]',
+        "KeyError: 'qwen9'",
+    ],
+    "common.argparse": ["api_server.py: error: argument --max-model-len: invalid int value: 'x'"],
+    "common.click_usage": ["Error: No such option: --tp-size"],
+    "common.attn_implementation": [
+        "ValueError: FooModel does not support Flash Attention 2.0 yet."
+    ],
+    "common.parallel_divisible": [
+        "ValueError: Total number of attention heads (28) must be divisible by tp size (8)."
+    ],
+    "common.host_oom_ray": [
+        "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory."
+    ],
+    "common.host_oom_kernel": ["Out of memory: Killed process 123 (python3) total-vm:1kB"],
+    "common.host_oom": ["RuntimeError: DefaultCPUAllocator: can't allocate memory: you tried 9"],
+    "common.runtime_kv_oom": ["[TP0] Decode out of memory happened. #retracted_reqs: 3"],
+    "common.cuda_oom": ["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB"],
+    "common.cuda_fault": ["RuntimeError: CUDA error: an illegal memory access was encountered"],
+    "common.store_timeout": [
+        "torch.distributed.DistNetworkError: The client socket has timed out after 600000ms"
+    ],
+    "common.watchdog_timeout": [
+        "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5)"
+    ],
+    "common.rpc_timeout": [
+        '  File "vllm/distributed/device_communicators/shm_broadcast.py", line 1, in acquire_read',
+        "TimeoutError",
+    ],
+    "common.startup_timeout": [
+        "TimeoutError: Timed out waiting for engine core processes to start."
+    ],
+    "common.node_lost": [
+        "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task."
+    ],
+    "common.port_in_use": ["OSError: [Errno 98] Address already in use"],
+    "common.import_error": ["ImportError: /x/_C.abi3.so: undefined symbol: _ZN5torch3jit"],
+    "common.nccl_error": ["RuntimeError: NCCL Error 2: unhandled system error"],
+    "common.dist_socket": [
+        '  File "torch/distributed/distributed_c10d.py", line 1, in init_process_group',
+        "RuntimeError: Connection reset by peer",
+    ],
+    "common.out_of_memory": ["Error: failed to allocate the workspace: out of memory"],
+    "common.assertion": ["[TensorRT-LLM][ERROR] Assertion failed: input length too long"],
+    "common.scheduler_exception": [
+        "[TP0] Scheduler hit an exception: Traceback (most recent call last):"
+    ],
+    "common.rank_dead": ["Rank 3 scheduler is dead. Please check if there are relevant logs."],
+    "common.init_failed": ["RuntimeError: Engine process failed to start. See stack trace."],
+    "common.child_failed": [
+        "Received sigquit from a child process. It usually means the child failed."
+    ],
+    "common.engine_dead": [
+        "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue."
+    ],
+    "common.nccl_remote": [
+        "ProcessGroupNCCL.cpp:1691, remote process exited or there was a network error"
+    ],
+    "common.killed": ["Loading checkpoint shards:  50%|#####     | 1/2", "Killed"],
+    "common.sigkill": [
+        "torch.distributed.elastic.multiprocessing.api: Signal 9 (SIGKILL) received by PID 8"
+    ],
+    "common.native_crash": ["Fatal Python error: Aborted"],
+}
+
+
+def test_every_common_rule_has_an_example() -> None:
+    assert set(COMMON_EXAMPLES) == {r.id for r in load_rules("command")}
+
+
+@pytest.mark.parametrize("rule_id", sorted(COMMON_EXAMPLES))
+def test_common_rule_recognises_its_family(rule_id: str) -> None:
+    rules = load_rules("command")
+    failure = classify(
+        COMMON_EXAMPLES[rule_id], rules, phase=Phase.LAUNCH, exit_code=1, argv=[], env={}
+    )
+    assert failure.rule == rule_id, failure.message
+    want = next(r for r in rules if r.id == rule_id).cause
+    assert failure.cause == want

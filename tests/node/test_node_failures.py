@@ -760,6 +760,9 @@ COMMON_EXAMPLES: dict[str, list[str]] = {
     "common.nccl_invalid_usage": ["RuntimeError: NCCL error: invalid usage"],
     "common.flashinfer_arch": ["RuntimeError: No supported CUDA architectures found for [9]"],
     "common.torch_symm_mem": ["RuntimeError: CUDASymmetricMemory rendezvous failed"],
+    "common.torch_arch_warning": [
+        "GPU with CUDA capability sm_120 is not compatible with the current PyTorch installation."
+    ],
     "common.arch_unsupported": [
         "RuntimeError: CUDA error: no kernel image is available for execution on the device"
     ],

@@ -22,6 +22,7 @@ ONLY: dict[str, set[str]] = {
     "redact": set(),
     "_registry": {"errors"},
     "rules": {"errors", "models"},
+    "records": {"errors", "models"},  # what the study keeps, handed to trackers and reports
     "node": {"errors", "models"},  # what runs on a GPU node
     "sim": set(),  # a stand-alone server process
 }

@@ -155,6 +155,6 @@ class Registry(Mapping[str, type[T]], Generic[T]):
             return False
         try:
             self.get_class(name)
-        except ConfigError:
+        except ConfigError:  # unknown: that is the answer
             return False
         return True

@@ -214,15 +214,15 @@ def start(
     _logger.info("starting executor %s (%s)", executor, ex_options)
     with console.status(f"starting executor {executor}"):
         ex = executor_class.create(ex_options)
-    if not here:
-        # Elsewhere the engine lives on the machines that run trials: check the flags against
-        # its --help there (once, instead of here too: this machine may not have the engine).
-        try:
+    try:
+        if not here:
+            # Elsewhere the engine lives on the machines that run trials: check the flags
+            # against its --help there (once; this machine may not even have the engine).
             _preflight(engine, spec, help_text=ex.engine_help(spec.engine, simulate=simulate))
-        except AutotuneError:
-            ex.shutdown()
-            raise
-    tracker = make_tracker(mlflow_uri, enabled=not no_mlflow)
+        tracker = make_tracker(mlflow_uri, enabled=not no_mlflow)
+    except AutotuneError:  # re-raised: stop what was started for the study
+        ex.shutdown()
+        raise
     options = DriverOptions(
         study=name,
         study_dir=study_dir,

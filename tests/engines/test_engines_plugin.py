@@ -147,3 +147,39 @@ def test_validate_diagnose_and_start_pick_the_new_engine_up(
     assert crashed.user_attrs["phase"] == "load"  # reached through the echo milestone
     ok = by_outcome["ok"]  # served, ready by the echo ready line
     assert ok.params == {"x": 0.5} and ok.value is not None and ok.value > 0
+
+
+def test_a_broken_plug_in_is_logged_and_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    site = tmp_path / "site"
+    (site / "broken_engine").mkdir(parents=True)
+    (site / "broken_engine" / "__init__.py").write_text("raise ImportError('no such lib')\n")
+    info = site / "broken_engine-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-engine\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[autotune.engines]\nbroken = broken_engine:X\n")
+    monkeypatch.syspath_prepend(str(site))
+    importlib.invalidate_caches()
+    monkeypatch.setattr(ENGINES, "_classes", dict(ENGINES._classes))
+    monkeypatch.setattr(ENGINES, "_scanned", False)
+    with caplog.at_level("WARNING", logger="autotune"):
+        names = set(ENGINES)
+    assert "broken" not in names and {"sglang", "vllm"} <= names
+    assert "skipping engine plug-in 'broken' (broken_engine:X)" in caplog.text
+    assert "no such lib" in caplog.text  # the traceback is in the log
+
+
+def test_two_engines_cannot_share_a_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    from autotune.engines.base import Engine
+
+    monkeypatch.setattr(ENGINES, "_classes", dict(ENGINES._classes))
+
+    class Impostor(Engine):
+        name = "vllm"
+
+        def base_command(self, model: str) -> list[str]:
+            return []
+
+    with pytest.raises(TypeError, match="engine 'vllm' is registered twice"):
+        ENGINES.register(Impostor)

@@ -85,12 +85,13 @@ class Executor(abc.ABC):
     - **Logs come back.** ``result.log_path`` names a file on the driver's machine holding
       the trial's output (for a trial on another host, its last ``LOG_LIMIT`` bytes, copied
       into ``ExecutorOptions.log_dir``); ``result.node`` names where it ran.
-    - **Infrastructure failures are not retried here.** A trial lost with its node, or that
-      no node could hold in time, resolves to outcome ``infra`` (cause ``node_lost``,
-      ``failure.permanent`` False) with ``result.node`` the node it was lost on (``""`` when
-      it never got one). The caller retries it with ``attempt + 1`` and ``avoid_nodes`` =
-      ``[result.node]``; an executor places such a retry elsewhere when another node can hold
-      it, and on the avoided node only when none can.
+    - **Infrastructure failures are not retried here.** They resolve to outcome ``infra``
+      with ``failure.permanent`` False and ``result.node`` where it happened: the node's own
+      (``port_in_use``, ``gpu_not_clean``) and the executor's ``node_lost``, for a trial lost
+      with its node or that no node could hold in time (``node`` is ``""`` when it never got
+      one). The caller retries with ``attempt + 1`` and ``avoid_nodes`` = ``[result.node]``;
+      an executor places such a retry elsewhere when another node can hold it, and on the
+      avoided node only when none can.
     - **Lifecycle.** ``shutdown`` is idempotent; trials not yet started are cancelled,
       running ones are stopped (or waited for, when they run in this process) and leave no
       server behind; ``submit`` afterwards raises :class:`DispatchError`.

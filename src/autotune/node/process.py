@@ -493,8 +493,10 @@ def reap_orphans(
     """
     reaped: list[dict[str, Any]] = []
     for info in registered_servers(directory):
-        stale = study_key is not None and info.get("study_key") == study_key and (
-            info.get("driver") != driver
+        stale = (
+            study_key is not None
+            and info.get("study_key") == study_key
+            and (info.get("driver") != driver)
         )
         if not stale and _owner_alive(info):
             continue

@@ -265,9 +265,16 @@ _key = choice_key
 
 def same_value(a: Any, b: Any) -> bool:
     """Equal as parameter values: 1 == 1.0, but True is not 1 and "1" is not 1."""
-    return type(a) is type(b) and a == b or (
-        not isinstance(a, bool) and not isinstance(b, bool)
-        and isinstance(a, int | float) and isinstance(b, int | float) and a == b
+    return (
+        type(a) is type(b)
+        and a == b
+        or (
+            not isinstance(a, bool)
+            and not isinstance(b, bool)
+            and isinstance(a, int | float)
+            and isinstance(b, int | float)
+            and a == b
+        )
     )
 
 

@@ -467,6 +467,8 @@ def diagnose(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Explain why a server failed: cause, phase, hint and the evidence lines."""
+    from rich.markup import escape
+
     from autotune.engines import ENGINES, guess_engine
     from autotune.node.failures import diagnose_file
     from autotune.rules import load_log
@@ -485,6 +487,22 @@ def diagnose(
         except ConfigError as exc:
             raise ConfigError(exc.message, field="--engine") from None
     failure = diagnose_file(str(logfile), rules, exit_code=exit_code)
+    if failure is None:
+        # No rule matched, no exception, no bad exit code: a healthy log, not an "unknown".
+        if as_json:
+            out_ok: dict[str, Any] = {
+                "cause": "ok",
+                "phase": None,
+                "hint": "",
+                "evidence": [],
+                "message": "no failure found",
+                "rule": None,
+                "blame": [],
+            }
+            sys.stdout.write(json.dumps(out_ok, indent=2) + "\n")
+        else:
+            console.print("[bold green]ok[/]: no failure found in the log")
+        return
     if as_json:
         out = {
             "cause": failure.cause.value,
@@ -497,13 +515,14 @@ def diagnose(
         }
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return
+    # Log text is escaped: a line such as "[TensorRT-LLM][ERROR] ..." is not markup.
     console.print(f"[bold red]{failure.cause.value}[/] at [bold]{failure.phase.value}[/]")
     if failure.message:
-        console.print(f"  {failure.message}")
+        console.print(f"  {escape(failure.message)}")
     if failure.hint:
-        console.print(f"[bold]hint:[/] {failure.hint}")
+        console.print(f"[bold]hint:[/] {escape(failure.hint)}")
     for line in failure.evidence:
-        console.print(f"  [dim]>[/] {line}", markup=False, highlight=False)
+        console.print(f"  [dim]>[/] {escape(line)}")
 
 
 def main(argv: list[str] | None = None) -> int:

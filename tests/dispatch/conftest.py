@@ -26,9 +26,12 @@ class LocalRay:
         self.state = state  # the node state folder its workers use (fixed when they start)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def local_ray() -> Iterator[LocalRay]:
-    """One local Ray instance for the session (Ray starts slowly); its own temp folder.
+    """One local Ray instance for tests/dispatch (Ray starts slowly); its own temp folder.
+
+    Package-scoped: it is shut down before other packages' tests start Ray instances of their
+    own (``ray.init`` twice in one process fails).
 
     Executors built while it runs join it (``RayExecutor`` does not start or stop an
     instance it did not start), so each test pays for a trial, not for a Ray start.

@@ -181,6 +181,49 @@ def aggregate(windows: Sequence[Metrics]) -> Metrics:
     )
 
 
+def unscale(metrics: Metrics, scale: float) -> Metrics:
+    """Metrics of a time-scaled stand-in in the seconds it simulates.
+
+    A stand-in running ``scale`` times faster than the time it simulates streams ``scale``
+    times more tokens per wall second: rates are divided by ``scale``, times multiplied.
+    """
+    if scale == 1.0:
+        return metrics
+
+    def slow(stats: Stats | None) -> Stats | None:
+        if stats is None:
+            return None
+        return Stats(
+            mean=stats.mean * scale,
+            p50=stats.p50 * scale,
+            p90=stats.p90 * scale,
+            p99=stats.p99 * scale,
+        )
+
+    return metrics.model_copy(
+        update={
+            "output_tok_s": metrics.output_tok_s / scale,
+            "request_s": metrics.request_s / scale,
+            "ttft_ms": slow(metrics.ttft_ms),
+            "itl_ms": slow(metrics.itl_ms),
+            "e2e_ms": slow(metrics.e2e_ms),
+            "tpot_ms": slow(metrics.tpot_ms),
+            "duration_s": metrics.duration_s * scale,
+        }
+    )
+
+
+def sim_time_scale(info: dict[str, Any] | None) -> float:
+    """The time scale a stand-in server reports (1.0 for any other server)."""
+    if not info or info.get("simulated") is not True:
+        return 1.0
+    sim = info.get("simulation")
+    scale = sim.get("time_scale") if isinstance(sim, dict) else None
+    if isinstance(scale, int | float) and not isinstance(scale, bool) and scale > 0:
+        return float(scale)
+    return 1.0
+
+
 def percentile(sorted_values: Sequence[float], q: float) -> float:
     """Linear-interpolated percentile ``q`` (0-100) of already sorted values."""
     if not sorted_values:

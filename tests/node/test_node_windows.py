@@ -84,7 +84,7 @@ def test_callback_prunes(make_spec: SpecMaker) -> None:
 def test_peak_window_failures_refuse_a_winner(make_spec: SpecMaker) -> None:
     # Fine at 4 in flight, 503 above 6: the measured windows stand, the peak says no.
     spec = make_spec(
-        server_argv("--reject-above", "6", "--rate", "200"),
+        server_argv("--reject-above", "6", "--rate", "50"),
         workload={"windows": 2, "num_requests": 8, "concurrency": 4, "peak_concurrency": 12},
     )
     result = run_trial(spec)

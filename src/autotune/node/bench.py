@@ -1,4 +1,8 @@
-"""The load generator: streaming requests over httpx at a fixed concurrency, and their metrics.
+"""The load generator: streaming requests at a fixed concurrency, and their metrics.
+
+Requests go through ``node/stream.py``, a minimal HTTP/1.1 client: each piece of a response
+is time-stamped on arrival, before parsing, and no per-chunk framework cost sits between the
+socket and the clock (bench/loadgen.py measures it against a raw-socket client).
 
 Two endpoints are understood: ``/v1/completions`` (OpenAI SSE, ``choices[0].text`` chunks,
 optional ``usage.completion_tokens``, optional ``[DONE]``) and ``/generate`` (SGLang native,
@@ -21,6 +25,7 @@ from typing import Any
 import httpx
 
 from autotune.models import Metrics, Stats, Workload
+from autotune.node import stream
 
 # Common short English words: about one token each in the usual BPE vocabularies.
 _WORDS = (
@@ -247,9 +252,9 @@ def stats_ms(seconds: Sequence[float]) -> Stats | None:
     )
 
 
-def _chunk_tokens(endpoint: str, obj: dict[str, Any], state: dict[str, Any]) -> int:
+def _chunk_tokens(generate: bool, obj: dict[str, Any], state: dict[str, Any]) -> int:
     """New tokens one SSE chunk brought; updates ``state['total']`` from usage when present."""
-    if endpoint == "/generate":
+    if generate:
         meta = obj.get("meta_info") or {}
         cumulative = meta.get("completion_tokens")
         if isinstance(cumulative, int):
@@ -267,48 +272,56 @@ def _chunk_tokens(endpoint: str, obj: dict[str, Any], state: dict[str, Any]) -> 
     return 1 if text else 0
 
 
-async def _one(
-    client: httpx.AsyncClient, url: str, workload: Workload, prompt: str
-) -> RequestRecord:
+async def _one(pool: stream.Pool, workload: Workload, body: bytes) -> RequestRecord:
     record = RequestRecord()
-    body = request_body(workload, prompt)
-    start = time.perf_counter()
-    last = start
     chunks = 0
     state: dict[str, Any] = {}
+    generate = workload.endpoint == "/generate"
+    start = time.perf_counter()
+    last = start
     try:
-        async with client.stream("POST", url, json=body) as response:
-            if response.status_code != 200:
-                text = (await response.aread()).decode("utf-8", errors="replace")
-                record.error = f"HTTP {response.status_code}: {' '.join(text.split())[:200]}"
+        async with pool.post(workload.endpoint, body) as response:
+            if response.status != 200:
+                text = (await response.read()).decode("utf-8", errors="replace")
+                record.error = f"HTTP {response.status}: {' '.join(text.split())[:200]}"
                 return record
-            async for raw in response.aiter_lines():
-                line = raw.strip()
-                if not line.startswith("data:"):
+            pending = b""
+            async for now, piece in response.pieces():
+                pending += piece
+                if b"\n" not in pending:
                     continue
-                data = line[5:].strip()
-                if data == "[DONE]":
-                    break
-                try:
-                    obj = json.loads(data)
-                except ValueError:
-                    record.error = f"bad stream chunk: {data[:120]}"
-                    return record
-                if isinstance(obj, dict) and obj.get("error"):
-                    record.error = f"error in stream: {str(obj['error'])[:200]}"
-                    return record
-                new = _chunk_tokens(workload.endpoint, obj, state) if isinstance(obj, dict) else 0
-                if new <= 0:
-                    continue
-                now = time.perf_counter()
-                chunks += 1
-                if record.ttft_s is None:
-                    record.ttft_s = now - start
-                else:
-                    record.itl_s.extend([(now - last) / new] * new)
-                last = now
-    except httpx.HTTPError as exc:
-        record.error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                *lines, pending = pending.split(b"\n")
+                for raw in lines:
+                    line = raw.strip()
+                    if not line.startswith(b"data:"):
+                        continue
+                    data = line[5:].strip()
+                    if data == b"[DONE]":
+                        break
+                    try:
+                        obj = json.loads(data)
+                    except ValueError:
+                        record.error = f"bad stream chunk: {data[:120].decode(errors='replace')}"
+                        return record
+                    if not isinstance(obj, dict):
+                        continue
+                    if obj.get("error"):
+                        record.error = f"error in stream: {str(obj['error'])[:200]}"
+                        return record
+                    new = _chunk_tokens(generate, obj, state)
+                    if new <= 0:
+                        continue
+                    # ``now``: when the bytes arrived, before any parsing.
+                    chunks += 1
+                    if record.ttft_s is None:
+                        record.ttft_s = now - start
+                    elif new == 1:
+                        record.itl_s.append(now - last)
+                    else:
+                        record.itl_s.extend([(now - last) / new] * new)
+                    last = now
+    except stream.StreamError as exc:
+        record.error = str(exc)
         return record
     record.end = time.perf_counter()
     record.e2e_s = record.end - start
@@ -328,7 +341,6 @@ async def run_load_async(
     concurrency: int,
     abort: Callable[[], bool] | None = None,
     limit_s: float | None = None,
-    transport: httpx.AsyncBaseTransport | None = None,
 ) -> BenchResult:
     """Send every prompt, at most ``concurrency`` at a time; stop early on ``abort()``.
 
@@ -339,26 +351,25 @@ async def run_load_async(
         concurrency: requests in flight at once.
         abort: polled every 50 ms; True cancels the requests still running.
         limit_s: wall-clock limit of the whole run (state ``timeout`` when reached).
-        transport: an httpx transport (tests pass ``httpx.MockTransport``).
     """
-    url = base_url.rstrip("/") + workload.endpoint
+    pool = stream.Pool(
+        base_url,
+        read_timeout_s=workload.request_timeout_s,
+        connect_timeout_s=min(30.0, workload.request_timeout_s),
+    )
+    # Encoded before the clock starts: request building is not the server's time.
+    bodies = [json.dumps(request_body(workload, p)).encode() for p in prompts]
     sem = asyncio.Semaphore(concurrency)
     records: list[RequestRecord] = []
-    timeout = httpx.Timeout(
-        workload.request_timeout_s, connect=min(30.0, workload.request_timeout_s)
-    )
-    limits = httpx.Limits(max_connections=concurrency + 2, max_keepalive_connections=concurrency)
-    start = time.perf_counter()
     state = "done"
-    async with httpx.AsyncClient(
-        timeout=timeout, limits=limits, transport=transport, trust_env=False
-    ) as client:
 
-        async def run(prompt: str) -> None:
-            async with sem:
-                records.append(await _one(client, url, workload, prompt))
+    async def run(body: bytes) -> None:
+        async with sem:
+            records.append(await _one(pool, workload, body))
 
-        tasks = [asyncio.create_task(run(p)) for p in prompts]
+    start = time.perf_counter()
+    try:
+        tasks = [asyncio.create_task(run(b)) for b in bodies]
         everything = asyncio.gather(*tasks, return_exceptions=True)
         while not everything.done():
             await asyncio.wait({everything}, timeout=0.05)
@@ -376,6 +387,8 @@ async def run_load_async(
         for outcome in everything.result() if not everything.cancelled() else []:
             if isinstance(outcome, Exception):
                 raise outcome
+    finally:
+        await pool.aclose()
     ends = [r.end for r in records if r.ok]
     finish = max(ends) if ends and state == "done" else time.perf_counter()
     return BenchResult(records, max(0.0, finish - start), state, requested=len(prompts))
@@ -389,7 +402,6 @@ def run_load(
     concurrency: int,
     abort: Callable[[], bool] | None = None,
     limit_s: float | None = None,
-    transport: httpx.AsyncBaseTransport | None = None,
 ) -> BenchResult:
     """Blocking wrapper of :func:`run_load_async` (runs its own event loop)."""
     return asyncio.run(
@@ -400,7 +412,6 @@ def run_load(
             concurrency=concurrency,
             abort=abort,
             limit_s=limit_s,
-            transport=transport,
         )
     )
 

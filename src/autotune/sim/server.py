@@ -561,6 +561,12 @@ class Handler(BaseHTTPRequestHandler):
             return None
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver's listen backlog is 5: 64 clients connecting at once would see SYNs dropped
+    # and retried a second later, a TTFT no real server (uvicorn: 2048) has.
+    request_queue_size = 2048
+
+
 def _main_process_error(log: SglangLog, error: str, where: tuple[int, str]) -> int:
     frames = [
         frame(
@@ -630,7 +636,7 @@ def main(argv: list[str] | None = None) -> int:
     state = SimState(launch, prof, launch_seed(argv, env, number), log, settings)
     handler = type("SimHandler", (Handler,), {"sim": state})
     try:
-        httpd = ThreadingHTTPServer((ns.host, ns.port), handler)
+        httpd = _Server((ns.host, ns.port), handler)
     except OSError as exc:
         log.line(
             f"ERROR:    [Errno {exc.errno}] error while attempting to bind on address "

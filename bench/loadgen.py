@@ -392,6 +392,22 @@ def main(argv: list[str] | None = None) -> None:
                 for r in readings:
                     if r.notes:
                         print(f"  {r.client} errors: {r.notes}")
+            # Per-request overhead alone: one stream, short answers, no contention.
+            probe = Workload(
+                concurrency=1, num_requests=16, output_len=8, warmup_requests=0, model="m",
+                endpoint="/generate",
+            )  # fmt: skip
+            print("\nTTFT over the truth at 1 stream (16 requests of 8 tokens, /generate):")
+            for _ in range(args.repeat):
+                clients = [raw_client(url, probe), autotune_client(url, probe)]
+                if not isinstance(sg, str):
+                    clients.append(sglang_client(sg, url, probe))
+                print(
+                    "  "
+                    + ", ".join(
+                        f"{r.client} +{r.ttft_p50_ms - args.ttft_ms:.2f} ms" for r in clients
+                    )
+                )
         finally:
             proc.terminate()
             proc.wait()

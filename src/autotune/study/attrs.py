@@ -34,3 +34,11 @@ OBJECTIVE = "objective"  # {"metric":..., "direction":...}
 STUDY_SIMULATED = "simulated"
 DEAD_ENDS = "dead_ends"  # list of dead-end records (see study/deadends.py)
 MLFLOW_RUN = "mlflow_parent_run_id"
+
+# Noise and confirmation (study/noise.py, study/confirm.py, study/evidence.py).
+WINDOWS = "windows"  # trial: list[{metric: value}], one per measurement window
+CONFIRM_ROUND = "confirm_round"  # trial: the confirmation round it was launched in
+CONFIRM_KEY = "confirm_key"  # trial: "baseline" or the candidate's key
+REPEAT_OF = "repeat_of"  # trial: an earlier trial of the same configuration (a relaunch)
+CONFIRMATION = "confirmation"  # study: Confirmation.to_json()
+GAIN = "gain"  # study: the final Gain.to_json() (None: no gain can be claimed)

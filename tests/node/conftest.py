@@ -52,7 +52,13 @@ def make_spec(tmp_path: Path) -> Callable[..., TrialSpec]:
                 | limits
             ),
             "workload": Workload(
-                **{"concurrency": 4, "num_requests": 8, "output_len": 16, "warmup_requests": 1}
+                **{
+                    "concurrency": 4,
+                    "num_requests": 8,
+                    "output_len": 16,
+                    "warmup_requests": 1,
+                    "windows": 1,
+                }
                 | workload
             ),
         }

@@ -139,6 +139,48 @@ class BenchResult:
         )
 
 
+def _median(values: Sequence[float]) -> float:
+    return percentile(sorted(values), 50)
+
+
+def aggregate(windows: Sequence[Metrics]) -> Metrics:
+    """One Metrics for several windows on the same server: median rates and latency statistics
+    (each field of each distribution on its own), summed counts and durations.
+
+    Raises:
+        ValueError: no windows.
+    """
+    if not windows:
+        raise ValueError("no windows")
+    if len(windows) == 1:
+        return windows[0]
+
+    def stats(name: str) -> Stats | None:
+        present: list[Stats] = [s for w in windows if (s := getattr(w, name)) is not None]
+        if not present:
+            return None
+        return Stats(
+            **{k: _median([getattr(s, k) for s in present]) for k in ("mean", "p50", "p90", "p99")}
+        )
+
+    accepts = [w.accept_length for w in windows if w.accept_length is not None]
+    keys = sorted({k for w in windows for k in w.extra})
+    return Metrics(
+        output_tok_s=_median([w.output_tok_s for w in windows]),
+        request_s=_median([w.request_s for w in windows]),
+        ttft_ms=stats("ttft_ms"),
+        itl_ms=stats("itl_ms"),
+        e2e_ms=stats("e2e_ms"),
+        tpot_ms=stats("tpot_ms"),
+        completed=sum(w.completed for w in windows),
+        failed=sum(w.failed for w in windows),
+        output_tokens=sum(w.output_tokens for w in windows),
+        duration_s=sum(w.duration_s for w in windows),
+        accept_length=accepts[-1] if accepts else None,
+        extra={k: _median([w.extra[k] for w in windows if k in w.extra]) for k in keys},
+    )
+
+
 def percentile(sorted_values: Sequence[float], q: float) -> float:
     """Linear-interpolated percentile ``q`` (0-100) of already sorted values."""
     if not sorted_values:

@@ -37,7 +37,7 @@ def test_a_real_3x_gain_is_significant_with_three_launches_a_side() -> None:
     rng = random.Random(3)
     for _ in range(50):
         g = gain(_launches(3, 1.0, 0.08, rng), _launches(3, 3.0, 0.08, rng), "maximize")
-        assert g.significant and g.ci95_pct[0] > 100.0
+        assert g.significant and g.ci95_pct[0] > 50.0
 
 
 def test_minimize_flips_the_sign_so_a_lower_latency_is_a_gain() -> None:

@@ -188,6 +188,9 @@ class NoiseModel:
 class Gain:
     """The winner's gain over the baseline, in percent (positive is better in either direction).
 
+    Maximize: ``best / baseline - 1``; minimize: ``1 - best / baseline`` (a latency halved is
+    +50%), as ``report.gain_pct``.
+
     ``ci95_pct`` is the interval at ``level`` (0.95 unless several candidates were compared, then
     each at 1 - 0.05/candidates so that the family stays at 95%). ``significant``: the whole
     interval lies above zero. ``launches``: per-launch values used on each side.
@@ -310,9 +313,10 @@ def gain(
         raise ValueError("per-launch values must be positive (the interval is on their logs)")
     each = 1 - (1 - level) / max(1, candidates)
     est, lo, hi = log_ratio_interval(baseline, best, each)
-    if direction == "minimize":  # smaller is better: the gain is the drop in the metric
-        est, lo, hi = -est, -hi, -lo
-    pct, lo_pct, hi_pct = (_expm1_pct(x) for x in (est, lo, hi))
+    if direction == "minimize":  # smaller is better: the gain is the relative drop, 1 - c/b
+        pct, lo_pct, hi_pct = (-_expm1_pct(x) for x in (est, hi, lo))
+    else:  # larger is better: the relative rise, c/b - 1
+        pct, lo_pct, hi_pct = (_expm1_pct(x) for x in (est, lo, hi))
     return Gain(
         pct=pct,
         ci95_pct=(lo_pct, hi_pct),

@@ -59,7 +59,8 @@ def export_data(
     trial = next(t for t in study.get_trials(deepcopy=False) if t.number == top.number)
     metric, direction = report.objective(study)
     base = report.baseline(study)
-    base_value = base.value if base is not None and base.outcome == "ok" else None
+    summary = report.summary(study)
+    base_value = summary["baseline_value"]
     argv = [_fill(a, host, port) for a in redact_argv(trial.user_attrs.get(attrs.ARGV) or [])]
     env = {
         k: _fill(v, host, port)
@@ -75,7 +76,12 @@ def export_data(
         "value": top.value,
         "baseline_trial": base.number if base is not None else None,
         "baseline_value": base_value,
-        "gain_pct": report.gain_pct(top.value, base_value, direction),
+        "gain_pct": summary["gain_pct"],
+        # The gain of the search's best over the baseline with its interval; when it is not
+        # significant the exported configuration is the baseline (``is_baseline``).
+        "gain": summary["gain"],
+        "verdict": summary["verdict"],
+        "is_baseline": top.baseline,
         "config": dict(top.config),
         "env": env,
         "argv": argv,
@@ -143,11 +149,13 @@ def render_sh(data: dict[str, Any]) -> str:
     study, trial = data["study"], data["trial"]
     lines.append(_comment(f"autotune: best configuration of study {study} (trial {trial})"))
     result = f"{data['metric']} ({data['direction']}): {_fmt(data['value'])}"
-    if data.get("baseline_value") is not None:
+    if data.get("baseline_value") is not None and not data.get("is_baseline"):
         result += f" vs baseline {_fmt(data['baseline_value'])}"
-        if data.get("gain_pct") is not None:
-            result += f" ({data['gain_pct']:+.1f}%)"
     lines.append(_comment(result))
+    if data.get("verdict"):
+        lines.append(_comment(data["verdict"]))
+    if data.get("is_baseline") and data.get("gain") is not None:
+        lines.append(_comment("this is the BASELINE: keep your current configuration"))
     if data["config"]:
         lines.append(_comment("config: " + " ".join(f"{k}={v}" for k, v in data["config"].items())))
     if data["simulated"]:

@@ -8,6 +8,7 @@ with a penalty so that the sampler learns), so every reader here goes by the tri
 from __future__ import annotations
 
 import math
+import statistics
 import warnings
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -20,7 +21,8 @@ from rich.table import Table
 from rich.text import Text
 
 from autotune.models import Outcome
-from autotune.study import attrs
+from autotune.study import attrs, evidence
+from autotune.study.confirm import Confirmation
 
 SIMULATED_LABEL = "(simulated)"
 
@@ -132,18 +134,38 @@ def rows(study: optuna.Study) -> list[TrialRow]:
     return [row(t, metric, study_simulated=sim) for t in sorted(trials, key=lambda t: t.number)]
 
 
-def _best_of(all_rows: list[TrialRow], direction: str) -> TrialRow | None:
-    ok = [r for r in all_rows if r.outcome == Outcome.OK and r.value is not None]
-    if not ok:
+def verdict(study: optuna.Study) -> evidence.Verdict:
+    """The study's answer: winner, gain with its interval, noise (study/evidence.py)."""
+    metric, direction = objective(study)
+    raw = study.user_attrs.get(attrs.CONFIRMATION)
+    record = Confirmation.from_json(raw) if isinstance(raw, dict) else None
+    return evidence.verdict(
+        study.get_trials(deepcopy=False),
+        metric,
+        "minimize" if direction == "minimize" else "maximize",
+        record,
+    )
+
+
+def _winner_row(all_rows: list[TrialRow], v: evidence.Verdict) -> TrialRow | None:
+    """The row of the winner's first launch, valued by the median of its launches."""
+    if v.winner is None or v.winner.first_trial is None:
         return None
-    sign = -1.0 if direction == "maximize" else 1.0
-    # Ties go to the earlier trial: it was found first and has been seen to work longest.
-    return min(ok, key=lambda r: (sign * (r.value or 0.0), r.number))
+    first = next((r for r in all_rows if r.number == v.winner.first_trial), None)
+    if first is None:
+        return None
+    values = v.winner.confirm_values or v.winner.values
+    median = float(statistics.median(values)) if values else first.value
+    return TrialRow(**{**asdict(first), "value": median})
 
 
 def best(study: optuna.Study) -> TrialRow | None:
-    """The best ``ok`` trial by the objective (ties: lower number), or None."""
-    return _best_of(rows(study), objective(study)[1])
+    """The configuration to recommend, or None: the winner by the median of its launches.
+
+    When a baseline ran and nothing beat it beyond noise, that is the baseline. Its ``value``
+    is the median of the confirmation launches when there were any, else of its launches.
+    """
+    return _winner_row(rows(study), verdict(study))
 
 
 def _baseline_of(all_rows: list[TrialRow]) -> TrialRow | None:
@@ -175,9 +197,24 @@ def summary(study: optuna.Study) -> dict[str, Any]:
     """
     metric, direction = objective(study)
     all_rows = rows(study)
-    top = _best_of(all_rows, direction)
+    v = verdict(study)
+    top = _winner_row(all_rows, v)
     base = _baseline_of(all_rows)
-    base_value = base.value if base is not None and base.outcome == Outcome.OK else None
+    base_value = v.baseline.median if v.baseline is not None else None
+    raw = study.user_attrs.get(attrs.CONFIRMATION)
+    confirmation = None
+    if isinstance(raw, dict):
+        confirmation = {
+            "rounds": raw.get("rounds"),
+            "stop_reason": raw.get("stop_reason"),
+            "winner": raw.get("winner"),
+            **(raw.get("cost") or {}),
+        }
+    saved = sum(
+        float(t.user_attrs.get(attrs.PRUNED_SAVED_S) or 0.0)
+        for t in study.get_trials(deepcopy=False)
+    )
+    gain_value = v.gain.pct if v.gain is not None else None
     return {
         "study": study.study_name,
         "metric": metric,
@@ -190,7 +227,15 @@ def summary(study: optuna.Study) -> dict[str, Any]:
         "best_config": dict(top.config) if top else None,
         "baseline_trial": base.number if base else None,
         "baseline_value": base_value,
-        "gain_pct": gain_pct(top.value if top else None, base_value, direction),
+        "gain_pct": gain_value,
+        "gain": v.gain.to_json() if v.gain is not None else None,
+        "beats_baseline": v.beats_baseline,
+        "verdict": v.text(),
+        "confirmed": v.confirmed,
+        "confirmation": confirmation,
+        "search_best_trial": v.best.first_trial if v.best is not None else None,
+        "noise": v.noise.to_json(),
+        "pruned_saved_s": round(saved, 3),
         "simulated": is_simulated(study),
     }
 
@@ -216,8 +261,7 @@ def headline(study: optuna.Study) -> str:
         text = f"{s['study']}: best {s['metric']} {_fmt(s['best_value'])} (trial {s['best_trial']})"
         if s["baseline_value"] is not None:
             text += f" vs baseline {_fmt(s['baseline_value'])}"
-            if s["gain_pct"] is not None:
-                text += f" ({s['gain_pct']:+.1f}%)"
+        text += f"; {s['verdict']}"
     text += f"; {s['trials']} trials" + (f": {counts}" if counts else "")
     if s["simulated"]:
         text += " [SIMULATED: stand-in server, not real hardware]"
@@ -245,7 +289,7 @@ def status_table(study: optuna.Study) -> Table:
     """Every trial with its outcome, value and cause; the best one is marked with ``*``."""
     metric, direction = objective(study)
     all_rows = rows(study)
-    top = _best_of(all_rows, direction)
+    top = _winner_row(all_rows, verdict(study))
     title = f"{study.study_name}: {metric} ({direction})"
     if is_simulated(study):
         title += f" {SIMULATED_LABEL.upper()}"

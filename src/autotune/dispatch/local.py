@@ -6,6 +6,7 @@ import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from autotune.dispatch.base import WindowHook
 from autotune.errors import PlacementError
 from autotune.models import TrialResult, TrialSpec
 
@@ -51,10 +52,10 @@ class LocalExecutor:
     def capacity(self) -> int:
         return self.parallel
 
-    def submit(self, spec: TrialSpec) -> Future[TrialResult]:
-        return self._pool.submit(self._run, spec)
+    def submit(self, spec: TrialSpec, on_window: WindowHook | None = None) -> Future[TrialResult]:
+        return self._pool.submit(self._run, spec, on_window)
 
-    def _run(self, spec: TrialSpec) -> TrialResult:
+    def _run(self, spec: TrialSpec, on_window: WindowHook | None = None) -> TrialResult:
         from autotune.node.runner import run_trial
 
         with self._lock:
@@ -63,7 +64,7 @@ class LocalExecutor:
             if self.gpus_per_trial:
                 env = {**spec.env, "CUDA_VISIBLE_DEVICES": ",".join(held)}
                 spec = spec.model_copy(update={"env": env})
-            return run_trial(spec)
+            return run_trial(spec, on_window)
         finally:
             with self._lock:
                 self._free = self._free + held

@@ -24,6 +24,7 @@ from typing import Any
 
 import psutil
 
+from autotune.dispatch.base import WindowHook
 from autotune.errors import DispatchError, PlacementError
 from autotune.models import Cause, Failure, Outcome, Phase, TrialResult, TrialSpec
 from autotune.node.process import DRIVER_ENV, STUDY_ENV, STUDY_KEY_ENV
@@ -254,7 +255,9 @@ class RayExecutor:
 
     # -- placement -----------------------------------------------------------------------
 
-    def submit(self, spec: TrialSpec) -> Future[TrialResult]:
+    def submit(self, spec: TrialSpec, on_window: WindowHook | None = None) -> Future[TrialResult]:
+        # on_window is not called: the node cannot call back into the driver; the windows
+        # arrive with the result (TrialResult.windows), too late to save server time.
         env = {
             **spec.env,
             STUDY_ENV: spec.study,

@@ -42,3 +42,6 @@ CONFIRM_KEY = "confirm_key"  # trial: "baseline" or the candidate's key
 REPEAT_OF = "repeat_of"  # trial: an earlier trial of the same configuration (a relaunch)
 CONFIRMATION = "confirmation"  # study: Confirmation.to_json()
 GAIN = "gain"  # study: the final Gain.to_json() (None: no gain can be claimed)
+PEAK = "peak"  # trial: PeakLoad as JSON (survived the workload's peak without failed requests)
+PRUNED_SAVED_S = "pruned_saved_s"  # trial: server seconds a pruned trial did not spend
+NOISE = "noise"  # study: NoiseModel.to_json()

@@ -39,9 +39,12 @@ from autotune.redact import redact_argv, redact_env
 from autotune.space.render import render, violations
 from autotune.space.schema import StudySpec
 from autotune.space.suggest import suggest
-from autotune.study import attrs
+from autotune.study import attrs, evidence
 from autotune.study.deadends import DeadEnd, DeadEnds
-from autotune.study.outcome import CRASH, SKIP, verdict
+from autotune.study.confirm import BASELINE as CONFIRM_BASELINE
+from autotune.study.confirm import Candidate, Confirmation, ConfirmOptions, Sample, confirm
+from autotune.study.outcome import CRASH, PEAK, SKIP, verdict
+from autotune.study.prune import IncumbentPruner, margin_for, saved_seconds
 from autotune.study.steering import CrashRisk, SteeringOptions
 from autotune.tracking.base import Tracker
 
@@ -85,6 +88,17 @@ class DriverOptions:
     heartbeat_s: float = 30.0
     # Crash-risk steering (study/steering.py): on by default; SteeringOptions(enabled=False) off.
     steering: SteeringOptions = field(default_factory=SteeringOptions)
+    # Noise (study/noise.py): the baseline's launches at the start (launch-to-launch spread),
+    # and how often one configuration may be launched when the sampler proposes it again
+    # (each a new sample); past that its launches' median is reused.
+    baseline_launches: int = 3
+    max_launches_per_config: int = 3
+    # Confirmation (study/confirm.py): the top ``confirm`` candidates and the baseline are
+    # relaunched interleaved at the end; 0 turns it off.
+    confirm: int = 3
+    confirm_rounds: tuple[int, int] = (3, 5)  # (min, max) rounds
+    # Early stopping on per-window intermediate values (study/prune.py).
+    prune: bool = True
 
 
 def storage_url(options: DriverOptions) -> str:
@@ -154,6 +168,9 @@ class Driver:
         self.log_dir = self.options.study_dir / "logs"
         self.log_dir.mkdir(exist_ok=True)
         self.storage = open_storage(storage_url(options))
+        # What the pruner compares a running trial with (refreshed after every result).
+        self._incumbent: float | None = None
+        self._launch_cv: float | None = None
         self.study = self._open_study()
         self.deadends = DeadEnds(
             spec,
@@ -169,12 +186,23 @@ class Driver:
         o = self.options
         direction = self.spec.objective.direction
         sampler = make_sampler(o.sampler, o.seed, self.parallel)
+        pruner: optuna.pruners.BasePruner = optuna.pruners.NopPruner()
+        if o.prune:
+            pruner = IncumbentPruner(
+                lambda: self._incumbent, direction, lambda: margin_for(self._launch_cv)
+            )
         try:
-            study = optuna.load_study(study_name=o.study, storage=self.storage, sampler=sampler)
+            study = optuna.load_study(
+                study_name=o.study, storage=self.storage, sampler=sampler, pruner=pruner
+            )
             existing = True
         except KeyError:
             study = optuna.create_study(
-                study_name=o.study, storage=self.storage, sampler=sampler, direction=direction
+                study_name=o.study,
+                storage=self.storage,
+                sampler=sampler,
+                direction=direction,
+                pruner=pruner,
             )
             existing = False
         if existing:
@@ -186,7 +214,11 @@ class Driver:
             study.set_user_attr(attrs.OBJECTIVE, self.spec.objective.model_dump())
             study.set_user_attr(attrs.STUDY_SIMULATED, o.simulate)
             if self.spec.baseline is not None:
-                study.enqueue_trial(dict(self.spec.baseline), user_attrs={attrs.BASELINE: True})
+                # Several launches of the baseline: the study's launch-to-launch noise.
+                for _ in range(max(1, o.baseline_launches)):
+                    study.enqueue_trial(
+                        dict(self.spec.baseline), user_attrs={attrs.BASELINE: True}
+                    )
         return study
 
     def _check_resume(self, study: optuna.Study) -> None:
@@ -357,6 +389,7 @@ class Driver:
         if run_id and self.study.user_attrs.get(attrs.MLFLOW_RUN) != run_id:
             self.study.set_user_attr(attrs.MLFLOW_RUN, run_id)
         launched, best, baseline = self._counts()
+        self._refresh_incumbent()
         for t in self.study.get_trials(deepcopy=False):  # resume: the risk model's history
             if t.user_attrs.get(attrs.OUTCOME) in LAUNCHED:
                 self.risk.observe(
@@ -400,21 +433,25 @@ class Driver:
                 config = suggest(trial, spec, fixed=fixed)
                 earlier = self._measured(config)
                 if earlier is not None and fixed is None:
-                    # A configuration already measured (small discrete spaces): reuse its
-                    # value instead of paying for a launch; the sampler sees the same result.
-                    skips += 1
-                    self._reuse(trial, config, earlier)
-                    continue
+                    if self._launches(config) < o.max_launches_per_config:
+                        # Proposed again: a new launch adds a sample (one lucky launch must
+                        # not stay the best); bounded, so an exhausted space still stops.
+                        trial.set_user_attr(attrs.REPEAT_OF, earlier.number)
+                    else:
+                        # Launched enough: reuse the median of its launches.
+                        skips += 1
+                        self._reuse(trial, config, earlier)
+                        continue
                 reason = self._skip_reason(config)
-                if reason is None and fixed is None:  # enqueued ones were asked for: launch them
-                    reason = self.risk.check(config)
+                if reason is None and fixed is None and earlier is None:
+                    reason = self.risk.check(config)  # enqueued ones were asked for: launch
                 if reason:
                     skips += 1
                     self._skip(trial, config, reason)
                     continue
                 skips = 0
                 ts = self.build_spec(trial.number, config)
-                inflight[self.executor.submit(ts)] = (trial, config)
+                inflight[self._submit(ts, trial)] = (trial, config)
                 self.on_event(Event("launch", trial.number, config))
             if skips >= MAX_SKIPS_IN_A_ROW:
                 stop_reason = "no launchable configuration left in the space"
@@ -446,13 +483,14 @@ class Driver:
                     )
                     continue
                 outcome = self._finish(trial, config, result)
-                if outcome in LAUNCHED:
+                if outcome in LAUNCHED or result.windows:  # a pruned trial was launched too
                     launched += 1
                     self.risk.observe(config, outcome in (Outcome.CRASHED, Outcome.TIMEOUT))
                 crash_streak = (
                     crash_streak + 1 if outcome in (Outcome.CRASHED, Outcome.TIMEOUT) else 0
                 )
                 _, best, baseline = self._counts()
+                self._refresh_incumbent()
                 self.on_event(
                     Event(
                         "result",
@@ -467,8 +505,11 @@ class Driver:
                         baseline=baseline,
                     )
                 )
+        if o.confirm > 0 and self.spec.baseline is not None:
+            self._confirm()
         self._reap()
         _, best, baseline = self._counts()
+        self._store_verdict()
         self.tracker.finish(self.summary())
         self.on_event(
             Event(
@@ -480,6 +521,133 @@ class Driver:
                 message=stop_reason,
             )
         )
+
+    # -- noise, pruning, confirmation (study/noise.py, prune.py, confirm.py, evidence.py) ----
+
+    def _evidence(self) -> dict[str, evidence.Launches]:
+        return evidence.gather(self.study.get_trials(deepcopy=False), self.spec.objective.metric)
+
+    def _launches(self, config: dict[str, Any]) -> int:
+        """Launches of ``config`` in the search so far (measured or failed)."""
+        group = self._evidence().get(evidence.config_key(config))
+        return len(group.trials) + len(group.failures) if group else 0
+
+    def _refresh_incumbent(self) -> None:
+        groups = self._evidence()
+        top = evidence.ranked(groups, self.spec.objective.direction)
+        self._incumbent = top[0].median if top else None
+        self._launch_cv = evidence.noise_model(groups).launch_cv
+
+    def _submit(self, ts: TrialSpec, trial: optuna.Trial | None) -> Future[TrialResult]:
+        hook = None
+        if trial is not None and self.options.prune and not trial.user_attrs.get(attrs.BASELINE):
+            hook = self._window_hook(trial)
+        return self.executor.submit(ts, on_window=hook)
+
+    def _window_hook(self, trial: optuna.Trial) -> Callable[[int, dict[str, float]], bool]:
+        """Per-window intermediate values to Optuna; True (stop) when the pruner says so."""
+        metric = self.spec.objective.metric
+
+        def hook(index: int, flat: dict[str, float]) -> bool:
+            value = flat.get(metric)
+            if value is None:
+                return False
+            try:
+                trial.report(float(value), step=index)
+                return bool(trial.should_prune())
+            except Exception:  # runs on the trial's thread: never break the trial
+                return False
+
+        return hook
+
+    def _confirm(self) -> Confirmation | None:
+        """Relaunch the top candidates and the baseline, interleaved; store the record."""
+        o = self.options
+        groups = self._evidence()
+        base = evidence.baseline_of(groups)
+        ranked = [g for g in evidence.ranked(groups, self.spec.objective.direction) if g is not base]
+        if base is None or not ranked:
+            return None
+        candidates = [
+            Candidate(f"trial {g.first_trial}", g.config, g.first_trial) for g in ranked[: o.confirm]
+        ]
+        by_key = {c.key: c.config for c in candidates}
+        by_key[CONFIRM_BASELINE] = base.config
+        self.on_event(
+            Event("confirm", message=f"confirming {', '.join(by_key)} in interleaved rounds")
+        )
+
+        def measure(c: Candidate, round_no: int) -> Sample:
+            return self._measure_once(by_key[c.key], c.key, round_no)
+
+        lo, hi = o.confirm_rounds
+        record = confirm(
+            candidates,
+            measure,
+            self.spec.objective.direction,
+            ConfirmOptions(min_rounds=lo, max_rounds=hi),
+        )
+        self.study.set_user_attr(attrs.CONFIRMATION, record.to_json())
+        return record
+
+    def _measure_once(self, config: dict[str, Any], key: str, round_no: int) -> Sample:
+        """One confirmation launch: an Optuna trial of its own, launched now, waited for."""
+        user: dict[str, Any] = {attrs.CONFIRM_ROUND: round_no, attrs.CONFIRM_KEY: key}
+        if key == CONFIRM_BASELINE:
+            user[attrs.BASELINE] = True
+        self.study.enqueue_trial(dict(config), user_attrs=user)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Heartbeat of storage", UserWarning)
+            trial = self.study.ask()
+        fixed = self.storage.get_trial_system_attrs(trial._trial_id).get("fixed_params")
+        config = suggest(trial, self.spec, fixed=fixed)
+        self.on_event(Event("launch", trial.number, config, message=f"confirm {key}"))
+        attempt = 0
+        while True:
+            ts = self.build_spec(trial.number, config, attempt=attempt)
+            result = self.executor.submit(ts).result()
+            if result.outcome is not Outcome.INFRA or attempt >= self.options.max_infra_retries:
+                break
+            attempt += 1
+        outcome = self._finish(trial, config, result)
+        metric = self.spec.objective.metric
+        flat = result.metrics.flat() if result.metrics is not None else {}
+        value = flat.get(metric) if outcome is Outcome.OK else None
+        reason = "" if value is not None else outcome.value
+        if result.peak is not None and not result.peak.survived:
+            value, reason = None, f"{result.peak.failed} failed requests at peak load"
+        if result.failure is not None and value is None:
+            reason = f"{outcome.value}: {result.failure.cause.value}"
+        self.on_event(
+            Event(
+                "result",
+                trial.number,
+                config,
+                result=result,
+                outcome=outcome,
+                value=value,
+                message=f"confirm {key} round {round_no}",
+            )
+        )
+        windows = tuple(float(w[metric]) for w in result.windows if metric in w)
+        return Sample(value, windows, result.timings.total_s, trial.number, reason)
+
+    def verdict(self) -> evidence.Verdict:
+        """The study's answer: the winner, the gain and its interval (see study/evidence.py)."""
+        raw = self.study.user_attrs.get(attrs.CONFIRMATION)
+        record = Confirmation.from_json(raw) if raw else None
+        return evidence.verdict(
+            self.study.get_trials(deepcopy=False),
+            self.spec.objective.metric,
+            self.spec.objective.direction,
+            record,
+        )
+
+    def _store_verdict(self) -> None:
+        v = self.verdict()
+        self.study.set_user_attr(attrs.GAIN, v.gain.to_json() if v.gain else None)
+        self.study.set_user_attr(attrs.NOISE, v.noise.to_json())
+        self.on_event(Event("verdict", message=v.text()))
 
     def _beat(self, trial: optuna.Trial) -> None:
         try:
@@ -499,7 +667,10 @@ class Driver:
     def _reuse(
         self, trial: optuna.Trial, config: dict[str, Any], earlier: optuna.trial.FrozenTrial
     ) -> None:
-        reason = f"same configuration as trial {earlier.number}: its measurement is reused"
+        reason = (
+            f"same configuration as trial {earlier.number}, launched enough: "
+            "the median of its launches is reused"
+        )
         for key, value in {
             attrs.OUTCOME: Outcome.PRUNED.value,
             attrs.SKIPPED: reason,
@@ -509,7 +680,8 @@ class Driver:
             trial.set_user_attr(key, value)
         for name, amount in earlier.constraints.items():
             trial.set_constraint(name, amount)
-        self.study.tell(trial, earlier.value)
+        group = self._evidence().get(evidence.config_key(config))
+        self.study.tell(trial, group.median if group and group.median else earlier.value)
         self.on_event(Event("skip", trial.number, config, outcome=Outcome.PRUNED, message=reason))
 
     def _skip_reason(self, config: dict[str, Any]) -> str | None:
@@ -541,7 +713,11 @@ class Driver:
             return Outcome.INFRA
         v = verdict(result, objective.metric, self.spec.slo)
         self._record(trial, config, result, v.outcome)
-        for name, amount in v.constraints.items():
+        constraints = dict(v.constraints)
+        if result.peak is not None and v.outcome is Outcome.OK:
+            # Failed requests at peak load: its windows stand, but it can never win.
+            constraints[PEAK] = 0.0 if result.peak.survived else 1.0
+        for name, amount in constraints.items():
             trial.set_constraint(name, float(amount))
         if v.outcome in (Outcome.CRASHED, Outcome.TIMEOUT):
             failure = result.failure or Failure(cause=Cause.UNKNOWN, phase=Phase.LAUNCH)
@@ -584,6 +760,14 @@ class Driver:
         }
         if result.metrics is not None:
             values[attrs.METRICS] = result.metrics.flat()
+        if result.windows:
+            values[attrs.WINDOWS] = result.windows
+        if result.peak is not None:
+            values[attrs.PEAK] = result.peak.model_dump(mode="json")
+        if outcome is Outcome.PRUNED and result.windows:
+            planned = self.spec.workload.windows
+            dedicated = self.spec.workload.peak > self.spec.workload.concurrency
+            values[attrs.PRUNED_SAVED_S] = saved_seconds(result.windows, planned, dedicated)
         if result.failure is not None:
             f = result.failure
             values.update(

@@ -71,7 +71,8 @@ def gather(trials: Iterable[FrozenTrial], metric: str) -> dict[str, Launches]:
         config = dict(ua.get(attrs.CONFIG) or t.params)
         entry = out.setdefault(config_key(config), Launches(config))
         entry.baseline = entry.baseline or bool(ua.get(attrs.BASELINE))
-        if outcome in DISQUALIFYING:
+        peak = ua.get(attrs.PEAK)
+        if outcome in DISQUALIFYING or (isinstance(peak, dict) and peak.get("survived") is False):
             entry.failures.append(t.number)
         value = (ua.get(attrs.METRICS) or {}).get(metric)
         if outcome != Outcome.OK or not isinstance(value, int | float) or value <= 0:
@@ -163,8 +164,10 @@ def verdict(
         return Verdict(winner, best, base, g, True, noise)
     if confirmation is not None:  # every candidate failed its confirmation
         return Verdict(base, best, base, confirmation.gain, True, noise)
-    if best is None or base is None or not base.values:
-        return Verdict(base or best, best, base, None, False, noise)
+    if base is None or not base.values:  # nothing to compare with: the search's best stands
+        return Verdict(best, best, base, None, False, noise)
+    if best is None:
+        return Verdict(base, best, base, None, False, noise)
     # The best was picked from every eligible configuration: widen the interval for all.
     g = gain(base.values, best.values, direction, candidates=max(1, len(others)))
     return Verdict(best if g.significant else base, best, base, g, False, noise)

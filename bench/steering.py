@@ -97,12 +97,12 @@ class Run:
 def launched_outcomes(study: optuna.Study) -> list[str]:
     """Outcomes of the launched trials, in launch order."""
     from autotune.study import attrs
-    from autotune.study.driver import LAUNCHED
+    from autotune.study.driver import was_launched
 
     return [
         str(t.user_attrs[attrs.OUTCOME])
         for t in sorted(study.get_trials(deepcopy=False), key=lambda t: t.number)
-        if t.user_attrs.get(attrs.OUTCOME) in LAUNCHED
+        if was_launched(t.user_attrs)
     ]
 
 

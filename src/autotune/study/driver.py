@@ -55,6 +55,12 @@ MAX_SKIPS_IN_A_ROW = 200
 LAUNCHED = {Outcome.OK, Outcome.CRASHED, Outcome.TIMEOUT, Outcome.SLO_VIOLATED}
 
 
+def was_launched(user_attrs: dict[str, Any]) -> bool:
+    """Whether a trial launched a server: a launched outcome, or pruned after its windows."""
+    outcome = user_attrs.get(attrs.OUTCOME)
+    return outcome in LAUNCHED or (outcome == Outcome.PRUNED and bool(user_attrs.get(attrs.WINDOWS)))
+
+
 @dataclass(frozen=True)
 class Event:
     """Something the driver did, for whoever shows progress."""
@@ -330,7 +336,7 @@ class Driver:
         sign = 1.0 if self.spec.objective.direction == "maximize" else -1.0
         for t in self.study.get_trials(deepcopy=False):
             outcome = t.user_attrs.get(attrs.OUTCOME)
-            if outcome in LAUNCHED:
+            if was_launched(t.user_attrs) and t.user_attrs.get(attrs.CONFIRM_ROUND) is None:
                 launched += 1
             if outcome == Outcome.OK and t.value is not None:
                 if best is None or sign * t.value > sign * best:
@@ -451,7 +457,8 @@ class Driver:
                     continue
                 skips = 0
                 ts = self.build_spec(trial.number, config)
-                inflight[self._submit(ts, trial)] = (trial, config)
+                # Only the sampler's proposals may be pruned: enqueued ones were asked for.
+                inflight[self._submit(ts, trial if fixed is None else None)] = (trial, config)
                 self.on_event(Event("launch", trial.number, config))
             if skips >= MAX_SKIPS_IN_A_ROW:
                 stop_reason = "no launchable configuration left in the space"
@@ -806,6 +813,7 @@ __all__ = [
     "Driver",
     "DriverOptions",
     "Event",
+    "was_launched",
     "storage_url",
     "open_storage",
     "make_sampler",

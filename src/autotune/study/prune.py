@@ -6,7 +6,9 @@ stops the trial when the median of its windows so far is worse than the incumben
 median of the study's eligible configurations) by more than launch noise could explain, so
 the rest of its windows and its peak window are not paid for. The margin is wide on purpose:
 pruning a configuration that was only unlucky loses it for good, while letting a bad one run
-two more windows costs seconds.
+two more windows costs seconds. Without a launch-noise estimate (no configuration launched
+twice yet; the baseline's repeated launches give one) nothing is pruned: "cannot beat" needs
+to know how far a launch can stray.
 """
 
 from __future__ import annotations
@@ -19,17 +21,20 @@ import optuna
 
 from autotune.study.noise import Direction
 
-# Without a noise estimate: prune only what is at least this much worse than the incumbent.
-DEFAULT_MARGIN = 0.3
-# With one: this many standard deviations of the difference of two launches.
+# This many standard deviations of the difference of two launches.
 SIGMAS = 3.0
+# Never prune what is less than this much worse than the incumbent.
+MIN_MARGIN = 0.15
 
 
-def margin_for(launch_cv: float | None) -> float:
-    """How much worse than the incumbent (relative) a window median must be to prune."""
+def margin_for(launch_cv: float | None) -> float | None:
+    """How much worse than the incumbent (relative) a window median must be to prune.
+
+    None (never prune) while the launch noise is unknown.
+    """
     if launch_cv is None:
-        return DEFAULT_MARGIN
-    return max(0.15, -math.expm1(-SIGMAS * math.sqrt(2.0) * launch_cv))
+        return None
+    return max(MIN_MARGIN, -math.expm1(-SIGMAS * math.sqrt(2.0) * launch_cv))
 
 
 class IncumbentPruner(optuna.pruners.BasePruner):
@@ -38,7 +43,7 @@ class IncumbentPruner(optuna.pruners.BasePruner):
     Args:
         incumbent: returns the incumbent's value (None: nothing to compare with yet).
         direction: the objective's direction.
-        margin: returns the relative margin (see ``margin_for``).
+        margin: returns the relative margin (see ``margin_for``); None: do not prune.
         min_windows: windows a trial measures before it can be pruned.
     """
 
@@ -46,7 +51,7 @@ class IncumbentPruner(optuna.pruners.BasePruner):
         self,
         incumbent: Callable[[], float | None],
         direction: Direction,
-        margin: Callable[[], float] = lambda: DEFAULT_MARGIN,
+        margin: Callable[[], float | None],
         min_windows: int = 1,
     ) -> None:
         self.incumbent = incumbent
@@ -61,8 +66,10 @@ class IncumbentPruner(optuna.pruners.BasePruner):
         best = self.incumbent()
         if best is None or best <= 0:
             return False
-        median = statistics.median(values)
         m = self.margin()
+        if m is None:
+            return False
+        median = statistics.median(values)
         if self.direction == "maximize":
             return median < best * (1.0 - m)
         return median > best / (1.0 - m)
@@ -77,4 +84,4 @@ def saved_seconds(windows: list[dict[str, float]], planned: int, peak_window: bo
     return left * statistics.fmean(durations)
 
 
-__all__ = ["DEFAULT_MARGIN", "IncumbentPruner", "margin_for", "saved_seconds"]
+__all__ = ["IncumbentPruner", "margin_for", "saved_seconds"]

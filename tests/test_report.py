@@ -12,7 +12,8 @@ from optuna.trial import TrialState, create_trial
 from rich.console import Console
 
 from autotune import report
-from autotune.study import attrs
+from autotune.records import StudyRecord, TrialRecord
+from autotune.study.ledger import Ledger, trial_attrs
 
 DISTS = {
     "chunked_prefill_size": IntDistribution(1024, 16384, step=1024),
@@ -26,9 +27,10 @@ def make_study(
     study = optuna.create_study(
         storage=f"sqlite:///{path / 'study.db'}", study_name=name, direction=direction
     )
-    study.set_user_attr(attrs.OBJECTIVE, {"metric": "output_tok_s", "direction": direction})
-    study.set_user_attr(attrs.STUDY_SIMULATED, simulated)
-    study.set_user_attr(attrs.ENGINE, "sglang")
+    Ledger(study).write_study(StudyRecord(
+        name=name, metric="output_tok_s", direction=direction,  # type: ignore[arg-type]
+        simulated=simulated, engine="sglang",
+    ))
     return study
 
 
@@ -46,17 +48,15 @@ def add(
     state: TrialState | None = None,
     total_s: float = 30.0,
 ) -> None:
-    """Add a trial the way the driver stores one."""
+    """Add a trial the way the driver stores one (through the ledger's encoding)."""
     params = params or {"chunked_prefill_size": 4096, "attention_backend": "fa3"}
-    ua: dict[str, Any] = {attrs.CONFIG: params, attrs.BASELINE: baseline,
-                          attrs.TIMINGS: {"total_s": total_s}}
-    if outcome is not None:
-        ua[attrs.OUTCOME] = outcome
+    fields: dict[str, Any] = {"config": params, "baseline": baseline,
+                              "timings": {"total_s": total_s}, "outcome": outcome}
     if value is not None:
-        ua[attrs.METRICS] = {"output_tok_s": value, "ttft_p99_ms": 120.0}
+        fields["metrics"] = {"output_tok_s": value, "ttft_p99_ms": 120.0}
     if cause:
-        ua.update({attrs.CAUSE: cause, attrs.PHASE: phase, attrs.HINT: hint,
-                   attrs.MESSAGE: f"{cause} in {phase}"})
+        fields.update(cause=cause, phase=phase, hint=hint, message=f"{cause} in {phase}")
+    ua = trial_attrs(TrialRecord(number=0, state="COMPLETE", **fields))
     if state is None:
         by_outcome = {"pruned": TrialState.PRUNED, None: TrialState.FAIL}
         state = by_outcome.get(outcome, TrialState.COMPLETE)
@@ -112,7 +112,8 @@ def test_best_is_ok_only_and_ties_go_to_lower_number(study: optuna.Study) -> Non
     more_baseline(study)
     top = report.best(study)
     assert top is not None and top.number == 1 and top.value == 1300.0
-    assert report.summary(study)["gain"]["significant"] is True
+    gain = report.summary(study).gain
+    assert gain is not None and gain["significant"] is True
 
 
 def test_one_launch_each_cannot_beat_the_baseline(study: optuna.Study) -> None:
@@ -120,8 +121,8 @@ def test_one_launch_each_cannot_beat_the_baseline(study: optuna.Study) -> None:
     top = report.best(study)
     assert top is not None and top.number == 0 and top.baseline
     s = report.summary(study)
-    assert s["gain"]["significant"] is False and s["beats_baseline"] is False
-    assert s["verdict"].startswith("no configuration beat the baseline beyond noise")
+    assert s.gain is not None and s.gain["significant"] is False and not s.beats_baseline
+    assert s.verdict.startswith("no configuration beat the baseline beyond noise")
 
 
 def test_a_configuration_that_failed_once_cannot_win(study: optuna.Study) -> None:
@@ -135,7 +136,7 @@ def test_a_configuration_that_failed_once_cannot_win(study: optuna.Study) -> Non
 def test_best_is_the_median_of_a_configurations_launches(study: optuna.Study) -> None:
     more_baseline(study)
     again = {"chunked_prefill_size": 8192, "attention_backend": "fa3"}
-    add(study, "ok", value=1100.0, params=again)  # trial 1 again: median 1200 < 1300
+    add(study, "ok", value=1100.0, params=again)  # trial 1 again: median 1100 < 1300
     add(study, "ok", value=1100.0, params=again)
     top = report.best(study)
     assert top is not None and top.number == 3
@@ -155,22 +156,22 @@ def test_best_none_without_ok(tmp_path: Path) -> None:
     s = make_study(tmp_path)
     add(s, "crashed", told=1.0, cause="cuda_oom", phase="load")
     assert report.best(s) is None
-    assert report.summary(s)["gain_pct"] is None
+    assert report.summary(s).gain_pct is None
 
 
 def test_summary(study: optuna.Study) -> None:
     s = report.summary(study)
-    assert s["trials"] == 8
-    assert s["outcomes"] == {"ok": 3, "crashed": 2, "slo_violated": 1, "pruned": 1, "running": 1}
-    assert s["causes"] == {"kv_pool_oom": 2, "dead_end": 1}
+    assert s.trials == 8
+    assert s.outcomes == {"ok": 3, "crashed": 2, "slo_violated": 1, "pruned": 1, "running": 1}
+    assert s.causes == {"kv_pool_oom": 2, "dead_end": 1}
     # One launch each: the +30% of trial 1 cannot be told from noise, the baseline stays.
-    assert (s["best_trial"], s["best_value"], s["baseline_trial"], s["baseline_value"]) == (
+    assert (s.best_trial, s.best_value, s.baseline_trial, s.baseline_value) == (
         0, 1000.0, 0, 1000.0)
-    assert s["search_best_trial"] == 1
-    assert s["gain_pct"] == pytest.approx(30.0)
-    assert s["gain"]["launches"] == {"baseline": 1, "best": 1}
-    assert s["simulated"] is False
-    assert s["metric"] == "output_tok_s" and s["direction"] == "maximize"
+    assert s.search_best_trial == 1
+    assert s.gain_pct == pytest.approx(30.0)
+    assert s.gain is not None and s.gain["launches"] == {"baseline": 1, "best": 1}
+    assert s.simulated is False
+    assert s.metric == "output_tok_s" and s.direction == "maximize"
 
 
 def test_status_data_is_json(study: optuna.Study) -> None:

@@ -111,6 +111,41 @@ def start(
             help="Skip proposals the crash history predicts will crash (crash-risk model).",
         ),
     ] = True,
+    confirm: Annotated[
+        int,
+        typer.Option(
+            "--confirm",
+            min=0,
+            help="Relaunch the top K candidates and the baseline, interleaved, before naming a "
+            "winner (0 or --no-confirm: off).",
+        ),
+    ] = 3,
+    no_confirm: Annotated[
+        bool, typer.Option("--no-confirm", help="No confirmation rounds (same as --confirm 0).")
+    ] = False,
+    confirm_rounds: Annotated[
+        int,
+        typer.Option(
+            "--confirm-rounds",
+            min=2,
+            help="Most confirmation rounds (it stops earlier when settled).",
+        ),
+    ] = 5,
+    baseline_launches: Annotated[
+        int,
+        typer.Option(
+            "--baseline-launches",
+            min=1,
+            help="Launch the baseline this many times at the start (its launch-to-launch noise).",
+        ),
+    ] = 3,
+    prune: Annotated[
+        bool,
+        typer.Option(
+            "--prune/--no-prune",
+            help="Stop a trial whose first windows cannot beat the incumbent.",
+        ),
+    ] = True,
     study_root: RootOpt = Path("studies"),
     storage: StorageOpt = None,
 ) -> None:
@@ -159,6 +194,10 @@ def start(
         seed=seed,
         sampler=sampler,
         steering=SteeringOptions(enabled=steer),
+        baseline_launches=baseline_launches,
+        confirm=0 if no_confirm else confirm,
+        confirm_rounds=(min(3, confirm_rounds), confirm_rounds),
+        prune=prune,
     )
     sim = (
         " [bold magenta]SIMULATED[/] (stand-in SGLang server: figures are modelled)"
@@ -262,19 +301,35 @@ def _final_report(
     if best is None:
         console.print("[red]no configuration completed successfully[/]")
         return
-    line = f"[bold green]best[/] trial #{best.number}: {s.get('metric')} = {best.value:,.2f}"
-    if s.get("baseline_value") is not None and s.get("gain_pct") is not None:
-        line += f"  vs baseline {s['baseline_value']:,.2f}  ({s['gain_pct']:+.1f}%)"
-    if s.get("simulated"):
-        line += "  [bold magenta](simulated)[/]"
-    console.print(line)
-    console.print(f"  config: {best.config}")
+    _gain_lines(s, best)
     flags = f" --study {name}" + (f" --study-root {root}" if root != Path("studies") else "")
     flags += f" --storage {storage}" if storage else ""
     console.print(f"  export: autotune export{flags} --format sh")
     if not no_mlflow:
         uri = mlflow_uri or "sqlite:///mlflow/mlflow.db"
         console.print(f"  compare: mlflow ui --backend-store-uri {uri}")
+
+
+def _gain_lines(s: Any, best: Any) -> None:
+    """The answer: what to run, and whether it beats the baseline beyond noise (95% CI)."""
+    what = "baseline (kept)" if best.baseline and s.gain is not None else "best"
+    line = f"[bold green]{what}[/] trial #{best.number}: {s.metric} = {best.value:,.2f}"
+    if s.baseline_value is not None and not best.baseline:
+        line += f"  vs baseline {s.baseline_value:,.2f}"
+    if s.simulated:
+        line += "  [bold magenta](simulated)[/]"
+    console.print(line)
+    style = "bold green" if s.beats_baseline else "bold yellow"
+    console.print(f"  [{style}]{s.verdict}[/]")
+    if s.confirmation:
+        c = s.confirmation
+        console.print(
+            f"  confirmation: {c.get('rounds')} round(s), {c.get('launches')} launches, "
+            f"{c.get('server_s', 0):,.0f} server-seconds ({c.get('stop_reason')})"
+        )
+    if s.pruned_saved_s:
+        console.print(f"  early stopping saved {s.pruned_saved_s:,.0f} server-seconds")
+    console.print(f"  config: {best.config}")
 
 
 def _open_study(study: str | None, root: Path, storage: str | None) -> Any:
@@ -317,11 +372,11 @@ def status(
 
     s = _open_study(study, study_root, storage)
     if as_json:
-        rows = [r.to_json() if hasattr(r, "to_json") else r.__dict__ for r in report.rows(s)]
+        rows = [r.to_json() for r in report.rows(s)]
         best = report.best(s)
         out = {
             "study": s.study_name,
-            "summary": report.summary(s),
+            "summary": report.summary(s).model_dump(mode="json"),
             "best": best.number if best else None,
             "trials": rows,
         }
@@ -331,6 +386,10 @@ def status(
     failures = report.failure_table(s)
     if failures is not None:
         console.print(failures)
+    summary = report.summary(s)
+    best = report.best(s)
+    if best is not None and best.value is not None:
+        _gain_lines(summary, best)
 
 
 @app.command()

@@ -19,7 +19,7 @@ import pytest
 from bench.steering import make_driver, toy_space
 from tests.conftest import AUTOTUNE
 
-from autotune.study.driver import was_launched
+from autotune.study.ledger import decode_trial
 
 pytestmark = pytest.mark.slow
 
@@ -54,6 +54,11 @@ RULES = [
     {"id": "toy.kv_pool", "pattern": r"Not enough memory\. Please try to increase",
      "cause": "kv_pool_oom"},
 ]
+
+
+def launched(t: optuna.trial.FrozenTrial) -> bool:
+    """A server was launched for it (also a trial the pruner stopped after its windows)."""
+    return decode_trial(t, "output_tok_s").launched
 
 
 def _cfg(backend: str = "a", x: float = 0.5, y: int = 2, buf: int = 8) -> dict[str, Any]:
@@ -103,7 +108,7 @@ def test_dead_ends_are_never_launched_again_and_survive_resume(tmp_path: Path) -
     for t in trials:
         if "skipped" in t.user_attrs:  # told to Optuna as infeasible, so TPE learns from it
             assert t.state == optuna.trial.TrialState.PRUNED
-            assert t.user_attrs["cause"] == "dead_end"
+            assert t.user_attrs["cause"] == t.user_attrs["skip_kind"] == "dead_end"
             assert t.system_attrs.get("constraints:skip", 0) > 0
     # No server was started for a skipped trial.
     logs = sorted(p.name for p in (study_dir / "logs").glob("trial-*.log"))
@@ -199,7 +204,7 @@ def test_n_trials_launches_exactly_n_whatever_is_skipped(tmp_path: Path) -> None
     finally:
         driver.executor.shutdown()
     trials = driver.study.get_trials(deepcopy=False)
-    launched = [t for t in trials if was_launched(t.user_attrs)]
+    launched = [t for t in trials if launched(t)]
     skipped = [t for t in trials if "skipped" in t.user_attrs]
     assert len(launched) == 7
     assert skipped, "the space was meant to produce skips"
@@ -211,7 +216,7 @@ def test_n_trials_launches_exactly_n_whatever_is_skipped(tmp_path: Path) -> None
     finally:
         again.executor.shutdown()
     trials = again.study.get_trials(deepcopy=False)
-    assert sum(was_launched(t.user_attrs) for t in trials) == 9
+    assert sum(launched(t) for t in trials) == 9
 
 
 def test_a_repeated_configuration_reuses_its_measurement_and_an_exhausted_space_stops(
@@ -231,7 +236,7 @@ def test_a_repeated_configuration_reuses_its_measurement_and_an_exhausted_space_
                          sampler="random", max_launches_per_config=2, prune=False)
     driver.run()
     trials = _by_number(driver.study)
-    launched = [t for t in trials if was_launched(t.user_attrs)]
+    launched = [t for t in trials if launched(t)]
     assert sorted(t.user_attrs["config"]["backend"] for t in launched) == ["a", "a", "b", "b"]
     assert all("repeat_of" in t.user_attrs for t in launched[2:])
     reused = [t for t in trials if "median of its launches is reused" in

@@ -18,10 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from optuna.trial import FrozenTrial
-
 from autotune.models import Outcome
-from autotune.study import attrs
+from autotune.records import TrialRecord
 from autotune.study.confirm import BASELINE, Confirmation
 from autotune.study.noise import Direction, Gain, NoiseModel, gain
 
@@ -60,33 +58,25 @@ class Launches:
         return self.trials[0] if self.trials else None
 
 
-def gather(trials: Iterable[FrozenTrial], metric: str) -> dict[str, Launches]:
+def gather(trials: Iterable[TrialRecord], metric: str) -> dict[str, Launches]:
     """Group launched trials by configuration, in trial order."""
     out: dict[str, Launches] = {}
     for t in sorted(trials, key=lambda t: t.number):
-        ua = t.user_attrs
-        outcome = ua.get(attrs.OUTCOME)
-        if outcome not in (*DISQUALIFYING, Outcome.OK):
+        if t.outcome not in (*DISQUALIFYING, Outcome.OK):
             continue
-        config = dict(ua.get(attrs.CONFIG) or t.params)
-        entry = out.setdefault(config_key(config), Launches(config))
-        entry.baseline = entry.baseline or bool(ua.get(attrs.BASELINE))
-        peak = ua.get(attrs.PEAK)
-        if outcome in DISQUALIFYING or (isinstance(peak, dict) and peak.get("survived") is False):
+        entry = out.setdefault(config_key(t.config), Launches(dict(t.config)))
+        entry.baseline = entry.baseline or t.baseline
+        if t.outcome in DISQUALIFYING or not t.survived_peak:
             entry.failures.append(t.number)
-        value = (ua.get(attrs.METRICS) or {}).get(metric)
-        if outcome != Outcome.OK or not isinstance(value, int | float) or value <= 0:
+        value = t.metrics.get(metric)
+        if t.outcome is not Outcome.OK or value is None or value <= 0:
             continue
-        if ua.get(attrs.CONFIRM_ROUND) is not None:
+        if t.confirm_round is not None:
             entry.confirm_values.append(float(value))
             continue
         entry.trials.append(t.number)
         entry.values.append(float(value))
-        windows = [
-            float(w[metric])
-            for w in ua.get(attrs.WINDOWS) or []
-            if isinstance(w, dict) and isinstance(w.get(metric), int | float)
-        ]
+        windows = [float(w[metric]) for w in t.windows if w.get(metric) is not None]
         if windows:
             entry.windows.append(windows)
     return out
@@ -143,7 +133,7 @@ class Verdict:
 
 
 def verdict(
-    trials: Iterable[FrozenTrial],
+    trials: Iterable[TrialRecord],
     metric: str,
     direction: Direction,
     confirmation: Confirmation | None = None,

@@ -583,9 +583,12 @@ def test_transformers_517_unknown_attention_is_invalid_argument_and_blames_the_f
         "kernel (e.g. 'kernels-community/flash-attn2')."
     )
     failure = classify(
-        ["Traceback (most recent call last):", line], load_rules("transformers"),
-        phase=Phase.LOAD, exit_code=1,
-        argv=["serve", "--attn-implementation", "nonexistent_attn"], env={},
+        ["Traceback (most recent call last):", line],
+        load_rules("transformers"),
+        phase=Phase.LOAD,
+        exit_code=1,
+        argv=["serve", "--attn-implementation", "nonexistent_attn"],
+        env={},
     )
     assert failure.cause is Cause.INVALID_ARGUMENT
     assert failure.blame == ["--attn-implementation"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from node_helpers import server_argv
+from node_helpers import PY, server_argv
 from pydantic import ValidationError
 
 from autotune.models import Cause, Metrics, Outcome, Stats, TrialSpec, Workload
@@ -84,7 +84,7 @@ def test_callback_prunes(make_spec: SpecMaker) -> None:
 def test_peak_window_failures_refuse_a_winner(make_spec: SpecMaker) -> None:
     # Fine at 4 in flight, 503 above 6: the measured windows stand, the peak says no.
     spec = make_spec(
-        server_argv("--reject-above", "6", "--rate", "200"),
+        server_argv("--reject-above", "6", "--rate", "50"),
         workload={"windows": 2, "num_requests": 8, "concurrency": 4, "peak_concurrency": 12},
     )
     result = run_trial(spec)
@@ -132,3 +132,51 @@ def test_workload_validates_windows_and_peak() -> None:
     assert Workload().windows == 3
     assert Workload(concurrency=8).peak == 8
     assert Workload(concurrency=8, peak_concurrency=32).peak == 32
+
+
+def _sim_argv() -> list[str]:
+    return [PY, "-m", "autotune.sim", "--model-path", "/models/m", "--tp-size", "8",
+            "--host", "{host}", "--port", "{port}"]  # fmt: skip
+
+
+SIM_ENV = {"AUTOTUNE_SIM_STARTUP": "0.001", "AUTOTUNE_SIM_SEED": "1", "PYTHONUNBUFFERED": "1"}
+
+
+def test_time_scaled_stand_in_reports_simulated_seconds(make_spec: SpecMaker) -> None:
+    # 40 tokens at 20 tok/s after 100 ms: 2.05 simulated seconds a request, 0.51 s of wall
+    # time at scale 4; two waves of two: 39 tok/s of simulated truth (the client's own
+    # overhead is scaled up too, hence the loose lower bound).
+    env = {**SIM_ENV, "AUTOTUNE_SIM_FIXED_RATE": "20", "AUTOTUNE_SIM_FIXED_TTFT_MS": "100",
+           "AUTOTUNE_SIM_TIME_SCALE": "4"}  # fmt: skip
+    spec = make_spec(
+        _sim_argv(),
+        env=env,
+        simulated=True,
+        workload={"concurrency": 2, "num_requests": 4, "output_len": 40},
+    )
+    result = run_trial(spec)
+    assert result.outcome == Outcome.OK, result.failure
+    metrics = result.metrics
+    assert metrics is not None and metrics.itl_ms is not None and metrics.ttft_ms is not None
+    truth = 4 * 40 / (2 * 2.05)
+    assert 0.6 * truth < metrics.output_tok_s < 1.05 * truth  # unscaled: 10x that
+    assert 40.0 < metrics.itl_ms.p50 < 60.0
+    assert metrics.ttft_ms.p50 >= 100.0
+    assert result.simulated
+
+
+def test_stand_in_that_runs_out_of_memory_at_peak(make_spec: SpecMaker) -> None:
+    env = {**SIM_ENV, "AUTOTUNE_SIM_OOM_ABOVE": "4", "AUTOTUNE_SIM_TIME_SCALE": "10"}
+    spec = make_spec(
+        _sim_argv(),
+        env=env,
+        workload={"windows": 2, "concurrency": 2, "num_requests": 4, "peak_concurrency": 8},
+    )
+    result = run_trial(spec)
+    assert result.outcome == Outcome.CRASHED
+    failure = result.failure
+    assert failure is not None and failure.cause == Cause.CUDA_OOM
+    assert "Decode out of memory" in " ".join(failure.evidence)
+    assert len(result.windows) == 2  # it started fine: the measured windows are kept
+    assert result.peak is not None and result.peak.dedicated and not result.peak.survived
+    assert result.cleanup.processes_left == 0

@@ -14,10 +14,12 @@ from autotune.engines._args import has_flag, int_flag, is_flag
 from autotune.engines.base import Engine
 from autotune.engines.flagtable import load_table, parse_version
 from autotune.models import Milestone, Phase, Rule
+from autotune.sim.settings import TIME_SCALE_ENV
 from autotune.space.schema import EngineSpec
 
 # The version assumed when the space does not name one (preflight warns about it).
 DEFAULT_VERSION = "0.5.9"
+SIMULATE_TIME_SCALE = "20"  # --simulate: simulated seconds per wall second (docs/simulator.md)
 
 _TP = ("--tp-size", "--tensor-parallel-size")
 _DP = ("--dp-size", "--data-parallel-size")
@@ -160,6 +162,11 @@ class SGLangEngine(Engine):
         if has_flag(args, ("--enable-dp-attention",)):
             dp = 1
         return (tp or 1) * (pp or 1) * (dp or 1)
+
+    def default_env(self) -> dict[str, str]:
+        # The stand-in runs SIMULATE_TIME_SCALE times faster than the time it simulates, so
+        # a simulated study takes minutes; the node reports its figures unscaled.
+        return {TIME_SCALE_ENV: SIMULATE_TIME_SCALE} if self.simulate else {}
 
     def known_flags(self) -> set[str] | None:
         table = load_table("sglang", self.spec.version)

@@ -129,6 +129,7 @@ class _Trial:
         self.on_window = on_window
         self.windows: list[Metrics] = []
         self.peak: PeakLoad | None = None
+        self.time_scale = 1.0  # a time-scaled stand-in's own clock; metrics are unscaled
         self.start = time.monotonic()
         self.node = socket.gethostname()
         self.log_path = Path(spec.log_dir) / f"trial-{spec.number:04d}-a{spec.attempt}.log"
@@ -355,6 +356,7 @@ class _Trial:
             verdict = self._check_load(warm, watcher, health, Phase.WARMUP)
             if verdict is not None:
                 return verdict, None, None
+        self.time_scale = bench.sim_time_scale(bench.fetch_server_info(url))
         watcher.advance(Phase.BENCHMARK)
         start = time.monotonic()
         try:
@@ -398,10 +400,12 @@ class _Trial:
             verdict = self._check_load(result, watcher, health, Phase.BENCHMARK)
             last = index == workload.windows - 1
             if last and not dedicated:
-                self.peak = _peak(result, workload.concurrency, dedicated=False)
+                self.peak = _peak(
+                    result, workload.concurrency, dedicated=False, scale=self.time_scale
+                )
             if verdict is not None:
                 return verdict
-            self.windows.append(result.metrics())
+            self.windows.append(bench.unscale(result.metrics(), self.time_scale))
             if self.on_window is not None and self.on_window(index, self.windows[-1].flat()):
                 return _Verdict("pruned", Phase.BENCHMARK, message=f"pruned after window {index}")
         if not dedicated:
@@ -415,7 +419,7 @@ class _Trial:
             abort=abort,
             limit_s=self.spec.limits.benchmark_s,
         )
-        self.peak = _peak(result, workload.peak, dedicated=True)
+        self.peak = _peak(result, workload.peak, dedicated=True, scale=self.time_scale)
         verdict = self._check_load(result, watcher, health, Phase.BENCHMARK)
         if verdict is not None and verdict.kind in ("bench_errors", "bench_timeout"):
             return None  # the server is up: the windows stand, the peak says it failed
@@ -563,7 +567,9 @@ def _window_kind(index: int) -> str:
     return "bench" if index == 0 else f"bench-{index}"
 
 
-def _peak(result: bench.BenchResult, concurrency: int, *, dedicated: bool) -> PeakLoad:
+def _peak(
+    result: bench.BenchResult, concurrency: int, *, dedicated: bool, scale: float
+) -> PeakLoad:
     survived = result.state == "done" and result.failed == 0
     return PeakLoad(
         concurrency=concurrency,
@@ -573,7 +579,7 @@ def _peak(result: bench.BenchResult, concurrency: int, *, dedicated: bool) -> Pe
         completed=result.completed,
         failed=result.requested - result.completed,
         errors=result.errors(),
-        metrics=result.metrics().flat() if result.completed else {},
+        metrics=bench.unscale(result.metrics(), scale).flat() if result.completed else {},
     )
 
 

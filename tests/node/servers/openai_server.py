@@ -182,6 +182,7 @@ def main() -> None:
     for kind in ARGS.spawn:
         spawn(kind)
     log("Load weight begin. avail mem=70.00 GB")
+    ThreadingHTTPServer.request_queue_size = 1024  # not socketserver's 5: clients connect at once
     server = ThreadingHTTPServer((ARGS.host, ARGS.port), Handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()

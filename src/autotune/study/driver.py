@@ -148,6 +148,7 @@ class Driver:
         # What the pruner compares a running trial with (refreshed after every result).
         self._incumbent: float | None = None
         self._launch_cv: float | None = None
+        self._baseline_median: float | None = None
         self.study = self._open_study()
         self.ledger = Ledger(self.study)
         self.deadends = DeadEnds(spec, self.ledger.dead_ends())
@@ -483,6 +484,8 @@ class Driver:
         top = evidence.ranked(groups, self.spec.objective.direction)
         self._incumbent = top[0].median if top else None
         self._launch_cv = evidence.noise_model(groups).launch_cv
+        base = evidence.baseline_of(groups)
+        self._baseline_median = base.median if base is not None else None
 
     def _window_hook(self, trial: optuna.Trial) -> WindowHook:
         """Per-window intermediate values to Optuna; True (stop) when the pruner says so."""
@@ -609,9 +612,10 @@ class Driver:
         **fields: Any,
     ) -> None:
         """An event with the study's progress: launched, target, best and baseline values."""
-        trials = self.ledger.trials() if trials is None else trials
-        best = self.ledger.best(trials)
-        base = self.ledger.baseline(trials)
+        if trials is not None:
+            self._refresh_incumbent(trials)
+        # The best median so far against the baseline's median (the verdict, with its
+        # interval, comes at the end).
         self.on_event(
             Event(
                 kind,
@@ -619,8 +623,8 @@ class Driver:
                 config or {},
                 launched=loop.launched,
                 target=loop.target,
-                best=best.value if best else None,
-                baseline=base.value if base is not None and base.outcome is Outcome.OK else None,
+                best=self._incumbent,
+                baseline=self._baseline_median,
                 **fields,
             )
         )

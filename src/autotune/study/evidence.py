@@ -128,8 +128,8 @@ class Verdict:
             return "no measured baseline: no gain can be claimed"
         if self.gain is None:
             return "no configuration beat the baseline beyond noise (no other configuration ran)"
-        how = "confirmed" if self.confirmed else "unconfirmed, from the search"
-        return f"{self.gain.sentence()} [{how}]"
+        how = "confirmed" if self.confirmed else "unconfirmed: from the search's launches"
+        return f"{self.gain.sentence()} ({how})"
 
 
 def verdict(

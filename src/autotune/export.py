@@ -31,7 +31,7 @@ def _version() -> str:
 
     try:
         return version("autotune")
-    except PackageNotFoundError:
+    except PackageNotFoundError:  # run from a source tree that was never installed
         return "unknown"
 
 

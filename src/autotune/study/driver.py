@@ -410,6 +410,7 @@ class Driver:
             ts = ts.model_copy(update={"avoid_nodes": avoid})
         hook = self._window_hook(trial) if prunable and self.options.prune else None
         loop.inflight[self.executor.submit(ts, on_window=hook)] = (trial, config)
+        _logger.info("trial %d launched (attempt %d): %s", trial.number, attempt, config)
 
     def _collect(self, loop: _Loop) -> None:
         """Wait (up to a second) for results; tell the finished trials; keep heartbeats."""
@@ -433,6 +434,12 @@ class Driver:
         if result.outcome is Outcome.INFRA and result.attempt < self.options.max_infra_retries:
             self._launch(loop, trial, config, result.attempt + 1, [n for n in [result.node] if n])
             message = result.failure.message if result.failure else ""
+            _logger.warning(
+                "trial %d: infrastructure failure on node %r, retrying elsewhere: %s",
+                trial.number,
+                result.node,
+                message,
+            )
             self.on_event(Event(EventKind.RETRY, trial.number, config, result, message=message))
             return
         command = self.real_command(config)
@@ -448,6 +455,10 @@ class Driver:
                 env=command[1],
                 baseline=self.ledger.is_baseline(trial._trial_id),
             )
+        )
+        cause = f" ({result.failure.cause.value})" if result.failure else ""
+        _logger.info(
+            "trial %d: %s%s, value %s", trial.number, told.outcome.value, cause, told.value
         )
         if told.outcome in LAUNCHED or result.windows:  # a pruned trial was launched too
             loop.launched += 1
@@ -466,6 +477,7 @@ class Driver:
         )
 
     def _end(self, loop: _Loop) -> None:
+        _logger.info("study %r stops: %s", self.options.study, loop.stop_reason)
         if self.options.confirm > 0 and self.spec.baseline is not None:
             self._confirm()
         self._reap()
@@ -590,6 +602,7 @@ class Driver:
     # -- events -----------------------------------------------------------------------------
 
     def _emit_skip(self, trial: optuna.Trial, config: dict[str, Any], skip: SkipRecord) -> None:
+        _logger.info("trial %d not launched (%s): %s", trial.number, skip.kind.value, skip.reason)
         self.on_event(
             Event(
                 EventKind.SKIP,

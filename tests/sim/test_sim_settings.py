@@ -157,3 +157,17 @@ def test_oom_above_load_kills_the_server(launch_sim) -> None:  # type: ignore[no
     log = server.log()
     assert "RuntimeError: Decode out of memory. Try to lower your batch size." in log
     assert "Received sigquit from a child process" in log
+
+
+def test_simulate_runs_the_stand_in_time_scaled() -> None:
+    from autotune.engines import get_engine
+    from autotune.engines.sglang import SIMULATE_TIME_SCALE
+    from autotune.space.schema import EngineSpec
+
+    spec = EngineSpec(name="sglang")
+    _, env = get_engine(spec, simulate=True).command("m", [], {})
+    assert env["AUTOTUNE_SIM_TIME_SCALE"] == SIMULATE_TIME_SCALE
+    assert "AUTOTUNE_SIM_TIME_SCALE" not in get_engine(spec).command("m", [], {})[1]
+    # A space may still ask for real time.
+    _, env = get_engine(spec, simulate=True).command("m", [], {"AUTOTUNE_SIM_TIME_SCALE": "1"})
+    assert env["AUTOTUNE_SIM_TIME_SCALE"] == "1"

@@ -19,7 +19,7 @@ from autotune.space.schema import EngineSpec
 
 # The version assumed when the space does not name one (preflight warns about it).
 DEFAULT_VERSION = "0.5.9"
-SIMULATE_TIME_SCALE = "20"  # --simulate: simulated seconds per wall second (docs/simulator.md)
+SIMULATE_TIME_SCALE = "25"  # --simulate: simulated seconds per wall second (docs/simulator.md)
 
 _TP = ("--tp-size", "--tensor-parallel-size")
 _DP = ("--dp-size", "--data-parallel-size")

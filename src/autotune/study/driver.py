@@ -369,7 +369,7 @@ class Driver:
                 return
             # Proposed again: a new launch adds a sample (one lucky launch must not stay the
             # best); bounded by max_launches_per_config, so an exhausted space still stops.
-            self.storage.set_trial_user_attr(trial._trial_id, "repeat_of", earlier.number)
+            self.ledger.mark_repeat(trial._trial_id, earlier.number)
             enqueued = True  # measured before: no need to ask the crash-risk model
         skip = self._screen(config, enqueued)
         if skip is not None:

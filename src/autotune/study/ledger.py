@@ -228,6 +228,10 @@ class Ledger:
             user["confirm_key"] = confirm_key
         self.study.enqueue_trial(dict(config), user_attrs=user)
 
+    def mark_repeat(self, trial_id: int, earlier: int) -> None:
+        """Mark a running trial as a relaunch of ``earlier``'s configuration (a new sample)."""
+        self._storage.set_trial_user_attr(trial_id, "repeat_of", earlier)
+
     def write_confirmation(self, record: Confirmation) -> None:
         """Store the confirmation rounds (study/confirm.py) on the study."""
         self.study.set_user_attr("confirmation", record.to_json())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pytest
@@ -62,7 +63,9 @@ def test_resume_runs_a_dead_drivers_trial_again_once(tmp_path: Path) -> None:
         first.executor.shutdown()
     # A driver that died mid-trial: asked, never told (RUNNING in storage).
     first.study.enqueue_trial({"backend": "b", "x": 0.1, "y": 1})
-    lost = first.study.ask()
+    with warnings.catch_warnings():  # asked by hand, as the driver does: no heartbeat thread
+        warnings.filterwarnings("ignore", "Heartbeat of storage", UserWarning)
+        lost = first.study.ask()
 
     again = make_driver(space, tmp_path / "study", n_trials=2, seed=0)
     events: list[Event] = []

@@ -16,64 +16,19 @@ scenarios over many seeds and counts how often a gain is claimed.
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from tests.conftest import AUTOTUNE
+from bench.noise_claims import BASELINE, run_study
 
 pytestmark = pytest.mark.slow
-
-BASELINE = {"max_running_requests": 2, "cuda_graph_max_bs": 512}
-SPACE: dict[str, Any] = {
-    "name": "noise",
-    "engine": {"name": "sglang", "version": "0.5.9", "gpus": 8},
-    "model": "/models/Kimi-K2.5-INT4",
-    "fixed": {"args": ["--tp-size", "8", "--trust-remote-code", "--mem-fraction-static", "0.55"]},
-    "parameters": [
-        {"name": "max_running_requests", "type": "categorical", "choices": [2, 4, 8, 16],
-         "flag": "--max-running-requests"},
-        {"name": "cuda_graph_max_bs", "type": "categorical", "choices": [128, 256, 512],
-         "flag": "--cuda-graph-max-bs"},
-    ],
-    "baseline": BASELINE,
-    "workload": {"concurrency": 16, "num_requests": 16, "prompt_len": 64, "output_len": 32,
-                 "warmup_requests": 1, "windows": 2},
-    "budget": {"trials": 5},
-}
 
 
 def study(tmp_path: Path, cli_env: dict[str, str], *, flags_ignored: bool,
           seed: int) -> tuple[dict[str, Any], dict[str, Any], str]:
     """Run one study; return ``status --json``, ``export --format json`` and start's output."""
-    space_file = tmp_path / "noise.yaml"
-    space_file.write_text(yaml.safe_dump(SPACE, sort_keys=False))
-    root = tmp_path / "studies"
-    env = {
-        **cli_env,
-        "AUTOTUNE_SIM_LAUNCH_NOISE": "0.08",
-        "AUTOTUNE_SIM_FLAGS_IGNORED": "1" if flags_ignored else "0",
-        "AUTOTUNE_SIM_SEED": str(seed),
-        "AUTOTUNE_SIM_LAUNCHES": str(tmp_path / "launches"),
-    }
-    where = ["--study", "s", "--study-root", str(root)]
-    start = subprocess.run(
-        AUTOTUNE + ["start", "--space", str(space_file), *where, "--simulate", "--executor",
-                    "local", "--no-mlflow", "--seed", str(seed), "--confirm", "2",
-                    "--confirm-rounds", "3"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
-    )
-    assert start.returncode == 0, start.stdout[-3000:] + start.stderr[-3000:]
-    status = subprocess.run(AUTOTUNE + ["status", *where, "--json"], cwd=tmp_path, env=env,
-                            capture_output=True, text=True, timeout=60)
-    assert status.returncode == 0, status.stderr
-    export = subprocess.run(AUTOTUNE + ["export", *where, "--format", "json"], cwd=tmp_path,
-                            env=env, capture_output=True, text=True, timeout=60)
-    assert export.returncode == 0, export.stderr
-    return json.loads(status.stdout), json.loads(export.stdout), start.stdout
+    return run_study(tmp_path, cli_env, flags_ignored=flags_ignored, seed=seed)
 
 
 def _launches(status: dict[str, Any]) -> tuple[int, int]:

@@ -282,11 +282,11 @@ def confirm(
     else:
         result.stop_reason = f"{opts.max_rounds} rounds (the most allowed)"
 
-    _decide(result, [c.key for c in candidates], k, opts.level)
+    decide(result, [c.key for c in candidates], k, opts.level)
     return result
 
 
-def _decide(result: Confirmation, keys: list[str], k: int, level: float) -> None:
+def decide(result: Confirmation, keys: list[str], k: int, level: float) -> None:
     """Pick the best confirmed median among the survivors and decide whether it won."""
     survivors = [key for key in keys if key not in result.dropped or "worse" in result.dropped[key]]
     medians = {key: result.median(key) for key in survivors}
@@ -310,4 +310,5 @@ __all__ = [
     "Measure",
     "Sample",
     "confirm",
+    "decide",
 ]

@@ -210,3 +210,13 @@ def test_simulated_study_exports_real_command_marked(tmp_path: Path) -> None:
 def test_unknown_format(study: optuna.Study) -> None:
     with pytest.raises(ValueError, match="unknown export format"):
         export(study, "toml")  # type: ignore[arg-type]
+
+
+def test_export_a_chosen_trial_and_refuse_one_that_did_not_run_ok(study: optuna.Study) -> None:
+    data = export_data(study, trial=0)
+    assert data["trial"] == 0 and data["config"] == {
+        "chunked_prefill_size": 4096, "attention_backend": "triton"}
+    with pytest.raises(StudyError, match="trial 1 .* cannot be exported \\(crashed\\)"):
+        export(study, "sh", trial=1)
+    with pytest.raises(StudyError, match="no such trial"):
+        export(study, "sh", trial=99)

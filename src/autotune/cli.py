@@ -364,6 +364,14 @@ def _open_study(study: str | None, root: Path, storage: str | None) -> Any:
 def status(
     study: StudyOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    pareto: Annotated[
+        str | None,
+        typer.Option(
+            "--pareto",
+            help="Also show the Pareto front of the objective against this latency metric "
+            "(e.g. ttft_p99_ms); export one with `autotune export --trial N`.",
+        ),
+    ] = None,
     study_root: RootOpt = Path("studies"),
     storage: StorageOpt = None,
 ) -> None:
@@ -380,12 +388,27 @@ def status(
             "best": best.number if best else None,
             "trials": rows,
         }
+        if pareto:
+            from dataclasses import asdict
+
+            from autotune.study.ledger import Ledger
+            from autotune.study.pareto import front
+
+            stored = Ledger(s).study_record()
+            objectives = [(stored.metric, stored.direction), (pareto, "minimize")]
+            points = front(report.rows(s), objectives)
+            out["pareto"] = [asdict(p) for p in points]
         sys.stdout.write(json.dumps(out, indent=2, default=str) + "\n")
         return
     console.print(report.status_table(s))
     failures = report.failure_table(s)
     if failures is not None:
         console.print(failures)
+    if pareto:
+        table = report.pareto_table(s, pareto)
+        console.print(
+            table if table is not None else f"no Pareto front: no ok trial measured {pareto}"
+        )
     summary = report.summary(s)
     best = report.best(s)
     if best is not None and best.value is not None:
@@ -399,6 +422,12 @@ def export(
         ExportFormat, typer.Option("--format", help="sh, json or yaml.")
     ] = ExportFormat.sh,
     port: Annotated[int, typer.Option("--port", help="Port in the exported command.")] = 30000,
+    trial: Annotated[
+        int | None,
+        typer.Option(
+            "--trial", help="Export this trial's configuration (e.g. from the Pareto front)."
+        ),
+    ] = None,
     study_root: RootOpt = Path("studies"),
     storage: StorageOpt = None,
 ) -> None:
@@ -406,7 +435,7 @@ def export(
     from autotune.export import export as do_export
 
     s = _open_study(study, study_root, storage)
-    sys.stdout.write(do_export(s, fmt.value, port=port).rstrip("\n") + "\n")
+    sys.stdout.write(do_export(s, fmt.value, port=port, trial=trial).rstrip("\n") + "\n")
 
 
 @app.command()

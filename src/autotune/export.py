@@ -40,16 +40,31 @@ def _fill(text: str, host: str, port: int) -> str:
 
 
 def export_data(
-    study: optuna.Study, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT
+    study: optuna.Study,
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    trial: int | None = None,
 ) -> dict[str, Any]:
     """The best ``ok`` trial as a JSON-safe dict (what ``json``/``yaml`` exports print).
 
+    ``trial``: export that trial's configuration instead (e.g. one from the Pareto front).
+
     Raises:
-        StudyError: the study has no successful trial yet.
+        StudyError: the study has no successful trial yet, or ``trial`` did not run ok.
     """
     ledger = Ledger(study)
     trials = ledger.trials()
     top = ledger.best(trials)
+    if trial is not None:
+        chosen = next((t for t in trials if t.number == trial), None)
+        if chosen is None or chosen.outcome != "ok":
+            state = chosen.label if chosen is not None else "no such trial"
+            raise StudyError(
+                f"trial {trial} of study {study.study_name!r} cannot be exported ({state}); "
+                "pick an ok trial from `autotune status`"
+            )
+        top = chosen
     if top is None:
         s = ledger.summary(trials)
         raise StudyError(
@@ -97,8 +112,9 @@ def export(
     *,
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
+    trial: int | None = None,
 ) -> str:
-    """The best ``ok`` trial of ``study`` as a bash script, JSON or YAML.
+    """The best ``ok`` trial of ``study`` (or ``trial``) as a bash script, JSON or YAML.
 
     Args:
         study: a loaded Optuna study written by the driver.
@@ -110,7 +126,7 @@ def export(
         StudyError: the study has no successful trial yet.
         ValueError: unknown format.
     """
-    data = export_data(study, host=host, port=port)
+    data = export_data(study, host=host, port=port, trial=trial)
     if fmt == "json":
         return json.dumps(data, indent=2) + "\n"
     if fmt == "yaml":

@@ -36,6 +36,7 @@ __all__ = [
     "is_simulated",
     "objective",
     "ok_study",
+    "pareto_table",
     "plots",
     "rows",
     "status_data",
@@ -152,6 +153,40 @@ def status_table(study: optuna.Study) -> Table:
         cause = r.cause or (r.skip.kind.value if r.skip is not None else "")
         duration = f"{r.duration_s:.0f}s" if r.duration_s is not None else "-"
         table.add_row(number, outcome, _fmt(r.value), cause, duration, _config_text(r.config))
+    return table
+
+
+def pareto_table(study: optuna.Study, latency: str = "ttft_p99_ms") -> Table | None:
+    """The objective against ``latency`` (smaller is better): the non-dominated configurations.
+
+    None when no eligible configuration measured both.
+    """
+    from autotune.study.pareto import front
+
+    ledger = Ledger(study)
+    record = ledger.study_record()
+    metric, direction = record.metric, record.direction
+    points = front(ledger.trials(), [(metric, direction), (latency, "minimize")])
+    if not points:
+        return None
+    title = f"{study.study_name}: Pareto front, {metric} ({direction}) vs {latency} (minimize)"
+    if is_simulated(study):
+        title += f" {SIMULATED_LABEL.upper()}"
+    table = Table(title=title, title_justify="left")
+    table.add_column("#", justify="right")
+    table.add_column(metric, justify="right")
+    table.add_column(latency, justify="right")
+    table.add_column("launches", justify="right")
+    table.add_column("config", overflow="fold", min_width=24)
+    for p in points:
+        mark = " (baseline)" if p.baseline else ""
+        table.add_row(
+            f"{p.trial}{mark}",
+            _fmt(p.values[metric]),
+            _fmt(p.values[latency]),
+            str(p.launches),
+            _config_text(dict(p.config)),
+        )
     return table
 
 

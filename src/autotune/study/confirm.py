@@ -160,7 +160,11 @@ class Confirmation:
             ],
             launches=[
                 Launch(
-                    x["round"], x["key"], x["value"], x["server_s"], x.get("trial"),
+                    x["round"],
+                    x["key"],
+                    x["value"],
+                    x["server_s"],
+                    x.get("trial"),
                     x.get("reason", ""),
                 )
                 for x in data["launches"]
@@ -265,8 +269,10 @@ def confirm(
             continue
         leader = _best_key(list(medians), medians, direction)
         for key in list(active):
-            if key != leader and len(measured[key]) >= 2 and better(
-                measured[leader], measured[key], direction, drop_level
+            if (
+                key != leader
+                and len(measured[key]) >= 2
+                and better(measured[leader], measured[key], direction, drop_level)
             ):
                 active.remove(key)
                 result.dropped[key] = f"clearly worse than {leader} (round {round_no})"

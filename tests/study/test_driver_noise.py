@@ -51,7 +51,8 @@ def test_baseline_launches_pruning_and_confirmation(tmp_path: Path) -> None:
         assert 1 <= len(t.windows) < 3 and (t.pruned_saved_s or 0) > 0
         assert t.windows[0]["output_tok_s"] < 0.85 * 200
     summary = Ledger(driver.study).summary()
-    assert summary.pruned_saved_s == pytest.approx(sum(t.pruned_saved_s or 0 for t in pruned), abs=1e-3)
+    saved = sum(t.pruned_saved_s or 0 for t in pruned)
+    assert summary.pruned_saved_s == pytest.approx(saved, abs=1e-3)
 
     # Confirmation: baseline then the candidate, two rounds, recorded with its cost.
     assert [(t.confirm_round, t.confirm_key == "baseline") for t in confirm] == [

@@ -61,3 +61,25 @@ def test_baseline_launches_pruning_and_confirmation(tmp_path: Path) -> None:
     assert record is not None and record.rounds == 2 and record.cost_launches == 4
     assert summary.confirmed and summary.confirmation is not None
     assert summary.gain is not None and summary.verdict
+
+
+def test_confirmation_waits_while_queued_trials_wait(tmp_path: Path) -> None:
+    """Optuna hands out queued trials first: with a queued trial left over (budget 2),
+    confirming would launch it under the wrong name, so it says why it does not."""
+    from autotune.study.events import EventKind
+
+    space = toy_space(tmp_path / "toy.yaml", baseline=FAST)
+    driver = make_driver(space, tmp_path / "study", n_trials=2, seed=0, baseline_launches=1,
+                         confirm=1, confirm_rounds=(2, 2))
+    driver.study.enqueue_trial({**FAST, "backend": "b"})  # launched: the candidate
+    driver.study.enqueue_trial({**FAST, "y": 4})  # left waiting by the budget
+    events: list = []
+    driver.on_event = events.append
+    try:
+        driver.run()
+    finally:
+        driver.executor.shutdown()
+    trials = Ledger(driver.study).trials()
+    assert sum(t.launched for t in trials) == 2 and Ledger(driver.study).confirmation() is None
+    (note,) = [e for e in events if e.kind is EventKind.CONFIRM]
+    assert note.message.startswith("not confirming: 1 queued trial(s)")

@@ -524,6 +524,18 @@ class Driver:
         top = [g for g in evidence.ranked(groups, self.spec.objective.direction) if g is not base]
         if base is None or not top:
             return None
+        waiting = self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,))
+        if waiting:
+            # Optuna hands out queued trials first: a confirmation launch would get one of
+            # them. They run when the study is resumed with a larger budget; confirm then.
+            self.on_event(
+                Event(
+                    EventKind.CONFIRM,
+                    message=f"not confirming: {len(waiting)} queued trial(s) still wait for "
+                    "the budget (resume with a larger --n-trials)",
+                )
+            )
+            return None
         candidates = [
             Candidate(f"trial {g.first_trial}", g.config, g.first_trial) for g in top[: o.confirm]
         ]

@@ -321,6 +321,14 @@ def _gain_lines(s: Any, best: Any) -> None:
     console.print(line)
     style = "bold green" if s.beats_baseline else "bold yellow"
     console.print(f"  [{style}]{s.verdict}[/]")
+    noise = s.noise or {}
+    if noise.get("launch_cv") is not None:
+        window = noise.get("window_cv")
+        within = f", within a launch {window:.1%}" if window is not None else ""
+        console.print(
+            f"  noise: launch to launch {noise['launch_cv']:.1%}{within} "
+            f"({noise.get('launches')} launches, {noise.get('windows')} windows)"
+        )
     if s.confirmation:
         c = s.confirmation
         console.print(

@@ -51,6 +51,7 @@ def test_flags_that_change_nothing_claim_no_gain_and_export_the_baseline(
     assert gain["launches"]["baseline"] >= 3 and gain["launches"]["best"] >= 3
     assert s["verdict"].startswith("no configuration beat the baseline beyond noise")
     assert "no configuration beat the baseline beyond noise" in out
+    assert "noise: launch to launch" in out
     assert s["confirmed"] and s["confirmation"]["launches"] >= 9
     assert _launches(status) == (3, s["confirmation"]["launches"])
     # The answer is the baseline, never the search's (noise) winner.

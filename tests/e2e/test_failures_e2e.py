@@ -56,7 +56,7 @@ RULES = [
 ]
 
 
-def launched(t: optuna.trial.FrozenTrial) -> bool:
+def was_launched(t: optuna.trial.FrozenTrial) -> bool:
     """A server was launched for it (also a trial the pruner stopped after its windows)."""
     return decode_trial(t, "output_tok_s").launched
 
@@ -204,7 +204,7 @@ def test_n_trials_launches_exactly_n_whatever_is_skipped(tmp_path: Path) -> None
     finally:
         driver.executor.shutdown()
     trials = driver.study.get_trials(deepcopy=False)
-    launched = [t for t in trials if launched(t)]
+    launched = [t for t in trials if was_launched(t)]
     skipped = [t for t in trials if "skipped" in t.user_attrs]
     assert len(launched) == 7
     assert skipped, "the space was meant to produce skips"
@@ -216,7 +216,7 @@ def test_n_trials_launches_exactly_n_whatever_is_skipped(tmp_path: Path) -> None
     finally:
         again.executor.shutdown()
     trials = again.study.get_trials(deepcopy=False)
-    assert sum(launched(t) for t in trials) == 9
+    assert sum(was_launched(t) for t in trials) == 9
 
 
 def test_a_repeated_configuration_reuses_its_measurement_and_an_exhausted_space_stops(
@@ -236,7 +236,7 @@ def test_a_repeated_configuration_reuses_its_measurement_and_an_exhausted_space_
                          sampler="random", max_launches_per_config=2, prune=False)
     driver.run()
     trials = _by_number(driver.study)
-    launched = [t for t in trials if launched(t)]
+    launched = [t for t in trials if was_launched(t)]
     assert sorted(t.user_attrs["config"]["backend"] for t in launched) == ["a", "a", "b", "b"]
     assert all("repeat_of" in t.user_attrs for t in launched[2:])
     reused = [t for t in trials if "median of its launches is reused" in

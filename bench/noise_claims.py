@@ -40,14 +40,28 @@ SPACE: dict[str, Any] = {
     "model": "/models/Kimi-K2.5-INT4",
     "fixed": {"args": ["--tp-size", "8", "--trust-remote-code", "--mem-fraction-static", "0.55"]},
     "parameters": [
-        {"name": "max_running_requests", "type": "categorical", "choices": [2, 4, 8, 16],
-         "flag": "--max-running-requests"},
-        {"name": "cuda_graph_max_bs", "type": "categorical", "choices": [128, 256, 512],
-         "flag": "--cuda-graph-max-bs"},
+        {
+            "name": "max_running_requests",
+            "type": "categorical",
+            "choices": [2, 4, 8, 16],
+            "flag": "--max-running-requests",
+        },
+        {
+            "name": "cuda_graph_max_bs",
+            "type": "categorical",
+            "choices": [128, 256, 512],
+            "flag": "--cuda-graph-max-bs",
+        },
     ],
     "baseline": BASELINE,
-    "workload": {"concurrency": 16, "num_requests": 16, "prompt_len": 64, "output_len": 32,
-                 "warmup_requests": 1, "windows": 2},
+    "workload": {
+        "concurrency": 16,
+        "num_requests": 16,
+        "prompt_len": 64,
+        "output_len": 32,
+        "warmup_requests": 1,
+        "windows": 2,
+    },
     "budget": {"trials": 5},
 }
 
@@ -76,17 +90,49 @@ def run_study(
     }
     where = ["--study", "s", "--study-root", str(root)]
     start = subprocess.run(
-        AUTOTUNE + ["start", "--space", str(space_file), *where, "--simulate", "--executor",
-                    "local", "--no-mlflow", "--seed", str(seed), "--confirm", str(confirm),
-                    "--confirm-rounds", str(rounds)],
-        cwd=workdir, env=env, capture_output=True, text=True, timeout=600,
+        AUTOTUNE
+        + [
+            "start",
+            "--space",
+            str(space_file),
+            *where,
+            "--simulate",
+            "--executor",
+            "local",
+            "--no-mlflow",
+            "--seed",
+            str(seed),
+            "--confirm",
+            str(confirm),
+            "--confirm-rounds",
+            str(rounds),
+        ],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     if start.returncode != 0:
         raise RuntimeError(start.stdout[-3000:] + start.stderr[-3000:])
-    status = subprocess.run(AUTOTUNE + ["status", *where, "--json"], cwd=workdir, env=env,
-                            capture_output=True, text=True, timeout=120, check=True)
-    export = subprocess.run(AUTOTUNE + ["export", *where, "--format", "json"], cwd=workdir,
-                            env=env, capture_output=True, text=True, timeout=120, check=True)
+    status = subprocess.run(
+        AUTOTUNE + ["status", *where, "--json"],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    export = subprocess.run(
+        AUTOTUNE + ["export", *where, "--format", "json"],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     return json.loads(status.stdout), json.loads(export.stdout), start.stdout
 
 
@@ -100,16 +146,21 @@ def main() -> None:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     claims: dict[str, list[bool]] = {}
     print(f"stand-in launch noise {args.noise:.0%}; SIMULATED figures")
-    print(f"{'scenario':>8} {'seed':>4} {'claimed':>7} {'gain':>8} {'95% CI':>20} "
-          f"{'confirm launches':>16} {'server s':>8} {'exported':>9} {'wall s':>6}")
+    print(
+        f"{'scenario':>8} {'seed':>4} {'claimed':>7} {'gain':>8} {'95% CI':>20} "
+        f"{'confirm launches':>16} {'server s':>8} {'exported':>9} {'wall s':>6}"
+    )
     with tempfile.TemporaryDirectory(prefix="noise-claims-") as tmp:
         env["AUTOTUNE_NODE_STATE"] = str(Path(tmp) / "node-state")
         for scenario in args.scenarios.split(","):
             for seed in range(args.first_seed, args.first_seed + args.seeds):
                 t0 = time.monotonic()
                 status, exported, _ = run_study(
-                    Path(tmp) / f"{scenario}-{seed}", env, flags_ignored=scenario == "null",
-                    seed=seed, noise=args.noise,
+                    Path(tmp) / f"{scenario}-{seed}",
+                    env,
+                    flags_ignored=scenario == "null",
+                    seed=seed,
+                    noise=args.noise,
                 )
                 s = status["summary"]
                 gain = s["gain"] or {}
@@ -120,9 +171,12 @@ def main() -> None:
                 conf = s.get("confirmation") or {}
                 what = "baseline" if exported["is_baseline"] else f"trial {exported['trial']}"
                 pct = f"{gain['pct']:+.1f}%" if "pct" in gain else "-"
-                print(f"{scenario:>8} {seed:>4} {str(claimed):>7} {pct:>8} {ci:>20} "
-                      f"{conf.get('launches', 0):>16} {conf.get('server_s', 0):>8.0f} "
-                      f"{what:>9} {time.monotonic() - t0:>6.0f}", flush=True)
+                print(
+                    f"{scenario:>8} {seed:>4} {str(claimed):>7} {pct:>8} {ci:>20} "
+                    f"{conf.get('launches', 0):>16} {conf.get('server_s', 0):>8.0f} "
+                    f"{what:>9} {time.monotonic() - t0:>6.0f}",
+                    flush=True,
+                )
     print()
     for scenario, got in claims.items():
         kind = "wrongly (false claims)" if scenario == "null" else "rightly"

@@ -25,8 +25,9 @@ from bench.noise_claims import BASELINE, run_study
 pytestmark = pytest.mark.slow
 
 
-def study(tmp_path: Path, cli_env: dict[str, str], *, flags_ignored: bool,
-          seed: int) -> tuple[dict[str, Any], dict[str, Any], str]:
+def study(
+    tmp_path: Path, cli_env: dict[str, str], *, flags_ignored: bool, seed: int
+) -> tuple[dict[str, Any], dict[str, Any], str]:
     """Run one study; return ``status --json``, ``export --format json`` and start's output."""
     return run_study(tmp_path, cli_env, flags_ignored=flags_ignored, seed=seed)
 
@@ -34,8 +35,9 @@ def study(tmp_path: Path, cli_env: dict[str, str], *, flags_ignored: bool,
 def _launches(status: dict[str, Any]) -> tuple[int, int]:
     """(search launches of the baseline, confirmation launches)."""
     trials = status["trials"]
-    base = sum(1 for t in trials if t["baseline"] and t["confirm_round"] is None
-               and t["outcome"] == "ok")
+    base = sum(
+        1 for t in trials if t["baseline"] and t["confirm_round"] is None and t["outcome"] == "ok"
+    )
     return base, sum(1 for t in trials if t["confirm_round"] is not None)
 
 

@@ -24,8 +24,9 @@ CLI = [sys.executable, "-m", "autotune.cli"]
 
 
 def _cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(CLI + args, cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=1500)
+    proc = subprocess.run(
+        CLI + args, cwd=cwd, env=env, capture_output=True, text=True, timeout=1500
+    )
     sys.stdout.write(proc.stdout[-20000:])
     sys.stderr.write(proc.stderr[-5000:])
     return proc
@@ -33,14 +34,36 @@ def _cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Complete
 
 def test_h200_study_with_confirmation_reports_a_gain_with_its_interval(tmp_path: Path) -> None:
     out = Path(os.environ.get("AUTOTUNE_GPU_OUT", tmp_path))
-    env = {**os.environ, "PYTHONUNBUFFERED": "1",
-           "AUTOTUNE_NODE_STATE": str(tmp_path / "node-state")}
+    env = {
+        **os.environ,
+        "PYTHONUNBUFFERED": "1",
+        "AUTOTUNE_NODE_STATE": str(tmp_path / "node-state"),
+    }
     where = ["--study", "h200-confirm", "--study-root", str(tmp_path / "studies")]
     n = os.environ.get("AUTOTUNE_GPU_TRIALS", "10")
-    start = _cli(["start", "--space", str(ROOT / "search_spaces" / "h200.yaml"), *where,
-                  "--executor", "local", "--no-mlflow", "--seed", "5", "--n-trials", n,
-                  "--baseline-launches", "3", "--confirm", "3", "--confirm-rounds", "5"],
-                 env, tmp_path)
+    start = _cli(
+        [
+            "start",
+            "--space",
+            str(ROOT / "search_spaces" / "h200.yaml"),
+            *where,
+            "--executor",
+            "local",
+            "--no-mlflow",
+            "--seed",
+            "5",
+            "--n-trials",
+            n,
+            "--baseline-launches",
+            "3",
+            "--confirm",
+            "3",
+            "--confirm-rounds",
+            "5",
+        ],
+        env,
+        tmp_path,
+    )
     (out / "h200-confirm-console.txt").write_text(start.stdout)
     assert start.returncode == 0
     status = _cli(["status", *where, "--json"], env, tmp_path)

@@ -21,8 +21,13 @@ from autotune.study.confirm import (
 class Fake:
     """Launches are draws around a true value per key, with log-normal launch noise."""
 
-    def __init__(self, truth: dict[str, float], noise: float = 0.08, seed: int = 0,
-                 fail: dict[str, int] | None = None) -> None:
+    def __init__(
+        self,
+        truth: dict[str, float],
+        noise: float = 0.08,
+        seed: int = 0,
+        fail: dict[str, int] | None = None,
+    ) -> None:
         self.truth = truth
         self.noise = noise
         self.rng = random.Random(seed)

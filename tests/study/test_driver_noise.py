@@ -25,11 +25,29 @@ def test_baseline_launches_pruning_and_confirmation(tmp_path: Path) -> None:
         {"name": "x", "type": "float", "low": 0.1, "high": 1.0, "step": 0.1, "flag": "--x"},
         {"name": "y", "type": "int", "low": 1, "high": 5, "flag": "--y"},
     ]
-    space = toy_space(tmp_path / "toy.yaml", parameters=params, baseline=FAST,
-                      workload={"concurrency": 1, "num_requests": 2, "prompt_len": 4,
-                                "output_len": 12, "warmup_requests": 0, "windows": 3})
-    driver = make_driver(space, tmp_path / "study", n_trials=8, seed=2, sampler="random",
-                         baseline_launches=3, confirm=1, confirm_rounds=(2, 2))
+    space = toy_space(
+        tmp_path / "toy.yaml",
+        parameters=params,
+        baseline=FAST,
+        workload={
+            "concurrency": 1,
+            "num_requests": 2,
+            "prompt_len": 4,
+            "output_len": 12,
+            "warmup_requests": 0,
+            "windows": 3,
+        },
+    )
+    driver = make_driver(
+        space,
+        tmp_path / "study",
+        n_trials=8,
+        seed=2,
+        sampler="random",
+        baseline_launches=3,
+        confirm=1,
+        confirm_rounds=(2, 2),
+    )
     driver.study.enqueue_trial({**FAST, "backend": "b"})  # 1.1x the baseline: a candidate
     try:
         driver.run()
@@ -56,7 +74,11 @@ def test_baseline_launches_pruning_and_confirmation(tmp_path: Path) -> None:
 
     # Confirmation: baseline then the candidate, two rounds, recorded with its cost.
     assert [(t.confirm_round, t.confirm_key == "baseline") for t in confirm] == [
-        (1, True), (1, False), (2, True), (2, False)]
+        (1, True),
+        (1, False),
+        (2, True),
+        (2, False),
+    ]
     record = Ledger(driver.study).confirmation()
     assert record is not None and record.rounds == 2 and record.cost_launches == 4
     assert summary.confirmed and summary.confirmation is not None
@@ -69,8 +91,15 @@ def test_confirmation_waits_while_queued_trials_wait(tmp_path: Path) -> None:
     from autotune.study.events import EventKind
 
     space = toy_space(tmp_path / "toy.yaml", baseline=FAST)
-    driver = make_driver(space, tmp_path / "study", n_trials=2, seed=0, baseline_launches=1,
-                         confirm=1, confirm_rounds=(2, 2))
+    driver = make_driver(
+        space,
+        tmp_path / "study",
+        n_trials=2,
+        seed=0,
+        baseline_launches=1,
+        confirm=1,
+        confirm_rounds=(2, 2),
+    )
     driver.study.enqueue_trial({**FAST, "backend": "b"})  # launched: the candidate
     driver.study.enqueue_trial({**FAST, "y": 4})  # left waiting by the budget
     events: list = []

@@ -14,11 +14,25 @@ A = {"bs": 16}
 B = {"bs": 32}
 
 
-def _t(number: int, config: dict[str, Any], value: float | None, *, baseline: bool = False,
-       outcome: Outcome = Outcome.OK, **extra: Any) -> TrialRecord:
+def _t(
+    number: int,
+    config: dict[str, Any],
+    value: float | None,
+    *,
+    baseline: bool = False,
+    outcome: Outcome = Outcome.OK,
+    **extra: Any,
+) -> TrialRecord:
     metrics = {"tok_s": value} if value is not None else {}
-    return TrialRecord(number=number, state="COMPLETE", outcome=outcome, config=config,
-                       metrics=metrics, baseline=baseline, **extra)
+    return TrialRecord(
+        number=number,
+        state="COMPLETE",
+        outcome=outcome,
+        config=config,
+        metrics=metrics,
+        baseline=baseline,
+        **extra,
+    )
 
 
 def _study(a_values: list[float], base_values: list[float]) -> list[TrialRecord]:

@@ -12,8 +12,14 @@ from autotune.study.noise import Gain, NoiseModel, better, gain, launch_value, t
 
 @pytest.mark.parametrize(
     ("p", "df", "expected"),
-    [(0.975, 1, 12.7062), (0.975, 4, 2.7764), (0.975, 10, 2.2281), (0.995, 3, 5.8409),
-     (0.9, 30, 1.3104), (0.025, 4, -2.7764)],
+    [
+        (0.975, 1, 12.7062),
+        (0.975, 4, 2.7764),
+        (0.975, 10, 2.2281),
+        (0.995, 3, 5.8409),
+        (0.9, 30, 1.3104),
+        (0.025, 4, -2.7764),
+    ],
 )
 def test_t_quantile_matches_published_tables(p: float, df: float, expected: float) -> None:
     assert t_quantile(p, df) == pytest.approx(expected, abs=2e-4)

@@ -13,8 +13,14 @@ OBJ: list[tuple[str, Direction]] = [("tok_s", "maximize"), ("ttft_p99_ms", "mini
 
 
 def _t(number: int, bs: int, tok_s: float, ttft: float, **extra: Any) -> TrialRecord:
-    return TrialRecord(number=number, state="COMPLETE", outcome=Outcome.OK, config={"bs": bs},
-                       metrics={"tok_s": tok_s, "ttft_p99_ms": ttft}, **extra)
+    return TrialRecord(
+        number=number,
+        state="COMPLETE",
+        outcome=Outcome.OK,
+        config={"bs": bs},
+        metrics={"tok_s": tok_s, "ttft_p99_ms": ttft},
+        **extra,
+    )
 
 
 def test_front_keeps_the_trade_off_and_drops_the_dominated() -> None:

@@ -150,7 +150,46 @@ def study(tmp_path: Path) -> optuna.Study:
         argv=BEST_ARGV,
         env=BEST_ENV,
     )
+    for value in (990.0, 1010.0):  # the baseline's launch noise (about 1%) is known
+        add(
+            s,
+            "ok",
+            value,
+            params=base,
+            argv=["python3", "-m", "sglang.launch_server"],
+            env={},
+            baseline=True,
+        )
     return s
+
+
+def test_a_noise_winner_is_never_exported_the_baseline_is(tmp_path: Path) -> None:
+    s = make_study(tmp_path)
+    base = {"chunked_prefill_size": 4096, "attention_backend": "triton"}
+    for value in (1000.0, 1090.0, 930.0):  # 8% launch noise
+        add(
+            s,
+            "ok",
+            value,
+            params=base,
+            argv=["python3", "-m", "sglang.launch_server"],
+            env={},
+            baseline=True,
+        )
+    add(
+        s,
+        "ok",
+        1060.0,
+        params={"chunked_prefill_size": 8192, "attention_backend": "fa3"},
+        argv=BEST_ARGV,
+        env=BEST_ENV,
+    )
+    data = export_data(s)
+    assert data["trial"] == 0 and data["is_baseline"] is True
+    assert data["config"] == base and data["gain"]["significant"] is False
+    script = export(s, "sh")
+    assert "# no configuration beat the baseline beyond noise" in script
+    assert "keep your current configuration" in script and "--chunked-prefill-size" not in script
 
 
 def test_no_ok_trial_is_a_study_error(tmp_path: Path) -> None:
@@ -163,7 +202,8 @@ def test_no_ok_trial_is_a_study_error(tmp_path: Path) -> None:
 def test_sh_is_valid_bash_and_recovers_argv_and_env(study: optuna.Study, tmp_path: Path) -> None:
     script = export(study, "sh")
     assert script.startswith("#!/usr/bin/env bash\n")
-    assert "trial 2" in script and "+25.0%" in script and "SIMULATED" not in script
+    assert "trial 2" in script and "SIMULATED" not in script
+    assert "# gain over the baseline +25.0% (95% CI +" in script
     assert HF not in script and "s3cr3t-key" not in script
     path = tmp_path / "best.sh"
     path.write_text(script)
@@ -223,7 +263,7 @@ def test_structured(study: optuna.Study, fmt: str) -> None:
     data = json.loads(text) if fmt == "json" else yaml.safe_load(text)
     assert data["study"] == "kimi" and data["trial"] == 2
     assert data["value"] == 1250.0 and data["baseline_value"] == 1000.0
-    assert data["gain_pct"] == pytest.approx(25.0)
+    assert data["gain_pct"] == pytest.approx(25.0, abs=0.1)  # over the baseline's geomean
     assert (data["metric"], data["direction"]) == ("output_tok_s", "maximize")
     assert data["config"] == {"chunked_prefill_size": 8192, "attention_backend": "fa3"}
     assert data["argv"] == redacted_argv()
@@ -246,3 +286,15 @@ def test_simulated_study_exports_real_command_marked(tmp_path: Path) -> None:
 def test_unknown_format(study: optuna.Study) -> None:
     with pytest.raises(ValueError, match="unknown export format"):
         export(study, "toml")  # type: ignore[arg-type]
+
+
+def test_export_a_chosen_trial_and_refuse_one_that_did_not_run_ok(study: optuna.Study) -> None:
+    data = export_data(study, trial=0)
+    assert data["trial"] == 0 and data["config"] == {
+        "chunked_prefill_size": 4096,
+        "attention_backend": "triton",
+    }
+    with pytest.raises(StudyError, match="trial 1 .* cannot be exported \\(crashed\\)"):
+        export(study, "sh", trial=1)
+    with pytest.raises(StudyError, match="no such trial"):
+        export(study, "sh", trial=99)

@@ -139,16 +139,64 @@ def test_rows_follow_outcome_not_optuna_value(study: optuna.Study) -> None:
     assert rs[1].duration_s == 30.0
 
 
+def more_baseline(study: optuna.Study) -> None:
+    """Two more launches of the baseline (8, 9): the launch noise becomes known (about 1%)."""
+    add(study, "ok", value=990.0, baseline=True)
+    add(study, "ok", value=1010.0, baseline=True)
+
+
 def test_best_is_ok_only_and_ties_go_to_lower_number(study: optuna.Study) -> None:
+    more_baseline(study)
     top = report.best(study)
     assert top is not None and top.number == 1 and top.value == 1300.0
+    gain = report.summary(study).gain
+    assert gain is not None and gain["significant"] is True
+
+
+def test_one_launch_each_cannot_beat_the_baseline(study: optuna.Study) -> None:
+    """One launch of the baseline says nothing about noise: the baseline stays the answer."""
+    top = report.best(study)
+    assert top is not None and top.number == 0 and top.baseline
+    s = report.summary(study)
+    assert s.gain is not None and s.gain["significant"] is False and not s.beats_baseline
+    assert s.verdict.startswith("no configuration beat the baseline beyond noise")
+
+
+def test_a_configuration_that_failed_once_cannot_win(study: optuna.Study) -> None:
+    more_baseline(study)
+    add(
+        study,
+        "crashed",
+        told=1e9,
+        cause="cuda_oom",
+        phase="load",
+        params={"chunked_prefill_size": 8192, "attention_backend": "fa3"},
+    )  # trial 1's config
+    top = report.best(study)
+    assert top is not None and top.number == 3
+
+
+def test_best_is_the_median_of_a_configurations_launches(study: optuna.Study) -> None:
+    more_baseline(study)
+    again = {"chunked_prefill_size": 8192, "attention_backend": "fa3"}
+    add(study, "ok", value=1100.0, params=again)  # trial 1 again: median 1100 < 1300
+    add(study, "ok", value=1100.0, params=again)
+    top = report.best(study)
+    assert top is not None and top.number == 3
 
 
 def test_best_minimize(tmp_path: Path) -> None:
     s = make_study(tmp_path, direction="minimize")
     add(s, "ok", value=50.0)
-    add(s, "ok", value=20.0)
-    add(s, "crashed", told=-1.0, cause="cuda_oom", phase="load")
+    add(s, "ok", value=20.0, params={"chunked_prefill_size": 2048, "attention_backend": "fa3"})
+    add(
+        s,
+        "crashed",
+        told=-1.0,
+        cause="cuda_oom",
+        phase="load",
+        params={"chunked_prefill_size": 1024, "attention_backend": "fa3"},
+    )
     top = report.best(s)
     assert top is not None and top.number == 1
 
@@ -165,13 +213,16 @@ def test_summary(study: optuna.Study) -> None:
     assert s.trials == 8
     assert s.outcomes == {"ok": 3, "crashed": 2, "slo_violated": 1, "pruned": 1, "running": 1}
     assert s.causes == {"kv_pool_oom": 2, "dead_end": 1}
+    # One launch each: the +30% of trial 1 cannot be told from noise, the baseline stays.
     assert (s.best_trial, s.best_value, s.baseline_trial, s.baseline_value) == (
-        1,
-        1300.0,
+        0,
+        1000.0,
         0,
         1000.0,
     )
+    assert s.search_best_trial == 1
     assert s.gain_pct == pytest.approx(30.0)
+    assert s.gain is not None and s.gain["launches"] == {"baseline": 1, "best": 1}
     assert s.simulated is False
     assert s.metric == "output_tok_s" and s.direction == "maximize"
 
@@ -179,8 +230,13 @@ def test_summary(study: optuna.Study) -> None:
 def test_status_data_is_json(study: optuna.Study) -> None:
     import json
 
+    more_baseline(study)
     data = json.loads(json.dumps(report.status_data(study)))
     assert data["summary"]["best_trial"] == 1
+    gain = data["summary"]["gain"]
+    assert gain["significant"] is True and gain["launches"] == {"baseline": 3, "best": 1}
+    lo, hi = gain["ci95_pct"]
+    assert 0 < lo < gain["pct"] < hi and gain["pct"] == pytest.approx(30.0, abs=0.1)
     assert [t["outcome"] for t in data["trials"]][:3] == ["ok", "ok", "crashed"]
     assert data["trials"][2]["cause"] == "kv_pool_oom" and data["trials"][2]["value"] is None
 
@@ -207,6 +263,7 @@ def _render(renderable: Any) -> str:
 
 
 def test_status_table_marks_best(study: optuna.Study) -> None:
+    more_baseline(study)
     text = _render(report.status_table(study))
     lines = text.splitlines()
     best_line = next(line for line in lines if "1,300" in line and "8192" in line)
@@ -240,7 +297,8 @@ def test_failure_table_none_without_failures(tmp_path: Path) -> None:
 
 def test_headline(study: optuna.Study) -> None:
     line = report.headline(study)
-    assert "trial 1" in line and "+30.0%" in line and "8 trials" in line
+    assert "trial 0" in line and "+30.0% (95% CI" in line and "8 trials" in line
+    assert "no configuration beat the baseline beyond noise" in line
 
 
 def test_ok_study_holds_only_ok_trials(study: optuna.Study) -> None:

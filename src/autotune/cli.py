@@ -178,6 +178,41 @@ def start(
             help="Skip proposals the crash history predicts will crash (crash-risk model).",
         ),
     ] = True,
+    confirm: Annotated[
+        int,
+        typer.Option(
+            "--confirm",
+            min=0,
+            help="Relaunch the top K candidates and the baseline, interleaved, before naming a "
+            "winner (0 or --no-confirm: off).",
+        ),
+    ] = 3,
+    no_confirm: Annotated[
+        bool, typer.Option("--no-confirm", help="No confirmation rounds (same as --confirm 0).")
+    ] = False,
+    confirm_rounds: Annotated[
+        int,
+        typer.Option(
+            "--confirm-rounds",
+            min=2,
+            help="Most confirmation rounds (it stops earlier when settled).",
+        ),
+    ] = 5,
+    baseline_launches: Annotated[
+        int,
+        typer.Option(
+            "--baseline-launches",
+            min=1,
+            help="Launch the baseline this many times at the start (its launch-to-launch noise).",
+        ),
+    ] = 3,
+    prune: Annotated[
+        bool,
+        typer.Option(
+            "--prune/--no-prune",
+            help="Stop a trial whose first windows cannot beat the incumbent.",
+        ),
+    ] = True,
     study_root: RootOpt = Path("studies"),
     storage: StorageOpt = None,
 ) -> None:
@@ -233,6 +268,10 @@ def start(
         seed=seed,
         sampler=sampler,
         steering=SteeringOptions(enabled=steer),
+        baseline_launches=baseline_launches,
+        confirm=0 if no_confirm else confirm,
+        confirm_rounds=(min(3, confirm_rounds), confirm_rounds),
+        prune=prune,
     )
     sim = (
         " [bold magenta]SIMULATED[/] (stand-in SGLang server: figures are modelled)"
@@ -313,19 +352,43 @@ def _final_report(
     if best is None:
         console.print("[red]no configuration completed successfully[/]")
         return
-    line = f"[bold green]best[/] trial #{best.number}: {s.metric} = {best.value:,.2f}"
-    if s.baseline_value is not None and s.gain_pct is not None:
-        line += f"  vs baseline {s.baseline_value:,.2f}  ({s.gain_pct:+.1f}%)"
-    if s.simulated:
-        line += "  [bold magenta](simulated)[/]"
-    console.print(line)
-    console.print(f"  config: {best.config}")
+    _gain_lines(s, best)
     flags = f" --study {name}" + (f" --study-root {root}" if root != Path("studies") else "")
     flags += f" --storage {storage}" if storage else ""
     console.print(f"  export: autotune export{flags} --format sh")
     if not no_mlflow:
         uri = mlflow_uri or "sqlite:///mlflow/mlflow.db"
         console.print(f"  compare: mlflow ui --backend-store-uri {uri}")
+
+
+def _gain_lines(s: Any, best: Any) -> None:
+    """The answer: what to run, and whether it beats the baseline beyond noise (95% CI)."""
+    what = "baseline (kept)" if best.baseline and s.gain is not None else "best"
+    line = f"[bold green]{what}[/] trial #{best.number}: {s.metric} = {best.value:,.2f}"
+    if s.baseline_value is not None and not best.baseline:
+        line += f"  vs baseline {s.baseline_value:,.2f}"
+    if s.simulated:
+        line += "  [bold magenta](simulated)[/]"
+    console.print(line)
+    style = "bold green" if s.beats_baseline else "bold yellow"
+    console.print(f"  [{style}]{s.verdict}[/]")
+    noise = s.noise or {}
+    if noise.get("launch_cv") is not None:
+        window = noise.get("window_cv")
+        within = f", within a launch {window:.1%}" if window is not None else ""
+        console.print(
+            f"  noise: launch to launch {noise['launch_cv']:.1%}{within} "
+            f"({noise.get('launches')} launches, {noise.get('windows')} windows)"
+        )
+    if s.confirmation:
+        c = s.confirmation
+        console.print(
+            f"  confirmation: {c.get('rounds')} round(s), {c.get('launches')} launches, "
+            f"{c.get('server_s', 0):,.0f} server-seconds ({c.get('stop_reason')})"
+        )
+    if s.pruned_saved_s:
+        console.print(f"  early stopping saved {s.pruned_saved_s:,.0f} server-seconds")
+    console.print(f"  config: {best.config}")
 
 
 def _open_study(study: str | None, root: Path, storage: str | None) -> Any:
@@ -360,6 +423,14 @@ def _open_study(study: str | None, root: Path, storage: str | None) -> Any:
 def status(
     study: StudyOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    pareto: Annotated[
+        str | None,
+        typer.Option(
+            "--pareto",
+            help="Also show the Pareto front of the objective against this latency metric "
+            "(e.g. ttft_p99_ms); export one with `autotune export --trial N`.",
+        ),
+    ] = None,
     study_root: RootOpt = Path("studies"),
     storage: StorageOpt = None,
 ) -> None:
@@ -376,12 +447,31 @@ def status(
             "best": best.number if best else None,
             "trials": rows,
         }
+        if pareto:
+            from dataclasses import asdict
+
+            from autotune.study.ledger import Ledger
+            from autotune.study.pareto import front
+
+            stored = Ledger(s).study_record()
+            objectives = [(stored.metric, stored.direction), (pareto, "minimize")]
+            points = front(report.rows(s), objectives)
+            out["pareto"] = [asdict(p) for p in points]
         sys.stdout.write(json.dumps(out, indent=2, default=str) + "\n")
         return
     console.print(report.status_table(s))
     failures = report.failure_table(s)
     if failures is not None:
         console.print(failures)
+    if pareto:
+        table = report.pareto_table(s, pareto)
+        console.print(
+            table if table is not None else f"no Pareto front: no ok trial measured {pareto}"
+        )
+    summary = report.summary(s)
+    best = report.best(s)
+    if best is not None and best.value is not None:
+        _gain_lines(summary, best)
 
 
 @app.command()
@@ -391,6 +481,12 @@ def export(
         ExportFormat, typer.Option("--format", help="sh, json or yaml.")
     ] = ExportFormat.sh,
     port: Annotated[int, typer.Option("--port", help="Port in the exported command.")] = 30000,
+    trial: Annotated[
+        int | None,
+        typer.Option(
+            "--trial", help="Export this trial's configuration (e.g. from the Pareto front)."
+        ),
+    ] = None,
     study_root: RootOpt = Path("studies"),
     storage: StorageOpt = None,
 ) -> None:
@@ -398,7 +494,7 @@ def export(
     from autotune.export import export as do_export
 
     s = _open_study(study, study_root, storage)
-    sys.stdout.write(do_export(s, fmt.value, port=port).rstrip("\n") + "\n")
+    sys.stdout.write(do_export(s, fmt.value, port=port, trial=trial).rstrip("\n") + "\n")
 
 
 @app.command()

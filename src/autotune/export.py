@@ -17,7 +17,6 @@ import optuna
 import yaml
 
 from autotune.errors import StudyError
-from autotune.records import gain_pct
 from autotune.redact import MASK, redact_argv, redact_env
 from autotune.study.ledger import Ledger
 
@@ -41,16 +40,31 @@ def _fill(text: str, host: str, port: int) -> str:
 
 
 def export_data(
-    study: optuna.Study, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT
+    study: optuna.Study,
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    trial: int | None = None,
 ) -> dict[str, Any]:
     """The best ``ok`` trial as a JSON-safe dict (what ``json``/``yaml`` exports print).
 
+    ``trial``: export that trial's configuration instead (e.g. one from the Pareto front).
+
     Raises:
-        StudyError: the study has no successful trial yet.
+        StudyError: the study has no successful trial yet, or ``trial`` did not run ok.
     """
     ledger = Ledger(study)
     trials = ledger.trials()
     top = ledger.best(trials)
+    if trial is not None:
+        chosen = next((t for t in trials if t.number == trial), None)
+        if chosen is None or chosen.outcome != "ok":
+            state = chosen.label if chosen is not None else "no such trial"
+            raise StudyError(
+                f"trial {trial} of study {study.study_name!r} cannot be exported ({state}); "
+                "pick an ok trial from `autotune status`"
+            )
+        top = chosen
     if top is None:
         s = ledger.summary(trials)
         raise StudyError(
@@ -61,7 +75,8 @@ def export_data(
     stored = ledger.study_record()
     metric, direction = stored.metric, stored.direction
     base = ledger.baseline(trials)
-    base_value = base.value if base is not None and base.outcome == "ok" else None
+    summary = ledger.summary(trials)
+    base_value = summary.baseline_value
     argv = [_fill(a, host, port) for a in redact_argv(top.argv)]
     env = {k: _fill(v, host, port) for k, v in redact_env(top.env).items()}
     engine = stored.space.get("engine") or {}
@@ -74,7 +89,12 @@ def export_data(
         "value": top.value,
         "baseline_trial": base.number if base is not None else None,
         "baseline_value": base_value,
-        "gain_pct": gain_pct(top.value, base_value, direction),
+        "gain_pct": summary.gain_pct,
+        # The gain of the search's best over the baseline with its 95% interval; when it is
+        # not significant the exported configuration is the baseline (``is_baseline``).
+        "gain": summary.gain,
+        "verdict": summary.verdict,
+        "is_baseline": top.baseline,
         "config": dict(top.config),
         "env": env,
         "argv": argv,
@@ -92,8 +112,9 @@ def export(
     *,
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
+    trial: int | None = None,
 ) -> str:
-    """The best ``ok`` trial of ``study`` as a bash script, JSON or YAML.
+    """The best ``ok`` trial of ``study`` (or ``trial``) as a bash script, JSON or YAML.
 
     Args:
         study: a loaded Optuna study written by the driver.
@@ -105,7 +126,7 @@ def export(
         StudyError: the study has no successful trial yet.
         ValueError: unknown format.
     """
-    data = export_data(study, host=host, port=port)
+    data = export_data(study, host=host, port=port, trial=trial)
     if fmt == "json":
         return json.dumps(data, indent=2) + "\n"
     if fmt == "yaml":
@@ -142,11 +163,13 @@ def render_sh(data: dict[str, Any]) -> str:
     study, trial = data["study"], data["trial"]
     lines.append(_comment(f"autotune: best configuration of study {study} (trial {trial})"))
     result = f"{data['metric']} ({data['direction']}): {_fmt(data['value'])}"
-    if data.get("baseline_value") is not None:
+    if data.get("baseline_value") is not None and not data.get("is_baseline"):
         result += f" vs baseline {_fmt(data['baseline_value'])}"
-        if data.get("gain_pct") is not None:
-            result += f" ({data['gain_pct']:+.1f}%)"
     lines.append(_comment(result))
+    if data.get("verdict"):
+        lines.append(_comment(data["verdict"]))
+    if data.get("is_baseline") and data.get("gain") is not None:
+        lines.append(_comment("this is the BASELINE: keep your current configuration"))
     if data["config"]:
         lines.append(_comment("config: " + " ".join(f"{k}={v}" for k, v in data["config"].items())))
     if data["simulated"]:

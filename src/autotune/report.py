@@ -36,6 +36,7 @@ __all__ = [
     "is_simulated",
     "objective",
     "ok_study",
+    "pareto_table",
     "plots",
     "rows",
     "status_data",
@@ -104,8 +105,7 @@ def headline(study: optuna.Study) -> str:
         text = f"{s.study}: best {s.metric} {_fmt(s.best_value)} (trial {s.best_trial})"
         if s.baseline_value is not None:
             text += f" vs baseline {_fmt(s.baseline_value)}"
-            if s.gain_pct is not None:
-                text += f" ({s.gain_pct:+.1f}%)"
+        text += f"; {s.verdict}"
     text += f"; {s.trials} trials" + (f": {counts}" if counts else "")
     if s.simulated:
         text += " [SIMULATED: stand-in server, not real hardware]"
@@ -153,6 +153,40 @@ def status_table(study: optuna.Study) -> Table:
         cause = r.cause or (r.skip.kind.value if r.skip is not None else "")
         duration = f"{r.duration_s:.0f}s" if r.duration_s is not None else "-"
         table.add_row(number, outcome, _fmt(r.value), cause, duration, _config_text(r.config))
+    return table
+
+
+def pareto_table(study: optuna.Study, latency: str = "ttft_p99_ms") -> Table | None:
+    """The objective against ``latency`` (smaller is better): the non-dominated configurations.
+
+    None when no eligible configuration measured both.
+    """
+    from autotune.study.pareto import front
+
+    ledger = Ledger(study)
+    record = ledger.study_record()
+    metric, direction = record.metric, record.direction
+    points = front(ledger.trials(), [(metric, direction), (latency, "minimize")])
+    if not points:
+        return None
+    title = f"{study.study_name}: Pareto front, {metric} ({direction}) vs {latency} (minimize)"
+    if is_simulated(study):
+        title += f" {SIMULATED_LABEL.upper()}"
+    table = Table(title=title, title_justify="left")
+    table.add_column("#", justify="right")
+    table.add_column(metric, justify="right")
+    table.add_column(latency, justify="right")
+    table.add_column("launches", justify="right")
+    table.add_column("config", overflow="fold", min_width=24)
+    for p in points:
+        mark = " (baseline)" if p.baseline else ""
+        table.add_row(
+            f"{p.trial}{mark}",
+            _fmt(p.values[metric]),
+            _fmt(p.values[latency]),
+            str(p.launches),
+            _config_text(dict(p.config)),
+        )
     return table
 
 

@@ -114,10 +114,19 @@ class ProgressView:
             else:
                 detail = ""
             secs = f" ({r.timings.total_s:.0f}s)" if r is not None else ""
-            log(f"[{style}]{outcome.value:<8}[/] #{event.number}{secs}  {detail}")
-            self.progress.update(
-                self.task, completed=event.launched, total=event.target, status=self._status(event)
-            )
+            note = f"  [dim]{event.message}[/]" if event.message else ""
+            log(f"[{style}]{outcome.value:<8}[/] #{event.number}{secs}  {detail}{note}")
+            if event.target:  # confirmation launches are outside the trial budget
+                self.progress.update(
+                    self.task,
+                    completed=event.launched,
+                    total=event.target,
+                    status=self._status(event),
+                )
+        elif event.kind is EventKind.CONFIRM:
+            log(f"[bold cyan]confirm[/] {event.message}")
+        elif event.kind is EventKind.VERDICT:
+            log(f"[bold]verdict:[/] {event.message}")
         elif event.kind is EventKind.STOP:
             self.progress.update(self.task, completed=event.launched, status=self._status(event))
             log(f"[bold]stopped:[/] {event.message}")

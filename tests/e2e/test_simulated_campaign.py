@@ -67,8 +67,11 @@ def test_verify_campaign_simulated_end_to_end(tmp_path: Path, cli_env: dict[str,
     root = tmp_path / "studies"
     mlflow_uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     env = {**cli_env, "AUTOTUNE_SIM_SEED": "5"}
+    # One baseline launch and no confirmation: this test follows the campaign's trial numbers
+    # (tests/e2e/test_noise_e2e.py covers repeated baselines and confirmation).
     common = ["--space", str(space_file), "--study", "camp", "--simulate", "--executor", "local",
-              "--mlflow-uri", mlflow_uri, "--study-root", str(root), "--seed", "11"]
+              "--mlflow-uri", mlflow_uri, "--study-root", str(root), "--seed", "11",
+              "--baseline-launches", "1", "--no-confirm"]
 
     # 1. Create the study: the first trial is the baseline the space names.
     _start(common + ["--n-trials", "1"], tmp_path, env)

@@ -123,6 +123,14 @@ def _study_roundtrip(uri: str, tmp_path: Path, server_log: Path, study: str) -> 
             causes={"kv_pool_oom": 1},
             best_trial=0,
             best_config={"chunked_prefill_size": 8192},
+            gain={
+                "pct": 25.0,
+                "ci95_pct": [12.5, 38.9],
+                "significant": True,
+                "launches": {"baseline": 4, "best": 3},
+            },
+            verdict="gain over the baseline +25.0% (95% CI +12.5% .. +38.9%, 3 vs 4 launches)",
+            confirmation={"rounds": 3, "launches": 12, "server_s": 360.0},
         )
     )
 
@@ -138,6 +146,13 @@ def _study_roundtrip(uri: str, tmp_path: Path, server_log: Path, study: str) -> 
     assert parent.data.metrics["best_output_tok_s"] == 1000.0
     assert parent.data.metrics["baseline_output_tok_s"] == 800.0
     assert parent.data.metrics["gain_pct"] == 25.0
+    # The gain with its 95% interval over launches, and what confirmation cost.
+    assert parent.data.metrics["gain_ci95_lo_pct"] == 12.5
+    assert parent.data.metrics["gain_ci95_hi_pct"] == 38.9
+    assert parent.data.metrics["gain_significant"] == 1.0
+    assert parent.data.metrics["gain_launches_baseline"] == 4.0
+    assert parent.data.metrics["confirm_launches"] == 12.0
+    assert parent.data.tags["autotune.verdict"].startswith("gain over the baseline +25.0%")
     assert parent.data.metrics["n_cause_kv_pool_oom"] == 1.0
     assert parent.data.tags["autotune.best_trial"] == "0"
     assert "space.yaml" in [a.path for a in client.list_artifacts(parent.info.run_id)]

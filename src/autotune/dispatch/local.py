@@ -9,7 +9,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from autotune.dispatch.base import EXECUTORS, Executor, ExecutorOptions, study_key
+from autotune.dispatch.base import EXECUTORS, Executor, ExecutorOptions, WindowHook, study_key
 from autotune.errors import DispatchError, PlacementError
 from autotune.models import TrialResult, TrialSpec
 
@@ -86,13 +86,13 @@ class LocalExecutor(Executor):
     def capacity(self) -> int:
         return self.parallel
 
-    def submit(self, spec: TrialSpec) -> Future[TrialResult]:
+    def submit(self, spec: TrialSpec, on_window: WindowHook | None = None) -> Future[TrialResult]:
         with self._lock:
             if self._closed:
                 raise DispatchError("the local executor is shut down")
-            return self._pool.submit(self._run, self.marked(spec))
+            return self._pool.submit(self._run, self.marked(spec), on_window)
 
-    def _run(self, spec: TrialSpec) -> TrialResult:
+    def _run(self, spec: TrialSpec, on_window: WindowHook | None = None) -> TrialResult:
         from autotune.node.runner import run_trial
 
         with self._lock:
@@ -103,7 +103,7 @@ class LocalExecutor(Executor):
                 spec = spec.model_copy(update={"env": env})
             _logger.info("trial %d starts (attempt %d)", spec.number, spec.attempt)
             try:
-                result = run_trial(spec)
+                result = run_trial(spec, on_window)
             except Exception as exc:  # run_trial raises only for a bug: name the trial
                 _logger.error("trial %d raised in run_trial", spec.number, exc_info=True)
                 raise DispatchError(

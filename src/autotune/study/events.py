@@ -18,6 +18,8 @@ class EventKind(StrEnum):
     SKIP = "skip"  # a proposal was not launched (``skip`` says why)
     RETRY = "retry"  # an infrastructure failure: the trial runs again, elsewhere
     RESULT = "result"  # a launched trial finished and was told
+    CONFIRM = "confirm"  # confirmation rounds begin (``message`` names the candidates)
+    VERDICT = "verdict"  # the study's answer: the gain and its interval in plain words
     STOP = "stop"  # the loop ended (``message`` says why)
 
 

@@ -365,6 +365,24 @@ class MlflowTracker(Tracker):
         if summary.best_trial is not None:
             tags["autotune.best_trial"] = str(summary.best_trial)
             tags["autotune.best_config"] = _tag_value(json.dumps(summary.best_config or {}))
+        if summary.gain is not None:  # the gain with its 95% interval over launches
+            lo, hi = summary.gain["ci95_pct"]
+            for name, value in (("gain_ci95_lo_pct", lo), ("gain_ci95_hi_pct", hi)):
+                if value is not None:
+                    metrics[name] = float(value)
+            metrics["gain_significant"] = 1.0 if summary.gain["significant"] else 0.0
+            launches = summary.gain["launches"]
+            metrics["gain_launches_baseline"] = float(launches["baseline"])
+            metrics["gain_launches_best"] = float(launches["best"])
+            tags["autotune.gain_significant"] = str(bool(summary.gain["significant"])).lower()
+        if summary.verdict:
+            tags["autotune.verdict"] = _tag_value(summary.verdict)
+        if summary.confirmation:
+            for key in ("rounds", "launches", "server_s"):
+                if isinstance(summary.confirmation.get(key), int | float):
+                    metrics[f"confirm_{key}"] = float(summary.confirmation[key])
+        if summary.pruned_saved_s:
+            metrics["pruned_saved_s"] = summary.pruned_saved_s
         with self._lock, _wrapped("finishing the study run"):
             self._log_batch(self.parent_run_id, metrics=metrics, tags=tags)
             self.client.set_terminated(self.parent_run_id, status="FINISHED")

@@ -161,8 +161,11 @@ def test_oom_above_load_kills_the_server(launch_sim) -> None:  # type: ignore[no
 
 def test_simulate_runs_the_stand_in_time_scaled() -> None:
     from autotune.engines import get_engine
-    from autotune.engines.sglang import SIMULATE_TIME_SCALE
+    from autotune.engines.sglang import SIM_TIME_SCALE_ENV, SIMULATE_TIME_SCALE
+    from autotune.sim.settings import TIME_SCALE_ENV
     from autotune.space.schema import EngineSpec
+
+    assert SIM_TIME_SCALE_ENV == TIME_SCALE_ENV  # the engine names the stand-in's variable
 
     spec = EngineSpec(name="sglang")
     _, env = get_engine(spec, simulate=True).command("m", [], {})

@@ -40,9 +40,9 @@ from autotune.space.render import render, violations
 from autotune.space.schema import StudySpec
 from autotune.space.suggest import suggest
 from autotune.study import attrs
-from autotune.study.deadends import DeadEnd, DeadEnds
+from autotune.study.deadends import DeadEnd, DeadEnds, Doom
 from autotune.study.outcome import CRASH, SKIP, verdict
-from autotune.study.steering import CrashRisk, SteeringOptions
+from autotune.study.steering import SteeringOptions, make_risk
 from autotune.tracking.base import Tracker
 
 # Proposals in a row that are skipped (dead ends, repeats, constraints) before the space is
@@ -92,7 +92,12 @@ def storage_url(options: DriverOptions) -> str:
 
 
 def open_storage(url: str) -> optuna.storages.BaseStorage:
-    """The study storage, with heartbeats so stale RUNNING trials can be told apart."""
+    """The study storage, with heartbeats so stale RUNNING trials can be told apart.
+
+    ``:memory:`` is Optuna's in-process storage (benchmarks of the search: nothing survives).
+    """
+    if url == ":memory:":
+        return optuna.storages.InMemoryStorage()
     kwargs: dict[str, Any] = {"heartbeat_interval": 60, "grace_period": 600}
     if url.startswith("sqlite"):
         kwargs["engine_kwargs"] = {"connect_args": {"timeout": 60}}
@@ -159,7 +164,8 @@ class Driver:
             spec,
             [DeadEnd.from_json(d) for d in self.study.user_attrs.get(attrs.DEAD_ENDS, [])],
         )
-        self.risk = CrashRisk(spec, options.steering, seed=options.seed)
+        self.risk = make_risk(spec, options.steering, seed=options.seed)
+        self.doom = Doom()  # a study that cannot succeed stops at once
         self.model_path = engine.prepare(spec.model)
         self.rules = [Rule(**r.model_dump()) for r in spec.rules] + engine.failure_rules()
 
@@ -386,6 +392,8 @@ class Driver:
                 stopping, stop_reason = True, "no launchable configuration left in the space"
             if spec.budget.max_crash_streak and crash_streak >= spec.budget.max_crash_streak:
                 stopping, stop_reason = True, f"{crash_streak} crashes in a row"
+            if self.doom.reason:
+                stopping, stop_reason = True, self.doom.reason
             while (
                 not stopping
                 and skips < MAX_SKIPS_IN_A_ROW
@@ -448,7 +456,13 @@ class Driver:
                 outcome = self._finish(trial, config, result)
                 if outcome in LAUNCHED:
                     launched += 1
-                    self.risk.observe(config, outcome in (Outcome.CRASHED, Outcome.TIMEOUT))
+                    crashed = outcome in (Outcome.CRASHED, Outcome.TIMEOUT)
+                    self.risk.observe(config, crashed)
+                    self.doom.observe(
+                        baseline=bool(trial.user_attrs.get(attrs.BASELINE)),
+                        failure=result.failure,
+                        crashed=crashed,
+                    )
                 crash_streak = (
                     crash_streak + 1 if outcome in (Outcome.CRASHED, Outcome.TIMEOUT) else 0
                 )

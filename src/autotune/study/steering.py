@@ -1,4 +1,4 @@
-"""Crash-risk steering: do not launch what the study's own history says will crash.
+"""Crash steering: do not launch what the study's own history says will crash.
 
 TPE already learns from crashes (they are told PRUNED with a violated constraint, see
 ``outcome.py``), but only as one half of its good/bad split, so it keeps proposing near the
@@ -24,22 +24,41 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from autotune.space.schema import Parameter, StudySpec
+from autotune.space.schema import Parameter, StudySpec, same_value
 
 PREFIX = "predicted crash"  # skip reasons start with this
 
 
 @dataclass(frozen=True)
 class SteeringOptions:
-    """When and how hard to steer (the defaults were chosen on bench/steering.py)."""
+    """When and how hard to steer (the defaults were chosen on ``bench/search``).
+
+    ``model``: ``regions`` (crash regions learned as explanations, ``CrashRegions``) or
+    ``knn`` (the earlier nearest-neighbour vote, ``CrashRisk``; kept to be measured against).
+    """
 
     enabled: bool = True
-    threshold: float = 0.25  # reject at or above this predicted crash probability
-    k: int = 3  # neighbours that vote
-    min_launched: int = 8
-    min_crashes: int = 2
-    explore: float = 0.05  # share of risky proposals launched anyway
+    model: str = "regions"
+    threshold: float = 0.25  # knn: reject at or above this predicted crash probability
+    k: int = 3  # knn: neighbours that vote
+    min_launched: int = 8  # knn
+    min_crashes: int = 2  # knn
+    agree: float = 1.0  # regions: share of a crash's explanations that must cover a proposal
+    max_size: int = 2  # regions: most parameters in one explanation
+    explore: float = 0.0  # share of risky proposals launched anyway
     max_streak: int = 20  # rejections in a row before one is launched regardless
+
+
+def make_risk(
+    spec: StudySpec, options: SteeringOptions | None = None, seed: int | None = None
+) -> CrashRisk | CrashRegions:
+    """The crash model ``options.model`` names."""
+    options = options or SteeringOptions()
+    if options.model == "knn":
+        return CrashRisk(spec, options, seed)
+    if options.model == "regions":
+        return CrashRegions(spec, options, seed)
+    raise ValueError(f"unknown steering model {options.model!r}; use regions or knn")
 
 
 class CrashRisk:
@@ -107,11 +126,134 @@ class CrashRisk:
     def _encode(self, config: Mapping[str, Any]) -> list[float]:
         out: list[float] = []
         for p in self.spec.parameters:
-            out.extend(_features(p, config.get(p.name), p.name in config))
+            out.extend(_features(self.spec, p, config.get(p.name), p.name in config))
         return out
 
 
-def _features(p: Parameter, value: Any, active: bool) -> list[float]:
+Literal = tuple[str, str, Any]  # (parameter, "eq" | "ge" | "le", value)
+
+
+class CrashRegions:
+    """Learns which parameter values explain each crash, and refuses what they all predict.
+
+    An *explanation* of a crashed configuration is a condition on one parameter (or, when no
+    single one fits, on two) that the crashed configuration meets and that no configuration
+    which ran meets: ``mem >= 0.85``, ``attention == 'fa3'``, ``graph_bs >= 256 and mem >=
+    0.8``. Conditions are built from the crashed configuration's own values (``==`` for
+    categorical and bool values, ``>=`` and ``<=`` for numbers). A proposal is refused when it
+    meets at least ``agree`` of the explanations of some crash: with the default 1.0, only when
+    every explanation the evidence still allows says it crashes. Explanations the study's
+    successes rule out vanish, so a region is learned from a crash or two, and nothing is
+    refused for being merely *near* a crash that a different parameter caused.
+
+    Args:
+        spec: the space (parameter kinds).
+        options: see ``SteeringOptions`` (``agree``, ``max_size``, ``explore``, ``max_streak``).
+        seed: seed of the exploration draws.
+    """
+
+    def __init__(
+        self, spec: StudySpec, options: SteeringOptions | None = None, seed: int | None = None
+    ) -> None:
+        self.spec = spec
+        self.options = options or SteeringOptions()
+        self._rng = random.Random(seed)
+        self._ok: list[dict[str, Any]] = []
+        self._crashes: list[dict[str, Any]] = []
+        self._explanations: list[list[tuple[Literal, ...]]] | None = None
+        self._streak = 0
+        self._numeric = {p.name for p in spec.parameters if p.type in ("int", "float")}
+
+    def observe(self, config: Mapping[str, Any], crashed: bool) -> None:
+        """Learn the outcome of one launched configuration."""
+        (self._crashes if crashed else self._ok).append(dict(config))
+        self._explanations = None
+
+    def explanations(self) -> list[list[tuple[Literal, ...]]]:
+        """Per crash, its explanations still consistent with every success (may be empty)."""
+        if self._explanations is None:
+            self._explanations = [self._explain(c) for c in self._crashes]
+        return self._explanations
+
+    def _explain(self, crash: dict[str, Any]) -> list[tuple[Literal, ...]]:
+        literals = self._literals(crash)
+        # A bit mask per literal of the successes that meet it; an explanation must meet none.
+        masks = [
+            sum(1 << i for i, ok in enumerate(self._ok) if _meets(lit, ok)) for lit in literals
+        ]
+        singles = [(lit,) for lit, m in zip(literals, masks, strict=True) if m == 0]
+        if singles or self.options.max_size < 2:
+            return singles
+        return [
+            (literals[i], literals[j])
+            for i in range(len(literals))
+            for j in range(i + 1, len(literals))
+            if literals[i][0] != literals[j][0] and masks[i] & masks[j] == 0
+        ]
+
+    def _literals(self, crash: dict[str, Any]) -> list[Literal]:
+        out: list[Literal] = []
+        for name, value in crash.items():
+            if name in self._numeric and not isinstance(value, bool):
+                out += [(name, "ge", value), (name, "le", value)]
+            else:
+                out.append((name, "eq", value))
+        return out
+
+    def probability(self, config: Mapping[str, Any]) -> float | None:
+        """The largest share of one crash's explanations that ``config`` meets (None: no
+        crash explained yet)."""
+        best: float | None = None
+        for expl in self.explanations():
+            if not expl:
+                continue
+            hit = sum(all(_meets(lit, config) for lit in e) for e in expl) / len(expl)
+            best = hit if best is None else max(best, hit)
+        return best
+
+    def check(self, config: Mapping[str, Any]) -> str | None:
+        """Why ``config`` should not be launched (starts with "predicted crash"), or None."""
+        o = self.options
+        if not o.enabled or self._streak >= o.max_streak:
+            self._streak = 0
+            return None
+        for n, expl in enumerate(self.explanations()):
+            if not expl:
+                continue
+            hits = [e for e in expl if all(_meets(lit, config) for lit in e)]
+            if not hits or len(hits) < o.agree * len(expl):
+                continue
+            if self._rng.random() < o.explore:
+                break
+            self._streak += 1
+            because = " and ".join(_show(lit) for lit in hits[0])
+            more = f" (1 of {len(expl)} explanations)" if len(expl) > 1 else ""
+            return (
+                f"{PREFIX}: {because}, as in a crashed configuration{more}; no configuration "
+                "that ran had it"
+            )
+        self._streak = 0
+        return None
+
+
+def _meets(lit: Literal, config: Mapping[str, Any]) -> bool:
+    name, op, value = lit
+    if name not in config:
+        return False
+    x = config[name]
+    if op == "eq":
+        return same_value(x, value)
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return False
+    return x >= value if op == "ge" else x <= value
+
+
+def _show(lit: Literal) -> str:
+    name, op, value = lit
+    return f"{name} {dict(eq='==', ge='>=', le='<=')[op]} {value!r}"
+
+
+def _features(spec: StudySpec, p: Parameter, value: Any, active: bool) -> list[float]:
     if p.type in ("categorical", "bool"):
         # One-hot scaled so that two different values are at distance 1, like numeric ends.
         scale = 1.0 / math.sqrt(2.0)
@@ -121,8 +263,7 @@ def _features(p: Parameter, value: Any, active: bool) -> list[float]:
     # the parameter is active at all (conditional parameters).
     if not active or isinstance(value, bool) or not isinstance(value, int | float):
         return [0.0, 0.0]
-    low = float(p.low if p.low is not None else 0.0)
-    high = float(p.high if p.high is not None else 1.0)
+    low, high = spec.static_range(p)
     x = float(value)
     if p.log and low > 0 and x > 0:
         low, high, x = math.log(low), math.log(high), math.log(x)
@@ -130,4 +271,4 @@ def _features(p: Parameter, value: Any, active: bool) -> list[float]:
     return [min(1.0, max(0.0, (x - low) / span)) if span > 0 else 0.0, 1.0]
 
 
-__all__ = ["CrashRisk", "SteeringOptions", "PREFIX"]
+__all__ = ["CrashRegions", "CrashRisk", "PREFIX", "SteeringOptions", "make_risk"]

@@ -9,9 +9,11 @@ written the way their tools run them.
 
 from __future__ import annotations
 
+import itertools
+import math
 import random
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,12 +88,30 @@ def to_result(spec: TrialSpec, point: Point) -> TrialResult:
 
 def run_driver(
     land: Landscape, seed: int, trials: int, *, sampler: str = "tpe", steering: Any = None,
+    tpe: dict[str, Any] | None = None, local: float | None = None,
 ) -> list[Launch]:
-    """autotune's real proposal path on ``land`` (``steering``: SteeringOptions or None)."""
+    """autotune's real proposal path on ``land`` (``steering``: SteeringOptions or None;
+    ``tpe``: TPESampler arguments to try instead of the driver's, for candidates)."""
     from autotune.engines import get_engine
     from autotune.space.load import load_text
+    from autotune.study import driver as driver_module
     from autotune.study.driver import Driver, DriverOptions
-    from autotune.tracking.null import NullTracker
+
+    if tpe is not None or local is not None:
+        original = driver_module.make_sampler
+
+        def candidate(name: str, s: int | None, parallel: int) -> optuna.samplers.BaseSampler:
+            from autotune.study.sampler import LocalTPESampler
+
+            inner = (optuna.samplers.TPESampler(seed=s, **tpe) if tpe is not None
+                     else original(name, s, parallel))
+            return LocalTPESampler(inner, local=local, seed=s) if local else inner
+
+        driver_module.make_sampler = candidate  # type: ignore[assignment]
+        try:
+            return run_driver(land, seed, trials, sampler=sampler, steering=steering)
+        finally:
+            driver_module.make_sampler = original
 
     spec = load_text(yaml.safe_dump(land.space(trials), sort_keys=False), f"<{land.name}>")
     rng = random.Random(seed * 7919 + 1)
@@ -153,12 +173,9 @@ def run_tiers(land: Landscape, seed: int, trials: int) -> list[Launch]:
     first three parameters crossed, then the full product (5 levels per numeric parameter)."""
     rng = random.Random(seed * 7919 + 1)
     base = _complete(land, dict(land.baseline))
-    queue: list[dict[str, Any]] = [base]
-    for p in land.parameters:
-        for v in levels(p, 5):
-            queue.append({**base, p["name"]: v})
-    queue += list(grid(land.parameters[:3], 5))
-    queue += list(grid(land.parameters, 5))
+    one_at_a_time = [{**base, p["name"]: v} for p in land.parameters for v in levels(p, 5)]
+    first3 = ({**base, **c} for c in grid(land.parameters[:3], 5))
+    queue = itertools.chain([base], one_at_a_time, first3, grid(land.parameters, 5))
     return _launch_unique(land, queue, trials, rng)
 
 
@@ -166,9 +183,18 @@ def run_grid(land: Landscape, seed: int, trials: int) -> list[Launch]:
     """vLLM auto_tune's grid: the full product of 3 levels per parameter, in file order, after
     the baseline; shuffled per seed so that seeds differ."""
     rng = random.Random(seed * 7919 + 1)
-    cells = list(grid(land.parameters, 3))
-    random.Random(seed).shuffle(cells)
-    return _launch_unique(land, [_complete(land, dict(land.baseline)), *cells], trials, rng)
+    order = random.Random(seed)
+    size = math.prod(len(levels(p, 3)) for p in land.parameters)
+    cells: Iterable[dict[str, Any]]
+    if size <= 20_000:
+        listed = list(grid(land.parameters, 3))
+        order.shuffle(listed)
+        cells = listed
+    else:  # too many cells to list: draw them in random order
+        cells = ({p["name"]: order.choice(levels(p, 3)) for p in land.parameters}
+                 for _ in range(100_000))
+    base = _complete(land, dict(land.baseline))
+    return _launch_unique(land, itertools.chain([base], cells), trials, rng)
 
 
 def _complete(land: Landscape, config: dict[str, Any]) -> dict[str, Any]:
@@ -180,7 +206,7 @@ def _complete(land: Landscape, config: dict[str, Any]) -> dict[str, Any]:
 
 
 def _launch_unique(
-    land: Landscape, queue: list[dict[str, Any]], trials: int, rng: random.Random
+    land: Landscape, queue: Iterable[dict[str, Any]], trials: int, rng: random.Random
 ) -> list[Launch]:
     seen: list[dict[str, Any]] = []
     out: list[Launch] = []

@@ -18,6 +18,7 @@ ARGV = "argv"  # list[str], secrets redacted
 ENV = "env"  # dict[str, str], secrets redacted (only what the configuration sets, not os.environ)
 LOG_PATH = "log_path"
 BASELINE = "baseline"  # True on the baseline trial
+ABLATION = "ablation"  # True on a trial that tests what caused a crash (study/steering.py)
 SIMULATED = "simulated"
 NODE = "node"
 ATTEMPTS = "attempts"  # infra retries

@@ -42,6 +42,7 @@ from autotune.space.suggest import suggest
 from autotune.study import attrs
 from autotune.study.deadends import DeadEnd, DeadEnds, Doom
 from autotune.study.outcome import CRASH, SKIP, verdict
+from autotune.study.sampler import LOCAL_SHARE, LocalTPESampler
 from autotune.study.steering import SteeringOptions, make_risk
 from autotune.tracking.base import Tracker
 
@@ -112,13 +113,15 @@ def make_sampler(name: str, seed: int | None, parallel: int) -> optuna.samplers.
         return optuna.samplers.RandomSampler(seed=seed)
     if name == "tpe":
         # constant_liar: with several trials in flight, do not propose what is already running.
-        return optuna.samplers.TPESampler(
+        tpe = optuna.samplers.TPESampler(
             seed=seed,
             constant_liar=parallel > 1,
             n_startup_trials=5,
             multivariate=True,
             group=True,
         )
+        # Half the proposals move the best configuration a little (chosen on bench/search).
+        return LocalTPESampler(tpe, local=LOCAL_SHARE, seed=seed)
     raise ConfigError(f"unknown sampler {name!r}; use tpe or random", field="--sampler")
 
 
@@ -458,6 +461,9 @@ class Driver:
                     launched += 1
                     crashed = outcome in (Outcome.CRASHED, Outcome.TIMEOUT)
                     self.risk.observe(config, crashed)
+                    test = self.risk.ablation(config, spec.baseline) if crashed else None
+                    if test is not None:  # tell a crash's cause from a value never tried
+                        self.study.enqueue_trial(test, user_attrs={attrs.ABLATION: True})
                     self.doom.observe(
                         baseline=bool(trial.user_attrs.get(attrs.BASELINE)),
                         failure=result.failure,

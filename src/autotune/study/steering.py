@@ -44,7 +44,9 @@ class SteeringOptions:
     min_launched: int = 8  # knn
     min_crashes: int = 2  # knn
     agree: float = 1.0  # regions: share of a crash's explanations that must cover a proposal
+    corroborated: int = 0  # regions: an explanation that this many crashes meet is enough (0: off)
     max_size: int = 2  # regions: most parameters in one explanation
+    ablations: int = 4  # regions: launches that test a crash's one-value explanation (0: off)
     explore: float = 0.0  # share of risky proposals launched anyway
     max_streak: int = 20  # rejections in a row before one is launched regardless
 
@@ -84,6 +86,12 @@ class CrashRisk:
         """Learn the outcome of one launched configuration."""
         self._points.append(self._encode(config))
         self._crashed.append(crashed)
+
+    def ablation(
+        self, crashed: Mapping[str, Any], baseline: Mapping[str, Any] | None
+    ) -> dict[str, Any] | None:
+        """The nearest-neighbour vote proposes no tests (see ``CrashRegions.ablation``)."""
+        return None
 
     @property
     def ready(self) -> bool:
@@ -161,6 +169,8 @@ class CrashRegions:
         self._ok: list[dict[str, Any]] = []
         self._crashes: list[dict[str, Any]] = []
         self._explanations: list[list[tuple[Literal, ...]]] | None = None
+        self._corroborated: list[tuple[Literal, ...]] = []  # met by several crashes
+        self._ablations = 0
         self._streak = 0
         self._numeric = {p.name for p in spec.parameters if p.type in ("int", "float")}
 
@@ -173,6 +183,15 @@ class CrashRegions:
         """Per crash, its explanations still consistent with every success (may be empty)."""
         if self._explanations is None:
             self._explanations = [self._explain(c) for c in self._crashes]
+            need = self.options.corroborated
+            self._corroborated = [
+                e
+                for expl in self._explanations
+                for e in expl
+                # Pairs only: one value met by two crashes may just be a value never run
+                # (ablation tests those); a pair met by two is a region's shape.
+                if need and len(e) > 1 and sum(all(_meets(lit, c) for lit in e) for c in self._crashes) >= need
+            ]
         return self._explanations
 
     def _explain(self, crash: dict[str, Any]) -> list[tuple[Literal, ...]]:
@@ -200,6 +219,33 @@ class CrashRegions:
                 out.append((name, "eq", value))
         return out
 
+    def ablation(
+        self, crashed: Mapping[str, Any], baseline: Mapping[str, Any] | None
+    ) -> dict[str, Any] | None:
+        """A configuration that tests the crash's simplest explanation, or None.
+
+        When one value alone explains a crash only because no configuration with it ever ran
+        (``backend == 'x'`` after one crash with backend x), that explanation would refuse every
+        configuration with the value, the optimum too. The baseline with that one value
+        changed tells the two apart at the cost of one launch: it runs (the value is not the
+        cause; the explanation is dropped) or it crashes (the region is confirmed).
+        """
+        if not self.options.enabled or baseline is None or self._ablations >= self.options.ablations:
+            return None
+        singles = [e[0] for e in self._explain(dict(crashed)) if len(e) == 1]
+        # Numeric thresholds are what a crash region's edge looks like; only a categorical or
+        # bool value that no run ever had is worth a launch to test.
+        if not 0 < len(singles) <= 2 or singles[0][1] != "eq" or len(singles) > 1:
+            return None
+        name, _, value = singles[0]
+        if name not in baseline:
+            return None
+        test = {**baseline, name: value}
+        if any(_same(test, c) for c in (*self._ok, *self._crashes)):
+            return None
+        self._ablations += 1
+        return test
+
     def probability(self, config: Mapping[str, Any]) -> float | None:
         """The largest share of one crash's explanations that ``config`` meets (None: no
         crash explained yet)."""
@@ -217,23 +263,23 @@ class CrashRegions:
         if not o.enabled or self._streak >= o.max_streak:
             self._streak = 0
             return None
-        for n, expl in enumerate(self.explanations()):
-            if not expl:
-                continue
+        why: str | None = None
+        for expl in self.explanations():
             hits = [e for e in expl if all(_meets(lit, config) for lit in e)]
-            if not hits or len(hits) < o.agree * len(expl):
-                continue
-            if self._rng.random() < o.explore:
+            if hits and len(hits) >= o.agree * len(expl):
+                more = f" (1 of {len(expl)} explanations)" if len(expl) > 1 else ""
+                why = f"{_conj(hits[0])}, as in a crashed configuration{more}"
                 break
-            self._streak += 1
-            because = " and ".join(_show(lit) for lit in hits[0])
-            more = f" (1 of {len(expl)} explanations)" if len(expl) > 1 else ""
-            return (
-                f"{PREFIX}: {because}, as in a crashed configuration{more}; no configuration "
-                "that ran had it"
-            )
-        self._streak = 0
-        return None
+        if why is None:
+            for e in self._corroborated:
+                if all(_meets(lit, config) for lit in e):
+                    why = f"{_conj(e)}, as in several crashed configurations"
+                    break
+        if why is None or self._rng.random() < o.explore:
+            self._streak = 0
+            return None
+        self._streak += 1
+        return f"{PREFIX}: {why}; no configuration that ran had it"
 
 
 def _meets(lit: Literal, config: Mapping[str, Any]) -> bool:
@@ -246,6 +292,14 @@ def _meets(lit: Literal, config: Mapping[str, Any]) -> bool:
     if isinstance(x, bool) or not isinstance(x, int | float):
         return False
     return x >= value if op == "ge" else x <= value
+
+
+def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    return set(a) == set(b) and all(same_value(a[k], b[k]) for k in a)
+
+
+def _conj(e: tuple[Literal, ...]) -> str:
+    return " and ".join(_show(lit) for lit in e)
 
 
 def _show(lit: Literal) -> str:

@@ -1,0 +1,129 @@
+"""The search defaults against a black-box server they were never tuned on, with real launches.
+
+``tests/study/servers/blackbox.py`` is started by the ``command`` engine for every trial (5
+settings as flags and environment variables, 3 crash regions with real-looking errors; see its
+docstring). The real driver, local executor and node runner launch it, benchmark it over HTTP
+and classify its crashes. Reported per seed: the best measured configuration's noise-free rate
+as % of the optimum (enumerated from the server's own rate function), and crashes launched.
+
+    .venv/bin/python bench/search_blackbox.py --seeds 5 --trials 30
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import statistics
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+import optuna
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SERVERS = ROOT / "tests" / "study" / "servers"
+sys.path.insert(0, str(SERVERS))
+sys.path.insert(0, str(ROOT))
+
+from blackbox import rate  # noqa: E402
+
+from bench.steering import make_driver  # noqa: E402
+
+PARAMETERS: list[dict[str, Any]] = [
+    {"name": "backend", "type": "categorical", "choices": ["triton", "flashinfer", "trtllm"],
+     "flag": "--attention-backend"},
+    {"name": "max_batch", "type": "int", "low": 8, "high": 1024, "log": True,
+     "flag": "--max-batch"},
+    {"name": "mem", "type": "float", "low": 0.6, "high": 0.95, "step": 0.01,
+     "flag": "--mem-fraction"},
+    {"name": "threads", "type": "int", "low": 64, "high": 2048, "log": True,
+     "env": "BB_KERNEL_THREADS"},
+    {"name": "fusion", "type": "bool", "env": "BB_FUSION"},
+]
+BASELINE = {"backend": "triton", "max_batch": 16, "mem": 0.7, "threads": 128, "fusion": False}
+
+
+def space_file(path: Path, trials: int) -> Path:
+    space = {
+        "name": "blackbox",
+        "engine": {"name": "command",
+                   "command": [sys.executable, str(SERVERS / "blackbox.py"), "--port", "{port}"],
+                   "startup_timeout_s": 30},
+        "model": "blackbox",
+        "parameters": PARAMETERS,
+        "baseline": BASELINE,
+        "objective": {"metric": "output_tok_s", "direction": "maximize"},
+        "workload": {"concurrency": 1, "num_requests": 2, "prompt_len": 4, "output_len": 24,
+                     "warmup_requests": 0},
+        "budget": {"trials": trials},
+    }
+    path.write_text(yaml.safe_dump(space, sort_keys=False))
+    return path
+
+
+def truth(c: dict[str, Any]) -> float | None:
+    if c["backend"] == "flashinfer" and c["max_batch"] > 128:
+        return None
+    if c["mem"] > 0.88 and c["fusion"]:
+        return None
+    if c["backend"] == "trtllm" and c["threads"] >= 1024:
+        return None
+    return rate(c["backend"], c["max_batch"], c["mem"], c["threads"], c["fusion"])
+
+
+def optimum() -> float:
+    best = 0.0
+    for b, bt, m, t, f in itertools.product(
+        ["triton", "flashinfer", "trtllm"], range(8, 1025), [0.6 + i / 100 for i in range(36)],
+        [64, 128, 256, 512, 1023, 2048], [False, True],
+    ):
+        if bt not in (8, 16, 32, 64, 128, 1024) and bt != 128:
+            continue
+        v = truth({"backend": b, "max_batch": bt, "mem": m, "threads": t, "fusion": f})
+        best = max(best, v or 0.0)
+    return best
+
+
+def run(seed: int, trials: int, work: Path, **options: Any) -> tuple[float, int, int]:
+    """(% of optimum of the best measured configuration, crashes launched, launched)."""
+    folder = work / f"seed{seed}"
+    folder.mkdir(parents=True)
+    driver = make_driver(space_file(folder / "space.yaml", trials), folder / "study",
+                         study=f"bb{seed}", seed=seed, **options)
+    try:
+        driver.run()
+    finally:
+        driver.executor.shutdown()
+    launched = [t for t in driver.study.get_trials(deepcopy=False)
+                if t.user_attrs.get("outcome") in ("ok", "crashed", "timeout")]
+    crashed = sum(t.user_attrs["outcome"] != "ok" for t in launched)
+    ok = [t for t in launched if t.user_attrs["outcome"] == "ok" and t.value is not None]
+    best = max(ok, key=lambda t: t.value or 0.0)
+    return 100.0 * (truth(best.user_attrs["config"]) or 0.0) / optimum(), crashed, len(launched)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--trials", type=int, default=30)
+    a = ap.parse_args(argv)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="autotune-blackbox-") as tmp:
+        for seed in range(a.seeds):
+            pct, crashes, launched = run(seed, a.trials, Path(tmp))
+            rows.append((pct, crashes))
+            print(f"seed {seed}: best {pct:5.1f}% of optimum, {crashes} crashes in {launched} "
+                  "launches", flush=True)
+    print(f"mean {statistics.mean(r[0] for r in rows):.1f}% of optimum; "
+          f"{sum(r[0] >= 95 for r in rows)}/{len(rows)} seeds >= 95%; "
+          f"{statistics.mean(r[1] for r in rows):.1f} crashes per {a.trials} launches")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -68,6 +68,8 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     "agree-0.5": lambda land, s, n: run_driver(land, s, n, steering=_steer(agree=0.5)),
     "agree-0.75": lambda land, s, n: run_driver(land, s, n, steering=_steer(agree=0.75)),
     "corroborated-2": lambda land, s, n: run_driver(land, s, n, steering=_steer(corroborated=2)),
+    "no-boundary": lambda land, s, n: run_driver(land, s, n, steering=_steer(boundary=False)),
+    "no-ablation": lambda land, s, n: run_driver(land, s, n, steering=_steer(ablations=0)),
     "single-only": lambda land, s, n: run_driver(land, s, n, steering=_steer(max_size=1)),
     "tpe-startup10": lambda land, s, n: run_driver(
         land, s, n, tpe={**PLAIN, "n_startup_trials": 10}, local=0.5),

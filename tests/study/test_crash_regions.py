@@ -33,9 +33,16 @@ def test_a_box_is_learned_as_two_parameters_once_each_alone_has_run() -> None:
         m.observe({"backend": "ab"[i % 2], "bs": bs, "mem": mem}, crashed=False)
     m.observe({"backend": "b", "bs": 400, "mem": 0.9}, crashed=True)
     assert m.check({"backend": "b", "bs": 500, "mem": 0.92}) is not None
-    # The optimum just outside the box is never refused for being near the crash.
-    assert m.check({"backend": "b", "bs": 512, "mem": 0.85}) is None
-    assert m.check({"backend": "b", "bs": 350, "mem": 0.95}) is None
+    # The box's edges are learned half-way between the crash and the runs beside it:
+    # bs >= 80 (16 ran with mem 0.9; log scale) and mem >= 0.75 (0.6 ran with bs 512).
+    assert m.check({"backend": "b", "bs": 100, "mem": 0.8}) is not None
+    assert m.check({"backend": "b", "bs": 512, "mem": 0.72}) is None
+    assert m.check({"backend": "b", "bs": 60, "mem": 0.95}) is None
+    narrow = CrashRegions(SPACE, SteeringOptions(boundary=False))
+    for i, (bs, mem) in enumerate([(8, 0.6), (512, 0.6), (8, 0.95), (300, 0.7), (16, 0.9)]):
+        narrow.observe({"backend": "ab"[i % 2], "bs": bs, "mem": mem}, crashed=False)
+    narrow.observe({"backend": "b", "bs": 400, "mem": 0.9}, crashed=True)
+    assert narrow.check({"backend": "b", "bs": 100, "mem": 0.8}) is None  # only beyond 400, 0.9
 
 
 def test_nothing_is_refused_for_distance_to_an_unrelated_crash() -> None:
@@ -45,9 +52,9 @@ def test_nothing_is_refused_for_distance_to_an_unrelated_crash() -> None:
     for bs, mem, backend in [(64, 0.8, "a"), (64, 0.8, "b"), (128, 0.85, "a"), (32, 0.6, "c")]:
         m.observe({"backend": backend, "bs": bs, "mem": mem}, crashed=False)
     m.observe({"backend": "c", "bs": 128, "mem": 0.85}, crashed=True)
-    # Every explanation needs backend c with bs >= 128 or mem >= 0.85; this has neither.
+    # Every explanation needs backend c (with a large batch or much memory): b is launched.
     assert m.check({"backend": "b", "bs": 128, "mem": 0.85}) is None
-    assert m.check({"backend": "c", "bs": 100, "mem": 0.84}) is None
+    assert m.check({"backend": "c", "bs": 40, "mem": 0.65}) is None  # c, but below its edges
     knn = make_risk(SPACE, SteeringOptions(model="knn", min_launched=2, min_crashes=1,
                                            explore=0.0))
     for bs, mem, backend in [(64, 0.8, "a"), (64, 0.8, "b"), (128, 0.85, "a"), (32, 0.6, "c")]:

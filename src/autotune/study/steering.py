@@ -46,6 +46,7 @@ class SteeringOptions:
     agree: float = 1.0  # regions: share of a crash's explanations that must cover a proposal
     corroborated: int = 0  # regions: an explanation that this many crashes meet is enough (0: off)
     max_size: int = 2  # regions: most parameters in one explanation
+    boundary: bool = True  # regions: thresholds half-way to the nearest run, not at the crash
     ablations: int = 4  # regions: launches that test a crash's one-value explanation (0: off)
     explore: float = 0.0  # share of risky proposals launched anyway
     max_streak: int = 20  # rejections in a row before one is launched regardless
@@ -202,13 +203,54 @@ class CrashRegions:
         ]
         singles = [(lit,) for lit, m in zip(literals, masks, strict=True) if m == 0]
         if singles or self.options.max_size < 2:
-            return singles
-        return [
-            (literals[i], literals[j])
-            for i in range(len(literals))
-            for j in range(i + 1, len(literals))
-            if literals[i][0] != literals[j][0] and masks[i] & masks[j] == 0
-        ]
+            found = singles
+        else:
+            found = [
+                (literals[i], literals[j])
+                for i in range(len(literals))
+                for j in range(i + 1, len(literals))
+                if literals[i][0] != literals[j][0] and masks[i] & masks[j] == 0
+            ]
+        if not self.options.boundary:
+            return found
+        return [self._widen(e) for e in found]
+
+    def _widen(self, e: tuple[Literal, ...]) -> tuple[Literal, ...]:
+        """Move each numeric threshold half-way to the nearest configuration that ran.
+
+        ``max_batch >= 795`` after a crash at 795, when 180 ran with the explanation's other
+        conditions met, becomes ``max_batch >= 378`` (half-way on the log scale): the region's
+        edge lies somewhere between the two, and the crash's own value is its far side.
+        """
+        out = list(e)
+        for k, (name, op, value) in enumerate(e):
+            if op == "eq":
+                continue
+            others = [lit for j, lit in enumerate(e) if j != k]
+            near = [
+                ok[name]
+                for ok in self._ok
+                if name in ok and all(_meets(lit, ok) for lit in others)
+                and not isinstance(ok[name], bool) and isinstance(ok[name], int | float)
+            ]
+            side = [x for x in near if (x < value if op == "ge" else x > value)]
+            if not side:
+                continue
+            edge = max(side) if op == "ge" else min(side)
+            out[k] = (name, op, self._middle(name, edge, value))
+        widened = tuple(out)
+        if any(all(_meets(lit, ok) for lit in widened) for ok in self._ok):
+            return e  # a configuration that ran lies inside: keep the crash's own values
+        return widened
+
+    def _middle(self, name: str, a: float, b: float) -> float:
+        p = self.spec.parameter(name)
+        if p.log and a > 0 and b > 0:
+            mid = math.sqrt(a * b)
+        else:
+            mid = (a + b) / 2
+        # Strictly past the configuration that ran, so that it stays outside the region.
+        return mid if mid != a else b
 
     def _literals(self, crash: dict[str, Any]) -> list[Literal]:
         out: list[Literal] = []

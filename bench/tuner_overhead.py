@@ -42,23 +42,36 @@ def ask_latency(n_done: int, asks: int, folder: Path) -> list[float]:
     land = by_name("five")
     spec = load_text(yaml.safe_dump(land.space(n_done)), "five.yaml")
     storage = f"sqlite:///{folder / f'ask{n_done}.db'}"
-    study = optuna.create_study(storage=storage, direction="maximize",
-                                sampler=make_sampler("tpe", 0, 1))
+    study = optuna.create_study(
+        storage=storage, direction="maximize", sampler=make_sampler("tpe", 0, 1)
+    )
     rng = random.Random(0)
     dists = distributions(spec)
     trials = []
     for _ in range(n_done):
-        config = {p.name: dists[p.name].to_external_repr(
-            rng.uniform(0, len(p.values()) - 1e-9) // 1 if p.type in ("categorical", "bool")
-            else _draw(dists[p.name], rng)) for p in spec.parameters}
+        config = {
+            p.name: dists[p.name].to_external_repr(
+                rng.uniform(0, len(p.values()) - 1e-9) // 1
+                if p.type in ("categorical", "bool")
+                else _draw(dists[p.name], rng)
+            )
+            for p in spec.parameters
+        }
         point = land.evaluate(config, rng)
         if point.value is None:
-            t = optuna.trial.create_trial(params=config, distributions=dists,
-                                          state=optuna.trial.TrialState.PRUNED,
-                                          system_attrs={"constraints:crash": 1.0})
+            t = optuna.trial.create_trial(
+                params=config,
+                distributions=dists,
+                state=optuna.trial.TrialState.PRUNED,
+                system_attrs={"constraints:crash": 1.0},
+            )
         else:
-            t = optuna.trial.create_trial(params=config, distributions=dists, value=point.value,
-                                          system_attrs={"constraints:slo": 0.0})
+            t = optuna.trial.create_trial(
+                params=config,
+                distributions=dists,
+                value=point.value,
+                system_attrs={"constraints:slo": 0.0},
+            )
         trials.append(t)
     study.add_trials(trials)
     out = []
@@ -97,9 +110,14 @@ def driver_overhead(trials: int, folder: Path) -> float:
     rng = random.Random(0)
     executor = InProcessExecutor(lambda ts: land.evaluate(dict(ts.params), rng), 0)
     engine = get_engine(spec.engine)
-    driver = Driver(spec, engine=engine, real_engine=engine, executor=executor,
-                    tracker=_NullTracker(),
-                    options=DriverOptions(study="overhead", study_dir=folder / "study", seed=0))
+    driver = Driver(
+        spec,
+        engine=engine,
+        real_engine=engine,
+        executor=executor,
+        tracker=_NullTracker(),
+        options=DriverOptions(study="overhead", study_dir=folder / "study", seed=0),
+    )
     start = time.perf_counter()
     driver.run()
     return (time.perf_counter() - start) / len(executor.launches)
@@ -115,11 +133,16 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="autotune-overhead-") as tmp:
         for n in (100, 1000):
             lat = ask_latency(n, a.asks, Path(tmp))
-            print(f"ask()+suggest after {n:4d} trials (SQLite): median {statistics.median(lat):.3f}"
-                  f" s, worst {max(lat):.3f} s over {len(lat)} asks", flush=True)
+            print(
+                f"ask()+suggest after {n:4d} trials (SQLite): median {statistics.median(lat):.3f}"
+                f" s, worst {max(lat):.3f} s over {len(lat)} asks",
+                flush=True,
+            )
         per = driver_overhead(a.trials, Path(tmp))
-        print(f"driver overhead per trial, {a.trials}-launch study over SQLite, in-process "
-              f"executor: {per:.3f} s")
+        print(
+            f"driver overhead per trial, {a.trials}-launch study over SQLite, in-process "
+            f"executor: {per:.3f} s"
+        )
     return 0
 
 

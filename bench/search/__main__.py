@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import optuna
-
 from bench.search.harness import Launch, run_driver, run_grid, run_tiers, run_tpe_fail
 from bench.search.landscapes import LANDSCAPES, Landscape
 
@@ -59,11 +58,15 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     "autotune": lambda land, s, n: run_driver(land, s, n),
     # the previous defaults: plain TPE + the 3-nearest-neighbour vote.
     "previous": lambda land, s, n: run_driver(
-        land, s, n, tpe=PLAIN, steering=_steer(model="knn", explore=0.05)),
+        land, s, n, tpe=PLAIN, steering=_steer(model="knn", explore=0.05)
+    ),
     "tpe-nosteer": lambda land, s, n: run_driver(
-        land, s, n, tpe=PLAIN, steering=_steer(enabled=False)),
+        land, s, n, tpe=PLAIN, steering=_steer(enabled=False)
+    ),
     "regions-plain-tpe": lambda land, s, n: run_driver(land, s, n, tpe=PLAIN),
     "local-0.3": lambda land, s, n: run_driver(land, s, n, tpe=PLAIN, local=0.3),
+    "step-0.06": lambda land, s, n: run_driver(land, s, n, tpe=PLAIN, local=0.5, step=0.06),
+    "step-0.2": lambda land, s, n: run_driver(land, s, n, tpe=PLAIN, local=0.5, step=0.2),
     "local-0.7": lambda land, s, n: run_driver(land, s, n, tpe=PLAIN, local=0.7),
     "agree-0.5": lambda land, s, n: run_driver(land, s, n, steering=_steer(agree=0.5)),
     "agree-0.75": lambda land, s, n: run_driver(land, s, n, steering=_steer(agree=0.75)),
@@ -72,9 +75,11 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     "no-ablation": lambda land, s, n: run_driver(land, s, n, steering=_steer(ablations=0)),
     "single-only": lambda land, s, n: run_driver(land, s, n, steering=_steer(max_size=1)),
     "tpe-startup10": lambda land, s, n: run_driver(
-        land, s, n, tpe={**PLAIN, "n_startup_trials": 10}, local=0.5),
-    "random": lambda land, s, n: run_driver(land, s, n, sampler="random",
-                                            steering=_steer(enabled=False)),
+        land, s, n, tpe={**PLAIN, "n_startup_trials": 10}, local=0.5
+    ),
+    "random": lambda land, s, n: run_driver(
+        land, s, n, sampler="random", steering=_steer(enabled=False)
+    ),
     "tiers": run_tiers,
     "grid": run_grid,
     "tpe-fail": run_tpe_fail,
@@ -104,14 +109,24 @@ def score(land: Landscape, strategy: str, seed: int, launches: list[Launch], sec
                 best = la
         pct[n] = 100.0 * (best.truth or 0.0) / opt if best is not None else 0.0
     first = launches[:30]
-    return Score(land.name, strategy, seed, pct, sum(la.crashed for la in first),
-                 sum(la.seconds for la in first if la.crashed), secs)
+    return Score(
+        land.name,
+        strategy,
+        seed,
+        pct,
+        sum(la.crashed for la in first),
+        sum(la.seconds for la in first if la.crashed),
+        secs,
+    )
 
 
 def table(scores: list[Score], strategies: list[str], title: str) -> str:
-    rows = [f"\n{title}", "| landscape | strategy | % opt @10 | @20 | @30 | @60 | seeds >= 95% @30 "
-            "| crashes /30 | wasted server-s /30 |", "| --- | --- | --- | --- | --- | --- | --- "
-            "| --- | --- |"]
+    rows = [
+        f"\n{title}",
+        "| landscape | strategy | % opt @10 | @20 | @30 | @60 | seeds >= 95% @30 "
+        "| crashes /30 | wasted server-s /30 |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for land in dict.fromkeys(s.landscape for s in scores):
         for strat in strategies:
             mine = [s for s in scores if s.landscape == land and s.strategy == strat]
@@ -128,9 +143,12 @@ def table(scores: list[Score], strategies: list[str], title: str) -> str:
 
 
 def summary(scores: list[Score], strategies: list[str], title: str) -> str:
-    rows = [f"\n{title}", "| strategy | mean % opt @30 | landscapes meeting 8/10 @95% | worst "
-            "landscape seeds >= 95% | crashes /30 (mean) | wasted server-s /30 |",
-            "| --- | --- | --- | --- | --- | --- |"]
+    rows = [
+        f"\n{title}",
+        "| strategy | mean % opt @30 | landscapes meeting 8/10 @95% | worst "
+        "landscape seeds >= 95% | crashes /30 (mean) | wasted server-s /30 |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for strat in strategies:
         mine = [s for s in scores if s.strategy == strat]
         if not mine:
@@ -138,7 +156,8 @@ def summary(scores: list[Score], strategies: list[str], title: str) -> str:
         lands = dict.fromkeys(s.landscape for s in mine)
         share = {
             la: sum(s.pct[30] >= 95.0 for s in mine if s.landscape == la)
-            / sum(1 for s in mine if s.landscape == la) for la in lands
+            / sum(1 for s in mine if s.landscape == la)
+            for la in lands
         }
         meeting = sum(v >= 0.8 for v in share.values())
         rows.append(
@@ -157,8 +176,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trials", type=int, default=60)
     ap.add_argument("--strategies", default=MAIN, help=f"known: {', '.join(STRATEGIES)}")
     ap.add_argument("--landscapes", default=",".join(NAMES))
-    ap.add_argument("--quick", action="store_true",
-                    help="3 landscapes x 2 seeds x 30 launches, autotune and random (CI)")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="3 landscapes x 2 seeds x 30 launches, autotune and random (CI)",
+    )
     ap.add_argument("-v", "--verbose", action="store_true", help="one line per run")
     a = ap.parse_args(argv)
     if a.quick:
@@ -183,13 +205,18 @@ def main(argv: list[str] | None = None) -> int:
                 s = score(land, strat, seed, launches, time.monotonic() - t)
                 scores.append(s)
                 if a.verbose:
-                    print(f"{land.name:12s} {strat:12s} seed {seed:2d} "
-                          f"@30 {s.pct[30]:5.1f}% crashes {s.crashes30:2d} "
-                          f"({s.seconds:.1f} s)", flush=True)
+                    print(
+                        f"{land.name:12s} {strat:12s} seed {seed:2d} "
+                        f"@30 {s.pct[30]:5.1f}% crashes {s.crashes30:2d} "
+                        f"({s.seconds:.1f} s)",
+                        flush=True,
+                    )
     tuned = [s for s in scores if not by_name(s.landscape).held_out]
     held = [s for s in scores if by_name(s.landscape).held_out]
-    print(f"{a.seeds} seeds x {a.trials} launches, landscapes {a.landscapes}; in-process, "
-          f"no servers (simulated figures); {time.monotonic() - start:.0f} s")
+    print(
+        f"{a.seeds} seeds x {a.trials} launches, landscapes {a.landscapes}; in-process, "
+        f"no servers (simulated figures); {time.monotonic() - start:.0f} s"
+    )
     if tuned:
         print(table(tuned, strategies, "Landscapes the defaults were chosen on"))
         print(summary(tuned, strategies, "Summary (tuning set)"))

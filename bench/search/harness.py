@@ -21,9 +21,9 @@ from typing import Any
 
 import optuna
 import yaml
+from bench.search.landscapes import Landscape, Point, grid, levels
 
 from autotune.models import Cause, Failure, Metrics, Outcome, Phase, TrialResult, TrialSpec
-from bench.search.landscapes import Landscape, Point, grid, levels
 
 
 @dataclass(frozen=True)
@@ -53,8 +53,7 @@ class InProcessExecutor:
     def submit(self, spec: TrialSpec) -> Future[TrialResult]:
         point = self.evaluate(spec)
         self.launches.append(
-            Launch(dict(spec.params), point.value, point.truth, point.value is None,
-                   point.seconds)
+            Launch(dict(spec.params), point.value, point.truth, point.value is None, point.seconds)
         )
         fut: Future[TrialResult] = Future()
         fut.set_result(to_result(spec, point))
@@ -71,24 +70,38 @@ def to_result(spec: TrialSpec, point: Point) -> TrialResult:
     """What the node would have returned for this launch."""
     if point.value is not None:
         return TrialResult(
-            study=spec.study, number=spec.number, outcome=Outcome.OK,
-            metrics=Metrics(output_tok_s=point.value, completed=1), simulated=True,
+            study=spec.study,
+            number=spec.number,
+            outcome=Outcome.OK,
+            metrics=Metrics(output_tok_s=point.value, completed=1),
+            simulated=True,
         )
     timeout = point.cause == Cause.STARTUP_TIMEOUT
     failure = Failure(
-        cause=Cause(point.cause), phase=Phase(point.phase), evidence=[point.message],
+        cause=Cause(point.cause),
+        phase=Phase(point.phase),
+        evidence=[point.message],
         message=point.message,
     )
     return TrialResult(
-        study=spec.study, number=spec.number,
-        outcome=Outcome.TIMEOUT if timeout else Outcome.CRASHED, failure=failure,
+        study=spec.study,
+        number=spec.number,
+        outcome=Outcome.TIMEOUT if timeout else Outcome.CRASHED,
+        failure=failure,
         simulated=True,
     )
 
 
 def run_driver(
-    land: Landscape, seed: int, trials: int, *, sampler: str = "tpe", steering: Any = None,
-    tpe: dict[str, Any] | None = None, local: float | None = None,
+    land: Landscape,
+    seed: int,
+    trials: int,
+    *,
+    sampler: str = "tpe",
+    steering: Any = None,
+    tpe: dict[str, Any] | None = None,
+    local: float | None = None,
+    step: float = 0.12,
 ) -> list[Launch]:
     """autotune's real proposal path on ``land`` (``steering``: SteeringOptions or None;
     ``tpe``: TPESampler arguments to try instead of the driver's, for candidates)."""
@@ -103,9 +116,12 @@ def run_driver(
         def candidate(name: str, s: int | None, parallel: int) -> optuna.samplers.BaseSampler:
             from autotune.study.sampler import LocalTPESampler
 
-            inner = (optuna.samplers.TPESampler(seed=s, **tpe) if tpe is not None
-                     else original(name, s, parallel))
-            return LocalTPESampler(inner, local=local, seed=s) if local else inner
+            inner = (
+                optuna.samplers.TPESampler(seed=s, **tpe)
+                if tpe is not None
+                else original(name, s, parallel)
+            )
+            return LocalTPESampler(inner, local=local, step=step, seed=s) if local else inner
 
         driver_module.make_sampler = candidate  # type: ignore[assignment]
         try:
@@ -118,12 +134,23 @@ def run_driver(
     executor = InProcessExecutor(lambda ts: land.evaluate(dict(ts.params), rng), seed)
     engine = get_engine(spec.engine)
     with tempfile.TemporaryDirectory(prefix="autotune-bench-") as tmp:
-        options = DriverOptions(study=f"{land.name}-{seed}", study_dir=Path(tmp),
-                                storage=":memory:", seed=seed, sampler=sampler)
+        options = DriverOptions(
+            study=f"{land.name}-{seed}",
+            study_dir=Path(tmp),
+            storage=":memory:",
+            seed=seed,
+            sampler=sampler,
+        )
         if steering is not None:
             options.steering = steering
-        driver = Driver(spec, engine=engine, real_engine=engine, executor=executor,
-                        tracker=_NullTracker(), options=options)
+        driver = Driver(
+            spec,
+            engine=engine,
+            real_engine=engine,
+            executor=executor,
+            tracker=_NullTracker(),
+            options=options,
+        )
         driver.run()
     return executor.launches
 
@@ -151,8 +178,7 @@ def run_tpe_fail(land: Landscape, seed: int, trials: int) -> list[Launch]:
 
     spec = load_text(yaml.safe_dump(land.space(trials), sort_keys=False), f"<{land.name}>")
     rng = random.Random(seed * 7919 + 1)
-    study = optuna.create_study(direction="maximize",
-                                sampler=optuna.samplers.TPESampler(seed=seed))
+    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=seed))
     study.enqueue_trial(dict(land.baseline))
     out: list[Launch] = []
     while len(out) < trials:
@@ -191,8 +217,9 @@ def run_grid(land: Landscape, seed: int, trials: int) -> list[Launch]:
         order.shuffle(listed)
         cells = listed
     else:  # too many cells to list: draw them in random order
-        cells = ({p["name"]: order.choice(levels(p, 3)) for p in land.parameters}
-                 for _ in range(100_000))
+        cells = (
+            {p["name"]: order.choice(levels(p, 3)) for p in land.parameters} for _ in range(100_000)
+        )
     base = _complete(land, dict(land.baseline))
     return _launch_unique(land, itertools.chain([base], cells), trials, rng)
 
@@ -211,8 +238,7 @@ def _launch_unique(
     seen: list[dict[str, Any]] = []
     out: list[Launch] = []
     for config in queue:
-        config = {k: v for k, v in config.items()
-                  if not _inactive(land, k, config)}
+        config = {k: v for k, v in config.items() if not _inactive(land, k, config)}
         if config in seen or not _in_bounds(land, config):
             continue
         seen.append(config)

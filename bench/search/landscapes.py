@@ -112,8 +112,10 @@ def levels(p: dict[str, Any], n: int) -> list[Any]:
         if high - low + 1 <= n:
             return list(range(int(low), int(high) + 1))
         if p.get("log"):
-            vals = {round(math.exp(math.log(low) + i * (math.log(high) - math.log(low)) / (n - 1)))
-                    for i in range(n)}
+            vals = {
+                round(math.exp(math.log(low) + i * (math.log(high) - math.log(low)) / (n - 1)))
+                for i in range(n)
+            }
         else:
             vals = {round(low + i * (high - low) / (n - 1)) for i in range(n)}
         return sorted(vals)
@@ -158,8 +160,11 @@ def _log2(x: float) -> float:
 
 def _box(c: dict[str, Any], rng: random.Random) -> Point:
     if c["graph_bs"] >= 128 and c["mem"] >= 0.80:
-        return crash("cuda_graph_capture", "graph_capture",
-                     "Capture cuda graph failed: CUDA error: out of memory")
+        return crash(
+            "cuda_graph_capture",
+            "graph_capture",
+            "Capture cuda graph failed: CUDA error: out of memory",
+        )
     v = 100 * (1 + 0.5 * _log2(c["graph_bs"] / 16) / 5) * (1 + 1.2 * (c["mem"] - 0.6))
     v *= {"fcfs": 1.0, "lpm": 1.12, "random": 0.93}[c["policy"]] * (1.05 if c["overlap"] else 1)
     return ok(v)
@@ -168,8 +173,11 @@ def _box(c: dict[str, Any], rng: random.Random) -> Point:
 def _product(c: dict[str, Any], rng: random.Random) -> Point:
     load = c["mem"] * _log2(c["running"])
     if load > 6.0:
-        return crash("kv_pool_oom", "memory_pool",
-                     "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.")
+        return crash(
+            "kv_pool_oom",
+            "memory_pool",
+            "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+        )
     v = 100 * (0.6 + c["mem"]) * (1 + 0.25 * min(_log2(c["running"]) - 3, 5))
     v *= {2048: 0.95, 4096: 1.0, 8192: 1.06, 16384: 1.02}[c["chunk"]]
     return ok(v * (1.03 if c["radix"] else 1.0))
@@ -177,11 +185,17 @@ def _product(c: dict[str, Any], rng: random.Random) -> Point:
 
 def _catnum(c: dict[str, Any], rng: random.Random) -> Point:
     if c["attention"] == "fa3":
-        return crash("arch_unsupported", "load",
-                     "RuntimeError: FlashAttention v3 requires sm90 (this GPU is sm120)")
+        return crash(
+            "arch_unsupported",
+            "load",
+            "RuntimeError: FlashAttention v3 requires sm90 (this GPU is sm120)",
+        )
     if c["attention"] == "flashinfer" and c["batch"] > 8:
-        return crash("cuda_graph_capture", "graph_capture",
-                     "Capture cuda graph failed: an illegal memory access was encountered")
+        return crash(
+            "cuda_graph_capture",
+            "graph_capture",
+            "Capture cuda graph failed: an illegal memory access was encountered",
+        )
     base = {"triton": 1.0, "flashinfer": 1.5, "torch_native": 0.7}[c["attention"]]
     v = 100 * base * (1 + 0.35 * _log2(c["batch"])) / (1 + 0.05 * _log2(c["batch"]) ** 2)
     return ok(v * (1 + 0.2 * c["x"] - 0.3 * (c["x"] - 0.6) ** 2))
@@ -192,8 +206,11 @@ def _conditional(c: dict[str, Any], rng: random.Random) -> Point:
     if c["spec"]:
         steps, topk = c["steps"], c["topk"]
         if steps * topk > 16:
-            return crash("cuda_oom", "graph_capture",
-                         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+            return crash(
+                "cuda_oom",
+                "graph_capture",
+                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+            )
         v *= 1 + 1.2 * (1 - math.exp(-steps / 2.5)) * (1 + 0.2 * _log2(topk)) / 1.4
     return ok(v)
 
@@ -215,8 +232,11 @@ def _flat(c: dict[str, Any], rng: random.Random) -> Point:
 
 def _edge(c: dict[str, Any], rng: random.Random) -> Point:
     if c["mem"] > 0.90:
-        return crash("cuda_oom", "load",
-                     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB")
+        return crash(
+            "cuda_oom",
+            "load",
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB",
+        )
     v = 100 * (1 + 3 * (c["mem"] - 0.5)) * (1 + 0.02 * c["a"]) * (1.02 if c["b"] else 1)
     return ok(v * {"p": 1.0, "q": 1.01, "r": 0.99}[c["c"]])
 
@@ -224,14 +244,23 @@ def _edge(c: dict[str, Any], rng: random.Random) -> Point:
 def _five(c: dict[str, Any], rng: random.Random) -> Point:
     # Like the hidden check: 5 parameters, 3 crash regions, optimum about 3x the baseline.
     if c["backend"] == "trtllm" and c["fusion"]:
-        return crash("arch_unsupported", "load",
-                     "RuntimeError: fused allreduce is not supported by the trtllm backend")
+        return crash(
+            "arch_unsupported",
+            "load",
+            "RuntimeError: fused allreduce is not supported by the trtllm backend",
+        )
     if c["max_batch"] > 256 and c["mem"] > 0.85:
-        return crash("kv_pool_oom", "memory_pool",
-                     "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.")
+        return crash(
+            "kv_pool_oom",
+            "memory_pool",
+            "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+        )
     if c["threads"] >= 1024 and c["backend"] != "triton":
-        return crash("runtime_crash", "benchmark",
-                     "RuntimeError: CUDA error: too many resources requested for launch")
+        return crash(
+            "runtime_crash",
+            "benchmark",
+            "RuntimeError: CUDA error: too many resources requested for launch",
+        )
     v = 100 * {"triton": 1.0, "flashinfer": 1.35, "trtllm": 1.5}[c["backend"]]
     v *= 1 + 0.25 * min(_log2(c["max_batch"] / 16), 5)
     v *= 1 + 1.0 * (c["mem"] - 0.7)
@@ -241,8 +270,9 @@ def _five(c: dict[str, Any], rng: random.Random) -> Point:
 
 def _ridge(c: dict[str, Any], rng: random.Random) -> Point:
     if _log2(c["chunk"]) + _log2(c["bs"]) > 19:
-        return crash("cuda_oom", "benchmark",
-                     "torch.OutOfMemoryError: CUDA out of memory during prefill")
+        return crash(
+            "cuda_oom", "benchmark", "torch.OutOfMemoryError: CUDA out of memory during prefill"
+        )
     if c["sched"] == "lof" and c["bs"] > 64:
         return crash("assertion", "benchmark", "AssertionError: lof scheduler queue overflow")
     v = 100 * (1 + 0.18 * _log2(c["chunk"] / 512)) * (1 + 0.15 * _log2(c["bs"] / 4))
@@ -256,7 +286,11 @@ def _channels(c: dict[str, Any], rng: random.Random) -> Point:
         return crash("nccl_error", "load", "NCCL WARN Error : no algorithm/protocol available")
     if c["buff"] < 262144 and hi >= 16:
         return crash("nccl_error", "load", "NCCL WARN Cuda failure 'out of memory'")
-    lat = 30 / (1 + 0.4 * _log2(lo)) + 2.0 * _log2(hi) + {"LL": 0, "LL128": -2, "Simple": 6}[c["proto"]]
+    lat = (
+        30 / (1 + 0.4 * _log2(lo))
+        + 2.0 * _log2(hi)
+        + {"LL": 0, "LL128": -2, "Simple": 6}[c["proto"]]
+    )
     lat += {"Ring": 0.0, "Tree": -1.5}[c["algo"]]
     return ok(1000.0 / lat, rng, 0.02)
 
@@ -271,81 +305,127 @@ def _p(name: str, type_: str, **kw: Any) -> dict[str, Any]:
 
 LANDSCAPES: list[Landscape] = [
     Landscape(
-        "box", "crash box graph_bs >= 128 and mem >= 0.8; optimum at its edge",
-        [_p("graph_bs", "int", low=16, high=512, log=True),
-         _p("mem", "float", low=0.5, high=0.95, step=0.05),
-         _p("policy", "categorical", choices=["fcfs", "lpm", "random"]),
-         _p("overlap", "bool")],
-        _box, {"graph_bs": 32, "mem": 0.6, "policy": "fcfs", "overlap": False},
+        "box",
+        "crash box graph_bs >= 128 and mem >= 0.8; optimum at its edge",
+        [
+            _p("graph_bs", "int", low=16, high=512, log=True),
+            _p("mem", "float", low=0.5, high=0.95, step=0.05),
+            _p("policy", "categorical", choices=["fcfs", "lpm", "random"]),
+            _p("overlap", "bool"),
+        ],
+        _box,
+        {"graph_bs": 32, "mem": 0.6, "policy": "fcfs", "overlap": False},
     ),
     Landscape(
-        "product", "OOM when mem * log2(running) > 6; optimum on that curve",
-        [_p("mem", "float", low=0.5, high=0.95, step=0.05, memory="increasing"),
-         _p("running", "int", low=8, high=1024, log=True, memory="increasing"),
-         _p("chunk", "categorical", choices=[2048, 4096, 8192, 16384]),
-         _p("radix", "bool")],
-        _product, {"mem": 0.6, "running": 16, "chunk": 4096, "radix": False},
+        "product",
+        "OOM when mem * log2(running) > 6; optimum on that curve",
+        [
+            _p("mem", "float", low=0.5, high=0.95, step=0.05, memory="increasing"),
+            _p("running", "int", low=8, high=1024, log=True, memory="increasing"),
+            _p("chunk", "categorical", choices=[2048, 4096, 8192, 16384]),
+            _p("radix", "bool"),
+        ],
+        _product,
+        {"mem": 0.6, "running": 16, "chunk": 4096, "radix": False},
     ),
     Landscape(
-        "catnum", "fa3 always crashes; flashinfer crashes above batch 8 and is best at 8",
-        [_p("attention", "categorical", choices=["triton", "flashinfer", "fa3", "torch_native"]),
-         _p("batch", "int", low=1, high=64, log=True),
-         _p("x", "float", low=0.0, high=1.0)],
-        _catnum, {"attention": "triton", "batch": 4, "x": 0.0},
+        "catnum",
+        "fa3 always crashes; flashinfer crashes above batch 8 and is best at 8",
+        [
+            _p("attention", "categorical", choices=["triton", "flashinfer", "fa3", "torch_native"]),
+            _p("batch", "int", low=1, high=64, log=True),
+            _p("x", "float", low=0.0, high=1.0),
+        ],
+        _catnum,
+        {"attention": "triton", "batch": 4, "x": 0.0},
     ),
     Landscape(
-        "conditional", "speculative steps/topk only when spec is on; steps * topk > 16 crashes",
-        [_p("spec", "bool"),
-         _p("steps", "int", low=1, high=8, when="spec"),
-         _p("topk", "categorical", choices=[1, 2, 4, 8], when="spec"),
-         _p("mem", "float", low=0.5, high=0.9)],
-        _conditional, {"spec": False, "mem": 0.6},
+        "conditional",
+        "speculative steps/topk only when spec is on; steps * topk > 16 crashes",
+        [
+            _p("spec", "bool"),
+            _p("steps", "int", low=1, high=8, when="spec"),
+            _p("topk", "categorical", choices=[1, 2, 4, 8], when="spec"),
+            _p("mem", "float", low=0.5, high=0.9),
+        ],
+        _conditional,
+        {"spec": False, "mem": 0.6},
     ),
     Landscape(
-        "noisy", "5% noise; start-up timeouts when x + y > 1.5",
-        [_p("x", "float", low=0.0, high=1.0), _p("y", "float", low=0.0, high=1.0),
-         _p("n", "int", low=1, high=64, log=True), _p("mode", "categorical", choices=["a", "b"])],
-        _noisy, {"x": 0.2, "y": 0.2, "n": 1, "mode": "a"},
+        "noisy",
+        "5% noise; start-up timeouts when x + y > 1.5",
+        [
+            _p("x", "float", low=0.0, high=1.0),
+            _p("y", "float", low=0.0, high=1.0),
+            _p("n", "int", low=1, high=64, log=True),
+            _p("mode", "categorical", choices=["a", "b"]),
+        ],
+        _noisy,
+        {"x": 0.2, "y": 0.2, "n": 1, "mode": "a"},
     ),
     Landscape(
-        "flat", "every configuration within 3% of the baseline; one kernel crashes",
-        [_p("kernel", "categorical", choices=["default", "fast", "experimental"]),
-         _p("x", "float", low=0.0, high=1.0), _p("n", "int", low=1, high=64, log=True)],
-        _flat, {"kernel": "default", "x": 0.5, "n": 8},
+        "flat",
+        "every configuration within 3% of the baseline; one kernel crashes",
+        [
+            _p("kernel", "categorical", choices=["default", "fast", "experimental"]),
+            _p("x", "float", low=0.0, high=1.0),
+            _p("n", "int", low=1, high=64, log=True),
+        ],
+        _flat,
+        {"kernel": "default", "x": 0.5, "n": 8},
     ),
     Landscape(
-        "edge", "value rises with mem up to 0.90, OOM above; mem declared memory: increasing",
-        [_p("mem", "float", low=0.5, high=0.98, step=0.02, memory="increasing"),
-         _p("a", "int", low=0, high=4), _p("b", "bool"),
-         _p("c", "categorical", choices=["p", "q", "r"])],
-        _edge, {"mem": 0.6, "a": 0, "b": False, "c": "p"},
+        "edge",
+        "value rises with mem up to 0.90, OOM above; mem declared memory: increasing",
+        [
+            _p("mem", "float", low=0.5, high=0.98, step=0.02, memory="increasing"),
+            _p("a", "int", low=0, high=4),
+            _p("b", "bool"),
+            _p("c", "categorical", choices=["p", "q", "r"]),
+        ],
+        _edge,
+        {"mem": 0.6, "a": 0, "b": False, "c": "p"},
     ),
     Landscape(
-        "five", "held out: 5 parameters (flags and env), 3 crash regions, optimum ~3x baseline",
-        [_p("backend", "categorical", choices=["triton", "flashinfer", "trtllm"]),
-         _p("max_batch", "int", low=8, high=1024, log=True),
-         _p("mem", "float", low=0.6, high=0.95, step=0.05),
-         _p("threads", "int", low=64, high=2048, log=True, env="KERNEL_THREADS"),
-         _p("fusion", "bool", env="ENABLE_FUSION")],
-        _five, {"backend": "triton", "max_batch": 32, "mem": 0.7, "threads": 128, "fusion": False},
+        "five",
+        "held out: 5 parameters (flags and env), 3 crash regions, optimum ~3x baseline",
+        [
+            _p("backend", "categorical", choices=["triton", "flashinfer", "trtllm"]),
+            _p("max_batch", "int", low=8, high=1024, log=True),
+            _p("mem", "float", low=0.6, high=0.95, step=0.05),
+            _p("threads", "int", low=64, high=2048, log=True, env="KERNEL_THREADS"),
+            _p("fusion", "bool", env="ENABLE_FUSION"),
+        ],
+        _five,
+        {"backend": "triton", "max_batch": 32, "mem": 0.7, "threads": 128, "fusion": False},
         held_out=True,
     ),
     Landscape(
-        "ridge", "held out: OOM over log2(chunk) + log2(bs) > 19; lof crashes above bs 64",
-        [_p("chunk", "int", low=512, high=32768, log=True),
-         _p("bs", "int", low=4, high=1024, log=True),
-         _p("sched", "categorical", choices=["fcfs", "lpm", "lof"])],
-        _ridge, {"chunk": 2048, "bs": 16, "sched": "fcfs"},
+        "ridge",
+        "held out: OOM over log2(chunk) + log2(bs) > 19; lof crashes above bs 64",
+        [
+            _p("chunk", "int", low=512, high=32768, log=True),
+            _p("bs", "int", low=4, high=1024, log=True),
+            _p("sched", "categorical", choices=["fcfs", "lpm", "lof"]),
+        ],
+        _ridge,
+        {"chunk": 2048, "bs": 16, "sched": "fcfs"},
         held_out=True,
     ),
     Landscape(
-        "channels", "held out: NCCL-like; min_ch <= max_ch as a bound; two crash regions",
-        [_p("max_ch", "int", low=1, high=32, log=True, env="NCCL_MAX_NCHANNELS"),
-         _p("min_ch", "int", low=1, high={"param": "max_ch"}, log=True, env="NCCL_MIN_NCHANNELS"),
-         _p("buff", "categorical", choices=[131072, 524288, 4194304], env="NCCL_BUFFSIZE"),
-         _p("proto", "categorical", choices=["LL", "LL128", "Simple"], env="NCCL_PROTO"),
-         _p("algo", "categorical", choices=["Ring", "Tree"], env="NCCL_ALGO")],
-        _channels, {"max_ch": 8, "min_ch": 2, "buff": 4194304, "proto": "Simple", "algo": "Ring"},
+        "channels",
+        "held out: NCCL-like; min_ch <= max_ch as a bound; two crash regions",
+        [
+            _p("max_ch", "int", low=1, high=32, log=True, env="NCCL_MAX_NCHANNELS"),
+            _p(
+                "min_ch", "int", low=1, high={"param": "max_ch"}, log=True, env="NCCL_MIN_NCHANNELS"
+            ),
+            _p("buff", "categorical", choices=[131072, 524288, 4194304], env="NCCL_BUFFSIZE"),
+            _p("proto", "categorical", choices=["LL", "LL128", "Simple"], env="NCCL_PROTO"),
+            _p("algo", "categorical", choices=["Ring", "Tree"], env="NCCL_ALGO"),
+        ],
+        _channels,
+        {"max_ch": 8, "min_ch": 2, "buff": 4194304, "proto": "Simple", "algo": "Ring"},
         held_out=True,
     ),
 ]

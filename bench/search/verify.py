@@ -44,7 +44,7 @@ def evaluate(config: dict[str, Any], rng: random.Random | None) -> Point:
     spec, engine = _setup()
     args, env = render(spec, config)
     argv, env = engine.command(spec.model, args, env)
-    sim_args = argv[argv.index("autotune.sim") + 1:]
+    sim_args = argv[argv.index("autotune.sim") + 1 :]
     sim_args = [a.replace("{port}", "30000").replace("{host}", "127.0.0.1") for a in sim_args]
     rules = engine.failure_rules()
 
@@ -80,8 +80,14 @@ def _landscape() -> Landscape:
     import yaml
 
     data = yaml.safe_load(SPACE.read_text())
-    land = Landscape("verify", "search_spaces/verify.yaml through the stand-in's model",
-                     data["parameters"], evaluate, data["baseline"], held_out=True)
+    land = Landscape(
+        "verify",
+        "search_spaces/verify.yaml through the stand-in's model",
+        data["parameters"],
+        evaluate,
+        data["baseline"],
+        held_out=True,
+    )
     land.space = lambda trials: {**data, "budget": {"trials": trials}}  # type: ignore[method-assign]
     land.optimum = lambda: _optimum()  # type: ignore[method-assign]
     return land
@@ -89,8 +95,9 @@ def _landscape() -> Landscape:
 
 @cache
 def _optimum() -> float:
-    from autotune.space.suggest import suggest
     import optuna
+
+    from autotune.space.suggest import suggest
 
     spec, _ = _setup()
     study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(0))

@@ -44,7 +44,7 @@ def test_every_proposal_respects_the_bound() -> None:
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        for i in range(40):
+        for _ in range(40):
             trial = study.ask()
             config = suggest(trial, spec)
             assert 1 <= config["lo"] <= config["hi"] <= 32, config
@@ -71,15 +71,31 @@ def test_static_range_and_distributions() -> None:
 @pytest.mark.parametrize(
     ("old", "new", "line", "fragment"),
     [
-        ("high: {param: hi}", "high: {param: hj}", 8,
-         "'high' names unknown parameter 'hj' (known: hi, lo)"),
+        (
+            "high: {param: hi}",
+            "high: {param: hj}",
+            8,
+            "'high' names unknown parameter 'hj' (known: hi, lo)",
+        ),
         ("high: {param: hi}", "high: {param: lo}", 8, "names 'lo' itself"),
-        ("type: int\n    low: 1\n    high: {param: hi}",
-         "type: float\n    low: 1\n    high: {param: hi}", 8, "a int parameter"),
-        ("    low: 1\n    high: {param: hi}", "    low: 2\n    high: {param: hi}", 7,
-         "low (2) is above hi's smallest value (1)"),
-        ("baseline: {hi: 8, lo: 2}", "baseline: {hi: 2, lo: 8}", 11,
-         "baseline value 8 of 'lo' is above the baseline's hi=2"),
+        (
+            "type: int\n    low: 1\n    high: {param: hi}",
+            "type: float\n    low: 1\n    high: {param: hi}",
+            8,
+            "a int parameter",
+        ),
+        (
+            "    low: 1\n    high: {param: hi}",
+            "    low: 2\n    high: {param: hi}",
+            7,
+            "low (2) is above hi's smallest value (1)",
+        ),
+        (
+            "baseline: {hi: 8, lo: 2}",
+            "baseline: {hi: 2, lo: 8}",
+            11,
+            "baseline value 8 of 'lo' is above the baseline's hi=2",
+        ),
         ("baseline: {hi: 8, lo: 2}", "baseline: {lo: 2}", 11, "baseline sets 'lo' but not 'hi'"),
         ("    log: true\n    env: MINC", "    step: 1\n    env: MINC", 9, "'step' cannot"),
     ],
@@ -93,9 +109,9 @@ def test_errors_name_file_and_line(old: str, new: str, line: int, fragment: str)
 
 
 def test_the_shipped_collective_space_uses_a_bound_not_a_constraint() -> None:
-    from autotune.space import load
-
     from space_helpers import SPACES
+
+    from autotune.space import load
 
     spec = load(SPACES / "collective.yaml")
     assert spec.parameter("NCCL_MIN_NCHANNELS").ref() == ("high", "NCCL_MAX_NCHANNELS")

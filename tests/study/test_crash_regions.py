@@ -5,15 +5,17 @@ from __future__ import annotations
 from autotune.space.schema import StudySpec
 from autotune.study.steering import PREFIX, CrashRegions, SteeringOptions, make_risk
 
-SPACE = StudySpec.model_validate({
-    "engine": {"name": "sglang"},
-    "model": "m",
-    "parameters": [
-        {"name": "backend", "type": "categorical", "flag": "--b", "choices": ["a", "b", "c"]},
-        {"name": "bs", "type": "int", "flag": "--bs", "low": 1, "high": 512, "log": True},
-        {"name": "mem", "type": "float", "flag": "--mem", "low": 0.5, "high": 0.95},
-    ],
-})
+SPACE = StudySpec.model_validate(
+    {
+        "engine": {"name": "sglang"},
+        "model": "m",
+        "parameters": [
+            {"name": "backend", "type": "categorical", "flag": "--b", "choices": ["a", "b", "c"]},
+            {"name": "bs", "type": "int", "flag": "--bs", "low": 1, "high": 512, "log": True},
+            {"name": "mem", "type": "float", "flag": "--mem", "low": 0.5, "high": 0.95},
+        ],
+    }
+)
 
 
 def test_a_categorical_value_is_learned_from_one_crash() -> None:
@@ -55,8 +57,7 @@ def test_nothing_is_refused_for_distance_to_an_unrelated_crash() -> None:
     # Every explanation needs backend c (with a large batch or much memory): b is launched.
     assert m.check({"backend": "b", "bs": 128, "mem": 0.85}) is None
     assert m.check({"backend": "c", "bs": 40, "mem": 0.65}) is None  # c, but below its edges
-    knn = make_risk(SPACE, SteeringOptions(model="knn", min_launched=2, min_crashes=1,
-                                           explore=0.0))
+    knn = make_risk(SPACE, SteeringOptions(model="knn", min_launched=2, min_crashes=1, explore=0.0))
     for bs, mem, backend in [(64, 0.8, "a"), (64, 0.8, "b"), (128, 0.85, "a"), (32, 0.6, "c")]:
         knn.observe({"backend": backend, "bs": bs, "mem": mem}, crashed=False)
     knn.observe({"backend": "c", "bs": 128, "mem": 0.85}, crashed=True)

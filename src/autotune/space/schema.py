@@ -12,8 +12,8 @@ Validators raise ``LocatedError`` (a ``ValueError`` that names the key it is abo
 from __future__ import annotations
 
 import keyword
-from decimal import Decimal, InvalidOperation
 from collections.abc import Mapping
+from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -613,8 +613,8 @@ class StudySpec(_Strict):
         except ValueError as exc:
             first = str(exc).split(" -> ")[0]
             raise LocatedError(
-                f"conditions and bounds form a cycle: {exc} (break it: one of them must not depend on the "
-                "others)",
+                f"conditions and bounds form a cycle: {exc} (break it: one of them must not "
+                "depend on the others)",
                 ("parameters", names.index(first), "when"),
             ) from None
         for i, text in enumerate(self.constraints):

@@ -102,8 +102,7 @@ class DeadEnds:
                 return f"{held} caused {r.cause} in trial {r.trial}"
             if r.memory and self._dominates(config, r.config):
                 return (
-                    f"uses at least as much memory as trial {r.trial}, "
-                    f"which failed with {r.cause}"
+                    f"uses at least as much memory as trial {r.trial}, which failed with {r.cause}"
                 )
         return None
 

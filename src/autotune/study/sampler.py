@@ -17,7 +17,6 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-import optuna
 from optuna.distributions import (
     BaseDistribution,
     CategoricalDistribution,
@@ -38,15 +37,23 @@ class LocalTPESampler(BaseSampler):
         tpe: the TPE sampler that makes every other proposal.
         local: share of trials that are local moves.
         after: complete trials needed before the first local move.
+        step: size of a numeric move, as a share of the range (one standard deviation).
         seed: seed of the local draws.
     """
 
     def __init__(
-        self, tpe: BaseSampler, *, local: float = 0.3, after: int = 8, seed: int | None = None
+        self,
+        tpe: BaseSampler,
+        *,
+        local: float = LOCAL_SHARE,
+        after: int = 8,
+        step: float = 0.12,
+        seed: int | None = None,
     ) -> None:
         self._tpe = tpe
         self._local = local
         self._after = after
+        self._step = step
         self._rng = random.Random(seed)
         self._moves: dict[int, tuple[dict[str, Any], set[str]]] = {}  # trial -> (best, moved)
 
@@ -96,7 +103,7 @@ class LocalTPESampler(BaseSampler):
             if param_name in moved or not param_distribution._contains(
                 param_distribution.to_internal_repr(value)
             ):
-                return _nudge(param_distribution, value, self._rng)
+                return _nudge(param_distribution, value, self._rng, self._step)
             return value
         return self._tpe.sample_independent(study, trial, param_name, param_distribution)
 
@@ -123,8 +130,8 @@ def _best(study: Study) -> FrozenTrial | None:
     return best
 
 
-def _nudge(d: BaseDistribution, value: Any, rng: random.Random) -> Any:
-    """A value near ``value``: about a tenth of the range away on the parameter's scale."""
+def _nudge(d: BaseDistribution, value: Any, rng: random.Random, step: float) -> Any:
+    """A value near ``value``: ``step`` of the range away (one sigma) on the parameter's scale."""
     if isinstance(d, CategoricalDistribution):
         others = [c for c in d.choices if c != value or type(c) is not type(value)]
         return rng.choice(others) if others else value
@@ -135,7 +142,7 @@ def _nudge(d: BaseDistribution, value: Any, rng: random.Random) -> Any:
     if log:
         low, high, x = math.log(low), math.log(high), math.log(x)
     for _ in range(8):
-        y = min(high, max(low, x + rng.gauss(0.0, 0.12) * (high - low)))
+        y = min(high, max(low, x + rng.gauss(0.0, step) * (high - low)))
         out = math.exp(y) if log else y
         if isinstance(d, IntDistribution):
             out = d.low + round((out - d.low) / d.step) * d.step

@@ -189,9 +189,13 @@ class CrashRegions:
                 e
                 for expl in self._explanations
                 for e in expl
-                # Pairs only: one value met by two crashes may just be a value never run
-                # (ablation tests those); a pair met by two is a region's shape.
-                if need and len(e) > 1 and sum(all(_meets(lit, c) for lit in e) for c in self._crashes) >= need
+                # Pairs of values only: one value met by two crashes may just be a value
+                # never run (ablation tests those), and numeric thresholds from one crash are
+                # fuzzy; two values that crashed together twice and never ran are a region.
+                if need
+                and len(e) > 1
+                and all(lit[1] == "eq" for lit in e)
+                and sum(all(_meets(lit, c) for lit in e) for c in self._crashes) >= need
             ]
         return self._explanations
 
@@ -201,7 +205,10 @@ class CrashRegions:
         masks = [
             sum(1 << i for i, ok in enumerate(self._ok) if _meets(lit, ok)) for lit in literals
         ]
-        singles = [(lit,) for lit, m in zip(literals, masks, strict=True) if m == 0]
+        singles: list[tuple[Literal, ...]] = [
+            (lit,) for lit, m in zip(literals, masks, strict=True) if m == 0
+        ]
+        found: list[tuple[Literal, ...]]
         if singles or self.options.max_size < 2:
             found = singles
         else:
@@ -230,8 +237,10 @@ class CrashRegions:
             near = [
                 ok[name]
                 for ok in self._ok
-                if name in ok and all(_meets(lit, ok) for lit in others)
-                and not isinstance(ok[name], bool) and isinstance(ok[name], int | float)
+                if name in ok
+                and all(_meets(lit, ok) for lit in others)
+                and not isinstance(ok[name], bool)
+                and isinstance(ok[name], int | float)
             ]
             side = [x for x in near if (x < value if op == "ge" else x > value)]
             if not side:
@@ -272,7 +281,11 @@ class CrashRegions:
         changed tells the two apart at the cost of one launch: it runs (the value is not the
         cause; the explanation is dropped) or it crashes (the region is confirmed).
         """
-        if not self.options.enabled or baseline is None or self._ablations >= self.options.ablations:
+        if (
+            not self.options.enabled
+            or baseline is None
+            or self._ablations >= self.options.ablations
+        ):
             return None
         singles = [e[0] for e in self._explain(dict(crashed)) if len(e) == 1]
         # Numeric thresholds are what a crash region's edge looks like; only a categorical or
@@ -333,7 +346,7 @@ def _meets(lit: Literal, config: Mapping[str, Any]) -> bool:
         return same_value(x, value)
     if isinstance(x, bool) or not isinstance(x, int | float):
         return False
-    return x >= value if op == "ge" else x <= value
+    return bool(x >= value) if op == "ge" else bool(x <= value)
 
 
 def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
@@ -353,8 +366,9 @@ def _features(spec: StudySpec, p: Parameter, value: Any, active: bool) -> list[f
     if p.type in ("categorical", "bool"):
         # One-hot scaled so that two different values are at distance 1, like numeric ends.
         scale = 1.0 / math.sqrt(2.0)
-        return [scale if active and value == v and type(value) is type(v) else 0.0
-                for v in p.values()]
+        return [
+            scale if active and value == v and type(value) is type(v) else 0.0 for v in p.values()
+        ]
     # int/float: position in the range (log scale where the parameter is log), plus whether
     # the parameter is active at all (conditional parameters).
     if not active or isinstance(value, bool) or not isinstance(value, int | float):

@@ -83,21 +83,33 @@ def main() -> None:
     p = argparse.ArgumentParser(description="black-box inference server")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, required=True)
-    p.add_argument("--attention-backend", choices=["triton", "flashinfer", "trtllm"],
-                   default="triton")
+    p.add_argument(
+        "--attention-backend", choices=["triton", "flashinfer", "trtllm"], default="triton"
+    )
     p.add_argument("--max-batch", type=int, default=16)
     p.add_argument("--mem-fraction", type=float, default=0.7)
     a = p.parse_args()
     threads = int(os.environ.get("BB_KERNEL_THREADS", "128"))
     fusion = os.environ.get("BB_FUSION", "0") == "1"
-    print(f"blackbox: backend={a.attention_backend} batch={a.max_batch} mem={a.mem_fraction} "
-          f"threads={threads} fusion={fusion}", flush=True)
+    print(
+        f"blackbox: backend={a.attention_backend} batch={a.max_batch} mem={a.mem_fraction} "
+        f"threads={threads} fusion={fusion}",
+        flush=True,
+    )
     if a.attention_backend == "flashinfer" and a.max_batch > 128:
-        die(["Capture cuda graph failed: CUDA error: an illegal memory access was encountered",
-             "RuntimeError: CUDA error: an illegal memory access was encountered"])
+        die(
+            [
+                "Capture cuda graph failed: CUDA error: an illegal memory access was encountered",
+                "RuntimeError: CUDA error: an illegal memory access was encountered",
+            ]
+        )
     if a.mem_fraction > 0.88 and fusion:
-        die(["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has "
-             "a total capacity of 79.19 GiB of which 1.12 GiB is free."])
+        die(
+            [
+                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has "
+                "a total capacity of 79.19 GiB of which 1.12 GiB is free."
+            ]
+        )
     if a.attention_backend == "trtllm" and threads >= 1024:
         die(["RuntimeError: CUDA error: too many resources requested for launch"])
     RATE = rate(a.attention_backend, a.max_batch, a.mem_fraction, threads, fusion)

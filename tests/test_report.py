@@ -12,7 +12,8 @@ from optuna.trial import TrialState, create_trial
 from rich.console import Console
 
 from autotune import report
-from autotune.study import attrs
+from autotune.records import StudyRecord, TrialRecord
+from autotune.study.ledger import Ledger, trial_attrs
 
 DISTS = {
     "chunked_prefill_size": IntDistribution(1024, 16384, step=1024),
@@ -26,9 +27,10 @@ def make_study(
     study = optuna.create_study(
         storage=f"sqlite:///{path / 'study.db'}", study_name=name, direction=direction
     )
-    study.set_user_attr(attrs.OBJECTIVE, {"metric": "output_tok_s", "direction": direction})
-    study.set_user_attr(attrs.STUDY_SIMULATED, simulated)
-    study.set_user_attr(attrs.ENGINE, "sglang")
+    Ledger(study).write_study(StudyRecord(
+        name=name, metric="output_tok_s", direction=direction,  # type: ignore[arg-type]
+        simulated=simulated, engine="sglang",
+    ))
     return study
 
 
@@ -46,17 +48,15 @@ def add(
     state: TrialState | None = None,
     total_s: float = 30.0,
 ) -> None:
-    """Add a trial the way the driver stores one."""
+    """Add a trial the way the driver stores one (through the ledger's encoding)."""
     params = params or {"chunked_prefill_size": 4096, "attention_backend": "fa3"}
-    ua: dict[str, Any] = {attrs.CONFIG: params, attrs.BASELINE: baseline,
-                          attrs.TIMINGS: {"total_s": total_s}}
-    if outcome is not None:
-        ua[attrs.OUTCOME] = outcome
+    fields: dict[str, Any] = {"config": params, "baseline": baseline,
+                              "timings": {"total_s": total_s}, "outcome": outcome}
     if value is not None:
-        ua[attrs.METRICS] = {"output_tok_s": value, "ttft_p99_ms": 120.0}
+        fields["metrics"] = {"output_tok_s": value, "ttft_p99_ms": 120.0}
     if cause:
-        ua.update({attrs.CAUSE: cause, attrs.PHASE: phase, attrs.HINT: hint,
-                   attrs.MESSAGE: f"{cause} in {phase}"})
+        fields.update(cause=cause, phase=phase, hint=hint, message=f"{cause} in {phase}")
+    ua = trial_attrs(TrialRecord(number=0, state="COMPLETE", **fields))
     if state is None:
         by_outcome = {"pruned": TrialState.PRUNED, None: TrialState.FAIL}
         state = by_outcome.get(outcome, TrialState.COMPLETE)
@@ -120,19 +120,19 @@ def test_best_none_without_ok(tmp_path: Path) -> None:
     s = make_study(tmp_path)
     add(s, "crashed", told=1.0, cause="cuda_oom", phase="load")
     assert report.best(s) is None
-    assert report.summary(s)["gain_pct"] is None
+    assert report.summary(s).gain_pct is None
 
 
 def test_summary(study: optuna.Study) -> None:
     s = report.summary(study)
-    assert s["trials"] == 8
-    assert s["outcomes"] == {"ok": 3, "crashed": 2, "slo_violated": 1, "pruned": 1, "running": 1}
-    assert s["causes"] == {"kv_pool_oom": 2, "dead_end": 1}
-    assert (s["best_trial"], s["best_value"], s["baseline_trial"], s["baseline_value"]) == (
+    assert s.trials == 8
+    assert s.outcomes == {"ok": 3, "crashed": 2, "slo_violated": 1, "pruned": 1, "running": 1}
+    assert s.causes == {"kv_pool_oom": 2, "dead_end": 1}
+    assert (s.best_trial, s.best_value, s.baseline_trial, s.baseline_value) == (
         1, 1300.0, 0, 1000.0)
-    assert s["gain_pct"] == pytest.approx(30.0)
-    assert s["simulated"] is False
-    assert s["metric"] == "output_tok_s" and s["direction"] == "maximize"
+    assert s.gain_pct == pytest.approx(30.0)
+    assert s.simulated is False
+    assert s.metric == "output_tok_s" and s.direction == "maximize"
 
 
 def test_status_data_is_json(study: optuna.Study) -> None:

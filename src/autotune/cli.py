@@ -262,10 +262,10 @@ def _final_report(
     if best is None:
         console.print("[red]no configuration completed successfully[/]")
         return
-    line = f"[bold green]best[/] trial #{best.number}: {s.get('metric')} = {best.value:,.2f}"
-    if s.get("baseline_value") is not None and s.get("gain_pct") is not None:
-        line += f"  vs baseline {s['baseline_value']:,.2f}  ({s['gain_pct']:+.1f}%)"
-    if s.get("simulated"):
+    line = f"[bold green]best[/] trial #{best.number}: {s.metric} = {best.value:,.2f}"
+    if s.baseline_value is not None and s.gain_pct is not None:
+        line += f"  vs baseline {s.baseline_value:,.2f}  ({s.gain_pct:+.1f}%)"
+    if s.simulated:
         line += "  [bold magenta](simulated)[/]"
     console.print(line)
     console.print(f"  config: {best.config}")
@@ -317,11 +317,11 @@ def status(
 
     s = _open_study(study, study_root, storage)
     if as_json:
-        rows = [r.to_json() if hasattr(r, "to_json") else r.__dict__ for r in report.rows(s)]
+        rows = [r.to_json() for r in report.rows(s)]
         best = report.best(s)
         out = {
             "study": s.study_name,
-            "summary": report.summary(s),
+            "summary": report.summary(s).model_dump(mode="json"),
             "best": best.number if best else None,
             "trials": rows,
         }

@@ -16,10 +16,10 @@ from typing import Any, Literal
 import optuna
 import yaml
 
-from autotune import report
 from autotune.errors import StudyError
+from autotune.records import gain_pct
 from autotune.redact import MASK, redact_argv, redact_env
-from autotune.study import attrs
+from autotune.study.ledger import Ledger
 
 Format = Literal["sh", "json", "yaml"]
 DEFAULT_HOST = "127.0.0.1"
@@ -48,25 +48,24 @@ def export_data(
     Raises:
         StudyError: the study has no successful trial yet.
     """
-    top = report.best(study)
+    ledger = Ledger(study)
+    trials = ledger.trials()
+    top = ledger.best(trials)
     if top is None:
-        s = report.summary(study)
+        s = ledger.summary(trials)
         raise StudyError(
             f"no successful trial yet in study {study.study_name!r} "
-            f"({s['trials']} trials: {s['outcomes'] or 'none'}); "
+            f"({s.trials} trials: {s.outcomes or 'none'}); "
             "run more trials or see `autotune report` for why they failed"
         )
-    trial = next(t for t in study.get_trials(deepcopy=False) if t.number == top.number)
-    metric, direction = report.objective(study)
-    base = report.baseline(study)
+    stored = ledger.study_record()
+    metric, direction = stored.metric, stored.direction
+    base = ledger.baseline(trials)
     base_value = base.value if base is not None and base.outcome == "ok" else None
-    argv = [_fill(a, host, port) for a in redact_argv(trial.user_attrs.get(attrs.ARGV) or [])]
-    env = {
-        k: _fill(v, host, port)
-        for k, v in redact_env(trial.user_attrs.get(attrs.ENV) or {}).items()
-    }
-    space = study.user_attrs.get(attrs.SPACE) or {}
-    engine = space.get("engine", {}) if isinstance(space, dict) else {}
+    argv = [_fill(a, host, port) for a in redact_argv(top.argv)]
+    env = {k: _fill(v, host, port) for k, v in redact_env(top.env).items()}
+    engine = stored.space.get("engine") or {}
+    engine = engine if isinstance(engine, dict) else {}
     return {
         "study": study.study_name,
         "trial": top.number,
@@ -75,13 +74,13 @@ def export_data(
         "value": top.value,
         "baseline_trial": base.number if base is not None else None,
         "baseline_value": base_value,
-        "gain_pct": report.gain_pct(top.value, base_value, direction),
+        "gain_pct": gain_pct(top.value, base_value, direction),
         "config": dict(top.config),
         "env": env,
         "argv": argv,
         "command": shlex.join(argv),
-        "simulated": report.is_simulated(study) or top.simulated,
-        "engine": study.user_attrs.get(attrs.ENGINE) or engine.get("name"),
+        "simulated": stored.simulated or top.simulated,
+        "engine": stored.engine or engine.get("name"),
         "versions": {"autotune": _version(), "engine": engine.get("version")},
         "exported_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }

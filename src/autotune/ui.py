@@ -15,8 +15,8 @@ from rich.progress import (
 )
 
 from autotune.models import Outcome
-from autotune.report import gain_pct
-from autotune.study.driver import Event
+from autotune.records import gain_pct
+from autotune.study.events import Event, EventKind
 
 _STYLE = {
     Outcome.OK: "green",
@@ -87,21 +87,22 @@ class ProgressView:
 
     def __call__(self, event: Event) -> None:
         log = self.progress.console.print
-        if event.kind == "start":
+        if event.kind is EventKind.START:
             self.progress.update(
                 self.task, total=event.target, completed=event.launched, status=self._status(event)
             )
             if event.message:
                 log(f"[yellow]resume:[/] {event.message}")
-        elif event.kind == "launch" and event.number is not None:
+        elif event.kind is EventKind.LAUNCH and event.number is not None:
             self.running[event.number] = _config(event.config)
             log(f"[cyan]launch[/] #{event.number}  {_config(event.config)}")
             self.progress.update(self.task, status=self._status(event))
-        elif event.kind == "skip":
-            log(f"[dim]skip   #{event.number}  {event.message}[/]")
-        elif event.kind == "retry":
+        elif event.kind is EventKind.SKIP:
+            kind = f"{event.skip.kind.value}: " if event.skip is not None else ""
+            log(f"[dim]skip   #{event.number}  {kind}{event.message}[/]")
+        elif event.kind is EventKind.RETRY:
             log(f"[magenta]retry  #{event.number}[/]  infrastructure failure: {event.message}")
-        elif event.kind == "result" and event.number is not None:
+        elif event.kind is EventKind.RESULT and event.number is not None:
             self.running.pop(event.number, None)
             r = event.result
             outcome = event.outcome or Outcome.CRASHED
@@ -117,6 +118,6 @@ class ProgressView:
             self.progress.update(
                 self.task, completed=event.launched, total=event.target, status=self._status(event)
             )
-        elif event.kind == "stop":
+        elif event.kind is EventKind.STOP:
             self.progress.update(self.task, completed=event.launched, status=self._status(event))
             log(f"[bold]stopped:[/] {event.message}")

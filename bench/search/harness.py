@@ -183,7 +183,7 @@ def run_tpe_fail(land: Landscape, seed: int, trials: int) -> list[Launch]:
     out: list[Launch] = []
     while len(out) < trials:
         trial = study.ask()
-        fixed = trial.system_attrs.get("fixed_params")
+        fixed = study._storage.get_trial_system_attrs(trial._trial_id).get("fixed_params")
         config = suggest(trial, spec, fixed=fixed)
         p = land.evaluate(config, rng)
         out.append(Launch(config, p.value, p.truth, p.value is None, p.seconds))
@@ -239,6 +239,9 @@ def _launch_unique(
     out: list[Launch] = []
     for config in queue:
         config = {k: v for k, v in config.items() if not _inactive(land, k, config)}
+        for p in land.parameters:  # a parameter that just became active: its first level
+            if p["name"] not in config and not _inactive(land, p["name"], config):
+                config[p["name"]] = levels(p, 5)[0]
         if config in seen or not _in_bounds(land, config):
             continue
         seen.append(config)

@@ -108,7 +108,7 @@ def start(
         bool,
         typer.Option(
             "--steer/--no-steer",
-            help="Skip proposals the crash history predicts will crash (crash-risk model).",
+            help="Skip proposals the crash history predicts will crash (crash regions).",
         ),
     ] = True,
     study_root: RootOpt = Path("studies"),

@@ -1,21 +1,23 @@
 """Crash steering: do not launch what the study's own history says will crash.
 
 TPE already learns from crashes (they are told PRUNED with a violated constraint, see
-``outcome.py``), but only as one half of its good/bad split, so it keeps proposing near the
+``tell.py``), but only as one half of its good/bad split, so it keeps proposing near the
 crashed region, and the best configurations often sit right at its edge (more memory, bigger
-batches). Every launch costs minutes on a GPU node, so before a proposal is launched this
-model estimates its crash probability from the trials launched so far and rejects it when
-the estimate is high. A rejected proposal is recorded as skipped with the reason and told to
-Optuna like a crash, so the sampler learns from it too.
+batches). Every launch costs minutes on a GPU node, so before a proposal is launched a model
+of the crashes so far may refuse it. A refused proposal is recorded as skipped
+(``predicted_crash``) with the reason and told to Optuna as infeasible, so the sampler learns
+from it too; the baseline and other enqueued trials are never refused.
 
-The model is a distance-weighted k-nearest-neighbour vote over the configurations launched so
-far (numeric parameters scaled to [0, 1], on a log scale where the parameter is ``log``;
-categorical ones one-hot), smoothed towards the study's overall crash rate. It only acts after
-enough evidence (``min_launched`` launched, ``min_crashes`` crashed), lets a small share of
-risky proposals through (``explore``), and never rejects more than ``max_streak`` proposals in
-a row, so it cannot lock the study out of its space.
+The default model, ``CrashRegions``, learns *why* each crash happened: conditions on one or
+two parameter values that the crashed configuration meets and no configuration that ran
+meets, with numeric thresholds half-way to the nearest run. It refuses only what every such
+explanation of some crash covers, so nothing is refused for being near a crash that another
+parameter caused (the earlier nearest-neighbour vote, ``CrashRisk``, did that: kept as
+``model="knn"`` to be measured against). When a crash's only explanation is a categorical or
+bool value that never ran, ``ablation`` proposes the baseline with just that value, once, to
+tell the value from its company. ``max_streak`` caps refusals in a row, so no model can lock
+a study out of its space. The defaults were chosen on ``bench/search`` (docs/benchmarks.md).
 """
-
 from __future__ import annotations
 
 import math

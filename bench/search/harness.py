@@ -198,7 +198,7 @@ def run_tiers(land: Landscape, seed: int, trials: int) -> list[Launch]:
     """SGLang auto_benchmark's tiers: one parameter at a time from the baseline, then the
     first three parameters crossed, then the full product (5 levels per numeric parameter)."""
     rng = random.Random(seed * 7919 + 1)
-    base = _complete(land, dict(land.baseline))
+    base = dict(land.baseline)
     one_at_a_time = [{**base, p["name"]: v} for p in land.parameters for v in levels(p, 5)]
     first3 = ({**base, **c} for c in grid(land.parameters[:3], 5))
     queue = itertools.chain([base], one_at_a_time, first3, grid(land.parameters, 5))
@@ -220,16 +220,8 @@ def run_grid(land: Landscape, seed: int, trials: int) -> list[Launch]:
         cells = (
             {p["name"]: order.choice(levels(p, 3)) for p in land.parameters} for _ in range(100_000)
         )
-    base = _complete(land, dict(land.baseline))
+    base = dict(land.baseline)
     return _launch_unique(land, itertools.chain([base], cells), trials, rng)
-
-
-def _complete(land: Landscape, config: dict[str, Any]) -> dict[str, Any]:
-    """The baseline with every unnamed parameter at its lowest level (the engine default)."""
-    for p in land.parameters:
-        if p["name"] not in config and not p.get("when"):
-            config[p["name"]] = levels(p, 5)[0]
-    return config
 
 
 def _launch_unique(
@@ -240,7 +232,7 @@ def _launch_unique(
     for config in queue:
         config = {k: v for k, v in config.items() if not _inactive(land, k, config)}
         for p in land.parameters:  # a parameter that just became active: its first level
-            if p["name"] not in config and not _inactive(land, p["name"], config):
+            if p.get("when") and p["name"] not in config and not _inactive(land, p["name"], config):
                 config[p["name"]] = levels(p, 5)[0]
         if config in seen or not _in_bounds(land, config):
             continue

@@ -102,6 +102,7 @@ def run_driver(
     tpe: dict[str, Any] | None = None,
     local: float | None = None,
     step: float = 0.12,
+    anneal: int = 0,
 ) -> list[Launch]:
     """autotune's real proposal path on ``land`` (``steering``: SteeringOptions or None;
     ``tpe``: TPESampler arguments to try instead of the driver's, for candidates)."""
@@ -121,7 +122,11 @@ def run_driver(
                 if tpe is not None
                 else original(name, s, parallel)
             )
-            return LocalTPESampler(inner, local=local, step=step, seed=s) if local else inner
+            return (
+                LocalTPESampler(inner, local=local, step=step, anneal=anneal, seed=s)
+                if local
+                else inner
+            )
 
         driver_module.make_sampler = candidate  # type: ignore[assignment]
         try:

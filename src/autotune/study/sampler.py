@@ -38,6 +38,7 @@ class LocalTPESampler(BaseSampler):
         local: share of trials that are local moves.
         after: complete trials needed before the first local move.
         step: size of a numeric move, as a share of the range (one standard deviation).
+        anneal: complete trials by which moves shrink to a third of ``step`` (0: never).
         seed: seed of the local draws.
     """
 
@@ -48,12 +49,15 @@ class LocalTPESampler(BaseSampler):
         local: float = LOCAL_SHARE,
         after: int = 8,
         step: float = 0.12,
+        anneal: int = 0,
         seed: int | None = None,
     ) -> None:
         self._tpe = tpe
         self._local = local
         self._after = after
         self._step = step
+        self._anneal = anneal
+        self._scale: dict[int, float] = {}
         self._rng = random.Random(seed)
         self._moves: dict[int, tuple[dict[str, Any], set[str]]] = {}  # trial -> (best, moved)
 
@@ -74,6 +78,8 @@ class LocalTPESampler(BaseSampler):
         names = list(best.params)
         moved = set(self._rng.sample(names, k=min(len(names), self._rng.choice((1, 1, 2)))))
         self._moves[trial.number] = (dict(best.params), moved)
+        if self._anneal:  # smaller moves as the study goes on: a third of the size at anneal
+            self._scale[trial.number] = max(1 / 3, 1 - (2 / 3) * len(done) / self._anneal)
 
     def infer_relative_search_space(
         self, study: Study, trial: FrozenTrial
@@ -103,7 +109,8 @@ class LocalTPESampler(BaseSampler):
             if param_name in moved or not param_distribution._contains(
                 param_distribution.to_internal_repr(value)
             ):
-                return _nudge(param_distribution, value, self._rng, self._step)
+                step = self._step * self._scale.get(trial.number, 1.0)
+                return _nudge(param_distribution, value, self._rng, step)
             return value
         return self._tpe.sample_independent(study, trial, param_name, param_distribution)
 
@@ -115,6 +122,7 @@ class LocalTPESampler(BaseSampler):
         values: Sequence[float] | None,
     ) -> None:
         self._moves.pop(trial.number, None)
+        self._scale.pop(trial.number, None)
         self._tpe.after_trial(study, trial, state, values)
 
 

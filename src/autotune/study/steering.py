@@ -18,6 +18,7 @@ bool value that never ran, ``ablation`` proposes the baseline with just that val
 tell the value from its company. ``max_streak`` caps refusals in a row, so no model can lock
 a study out of its space. The defaults were chosen on ``bench/search`` (docs/benchmarks.md).
 """
+
 from __future__ import annotations
 
 import math

@@ -7,6 +7,7 @@ and classify its crashes. Reported per seed: the best measured configuration's n
 as % of the optimum (enumerated from the server's own rate function), and crashes launched.
 
     .venv/bin/python bench/search_blackbox.py --seeds 5 --trials 30
+    .venv/bin/python bench/search_blackbox.py --seeds 10 --in-process tpe-nosteer   # seconds
 """
 
 from __future__ import annotations
@@ -144,13 +145,51 @@ def run(seed: int, trials: int, work: Path, **options: Any) -> tuple[float, int,
     return 100.0 * (truth(best.user_attrs["config"]) or 0.0) / optimum(), crashed, len(launched)
 
 
+def in_process(seeds: int, trials: int, strategy: str) -> list[tuple[float, int]]:
+    """The same study with the server's rate function answered in-process (3% noise), for
+    many seeds in seconds; ``strategy`` is a bench.search strategy name."""
+    import random
+
+    from bench.search.__main__ import STRATEGIES
+    from bench.search.landscapes import Landscape, Point, crash, ok
+
+    def evaluate(c: dict[str, Any], rng: random.Random) -> Point:
+        t = truth(c)
+        return crash("unknown", "load", "crashed") if t is None else ok(t, rng, 0.03)
+
+    land = Landscape("blackbox", "tests/study/servers/blackbox.py", PARAMETERS, evaluate, BASELINE)
+    land._optimum = optimum()
+    out = []
+    for seed in range(seeds):
+        launches = STRATEGIES[strategy](land, seed, trials)
+        best = max((la for la in launches if la.value is not None), key=lambda la: la.value or 0.0)
+        out.append(
+            (100.0 * (best.truth or 0.0) / land._optimum, sum(la.crashed for la in launches))
+        )
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--trials", type=int, default=30)
+    ap.add_argument(
+        "--in-process",
+        metavar="STRATEGY",
+        default=None,
+        help="answer launches in-process instead (a bench.search strategy name)",
+    )
     a = ap.parse_args(argv)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    if a.in_process:
+        rows = in_process(a.seeds, a.trials, a.in_process)
+        print(
+            f"in-process, {a.in_process}: mean {statistics.mean(r[0] for r in rows):.1f}% of "
+            f"optimum; {sum(r[0] >= 95 for r in rows)}/{len(rows)} seeds >= 95%; "
+            f"{statistics.mean(r[1] for r in rows):.1f} crashes per {a.trials} launches"
+        )
+        return 0
     rows = []
     with tempfile.TemporaryDirectory(prefix="autotune-blackbox-") as tmp:
         for seed in range(a.seeds):

@@ -71,6 +71,7 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     "anneal-30-0.2": lambda land, s, n: run_driver(
         land, s, n, tpe=PLAIN, local=0.5, step=0.2, anneal=30
     ),
+    "bisect-0.5": lambda land, s, n: run_driver(land, s, n, tpe=PLAIN, local=0.5, bisect=0.5),
     "local-0.7": lambda land, s, n: run_driver(land, s, n, tpe=PLAIN, local=0.7),
     "agree-0.5": lambda land, s, n: run_driver(land, s, n, steering=_steer(agree=0.5)),
     "agree-0.75": lambda land, s, n: run_driver(land, s, n, steering=_steer(agree=0.75)),

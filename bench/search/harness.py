@@ -103,6 +103,7 @@ def run_driver(
     local: float | None = None,
     step: float = 0.12,
     anneal: int = 0,
+    bisect: float = 0.0,
 ) -> list[Launch]:
     """autotune's real proposal path on ``land`` (``steering``: SteeringOptions or None;
     ``tpe``: TPESampler arguments to try instead of the driver's, for candidates)."""
@@ -123,7 +124,7 @@ def run_driver(
                 else original(name, s, parallel)
             )
             return (
-                LocalTPESampler(inner, local=local, step=step, anneal=anneal, seed=s)
+                LocalTPESampler(inner, local=local, step=step, anneal=anneal, bisect=bisect, seed=s)
                 if local
                 else inner
             )

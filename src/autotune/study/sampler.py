@@ -50,6 +50,7 @@ class LocalTPESampler(BaseSampler):
         after: int = 8,
         step: float = 0.12,
         anneal: int = 0,
+        bisect: float = 0.0,
         seed: int | None = None,
     ) -> None:
         self._tpe = tpe
@@ -57,6 +58,8 @@ class LocalTPESampler(BaseSampler):
         self._after = after
         self._step = step
         self._anneal = anneal
+        self._bisect = bisect
+        self._edges: dict[int, dict[str, Any]] = {}  # trial -> the crash nearest the best
         self._scale: dict[int, float] = {}
         self._rng = random.Random(seed)
         self._moves: dict[int, tuple[dict[str, Any], set[str]]] = {}  # trial -> (best, moved)
@@ -78,6 +81,10 @@ class LocalTPESampler(BaseSampler):
         names = list(best.params)
         moved = set(self._rng.sample(names, k=min(len(names), self._rng.choice((1, 1, 2)))))
         self._moves[trial.number] = (dict(best.params), moved)
+        if self._bisect and self._rng.random() < self._bisect:
+            near = _nearest_crash(study, best)
+            if near is not None:
+                self._edges[trial.number] = near
         if self._anneal:  # smaller moves as the study goes on: a third of the size at anneal
             self._scale[trial.number] = max(1 / 3, 1 - (2 / 3) * len(done) / self._anneal)
 
@@ -109,6 +116,13 @@ class LocalTPESampler(BaseSampler):
             if param_name in moved or not param_distribution._contains(
                 param_distribution.to_internal_repr(value)
             ):
+                edge = self._edges.get(trial.number, {}).get(param_name)
+                if edge is not None and isinstance(
+                    param_distribution, IntDistribution | FloatDistribution
+                ):  # half-way to the crash: optima sit at crash edges
+                    half = _halfway(param_distribution, value, edge)
+                    if half != value:
+                        return half
                 step = self._step * self._scale.get(trial.number, 1.0)
                 return _nudge(param_distribution, value, self._rng, step)
             return value
@@ -123,6 +137,7 @@ class LocalTPESampler(BaseSampler):
     ) -> None:
         self._moves.pop(trial.number, None)
         self._scale.pop(trial.number, None)
+        self._edges.pop(trial.number, None)
         self._tpe.after_trial(study, trial, state, values)
 
 
@@ -136,6 +151,34 @@ def _best(study: Study) -> FrozenTrial | None:
         if best is None or sign * t.value > sign * (best.value or 0.0):
             best = t
     return best
+
+
+def _nearest_crash(study: Study, best: FrozenTrial) -> dict[str, Any] | None:
+    """The params of the crashed trial that differs from ``best`` in the fewest values."""
+    crashed = [
+        t
+        for t in study.get_trials(deepcopy=False, states=(TrialState.PRUNED,))
+        if t.constraints.get("crash", 0) > 0 and t.params
+    ]
+    if not crashed:
+        return None
+    near = min(crashed, key=lambda t: sum(t.params.get(k) != v for k, v in best.params.items()))
+    return dict(near.params)
+
+
+def _halfway(d: IntDistribution | FloatDistribution, value: Any, edge: Any) -> Any:
+    """Half-way from ``value`` to ``edge`` on the parameter's scale, on its grid."""
+    if isinstance(edge, bool) or not isinstance(edge, int | float):
+        return value
+    a, b = float(value), float(edge)
+    mid = math.sqrt(a * b) if d.log and a > 0 and b > 0 else (a + b) / 2
+    if isinstance(d, IntDistribution):
+        out: Any = int(d.low + round((mid - d.low) / d.step) * d.step)
+    elif d.step is not None:
+        out = float(d.low + round((mid - d.low) / d.step) * d.step)
+    else:
+        out = mid
+    return min(d.high, max(d.low, out))
 
 
 def _nudge(d: BaseDistribution, value: Any, rng: random.Random, step: float) -> Any:

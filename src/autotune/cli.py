@@ -175,7 +175,7 @@ def start(
         bool,
         typer.Option(
             "--steer/--no-steer",
-            help="Skip proposals the crash history predicts will crash (crash-risk model).",
+            help="Skip proposals the crash history predicts will crash (crash regions).",
         ),
     ] = True,
     confirm: Annotated[

@@ -44,12 +44,12 @@ from autotune.space.suggest import suggest
 from autotune.study import evidence
 from autotune.study.confirm import BASELINE as CONFIRM_BASELINE
 from autotune.study.confirm import Candidate, Confirmation, ConfirmOptions, Sample, confirm
-from autotune.study.deadends import DeadEnds
+from autotune.study.deadends import DeadEnds, Doom
 from autotune.study.events import Event, EventKind
 from autotune.study.ledger import Ledger
 from autotune.study.outcome import CRASH
 from autotune.study.prune import IncumbentPruner, margin_for
-from autotune.study.steering import CrashRisk, SteeringOptions
+from autotune.study.steering import SteeringOptions, make_risk
 from autotune.study.storage import make_sampler, open_storage, storage_url, study_lock
 from autotune.study.tell import tell_repeat, tell_result, tell_skip
 from autotune.tracking.base import Tracker
@@ -152,7 +152,8 @@ class Driver:
         self.study = self._open_study()
         self.ledger = Ledger(self.study)
         self.deadends = DeadEnds(spec, self.ledger.dead_ends())
-        self.risk = CrashRisk(spec, options.steering, seed=options.seed)
+        self.risk = make_risk(spec, options.steering, seed=options.seed)
+        self.doom = Doom()  # a study that cannot succeed stops at once, saying why
         self.model_path = engine.prepare(spec.model)
         self.rules = [Rule(**r.model_dump()) for r in spec.rules] + engine.failure_rules()
 
@@ -328,6 +329,8 @@ class Driver:
         streak = self.spec.budget.max_crash_streak
         if streak and loop.crash_streak >= streak:
             loop.stopping, loop.stop_reason = True, f"{loop.crash_streak} crashes in a row"
+        if self.doom.reason:
+            loop.stopping, loop.stop_reason = True, self.doom.reason
 
     def _room(self, loop: _Loop) -> bool:
         """Whether to propose another configuration now."""
@@ -457,7 +460,13 @@ class Driver:
         if told.outcome in LAUNCHED or result.windows:  # a pruned trial was launched too
             loop.launched += 1
         if told.outcome in LAUNCHED:
-            self.risk.observe(config, told.outcome in CRASHES)
+            crashed = told.outcome in CRASHES
+            self.risk.observe(config, crashed)
+            baseline = self.ledger.is_baseline(trial._trial_id)
+            self.doom.observe(baseline=baseline, failure=result.failure, crashed=crashed)
+            test = self.risk.ablation(config, self.spec.baseline) if crashed else None
+            if test is not None:  # tell a crash's cause from a value that never ran
+                self.ledger.enqueue(test)
         loop.crash_streak = loop.crash_streak + 1 if told.outcome in CRASHES else 0
         self._refresh_incumbent()
         self._emit(

@@ -56,6 +56,14 @@ _DEAD_ENDS = "dead_ends"  # list of DeadEnd.to_json() (study/deadends.py)
 _FIXED_PARAMS = "fixed_params"
 
 
+def is_enqueued(trial: FrozenTrial) -> bool:
+    """Whether a trial was asked for with fixed parameters (enqueued), not sampled.
+
+    For the sampler, which sees only the frozen trial Optuna hands it.
+    """
+    return _FIXED_PARAMS in trial.system_attrs
+
+
 def trial_attrs(record: TrialRecord) -> dict[str, Any]:
     """The user attributes that store ``record``: fields left at their default are omitted."""
     out: dict[str, Any] = {}

@@ -27,6 +27,8 @@ from optuna.samplers import BaseSampler
 from optuna.study import Study, StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
+from autotune.study.ledger import is_enqueued
+
 LOCAL_SHARE = 0.5  # the default share of local moves (bench/search, docs/benchmarks.md)
 
 
@@ -70,7 +72,7 @@ class LocalTPESampler(BaseSampler):
 
     def before_trial(self, study: Study, trial: FrozenTrial) -> None:
         self._tpe.before_trial(study, trial)
-        if "fixed_params" in trial.system_attrs or self._rng.random() >= self._local:
+        if is_enqueued(trial) or self._rng.random() >= self._local:
             return
         best = _best(study)
         if best is None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -126,3 +128,46 @@ def test_diagnose_guesses_the_engine_from_the_log(
     )
     assert main(["diagnose", str(log), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["cause"] == "kv_pool_oom"
+
+
+# The installed console script, as a user runs it (not cli.main in-process: the script's
+# own entry point and the parser's exception types are what broke before).
+SCRIPT = Path(sys.executable).with_name("autotune")
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        ([], "no command given"),
+        (["start", "--space", "x.yaml", "--bogus"], "No such option: --bogus"),
+        (["start", "--space", "x.yaml", "--n-trials", "-1"], "'--n-trials'"),
+        (["start", "--space", "x.yaml", "--parallel", "0"], "'--parallel'"),
+        (["export", "--format", "toml"], "'toml' is not one of"),
+        (["start"], "Missing option '--space'"),
+        (["frobnicate"], "No such command 'frobnicate'"),
+        (["start", "--space", "x.yaml", "--sampler", "grid"], "'--sampler'"),
+        (["status", "--trial", "x"], "'--trial'"),
+    ],
+)
+def test_usage_errors_are_one_line_and_a_hint(argv: list[str], says: str, tmp_path: Path) -> None:
+    assert SCRIPT.exists(), f"install the package first: {SCRIPT}"
+    proc = subprocess.run(
+        [str(SCRIPT), *argv], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 2, proc.stderr
+    assert lines[0].startswith("autotune: error: ") and says in lines[0]
+    assert lines[1].startswith("usage: autotune") and "--help" in lines[1]
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    assert not (tmp_path / "studies").exists()
+
+
+def test_help_and_version_exit_zero() -> None:
+    for argv in (["--help"], ["start", "--help"], ["--version"]):
+        proc = subprocess.run([str(SCRIPT), *argv], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    help_text = subprocess.run(
+        [str(SCRIPT), "start", "--help"], capture_output=True, text=True, timeout=120
+    ).stdout
+    assert "<bool>" not in help_text and "tpe|random" in help_text

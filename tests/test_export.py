@@ -13,10 +13,10 @@ from typing import Any
 import optuna
 import pytest
 import yaml
-from optuna.distributions import CategoricalDistribution, IntDistribution
+from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import TrialState, create_trial
 
-from autotune.errors import StudyError
+from autotune.errors import ConfigError, StudyError
 from autotune.export import export, export_data
 from autotune.study import attrs
 
@@ -29,11 +29,29 @@ HF = "hf_" + "Xy7" * 12
 
 # The real SGLang command as the driver stores it: {host}/{port} are filled on the node.
 BEST_ARGV = [
-    "python3", "-m", "sglang.launch_server", "--model-path", "/models/Kimi K2.5 (int4)",
-    "--tp", "8", "--chunked-prefill-size", "8192", "--attention-backend", "fa3",
-    "--enable-torch-compile", "--json-model-override-args", '{"rope": "x y", "n": 1}',
-    "--served-model-name", "it's $HOME; rm -rf /", "--api-key", "s3cr3t-key",
-    "--host", "{host}", "--port", "{port}", "--dist-init-addr={host}:5000",
+    "python3",
+    "-m",
+    "sglang.launch_server",
+    "--model-path",
+    "/models/Kimi K2.5 (int4)",
+    "--tp",
+    "8",
+    "--chunked-prefill-size",
+    "8192",
+    "--attention-backend",
+    "fa3",
+    "--enable-torch-compile",
+    "--json-model-override-args",
+    '{"rope": "x y", "n": 1}',
+    "--served-model-name",
+    "it's $HOME; rm -rf /",
+    "--api-key",
+    "s3cr3t-key",
+    "--host",
+    "{host}",
+    "--port",
+    "{port}",
+    "--dist-init-addr={host}:5000",
 ]
 BEST_ENV = {
     "NCCL_PROTO": "LL,LL128",
@@ -53,8 +71,16 @@ def make_study(path: Path, *, simulated: bool = False) -> optuna.Study:
     return study
 
 
-def add(study: optuna.Study, outcome: str, value: float, *, params: dict[str, Any],
-        argv: list[str], env: dict[str, str], baseline: bool = False) -> None:
+def add(
+    study: optuna.Study,
+    outcome: str,
+    value: float,
+    *,
+    params: dict[str, Any],
+    argv: list[str],
+    env: dict[str, str],
+    baseline: bool = False,
+) -> None:
     ok = outcome == "ok"
     study.add_trial(
         create_trial(
@@ -63,8 +89,12 @@ def add(study: optuna.Study, outcome: str, value: float, *, params: dict[str, An
             params=params,
             distributions={k: DISTS[k] for k in params},
             user_attrs={
-                attrs.OUTCOME: outcome, attrs.CONFIG: params, attrs.ARGV: argv, attrs.ENV: env,
-                attrs.BASELINE: baseline, attrs.SIMULATED: study.user_attrs[attrs.STUDY_SIMULATED],
+                attrs.OUTCOME: outcome,
+                attrs.CONFIG: params,
+                attrs.ARGV: argv,
+                attrs.ENV: env,
+                attrs.BASELINE: baseline,
+                attrs.SIMULATED: study.user_attrs[attrs.STUDY_SIMULATED],
                 attrs.METRICS: {"output_tok_s": value} if ok else {},
             },
         )
@@ -85,12 +115,31 @@ def redacted_argv() -> list[str]:
 def study(tmp_path: Path) -> optuna.Study:
     s = make_study(tmp_path)
     base = {"chunked_prefill_size": 4096, "attention_backend": "triton"}
-    add(s, "ok", 1000.0, params=base, argv=["python3", "-m", "sglang.launch_server"], env={},
-        baseline=True)
-    add(s, "crashed", 0.0, params={"chunked_prefill_size": 16384, "attention_backend": "fa3"},
-        argv=["python3", "crash"], env={})
-    add(s, "ok", 1250.0, params={"chunked_prefill_size": 8192, "attention_backend": "fa3"},
-        argv=BEST_ARGV, env=BEST_ENV)
+    add(
+        s,
+        "ok",
+        1000.0,
+        params=base,
+        argv=["python3", "-m", "sglang.launch_server"],
+        env={},
+        baseline=True,
+    )
+    add(
+        s,
+        "crashed",
+        0.0,
+        params={"chunked_prefill_size": 16384, "attention_backend": "fa3"},
+        argv=["python3", "crash"],
+        env={},
+    )
+    add(
+        s,
+        "ok",
+        1250.0,
+        params={"chunked_prefill_size": 8192, "attention_backend": "fa3"},
+        argv=BEST_ARGV,
+        env=BEST_ENV,
+    )
     return s
 
 
@@ -128,10 +177,7 @@ def test_sh_runs_in_bash_with_the_exact_argv_and_env(study: optuna.Study, tmp_pa
     path = tmp_path / "best.sh"
     path.write_text(export(study, "sh", port=31000))
     out = tmp_path / "seen"
-    probe = (
-        'python3() { printf "%s\\0" "$@" > "$OUT/argv"; env -0 > "$OUT/env"; }; '
-        'source "$1"'
-    )
+    probe = 'python3() { printf "%s\\0" "$@" > "$OUT/argv"; env -0 > "$OUT/env"; }; source "$1"'
     environ = {"PATH": os.environ["PATH"], "OUT": str(out), "HF_TOKEN": "mine"}
     out.mkdir()
     assert BASH is not None
@@ -152,7 +198,9 @@ def test_sh_insists_on_redacted_secret(study: optuna.Study, tmp_path: Path) -> N
     assert BASH is not None
     proc = subprocess.run(
         [BASH, "-c", 'python3() { echo launched; }; source "$1"', "probe", str(path)],
-        env={"PATH": os.environ["PATH"]}, capture_output=True, text=True,
+        env={"PATH": os.environ["PATH"]},
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode != 0
     assert "launched" not in proc.stdout
@@ -186,5 +234,125 @@ def test_simulated_study_exports_real_command_marked(tmp_path: Path) -> None:
 
 
 def test_unknown_format(study: optuna.Study) -> None:
-    with pytest.raises(ValueError, match="unknown export format"):
+    with pytest.raises(ConfigError, match="unknown export format"):
         export(study, "toml")  # type: ignore[arg-type]
+
+
+def _probe(
+    script: str,
+    tmp_path: Path,
+    fn: str,
+    extra_env: dict[str, str] | None = None,
+    args: tuple[str, ...] = (),
+) -> list[str]:
+    """Source ``script`` with program ``fn`` shadowed by a bash function recording its argv."""
+    path = tmp_path / "x.sh"
+    path.write_text(script)
+    out = tmp_path / "argv"
+    probe = f'{fn}() {{ printf "%s\\0" "$@" > "$OUT"; }}; f="$1"; shift; source "$f" "$@"'
+    environ = {"PATH": os.environ["PATH"], "OUT": str(out), **(extra_env or {})}
+    assert BASH is not None
+    subprocess.run([BASH, "-c", probe, "probe", str(path), *args], check=True, env=environ)
+    return [a.decode() for a in out.read_bytes().split(b"\0")[:-1]]
+
+
+def test_every_format_says_engine_version_gpu_and_date(study: optuna.Study) -> None:
+    for fmt in ("sh", "env", "docker", "k8s"):
+        text = export(study, fmt)  # type: ignore[arg-type]
+        head = "\n".join(ln for ln in text.splitlines() if ln.startswith("#"))
+        assert "engine: sglang 0.5.9" in head, fmt
+        assert "GPU: " in head and "exported 20" in head, fmt
+        assert HF not in text and "s3cr3t-key" not in text, fmt
+    data = export_data(study)
+    assert data["gpu"] and data["exported_at"].startswith("20")
+
+
+def test_env_format_is_sourceable(study: optuna.Study, tmp_path: Path) -> None:
+    path = tmp_path / "best.env"
+    path.write_text(export(study, "env"))
+    assert BASH is not None
+    shown = subprocess.run(
+        [
+            BASH,
+            "-c",
+            'set -a; source "$1"; printf "%s\\0" "$NCCL_PROTO" "$SGLANG_ODD"',
+            "p",
+            str(path),
+        ],
+        check=True,
+        capture_output=True,
+        env={"PATH": os.environ["PATH"]},
+    ).stdout.split(b"\0")[:-1]
+    assert [s.decode() for s in shown] == [BEST_ENV["NCCL_PROTO"], BEST_ENV["SGLANG_ODD"]]
+    assert "HF_TOKEN was redacted" in path.read_text()
+
+
+def test_docker_runs_the_exact_command_with_the_callers_secret(
+    study: optuna.Study, tmp_path: Path
+) -> None:
+    script = export(study, "docker")
+    argv = _probe(script, tmp_path, "docker", {"HF_TOKEN": "mine"})
+    image_at = argv.index("lmsysorg/sglang:latest")
+    inner = redacted_argv_for("0.0.0.0")
+    assert argv[image_at + 1 :] == inner[1:]
+    assert argv[argv.index("--entrypoint") + 1] == inner[0]
+    assert "-e" in argv and "HF_TOKEN" in argv  # passed through from the caller
+    assert f"NCCL_PROTO={BEST_ENV['NCCL_PROTO']}" in argv
+    assert "/models/Kimi K2.5 (int4):/models/Kimi K2.5 (int4):ro" in argv
+
+
+def redacted_argv_for(host: str) -> list[str]:
+    out = filled(BEST_ARGV, host=host)
+    out[out.index("--api-key") + 1] = "***"
+    return out
+
+
+def test_k8s_deployment_holds_argv_env_and_secret_refs(study: optuna.Study) -> None:
+    docs = [d for d in yaml.safe_load_all(export(study, "k8s")) if d]
+    assert len(docs) == 1
+    pod = docs[0]["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert container["command"] + container["args"] == redacted_argv_for("0.0.0.0")
+    env = {e["name"]: e for e in container["env"]}
+    assert env["NCCL_PROTO"]["value"] == BEST_ENV["NCCL_PROTO"]
+    assert env["HF_TOKEN"]["valueFrom"]["secretKeyRef"]["key"] == "HF_TOKEN"
+    assert docs[0]["metadata"]["name"] == "autotune-kimi-rank1"
+
+
+def test_top_k(study: optuna.Study, tmp_path: Path) -> None:
+    ranked = json.loads(export(study, "json", top=5))
+    assert [d["trial"] for d in ranked] == [2, 0]  # only two ok trials
+    assert [d["rank"] for d in ranked] == [1, 2]
+    assert len([d for d in yaml.safe_load_all(export(study, "k8s", top=2)) if d]) == 2
+    script = export(study, "sh", top=2)
+    assert _probe(script, tmp_path, "python3", {"HF_TOKEN": "x"}, ("rank2",)) == [
+        "-m",
+        "sglang.launch_server",
+    ]
+    assert _probe(script, tmp_path, "python3", {"HF_TOKEN": "x"})[:2] == [
+        "-m",
+        "sglang.launch_server",
+    ]
+    with pytest.raises(ConfigError, match="env holds one configuration"):
+        export(study, "env", top=2)
+
+
+def test_float_noise_is_not_exported(tmp_path: Path) -> None:
+    s = make_study(tmp_path)
+    noisy = {"mem": 0.6000000000000001}  # what Optuna's stepped floats produce
+    s.add_trial(
+        create_trial(
+            state=TrialState.COMPLETE,
+            value=10.0,
+            params=noisy,
+            distributions={"mem": FloatDistribution(0.5, 0.7, step=0.05)},
+            user_attrs={
+                attrs.OUTCOME: "ok",
+                attrs.CONFIG: noisy,
+                attrs.ARGV: ["x"],
+                attrs.METRICS: {"output_tok_s": 10.0},
+            },
+        )
+    )
+    assert export_data(s)["config"] == {"mem": 0.6}
+    assert "mem=0.6\n" in export(s, "sh")

@@ -13,9 +13,13 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 from rich.console import Console
+from rich.text import Text
+
+# typer 0.29 parses with its own copy of click (typer._click), not the click package: its
+# exceptions are the ones to catch. pyproject pins typer to the tested minor version.
+from typer._click import exceptions as click_exc
 
 from autotune import __version__
 from autotune.errors import AutotuneError, ConfigError, StudyError
@@ -25,6 +29,8 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Tune LLM inference servers: an Optuna study over launch flags and environment.",
     pretty_exceptions_enable=False,
+    # Plain help: rich mode labels every flag "<bool>" and boxes waste an 80-column terminal.
+    rich_markup_mode=None,
 )
 # Piped or logged output gets wide tables (rich assumes 80 columns when not on a terminal).
 _WIDTH = None if sys.stdout.isatty() else max(120, int(os.environ.get("COLUMNS", "0") or 0))
@@ -34,6 +40,14 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 StudyOpt = Annotated[
     str | None,
     typer.Option("--study", help="Study name (default: the space's name, else the file name)."),
+]
+# status, export and report read a study that exists: their default is a different one.
+ReadStudyOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--study",
+        help="Study name (default: the most recently run study under --study-root with trials).",
+    ),
 ]
 RootOpt = Annotated[
     Path, typer.Option("--study-root", help="Folder holding one sub-folder per study.")
@@ -51,8 +65,16 @@ class ExecutorKind(StrEnum):
 
 class ExportFormat(StrEnum):
     sh = "sh"
+    env = "env"
     json = "json"
     yaml = "yaml"
+    docker = "docker"
+    k8s = "k8s"
+
+
+class SamplerKind(StrEnum):
+    tpe = "tpe"
+    random = "random"
 
 
 def _version(value: bool) -> None:
@@ -103,7 +125,9 @@ def start(
         bool, typer.Option("--simulate", help="Run the stand-in SGLang server (no GPU needed).")
     ] = False,
     seed: Annotated[int | None, typer.Option("--seed", help="Sampler seed.")] = None,
-    sampler: Annotated[str, typer.Option("--sampler", help="tpe or random.")] = "tpe",
+    sampler: Annotated[
+        SamplerKind, typer.Option("--sampler", help="The Optuna sampler.")
+    ] = SamplerKind.tpe,
     steer: Annotated[
         bool,
         typer.Option(
@@ -157,7 +181,7 @@ def start(
         parallel=parallel,
         simulate=simulate,
         seed=seed,
-        sampler=sampler,
+        sampler=sampler.value,
         steering=SteeringOptions(enabled=steer),
     )
     sim = (
@@ -277,16 +301,33 @@ def _final_report(
         console.print(f"  compare: mlflow ui --backend-store-uri {uri}")
 
 
+def _latest_study(root: Path) -> str:
+    """The most recently written study under ``root`` that holds a trial.
+
+    A ``start`` stopped before its first trial (bad flags, a busy study) leaves an empty
+    study; it must not shadow the one the user ran last.
+    """
+    import optuna
+
+    dbs = sorted(root.glob("*/study.db"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for db in dbs:
+        storage = f"sqlite:///{db.resolve()}"
+        try:
+            summaries = optuna.get_all_study_summaries(storage, include_best_trial=False)
+        except Exception:  # an unreadable file is not the one the user means
+            continue
+        if any(x.study_name == db.parent.name and x.n_trials for x in summaries):
+            return db.parent.name
+    raise StudyError(f"no study with trials under {root}/; run `autotune start --space FILE` first")
+
+
 def _open_study(study: str | None, root: Path, storage: str | None) -> Any:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     if storage is None:
         if study is None:
-            dbs = sorted(root.glob("*/study.db"), key=lambda p: p.stat().st_mtime)
-            if not dbs:
-                raise StudyError(f"no study under {root}/; run `autotune start --space FILE` first")
-            study = dbs[-1].parent.name
+            study = _latest_study(root)
         db = root / study / "study.db"
         if not db.exists():
             known = sorted(p.parent.name for p in root.glob("*/study.db"))
@@ -307,7 +348,11 @@ def _open_study(study: str | None, root: Path, storage: str | None) -> Any:
 
 @app.command()
 def status(
-    study: StudyOpt = None,
+    study: ReadStudyOpt = None,
+    trial: Annotated[
+        int | None,
+        typer.Option("--trial", min=0, help="Show one trial whole: configuration, command, why."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
     study_root: RootOpt = Path("studies"),
     storage: StorageOpt = None,
@@ -316,6 +361,9 @@ def status(
     from autotune import report
 
     s = _open_study(study, study_root, storage)
+    if trial is not None:
+        _show_trial(s, trial, as_json)
+        return
     if as_json:
         rows = [r.to_json() if hasattr(r, "to_json") else r.__dict__ for r in report.rows(s)]
         best = report.best(s)
@@ -333,40 +381,90 @@ def status(
         console.print(failures)
 
 
+def _show_trial(s: Any, number: int, as_json: bool) -> None:
+    """One trial whole: nothing cut, for when a table had to shorten it."""
+    from autotune import report
+
+    found = [r for r in report.rows(s) if r.number == number]
+    if not found:
+        raise StudyError(f"study {s.study_name!r} has no trial {number} (0..{len(s.trials) - 1})")
+    r = found[0]
+    trial = next(t for t in s.get_trials(deepcopy=False) if t.number == number)
+    argv = trial.user_attrs.get("argv") or []
+    env = trial.user_attrs.get("env") or {}
+    if as_json:
+        out = {**r.__dict__, "argv": argv, "env": env}
+        sys.stdout.write(json.dumps(out, indent=2, default=str) + "\n")
+        return
+    from autotune import fmt
+
+    value = f"  {report.objective(s)[0]} = {fmt.metric(r.value)}" if r.value is not None else ""
+    p = console.print
+    p(f"[bold]trial #{r.number}[/]  {r.label}{value}" + ("  (baseline)" if r.baseline else ""))
+    for key, val in r.config.items():
+        p(f"  {key} = {fmt.short(val)}", markup=False)
+    for label, text in (
+        ("skipped", r.skipped),
+        ("cause", f"{r.cause} at {r.phase}" if r.cause else None),
+        ("message", r.message),
+        ("hint", r.hint),
+        ("log", r.log_path),
+    ):
+        if text:
+            p(f"{label}: {text}", markup=False)
+    if env or argv:
+        import shlex
+
+        p(
+            "command: "
+            + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+            + (" " if env else "")
+            + shlex.join(argv),
+            markup=False,
+        )
+
+
 @app.command()
 def export(
-    study: StudyOpt = None,
-    fmt: Annotated[
-        ExportFormat, typer.Option("--format", help="sh, json or yaml.")
-    ] = ExportFormat.sh,
+    study: ReadStudyOpt = None,
+    fmt: Annotated[ExportFormat, typer.Option("--format", help="Output format.")] = ExportFormat.sh,
+    top: Annotated[
+        int, typer.Option("--top", min=1, help="How many configurations, best first.")
+    ] = 1,
     port: Annotated[int, typer.Option("--port", help="Port in the exported command.")] = 30000,
     study_root: RootOpt = Path("studies"),
     storage: StorageOpt = None,
 ) -> None:
-    """Print the best configuration as a paste-able launch command (or JSON/YAML)."""
+    """Print the best configuration(s): a launch script, env file, JSON, YAML, Docker or k8s."""
     from autotune.export import export as do_export
 
     s = _open_study(study, study_root, storage)
-    sys.stdout.write(do_export(s, fmt.value, port=port).rstrip("\n") + "\n")
+    sys.stdout.write(do_export(s, fmt.value, port=port, top=top).rstrip("\n") + "\n")
 
 
 @app.command()
 def report(
-    study: StudyOpt = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Folder for plots.")] = None,
+    study: ReadStudyOpt = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Folder for report.html and the PNG plots.")
+    ] = None,
     study_root: RootOpt = Path("studies"),
     storage: StorageOpt = None,
 ) -> None:
-    """Write plots (history, importances, outcomes) and print the failure table."""
+    """Write report.html (self-contained, opens offline) and its PNG plots."""
     from autotune import report as rep
+    from autotune.report_html import write_html
 
+    _quiet_optuna()
     s = _open_study(study, study_root, storage)
-    folder = out or (study_root / s.study_name / "plots")
+    folder = out or (study_root / s.study_name / "report")
     paths = rep.plots(s, folder)
-    console.print(rep.status_table(s))
+    page = write_html(s, folder, paths)
+    console.print(rep.headline(s), markup=False)
     failures = rep.failure_table(s)
     if failures is not None:
         console.print(failures)
+    console.print(f"wrote {page}")
     for p in paths:
         console.print(f"wrote {p}")
 
@@ -440,7 +538,7 @@ def diagnose(
     if failure.hint:
         console.print(f"[bold]hint:[/] {failure.hint}")
     for line in failure.evidence:
-        console.print(f"  [dim]>[/] {line}", markup=False, highlight=False)
+        console.print(Text.assemble("  ", (">", "dim"), " ", line), highlight=False)
 
 
 # Marks that tell which server wrote a log, for `diagnose` without --engine.
@@ -464,6 +562,28 @@ def _guess_engine(path: Path) -> str:
     return min(found)[1] if found else "common"
 
 
+def _usage_line(ctx: Any) -> str:
+    """``usage: autotune start [OPTIONS] (see: autotune start --help)`` for the failing command."""
+    path = (ctx.command_path if ctx is not None else "") or "autotune"
+    list_commands = getattr(getattr(ctx, "command", None), "list_commands", None)
+    if list_commands is not None:
+        names = ", ".join(list_commands(ctx))
+        return f"usage: {path} COMMAND [OPTIONS]; commands: {names} (see: {path} --help)"
+    return f"usage: {path} [OPTIONS] (see: {path} --help)"
+
+
+def _usage_error(exc: click_exc.UsageError) -> int:
+    """One line naming the problem, one usage hint; exit 2 (the convention for usage errors)."""
+    if isinstance(exc, click_exc.NoArgsIsHelpError):
+        message = "no command given"
+    else:
+        # typer validates through pydantic, whose wording leaks in ("Value error, ...").
+        message = " ".join(exc.format_message().split()).replace("Value error, ", "")
+    err.print(f"autotune: error: {message}", markup=False, highlight=False)
+    err.print(_usage_line(exc.ctx), markup=False, highlight=False)
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app, map errors to one line and an exit code."""
     os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
@@ -472,13 +592,15 @@ def main(argv: list[str] | None = None) -> int:
     except AutotuneError as exc:
         err.print(f"autotune: error: {exc}", markup=False, highlight=False)
         return exc.exit_code
-    except click.exceptions.Exit as exc:
-        return exc.exit_code
-    except click.exceptions.Abort:
+    except typer.Exit as exc:
+        return int(exc.exit_code)
+    except typer.Abort:
         err.print("autotune: aborted")
         return 130
-    except click.ClickException as exc:
-        exc.show()
+    except click_exc.UsageError as exc:
+        return _usage_error(exc)
+    except click_exc.ClickException as exc:
+        err.print(f"autotune: error: {exc.format_message()}", markup=False, highlight=False)
         return exc.exit_code
     except KeyboardInterrupt:
         err.print("autotune: interrupted; run the same command again to resume the study")

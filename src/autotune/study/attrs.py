@@ -34,3 +34,5 @@ OBJECTIVE = "objective"  # {"metric":..., "direction":...}
 STUDY_SIMULATED = "simulated"
 DEAD_ENDS = "dead_ends"  # list of dead-end records (see study/deadends.py)
 MLFLOW_RUN = "mlflow_parent_run_id"
+GPU = "gpu"  # the GPU the trial ran on, e.g. "8x NVIDIA H200" (trial, else study)
+ENGINE_VERSION = "engine_version"  # the engine's version as the server reported it

@@ -1,0 +1,228 @@
+"""What the trials say about the parameters: importances, marginal effects, the ablation path.
+
+Why not Optuna's importances alone: fANOVA fits a random forest, which on a dozen trials is
+noise, and with conditional parameters (``when:`` in the space) Optuna keeps only the trials
+that hold *every* parameter assessed. In the quickstart space, parameters exist only when
+``continuous_batching`` is on (``cb_*``) or off (``attn_implementation``), so no trial holds
+all of them, and assessed together the 4x switch came out under 0.01. Here importances are
+computed over the parameters every ``ok`` trial holds, and a plain per-parameter marginal
+effect (the spread of mean values between a parameter's settings) stands beside them: it
+needs no model and says in the metric's own units what a setting is worth.
+"""
+
+from __future__ import annotations
+
+import statistics
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import optuna
+
+from autotune.report import TrialRow, gain_pct, objective, rows
+
+# Below this many ok trials, importances are shown with a warning not to trust them.
+MIN_TRUSTED_TRIALS = 20
+_NUMERIC_BINS = 3
+
+
+@dataclass(frozen=True)
+class Effect:
+    """One parameter's marginal effect: mean value per setting, and the spread between them."""
+
+    param: str
+    means: dict[str, float]  # setting (or value range) -> mean of the metric over ok trials
+    counts: dict[str, int]
+    spread: float  # best mean - worst mean, in the metric's units (>= 0)
+    best_setting: str
+
+
+@dataclass(frozen=True)
+class Step:
+    """One change on the path from the baseline to the best configuration."""
+
+    param: str
+    before: Any
+    after: Any
+    effect: float | None  # estimated change of the metric (positive: better), None unknown
+    measured: float | None  # value of a trial that is the baseline with only this change
+    measured_trial: int | None
+
+
+def _ok(study: optuna.Study) -> list[TrialRow]:
+    return [r for r in rows(study) if r.outcome == "ok" and r.value is not None]
+
+
+def _label(value: Any) -> str:
+    from autotune.fmt import short
+
+    return short(value)
+
+
+def _settings(values: list[Any]) -> list[tuple[str, Any, Any]]:
+    """Groups for a parameter's values: each distinct value, or value ranges for many numbers."""
+    distinct = sorted({v for v in values}, key=lambda v: (str(type(v)), v))
+    numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in distinct)
+    if not numeric or len(distinct) <= 4:
+        return [(_label(v), v, v) for v in distinct]
+    ordered = sorted(values)
+    cuts = [ordered[len(ordered) * i // _NUMERIC_BINS] for i in range(_NUMERIC_BINS)] + [
+        ordered[-1]
+    ]
+    groups: list[tuple[str, Any, Any]] = []
+    for lo, hi in zip(cuts, cuts[1:], strict=False):
+        if groups and lo == groups[-1][2]:
+            continue
+        groups.append((f"{_label(lo)}–{_label(hi)}", lo, hi))
+    return groups
+
+
+def marginal_effects(study: optuna.Study) -> list[Effect]:
+    """Per parameter, the mean metric of ok trials for each setting; largest spread first.
+
+    The sign of "best" follows the objective's direction. A parameter absent from a trial
+    (conditional) is grouped as ``(unset)``.
+    """
+    _metric, direction = objective(study)
+    ok = _ok(study)
+    if len(ok) < 2:
+        return []
+    names = sorted({k for r in ok for k in r.config})
+    effects = []
+    for name in names:
+        present = [r.config[name] for r in ok if name in r.config]
+        groups: dict[str, list[float]] = {}
+        for r in ok:
+            if name not in r.config:
+                key = "(unset)"
+            else:
+                key = next(
+                    label
+                    for label, lo, hi in _settings(present)
+                    if (lo <= r.config[name] <= hi if lo != hi else r.config[name] == lo)
+                )
+            groups.setdefault(key, []).append(float(r.value or 0.0))
+        if len(groups) < 2:
+            continue
+        means = {k: statistics.fmean(v) for k, v in groups.items()}
+        pick = max if direction == "maximize" else min
+        best_setting = pick(means, key=lambda k: means[k])
+        effects.append(
+            Effect(
+                param=name,
+                means=means,
+                counts={k: len(v) for k, v in groups.items()},
+                spread=max(means.values()) - min(means.values()),
+                best_setting=best_setting,
+            )
+        )
+    return sorted(effects, key=lambda e: -e.spread)
+
+
+def importances(study: optuna.Study) -> dict[str, float]:
+    """fANOVA importances over the parameters every ok trial holds (``{}`` if not computable)."""
+    from autotune.report import ok_study
+
+    good = ok_study(study)
+    trials = good.trials
+    if len(trials) < 2:
+        return {}
+    shared = set.intersection(*(set(t.params) for t in trials))
+    varying = sorted(n for n in shared if len({repr(t.params[n]) for t in trials}) > 1)
+    if not varying:
+        return {}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return optuna.importance.get_param_importances(good, params=varying)
+    except (ValueError, RuntimeError, ZeroDivisionError):
+        return {}
+
+
+def trust_note(study: optuna.Study) -> str | None:
+    """A warning when there are too few ok trials to trust importances, else None."""
+    n = len(_ok(study))
+    if n >= MIN_TRUSTED_TRIALS:
+        return None
+    return (
+        f"only {n} successful trial(s): importances are rough at best below "
+        f"{MIN_TRUSTED_TRIALS}; read the marginal effects (mean per setting) instead"
+    )
+
+
+def top_configurations(study: optuna.Study, k: int = 10) -> list[TrialRow]:
+    """The ``k`` best ok trials, best first (ties: the earlier trial)."""
+    _metric, direction = objective(study)
+    sign = -1.0 if direction == "maximize" else 1.0
+    return sorted(_ok(study), key=lambda r: (sign * (r.value or 0.0), r.number))[:k]
+
+
+def ablation_path(study: optuna.Study) -> list[Step]:
+    """The changes from the baseline to the best configuration, the most useful first.
+
+    No new trial is run: a change's effect is what was measured for the baseline with only
+    that change when such a trial exists, else estimated from the marginal effect (mean of
+    ok trials with the best's setting minus mean with the baseline's). Empty when there is no
+    ok baseline or best.
+    """
+    _metric, direction = objective(study)
+    ok = _ok(study)
+    base = next((r for r in ok if r.baseline), None)
+    best = top_configurations(study, 1)
+    if base is None or not best or best[0].number == base.number:
+        return []
+    top = best[0]
+    effects = {e.param: e for e in marginal_effects(study)}
+    sign = 1.0 if direction == "maximize" else -1.0
+    steps = []
+    for name in sorted(set(base.config) | set(top.config)):
+        before, after = base.config.get(name), top.config.get(name)
+        if before == after:
+            continue
+        single = next(
+            (
+                r
+                for r in ok
+                if set(r.config) >= {name}
+                and r.config.get(name) == after
+                and {k: v for k, v in r.config.items() if k != name}
+                == {k: v for k, v in base.config.items() if k != name}
+            ),
+            None,
+        )
+        measured = single.value if single is not None else None
+        effect: float | None = None
+        if measured is not None and base.value is not None:
+            effect = sign * (measured - base.value)
+        elif name in effects:
+            e = effects[name]
+            key_after = _key_of(e, after)
+            key_before = _key_of(e, before)
+            if key_after in e.means and key_before in e.means:
+                effect = sign * (e.means[key_after] - e.means[key_before])
+        steps.append(Step(name, before, after, effect, measured, single.number if single else None))
+    return sorted(steps, key=lambda s: -(s.effect if s.effect is not None else float("-inf")))
+
+
+def _key_of(effect: Effect, value: Any) -> str:
+    if value is None:
+        return "(unset)"
+    label = _label(value)
+    if label in effect.means:
+        return label
+    for key in effect.means:  # a value range "lo–hi"
+        lo, sep, hi = key.partition("–")
+        if sep:
+            try:
+                if float(lo) <= float(value) <= float(hi):
+                    return key
+            except (TypeError, ValueError):
+                continue
+    return label
+
+
+def gain_of(value: float | None, study: optuna.Study) -> float | None:
+    """``value``'s gain over the ok baseline in percent (positive is better), or None."""
+    _metric, direction = objective(study)
+    base = next((r for r in _ok(study) if r.baseline), None)
+    return gain_pct(value, base.value if base else None, direction)

@@ -7,6 +7,7 @@ Every command turns bad input into one line on stderr and a non-zero exit code (
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from enum import StrEnum
@@ -137,6 +138,9 @@ def start(
     ] = True,
     study_root: RootOpt = Path("studies"),
     storage: StorageOpt = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No progress: only the final result.")
+    ] = False,
 ) -> None:
     """Run (or resume) a study: launch, benchmark and score one server per trial."""
     from autotune.engines import get_engine
@@ -162,6 +166,21 @@ def start(
     if not on_cluster:  # the engine runs here: check its flags before anything starts
         _preflight(engine, spec)
     study_dir = study_root / name
+    target = n_trials or spec.budget.trials
+    if _budget_reached(name, study_dir, storage, target):
+        # Nothing to run: say so without starting Ray (13 s) or a tracker.
+        console.print(
+            f"study [cyan]{name}[/] already holds {target} launched trial(s): budget reached; "
+            f"raise it with --n-trials N (N > {target}) to run more"
+        )
+        import optuna
+
+        from autotune.study.driver import open_storage
+
+        url = storage or f"sqlite:///{(study_dir / 'study.db').resolve()}"
+        done = optuna.load_study(study_name=name, storage=open_storage(url))
+        _final_report(done, name, study_root, storage, mlflow_uri, no_mlflow)
+        return
     gpus = engine.gpus(engine.command(spec.model, _all_args(spec), {})[0])
     ex = _executor(executor, gpus, ray_address, parallel, str(study_dir / "logs"), simulate)
     if on_cluster:
@@ -203,14 +222,39 @@ def start(
             tracker=tracker,
             options=options,
         )
-        with ProgressView(
-            console, spec.objective.metric, simulate, spec.objective.direction
-        ) as view:
-            driver.on_event = view
+        if quiet:
             driver.run()
+        else:
+            with ProgressView(
+                console, spec.objective.metric, simulate, spec.objective.direction
+            ) as view:
+                driver.on_event = view
+                driver.run()
     finally:
         ex.shutdown()
     _final_report(driver.study, name, study_root, storage, mlflow_uri, no_mlflow)
+
+
+def _budget_reached(name: str, study_dir: Path, storage: str | None, target: int) -> bool:
+    """Whether the study exists, holds ``target`` launched trials and nothing to recover."""
+    if storage is None and not (study_dir / "study.db").exists():
+        return False
+    import optuna
+
+    from autotune.study import attrs
+    from autotune.study.driver import LAUNCHED, open_storage
+
+    url = storage or f"sqlite:///{(study_dir / 'study.db').resolve()}"
+    try:
+        study = optuna.load_study(study_name=name, storage=open_storage(url))
+    except KeyError:
+        return False
+    trials = study.get_trials(deepcopy=False)
+    pending = (optuna.trial.TrialState.RUNNING, optuna.trial.TrialState.WAITING)
+    if any(t.state in pending for t in trials):
+        return False  # an interrupted trial to recover, or a queued one: the driver's work
+    launched = sum(1 for t in trials if t.user_attrs.get(attrs.OUTCOME) in LAUNCHED)
+    return launched >= target
 
 
 def _quiet_optuna() -> None:
@@ -266,6 +310,8 @@ def _executor(
 
     # A local Ray instance for a simulated study gets logical GPUs for the trials it runs.
     logical = gpus * (parallel or 1) if simulate and address is None else None
+    # Ray announces its token-authentication mode on every start: not the user's concern here.
+    logging.getLogger("ray._private.authentication").setLevel(logging.ERROR)
     with console.status("starting Ray" if address is None else f"connecting to Ray at {address}"):
         return RayExecutor(
             gpus, address=address, parallel=parallel, log_dir=log_dir, logical_gpus=logical

@@ -162,16 +162,18 @@ def _ablation(study: optuna.Study, metric: str) -> str:
     for st in steps:
         if st.measured_trial is not None:
             how = f"measured (trial #{st.measured_trial}: {_e(fmt.metric(st.measured))})"
+        elif st.conditional:
+            how = "left at the engine's default on one side; no trial isolates it"
         elif st.effect is not None:
-            how = "estimated from the means"
+            how = "estimated: mean of trials with the best's setting minus the baseline's"
         else:
             how = "unknown"
         effect = "-" if st.effect is None else f"{st.effect:+,.4g}"
         body.append(
             [
                 f"<code>{_e(st.param)}</code>",
-                _e(fmt.short(st.before) if st.before is not None else "(unset)"),
-                _e(fmt.short(st.after) if st.after is not None else "(unset)"),
+                _e(fmt.short(st.before) if st.before is not None else "(default)"),
+                _e(fmt.short(st.after) if st.after is not None else "(default)"),
                 _e(effect),
                 how,
             ]

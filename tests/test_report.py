@@ -48,15 +48,24 @@ def add(
 ) -> None:
     """Add a trial the way the driver stores one."""
     params = params or {"chunked_prefill_size": 4096, "attention_backend": "fa3"}
-    ua: dict[str, Any] = {attrs.CONFIG: params, attrs.BASELINE: baseline,
-                          attrs.TIMINGS: {"total_s": total_s}}
+    ua: dict[str, Any] = {
+        attrs.CONFIG: params,
+        attrs.BASELINE: baseline,
+        attrs.TIMINGS: {"total_s": total_s},
+    }
     if outcome is not None:
         ua[attrs.OUTCOME] = outcome
     if value is not None:
         ua[attrs.METRICS] = {"output_tok_s": value, "ttft_p99_ms": 120.0}
     if cause:
-        ua.update({attrs.CAUSE: cause, attrs.PHASE: phase, attrs.HINT: hint,
-                   attrs.MESSAGE: f"{cause} in {phase}"})
+        ua.update(
+            {
+                attrs.CAUSE: cause,
+                attrs.PHASE: phase,
+                attrs.HINT: hint,
+                attrs.MESSAGE: f"{cause} in {phase}",
+            }
+        )
     if state is None:
         by_outcome = {"pruned": TrialState.PRUNED, None: TrialState.FAIL}
         state = by_outcome.get(outcome, TrialState.COMPLETE)
@@ -65,8 +74,11 @@ def add(
         trial_value = told if told is not None else (value if value is not None else 0.0)
     study.add_trial(
         create_trial(
-            state=state, value=trial_value, params=params,
-            distributions={k: DISTS[k] for k in params}, user_attrs=ua,
+            state=state,
+            value=trial_value,
+            params=params,
+            distributions={k: DISTS[k] for k in params},
+            user_attrs=ua,
         )
     )
 
@@ -77,13 +89,30 @@ def study(tmp_path: Path) -> optuna.Study:
     add(s, "ok", value=1000.0, baseline=True)  # 0
     add(s, "ok", value=1300.0, params={"chunked_prefill_size": 8192, "attention_backend": "fa3"})
     # A crash is told COMPLETE with a penalty; here a penalty that would win if believed.
-    add(s, "crashed", told=1e9, cause="kv_pool_oom", phase="memory_pool", hint="lower it",
-        params={"chunked_prefill_size": 16384, "attention_backend": "triton"})  # 2
+    add(
+        s,
+        "crashed",
+        told=1e9,
+        cause="kv_pool_oom",
+        phase="memory_pool",
+        hint="lower it",
+        params={"chunked_prefill_size": 16384, "attention_backend": "triton"},
+    )  # 2
     add(s, "ok", value=1300.0, params={"chunked_prefill_size": 2048, "attention_backend": "triton"})
-    add(s, "slo_violated", value=5000.0, params={"chunked_prefill_size": 1024,
-                                                  "attention_backend": "flashinfer"})  # 4
-    add(s, "crashed", told=1e9, cause="kv_pool_oom", phase="memory_pool",
-        params={"chunked_prefill_size": 16384, "attention_backend": "fa3"})  # 5
+    add(
+        s,
+        "slo_violated",
+        value=5000.0,
+        params={"chunked_prefill_size": 1024, "attention_backend": "flashinfer"},
+    )  # 4
+    add(
+        s,
+        "crashed",
+        told=1e9,
+        cause="kv_pool_oom",
+        phase="memory_pool",
+        params={"chunked_prefill_size": 16384, "attention_backend": "fa3"},
+    )  # 5
     add(s, "pruned", cause="dead_end", phase="launch")  # 6
     add(s, None, state=TrialState.RUNNING)  # 7
     return optuna.load_study(study_name="demo", storage=s._storage)
@@ -92,8 +121,16 @@ def study(tmp_path: Path) -> optuna.Study:
 def test_rows_follow_outcome_not_optuna_value(study: optuna.Study) -> None:
     rs = report.rows(study)
     assert [r.number for r in rs] == list(range(8))
-    assert [r.label for r in rs] == ["ok", "ok", "crashed", "ok", "slo_violated", "crashed",
-                                     "pruned", "running"]
+    assert [r.label for r in rs] == [
+        "ok",
+        "ok",
+        "crashed",
+        "ok",
+        "slo_violated",
+        "crashed",
+        "pruned",
+        "running",
+    ]
     assert rs[2].value is None  # never the penalty
     assert rs[4].value == 5000.0  # measured, though infeasible
     assert rs[0].baseline and not rs[1].baseline
@@ -129,7 +166,11 @@ def test_summary(study: optuna.Study) -> None:
     assert s["outcomes"] == {"ok": 3, "crashed": 2, "slo_violated": 1, "pruned": 1, "running": 1}
     assert s["causes"] == {"kv_pool_oom": 2, "dead_end": 1}
     assert (s["best_trial"], s["best_value"], s["baseline_trial"], s["baseline_value"]) == (
-        1, 1300.0, 0, 1000.0)
+        1,
+        1300.0,
+        0,
+        1000.0,
+    )
     assert s["gain_pct"] == pytest.approx(30.0)
     assert s["simulated"] is False
     assert s["metric"] == "output_tok_s" and s["direction"] == "maximize"
@@ -146,9 +187,13 @@ def test_status_data_is_json(study: optuna.Study) -> None:
 
 @pytest.mark.parametrize(
     ("best", "base", "direction", "gain"),
-    [(130.0, 100.0, "maximize", 30.0), (80.0, 100.0, "minimize", 20.0),
-     (120.0, 100.0, "minimize", -20.0), (1.0, 0.0, "maximize", None),
-     (1.0, None, "maximize", None)],
+    [
+        (130.0, 100.0, "maximize", 30.0),
+        (80.0, 100.0, "minimize", 20.0),
+        (120.0, 100.0, "minimize", -20.0),
+        (1.0, 0.0, "maximize", None),
+        (1.0, None, "maximize", None),
+    ],
 )
 def test_gain_pct(best: float, base: float | None, direction: str, gain: float | None) -> None:
     got = report.gain_pct(best, base, direction)
@@ -206,8 +251,11 @@ def test_ok_study_holds_only_ok_trials(study: optuna.Study) -> None:
 def test_plots_write_pngs(study: optuna.Study, tmp_path: Path) -> None:
     out = tmp_path / "plots"
     files = report.plots(study, out)
-    assert {f.name for f in files} == {"optimization_history.png", "param_importances.png",
-                                       "outcomes.png"}
+    assert {f.name for f in files} == {
+        "optimization_history.png",
+        "param_importances.png",
+        "outcomes.png",
+    }
     for f in files:
         assert f.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert set(report.importances(study)) == {"chunked_prefill_size", "attention_backend"}
@@ -216,8 +264,14 @@ def test_plots_write_pngs(study: optuna.Study, tmp_path: Path) -> None:
 def test_plots_skip_importances_with_one_ok_trial(tmp_path: Path) -> None:
     s = make_study(tmp_path, simulated=True)
     add(s, "ok", value=10.0)
-    add(s, "crashed", told=0.0, cause="cuda_oom", phase="load",
-        params={"chunked_prefill_size": 1024, "attention_backend": "triton"})
+    add(
+        s,
+        "crashed",
+        told=0.0,
+        cause="cuda_oom",
+        phase="load",
+        params={"chunked_prefill_size": 1024, "attention_backend": "triton"},
+    )
     files = report.plots(s, tmp_path / "p")
     assert {f.name for f in files} == {"optimization_history.png", "outcomes.png"}
     assert report.importances(s) == {}
@@ -230,10 +284,21 @@ def test_plots_empty_study(tmp_path: Path) -> None:
 def test_failure_groups_by_cause_and_phase_keep_every_hint(tmp_path: Path) -> None:
     s = make_study(tmp_path)
     add(s, "ok", value=1.0, baseline=True)
-    for phase, hint in (("load", "lower the static fraction"), ("warmup", "smaller batches"),
-                        ("warmup", "smaller batches"), ("warmup", "fewer graphs")):
-        add(s, "crashed", told=0.0, cause="cuda_oom", phase=phase, hint=hint,
-            params={"chunked_prefill_size": 2048, "attention_backend": "triton"})
+    for phase, hint in (
+        ("load", "lower the static fraction"),
+        ("warmup", "smaller batches"),
+        ("warmup", "smaller batches"),
+        ("warmup", "fewer graphs"),
+    ):
+        add(
+            s,
+            "crashed",
+            told=0.0,
+            cause="cuda_oom",
+            phase=phase,
+            hint=hint,
+            params={"chunked_prefill_size": 2048, "attention_backend": "triton"},
+        )
     groups = {(g.cause, g.phase): g for g in report.failure_groups(s)}
     assert set(groups) == {("cuda_oom", "load"), ("cuda_oom", "warmup")}
     assert groups[("cuda_oom", "warmup")].trials == [2, 3, 4]
@@ -247,8 +312,12 @@ def _quickstart_like(tmp_path: Path) -> optuna.Study:
     from optuna.distributions import CategoricalDistribution as Cat
 
     s = make_study(tmp_path, name="qs")
-    dists = {"cb": Cat([False, True]), "dtype": Cat(["f32", "bf16"]),
-             "attn": Cat(["sdpa", "eager"]), "block": Cat([16, 64])}
+    dists = {
+        "cb": Cat([False, True]),
+        "dtype": Cat(["f32", "bf16"]),
+        "attn": Cat(["sdpa", "eager"]),
+        "block": Cat([16, 64]),
+    }
     configs = [{"cb": False, "dtype": "f32", "attn": "sdpa"}]  # the baseline
     for i in range(11):
         cb = i % 2 == 0
@@ -258,12 +327,20 @@ def _quickstart_like(tmp_path: Path) -> optuna.Study:
     configs.append({"cb": True, "dtype": "f32", "block": 16})  # the baseline + the switch alone
     for n, c in enumerate(configs):
         value = (40.0 if c["cb"] else 10.0) + (1.0 if c["dtype"] == "bf16" else 0.0) + n * 0.01
-        s.add_trial(create_trial(
-            state=TrialState.COMPLETE, value=value, params=c,
-            distributions={k: dists[k] for k in c},
-            user_attrs={attrs.CONFIG: c, attrs.OUTCOME: "ok", attrs.BASELINE: n == 0,
-                        attrs.METRICS: {"output_tok_s": value}},
-        ))
+        s.add_trial(
+            create_trial(
+                state=TrialState.COMPLETE,
+                value=value,
+                params=c,
+                distributions={k: dists[k] for k in c},
+                user_attrs={
+                    attrs.CONFIG: c,
+                    attrs.OUTCOME: "ok",
+                    attrs.BASELINE: n == 0,
+                    attrs.METRICS: {"output_tok_s": value},
+                },
+            )
+        )
     return s
 
 
@@ -312,9 +389,13 @@ def test_html_report_is_self_contained(study: optuna.Study, tmp_path: Path) -> N
     page = write_html(study, out, report.plots(study, out)).read_text()
     assert page.count("data:image/png;base64,") == 3
     assert "http://" not in page and "https://" not in page and "<script" not in page
-    for section in ("Best configurations", "From the baseline to the best",
-                    "History by trial number", "What the parameters are worth",
-                    "Failures by cause and phase"):
+    for section in (
+        "Best configurations",
+        "From the baseline to the best",
+        "History by trial number",
+        "What the parameters are worth",
+        "Failures by cause and phase",
+    ):
         assert section in page
     assert "kv_pool_oom" in page and "lower it" in page
 
@@ -330,17 +411,25 @@ def test_html_report_renders_the_gain_interval_when_known(
     assert "+12.5% to +37.5%" in page
 
 
-def test_report_command_prints_no_third_party_warnings(
-    study: optuna.Study, tmp_path: Path
-) -> None:
+def test_report_command_prints_no_third_party_warnings(study: optuna.Study, tmp_path: Path) -> None:
     import subprocess
     import sys
 
     script = Path(sys.executable).with_name("autotune")
     proc = subprocess.run(
-        [str(script), "report", "--study", "demo", "--storage", f"sqlite:///{tmp_path}/study.db",
-         "--out", str(tmp_path / "out")],
-        capture_output=True, text=True, timeout=300,
+        [
+            str(script),
+            "report",
+            "--study",
+            "demo",
+            "--storage",
+            f"sqlite:///{tmp_path}/study.db",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
@@ -352,13 +441,28 @@ def test_ablation_does_not_claim_a_measurement_that_changed_more(tmp_path: Path)
 
     s = make_study(tmp_path, name="abl")
     dist = IntDistribution(0, 10)
-    for n, (c, v) in enumerate([({"a": 1}, 10.0), ({"a": 2, "b": 5}, 20.0),
-                                ({"a": 1, "b": 5}, 12.0), ({"a": 2, "b": 7}, 18.0)]):
-        s.add_trial(create_trial(
-            state=TrialState.COMPLETE, value=v, params=c, distributions={k: dist for k in c},
-            user_attrs={attrs.CONFIG: c, attrs.OUTCOME: "ok", attrs.BASELINE: n == 0,
-                        attrs.METRICS: {"output_tok_s": v}},
-        ))
+    for n, (c, v) in enumerate(
+        [
+            ({"a": 1}, 10.0),
+            ({"a": 2, "b": 5}, 20.0),
+            ({"a": 1, "b": 5}, 12.0),
+            ({"a": 2, "b": 7}, 18.0),
+        ]
+    ):
+        s.add_trial(
+            create_trial(
+                state=TrialState.COMPLETE,
+                value=v,
+                params=c,
+                distributions={k: dist for k in c},
+                user_attrs={
+                    attrs.CONFIG: c,
+                    attrs.OUTCOME: "ok",
+                    attrs.BASELINE: n == 0,
+                    attrs.METRICS: {"output_tok_s": v},
+                },
+            )
+        )
     steps = {st.param: st for st in insights.ablation_path(s)}
     assert steps["a"].measured_trial is None  # #1 and #3 also set b: not a - alone
     assert steps["a"].effect == pytest.approx((20.0 + 18.0) / 2 - (10.0 + 12.0) / 2)

@@ -33,8 +33,10 @@ app = typer.Typer(
     # Plain help: rich mode labels every flag "<bool>" and boxes waste an 80-column terminal.
     rich_markup_mode=None,
 )
-# Piped or logged output gets wide tables (rich assumes 80 columns when not on a terminal).
-_WIDTH = None if sys.stdout.isatty() else max(120, int(os.environ.get("COLUMNS", "0") or 0))
+# COLUMNS, when set, is the width; else piped or logged output gets wide tables (rich would
+# assume 80 columns when not on a terminal).
+_COLUMNS = os.environ.get("COLUMNS", "")
+_WIDTH = int(_COLUMNS) if _COLUMNS.isdigit() else (None if sys.stdout.isatty() else 120)
 console = Console(highlight=False, soft_wrap=True, width=_WIDTH)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -323,7 +325,7 @@ def _final_report(
 ) -> None:
     from autotune import report
 
-    console.print(report.status_table(study))
+    console.print(report.status_table(study, console.width), soft_wrap=False)
     failures = report.failure_table(study)
     if failures is not None:
         console.print(failures)
@@ -421,7 +423,7 @@ def status(
         }
         sys.stdout.write(json.dumps(out, indent=2, default=str) + "\n")
         return
-    console.print(report.status_table(s))
+    console.print(report.status_table(s, console.width), soft_wrap=False)
     failures = report.failure_table(s)
     if failures is not None:
         console.print(failures)

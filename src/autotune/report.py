@@ -15,6 +15,8 @@ from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
+from rich.console import Group, RenderableType
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -239,30 +241,63 @@ def _config_text(config: dict[str, Any]) -> str:
     return fmt.config_text(config)
 
 
-def status_table(study: optuna.Study) -> Table:
-    """Every trial with its outcome, value and cause; the best one is marked with ``*``."""
+# Below this width the configuration gets its own indented line under each trial.
+NARROW = 110
+
+
+def status_table(study: optuna.Study, width: int | None = None) -> RenderableType:
+    """Every trial with its outcome, value and cause; the best one is marked with ``*``.
+
+    Configurations are shown whole, wrapped at spaces; on a terminal narrower than
+    ``NARROW`` columns each goes on its own indented line under its trial.
+    """
     metric, direction = objective(study)
     all_rows = rows(study)
     top = _best_of(all_rows, direction)
     title = f"{study.study_name}: {metric} ({direction})"
     if is_simulated(study):
         title += f" {SIMULATED_LABEL.upper()}"
+    if width is not None and width < NARROW:
+        return _narrow(all_rows, top, title, metric)
     table = Table(title=title, title_justify="left")
-    table.add_column("#", justify="right")
-    table.add_column("outcome")
-    table.add_column(metric, justify="right")
-    table.add_column("cause")
-    table.add_column("time", justify="right")
-    table.add_column("config", overflow="fold", min_width=24)
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("outcome", no_wrap=True)
+    table.add_column(metric, justify="right", no_wrap=True)
+    table.add_column("cause", overflow="fold")
+    table.add_column("time", justify="right", no_wrap=True)
+    table.add_column("config", min_width=24, ratio=1)
     for r in all_rows:
         mark = "*" if top is not None and r.number == top.number else ""
         mark += " (baseline)" if r.baseline else ""
         number = Text(f"{r.number}{mark}", style="bold" if mark.startswith("*") else "")
         outcome = Text(r.label, style=_OUTCOME_STYLE.get(r.label, ""))
-        cause = r.cause or (r.skipped or "")
-        duration = f"{r.duration_s:.0f}s" if r.duration_s is not None else "-"
-        table.add_row(number, outcome, _fmt(r.value), cause, duration, _config_text(r.config))
+        # A skip's reason is long: "skipped" here, the reason in `status --trial N`.
+        cause = r.cause or ("skipped" if r.skipped else "")
+        duration = fmt.seconds(r.duration_s)
+        config = Text(_config_text(r.config))
+        table.add_row(number, outcome, _fmt(r.value), cause, duration, config)
     return table
+
+
+def _narrow(
+    all_rows: list[TrialRow], top: TrialRow | None, title: str, metric: str
+) -> RenderableType:
+    """One block per trial: a short line, then its whole configuration, indented."""
+    lines: list[RenderableType] = [Text(title, style="bold")]
+    lines.append(
+        Text(f"{'#':>4}{'':6} {'outcome':<12} {metric:>14} {'time':>6}  cause", style="bold")
+    )
+    for r in all_rows:
+        mark = "*" if top is not None and r.number == top.number else " "
+        base = " base" if r.baseline else ""
+        head = Text(f"{r.number:>4}{mark}{base:<5} ")
+        head.append(f"{r.label:<12}", style=_OUTCOME_STYLE.get(r.label, ""))
+        cause = r.cause or ("skipped" if r.skipped else "")
+        head.append(f" {_fmt(r.value):>14} {fmt.seconds(r.duration_s):>6}  {cause}")
+        lines.append(head)
+        if r.config:
+            lines.append(Padding(Text(_config_text(r.config), style="dim"), (0, 0, 0, 6)))
+    return Group(*lines)
 
 
 @dataclass(frozen=True)

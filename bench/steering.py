@@ -96,14 +96,9 @@ class Run:
 
 def launched_outcomes(study: optuna.Study) -> list[str]:
     """Outcomes of the launched trials, in launch order."""
-    from autotune.study import attrs
-    from autotune.study.driver import LAUNCHED
+    from autotune.study.ledger import Ledger
 
-    return [
-        str(t.user_attrs[attrs.OUTCOME])
-        for t in sorted(study.get_trials(deepcopy=False), key=lambda t: t.number)
-        if t.user_attrs.get(attrs.OUTCOME) in LAUNCHED
-    ]
+    return [str(t.outcome) for t in Ledger(study).trials() if t.launched]
 
 
 def crash_share(outcomes: list[str], after: int = 10) -> float:
@@ -112,6 +107,7 @@ def crash_share(outcomes: list[str], after: int = 10) -> float:
 
 
 def run_one(method: str, seed: int, trials: int, work: Path) -> Run:
+    from autotune.study.ledger import Ledger
     from autotune.study.steering import SteeringOptions
 
     folder = work / f"{method}-{seed}"
@@ -130,7 +126,7 @@ def run_one(method: str, seed: int, trials: int, work: Path) -> Run:
     outcomes = launched_outcomes(driver.study)
     ok = [t.value for t in driver.study.get_trials(deepcopy=False)
           if t.user_attrs.get("outcome") == "ok" and t.value is not None]
-    skipped = sum(1 for t in driver.study.get_trials(deepcopy=False) if "skipped" in t.user_attrs)
+    skipped = sum(1 for t in Ledger(driver.study).trials() if t.skip is not None)
     return Run(method, seed, crash_share(outcomes), max(ok, default=None), skipped,
                time.monotonic() - start)
 

@@ -191,32 +191,30 @@ def _study_on_disk(root: Path) -> None:
     from optuna.distributions import IntDistribution
     from optuna.trial import TrialState, create_trial
 
-    from autotune.study import attrs
-
     (root / "studies" / "wide").mkdir(parents=True)
     s = optuna.create_study(
         study_name="wide",
         direction="maximize",
         storage=f"sqlite:///{root / 'studies' / 'wide' / 'study.db'}",
     )
-    s.set_user_attr(attrs.OBJECTIVE, {"metric": "output_tok_s", "direction": "maximize"})
+    s.set_user_attr("objective", {"metric": "output_tok_s", "direction": "maximize"})
     for n, outcome in enumerate(["ok", "crashed", "ok"]):
         ua = {
-            attrs.OUTCOME: outcome,
-            attrs.CONFIG: LONG_CONFIG,
-            attrs.BASELINE: n == 0,
-            attrs.ARGV: ["python3", "-m", "sglang.launch_server", "--tp", "8"],
-            attrs.ENV: {"NCCL_PROTO": "LL128"},
+            "outcome": outcome,
+            "config": LONG_CONFIG,
+            "baseline": n == 0,
+            "argv": ["python3", "-m", "sglang.launch_server", "--tp", "8"],
+            "env": {"NCCL_PROTO": "LL128"},
         }
         if outcome == "ok":
-            ua[attrs.METRICS] = {"output_tok_s": 100.0 + n}
+            ua["metrics"] = {"output_tok_s": 100.0 + n}
         else:
             ua.update(
                 {
-                    attrs.CAUSE: "kv_pool_oom",
-                    attrs.PHASE: "memory_pool",
-                    attrs.HINT: "lower --mem-fraction-static " * 6,
-                    attrs.MESSAGE: "RuntimeError: Not enough memory.",
+                    "cause": "kv_pool_oom",
+                    "phase": "memory_pool",
+                    "hint": "lower --mem-fraction-static " * 6,
+                    "message": "RuntimeError: Not enough memory.",
                 }
             )
         s.add_trial(
@@ -291,8 +289,6 @@ def test_a_finished_study_says_so_without_starting_ray(
     from optuna.trial import TrialState, create_trial
 
     from autotune import cli
-    from autotune.study import attrs
-
     space = Path(__file__).resolve().parents[1] / "search_spaces" / "quickstart.yaml"
     from autotune.space.load import load
 
@@ -303,16 +299,16 @@ def test_a_finished_study_says_so_without_starting_ray(
         direction="maximize",
         storage=f"sqlite:///{tmp_path / 'studies' / name / 'study.db'}",
     )
-    s.set_user_attr(attrs.OBJECTIVE, {"metric": "output_tok_s", "direction": "maximize"})
+    s.set_user_attr("objective", {"metric": "output_tok_s", "direction": "maximize"})
     for n in range(2):
         s.add_trial(
             create_trial(
                 state=TrialState.COMPLETE,
                 value=1.0 + n,
                 user_attrs={
-                    attrs.OUTCOME: "ok",
-                    attrs.METRICS: {"output_tok_s": 1.0 + n},
-                    attrs.CONFIG: {},
+                    "outcome": "ok",
+                    "metrics": {"output_tok_s": 1.0 + n},
+                    "config": {},
                 },
             )
         )

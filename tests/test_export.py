@@ -18,7 +18,8 @@ from optuna.trial import TrialState, create_trial
 
 from autotune.errors import ConfigError, StudyError
 from autotune.export import export, export_data
-from autotune.study import attrs
+from autotune.records import StudyRecord, TrialRecord
+from autotune.study.ledger import Ledger, trial_attrs
 
 BASH = shutil.which("bash")
 DISTS = {
@@ -64,10 +65,10 @@ def make_study(path: Path, *, simulated: bool = False) -> optuna.Study:
     study = optuna.create_study(
         storage=f"sqlite:///{path / 'study.db'}", study_name="kimi", direction="maximize"
     )
-    study.set_user_attr(attrs.OBJECTIVE, {"metric": "output_tok_s", "direction": "maximize"})
-    study.set_user_attr(attrs.STUDY_SIMULATED, simulated)
-    study.set_user_attr(attrs.ENGINE, "sglang")
-    study.set_user_attr(attrs.SPACE, {"engine": {"name": "sglang", "version": "0.5.9"}})
+    Ledger(study).write_study(StudyRecord(
+        name="kimi", metric="output_tok_s", simulated=simulated, engine="sglang",
+        space={"engine": {"name": "sglang", "version": "0.5.9"}},
+    ))
     return study
 
 
@@ -88,15 +89,12 @@ def add(
             value=value if ok else 1e12,  # a crash's penalty must never be exported
             params=params,
             distributions={k: DISTS[k] for k in params},
-            user_attrs={
-                attrs.OUTCOME: outcome,
-                attrs.CONFIG: params,
-                attrs.ARGV: argv,
-                attrs.ENV: env,
-                attrs.BASELINE: baseline,
-                attrs.SIMULATED: study.user_attrs[attrs.STUDY_SIMULATED],
-                attrs.METRICS: {"output_tok_s": value} if ok else {},
-            },
+            user_attrs=trial_attrs(TrialRecord(
+                number=0, state="COMPLETE", outcome=outcome,  # type: ignore[arg-type]
+                config=params, argv=argv, env=env, baseline=baseline,
+                simulated=Ledger(study).study_record().simulated,
+                metrics={"output_tok_s": value} if ok else {},
+            )),
         )
     )
 
@@ -347,10 +345,10 @@ def test_float_noise_is_not_exported(tmp_path: Path) -> None:
             params=noisy,
             distributions={"mem": FloatDistribution(0.5, 0.7, step=0.05)},
             user_attrs={
-                attrs.OUTCOME: "ok",
-                attrs.CONFIG: noisy,
-                attrs.ARGV: ["x"],
-                attrs.METRICS: {"output_tok_s": 10.0},
+                "outcome": "ok",
+                "config": noisy,
+                "argv": ["x"],
+                "metrics": {"output_tok_s": 10.0},
             },
         )
     )

@@ -12,7 +12,8 @@ from optuna.trial import TrialState, create_trial
 from rich.console import Console
 
 from autotune import report
-from autotune.study import attrs
+from autotune.records import StudyRecord, TrialRecord
+from autotune.study.ledger import Ledger, trial_attrs
 
 DISTS = {
     "chunked_prefill_size": IntDistribution(1024, 16384, step=1024),
@@ -26,9 +27,10 @@ def make_study(
     study = optuna.create_study(
         storage=f"sqlite:///{path / 'study.db'}", study_name=name, direction=direction
     )
-    study.set_user_attr(attrs.OBJECTIVE, {"metric": "output_tok_s", "direction": direction})
-    study.set_user_attr(attrs.STUDY_SIMULATED, simulated)
-    study.set_user_attr(attrs.ENGINE, "sglang")
+    Ledger(study).write_study(StudyRecord(
+        name=name, metric="output_tok_s", direction=direction,  # type: ignore[arg-type]
+        simulated=simulated, engine="sglang",
+    ))
     return study
 
 
@@ -46,26 +48,15 @@ def add(
     state: TrialState | None = None,
     total_s: float = 30.0,
 ) -> None:
-    """Add a trial the way the driver stores one."""
+    """Add a trial the way the driver stores one (through the ledger's encoding)."""
     params = params or {"chunked_prefill_size": 4096, "attention_backend": "fa3"}
-    ua: dict[str, Any] = {
-        attrs.CONFIG: params,
-        attrs.BASELINE: baseline,
-        attrs.TIMINGS: {"total_s": total_s},
-    }
-    if outcome is not None:
-        ua[attrs.OUTCOME] = outcome
+    fields: dict[str, Any] = {"config": params, "baseline": baseline,
+                              "timings": {"total_s": total_s}, "outcome": outcome}
     if value is not None:
-        ua[attrs.METRICS] = {"output_tok_s": value, "ttft_p99_ms": 120.0}
+        fields["metrics"] = {"output_tok_s": value, "ttft_p99_ms": 120.0}
     if cause:
-        ua.update(
-            {
-                attrs.CAUSE: cause,
-                attrs.PHASE: phase,
-                attrs.HINT: hint,
-                attrs.MESSAGE: f"{cause} in {phase}",
-            }
-        )
+        fields.update(cause=cause, phase=phase, hint=hint, message=f"{cause} in {phase}")
+    ua = trial_attrs(TrialRecord(number=0, state="COMPLETE", **fields))
     if state is None:
         by_outcome = {"pruned": TrialState.PRUNED, None: TrialState.FAIL}
         state = by_outcome.get(outcome, TrialState.COMPLETE)
@@ -157,23 +148,19 @@ def test_best_none_without_ok(tmp_path: Path) -> None:
     s = make_study(tmp_path)
     add(s, "crashed", told=1.0, cause="cuda_oom", phase="load")
     assert report.best(s) is None
-    assert report.summary(s)["gain_pct"] is None
+    assert report.summary(s).gain_pct is None
 
 
 def test_summary(study: optuna.Study) -> None:
     s = report.summary(study)
-    assert s["trials"] == 8
-    assert s["outcomes"] == {"ok": 3, "crashed": 2, "slo_violated": 1, "pruned": 1, "running": 1}
-    assert s["causes"] == {"kv_pool_oom": 2, "dead_end": 1}
-    assert (s["best_trial"], s["best_value"], s["baseline_trial"], s["baseline_value"]) == (
-        1,
-        1300.0,
-        0,
-        1000.0,
-    )
-    assert s["gain_pct"] == pytest.approx(30.0)
-    assert s["simulated"] is False
-    assert s["metric"] == "output_tok_s" and s["direction"] == "maximize"
+    assert s.trials == 8
+    assert s.outcomes == {"ok": 3, "crashed": 2, "slo_violated": 1, "pruned": 1, "running": 1}
+    assert s.causes == {"kv_pool_oom": 2, "dead_end": 1}
+    assert (s.best_trial, s.best_value, s.baseline_trial, s.baseline_value) == (
+        1, 1300.0, 0, 1000.0)
+    assert s.gain_pct == pytest.approx(30.0)
+    assert s.simulated is False
+    assert s.metric == "output_tok_s" and s.direction == "maximize"
 
 
 def test_status_data_is_json(study: optuna.Study) -> None:
@@ -334,10 +321,10 @@ def _quickstart_like(tmp_path: Path) -> optuna.Study:
                 params=c,
                 distributions={k: dists[k] for k in c},
                 user_attrs={
-                    attrs.CONFIG: c,
-                    attrs.OUTCOME: "ok",
-                    attrs.BASELINE: n == 0,
-                    attrs.METRICS: {"output_tok_s": value},
+                    "config": c,
+                    "outcome": "ok",
+                    "baseline": n == 0,
+                    "metrics": {"output_tok_s": value},
                 },
             )
         )
@@ -406,7 +393,11 @@ def test_html_report_renders_the_gain_interval_when_known(
     from autotune import report_html
 
     real = report_html.summary
-    monkeypatch.setattr(report_html, "summary", lambda s: {**real(s), "gain_ci": [12.5, 37.5]})
+    # The shape the study's verdict gives a summary: gain with its 95% interval in percent.
+    gain = {"pct": 25.0, "ci95_pct": [12.5, 37.5]}
+    monkeypatch.setattr(
+        report_html, "summary", lambda s: real(s).model_copy(update={"gain": gain})
+    )
     page = report_html.write_html(study, tmp_path, []).read_text()
     assert "+12.5% to +37.5%" in page
 
@@ -456,10 +447,10 @@ def test_ablation_does_not_claim_a_measurement_that_changed_more(tmp_path: Path)
                 params=c,
                 distributions={k: dist for k in c},
                 user_attrs={
-                    attrs.CONFIG: c,
-                    attrs.OUTCOME: "ok",
-                    attrs.BASELINE: n == 0,
-                    attrs.METRICS: {"output_tok_s": v},
+                    "config": c,
+                    "outcome": "ok",
+                    "baseline": n == 0,
+                    "metrics": {"output_tok_s": v},
                 },
             )
         )

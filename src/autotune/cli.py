@@ -177,9 +177,9 @@ def start(
         )
         import optuna
 
-        from autotune.study.driver import open_storage
+        from autotune.study.storage import open_storage, storage_url
 
-        url = storage or f"sqlite:///{(study_dir / 'study.db').resolve()}"
+        url = storage_url(storage, study_dir)
         done = optuna.load_study(study_name=name, storage=open_storage(url))
         _final_report(done, name, study_root, storage, mlflow_uri, no_mlflow)
         return
@@ -243,20 +243,19 @@ def _budget_reached(name: str, study_dir: Path, storage: str | None, target: int
         return False
     import optuna
 
-    from autotune.study import attrs
-    from autotune.study.driver import LAUNCHED, open_storage
+    from autotune.study.ledger import Ledger
+    from autotune.study.storage import open_storage, storage_url
 
-    url = storage or f"sqlite:///{(study_dir / 'study.db').resolve()}"
     try:
-        study = optuna.load_study(study_name=name, storage=open_storage(url))
+        study = optuna.load_study(
+            study_name=name, storage=open_storage(storage_url(storage, study_dir))
+        )
     except KeyError:
         return False
-    trials = study.get_trials(deepcopy=False)
-    pending = (optuna.trial.TrialState.RUNNING, optuna.trial.TrialState.WAITING)
-    if any(t.state in pending for t in trials):
+    trials = Ledger(study).trials()
+    if any(t.state in ("RUNNING", "WAITING") for t in trials):
         return False  # an interrupted trial to recover, or a queued one: the driver's work
-    launched = sum(1 for t in trials if t.user_attrs.get(attrs.OUTCOME) in LAUNCHED)
-    return launched >= target
+    return sum(1 for t in trials if t.launched) >= target
 
 
 def _quiet_optuna() -> None:
@@ -334,13 +333,15 @@ def _final_report(
     if best is None:
         console.print("[red]no configuration completed successfully[/]")
         return
-    line = f"[bold green]best[/] trial #{best.number}: {s.get('metric')} = {best.value:,.2f}"
-    if s.get("baseline_value") is not None and s.get("gain_pct") is not None:
-        line += f"  vs baseline {s['baseline_value']:,.2f}  ({s['gain_pct']:+.1f}%)"
-    if s.get("simulated"):
+    from autotune import fmt
+
+    line = f"[bold green]best[/] trial #{best.number}: {s.metric} = {fmt.metric(best.value)}"
+    if s.baseline_value is not None and s.gain_pct is not None:
+        line += f"  vs baseline {fmt.metric(s.baseline_value)}  ({s.gain_pct:+.1f}%)"
+    if s.simulated:
         line += "  [bold magenta](simulated)[/]"
     console.print(line)
-    console.print(f"  config: {best.config}")
+    console.print(f"  config: {fmt.config_text(best.config) or '(defaults)'}", markup=False)
     flags = f" --study {name}" + (f" --study-root {root}" if root != Path("studies") else "")
     flags += f" --storage {storage}" if storage else ""
     console.print(f"  export: autotune export{flags} --format sh")
@@ -413,11 +414,11 @@ def status(
         _show_trial(s, trial, as_json)
         return
     if as_json:
-        rows = [r.to_json() if hasattr(r, "to_json") else r.__dict__ for r in report.rows(s)]
+        rows = [r.to_json() for r in report.rows(s)]
         best = report.best(s)
         out = {
             "study": s.study_name,
-            "summary": report.summary(s),
+            "summary": report.summary(s).model_dump(mode="json"),
             "best": best.number if best else None,
             "trials": rows,
         }
@@ -437,12 +438,9 @@ def _show_trial(s: Any, number: int, as_json: bool) -> None:
     if not found:
         raise StudyError(f"study {s.study_name!r} has no trial {number} (0..{len(s.trials) - 1})")
     r = found[0]
-    trial = next(t for t in s.get_trials(deepcopy=False) if t.number == number)
-    argv = trial.user_attrs.get("argv") or []
-    env = trial.user_attrs.get("env") or {}
+    argv, env = r.argv, r.env
     if as_json:
-        out = {**r.__dict__, "argv": argv, "env": env}
-        sys.stdout.write(json.dumps(out, indent=2, default=str) + "\n")
+        sys.stdout.write(json.dumps(r.to_json(), indent=2, default=str) + "\n")
         return
     from autotune import fmt
 

@@ -22,12 +22,13 @@ from typing import Any, Literal, get_args
 import optuna
 import yaml
 
-from autotune import report
 from autotune.errors import ConfigError, StudyError
 from autotune.fmt import clean_config, config_text
 from autotune.fmt import metric as fmt_metric
+from autotune.models import Outcome
+from autotune.records import TrialRecord, gain_pct
 from autotune.redact import MASK, redact_argv, redact_env
-from autotune.study import attrs
+from autotune.study.ledger import Ledger
 
 Format = Literal["sh", "env", "json", "yaml", "docker", "k8s"]
 FORMATS: tuple[str, ...] = get_args(Format)
@@ -49,19 +50,18 @@ def _fill(text: str, host: str, port: int) -> str:
     return text.replace("{host}", host).replace("{port}", str(port))
 
 
-def _ranked(study: optuna.Study, top: int) -> list[report.TrialRow]:
+def _ranked(ledger: Ledger, trials: list[TrialRecord], top: int) -> list[TrialRecord]:
     """The ``top`` best ``ok`` trials, best first (ties: the earlier trial)."""
-    metric, direction = report.objective(study)
-    ok = [r for r in report.rows(study) if r.outcome == "ok" and r.value is not None]
+    direction = ledger.study_record().direction
+    ok = [r for r in trials if r.outcome == Outcome.OK and r.value is not None]
     sign = -1.0 if direction == "maximize" else 1.0
     ok.sort(key=lambda r: (sign * (r.value or 0.0), r.number))
     return ok[:top]
 
 
-def _gpu(trial: optuna.trial.FrozenTrial, study: optuna.Study, simulated: bool) -> str:
-    recorded = trial.user_attrs.get(attrs.GPU) or study.user_attrs.get(attrs.GPU)
-    if recorded:
-        return str(recorded)
+def _gpu(record: TrialRecord, simulated: bool) -> str:
+    if record.gpu:
+        return record.gpu
     return "stand-in server (simulated)" if simulated else "not recorded"
 
 
@@ -77,30 +77,28 @@ def export_data(
     Raises:
         StudyError: the study has no successful trial yet (or fewer than ``rank``).
     """
-    ranked = _ranked(study, rank)
-    if len(ranked) < rank or not ranked:
-        s = report.summary(study)
-        if not ranked:
-            raise StudyError(
-                f"no successful trial yet in study {study.study_name!r} "
-                f"({s['trials']} trials: {s['outcomes'] or 'none'}); "
-                "run more trials or see `autotune report` for why they failed"
-            )
+    ledger = Ledger(study)
+    trials = ledger.trials()
+    ranked = _ranked(ledger, trials, rank)
+    if not ranked:
+        s = ledger.summary(trials)
+        raise StudyError(
+            f"no successful trial yet in study {study.study_name!r} "
+            f"({s.trials} trials: {s.outcomes or 'none'}); "
+            "run more trials or see `autotune report` for why they failed"
+        )
+    if len(ranked) < rank:
         raise StudyError(f"study {study.study_name!r} has only {len(ranked)} successful trial(s)")
     top = ranked[rank - 1]
-    trial = next(t for t in study.get_trials(deepcopy=False) if t.number == top.number)
-    metric, direction = report.objective(study)
-    base = report.baseline(study)
-    base_value = base.value if base is not None and base.outcome == "ok" else None
-    argv = [_fill(a, host, port) for a in redact_argv(trial.user_attrs.get(attrs.ARGV) or [])]
-    env = {
-        k: _fill(v, host, port)
-        for k, v in redact_env(trial.user_attrs.get(attrs.ENV) or {}).items()
-    }
-    space = study.user_attrs.get(attrs.SPACE) or {}
-    engine = space.get("engine", {}) if isinstance(space, dict) else {}
-    simulated = report.is_simulated(study) or top.simulated
-    engine_version = trial.user_attrs.get(attrs.ENGINE_VERSION) or engine.get("version")
+    stored = ledger.study_record()
+    metric, direction = stored.metric, stored.direction
+    base = ledger.baseline(trials)
+    base_value = base.value if base is not None and base.outcome == Outcome.OK else None
+    argv = [_fill(a, host, port) for a in redact_argv(top.argv)]
+    env = {k: _fill(v, host, port) for k, v in redact_env(top.env).items()}
+    engine = stored.space.get("engine") or {}
+    engine = engine if isinstance(engine, dict) else {}
+    simulated = stored.simulated or top.simulated
     return {
         "study": study.study_name,
         "rank": rank,
@@ -110,16 +108,16 @@ def export_data(
         "value": top.value,
         "baseline_trial": base.number if base is not None else None,
         "baseline_value": base_value,
-        "gain_pct": report.gain_pct(top.value, base_value, direction),
+        "gain_pct": gain_pct(top.value, base_value, direction),
         "config": clean_config(top.config),
         "env": env,
         "argv": argv,
         "command": shlex.join(argv),
         "simulated": simulated,
-        "engine": study.user_attrs.get(attrs.ENGINE) or engine.get("name"),
+        "engine": stored.engine or engine.get("name"),
         "gpus": int(engine.get("gpus") or 0),
-        "gpu": _gpu(trial, study, simulated),
-        "versions": {"autotune": _version(), "engine": engine_version},
+        "gpu": _gpu(top, simulated),
+        "versions": {"autotune": _version(), "engine": top.engine_version or engine.get("version")},
         "exported_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
 
@@ -161,7 +159,8 @@ def export(
     in_container = fmt in ("docker", "k8s")
     where = host or ("0.0.0.0" if in_container else DEFAULT_HOST)
     first = export_data(study, host=where, port=port)
-    n = min(top, len(_ranked(study, top)))
+    ledger = Ledger(study)
+    n = min(top, len(_ranked(ledger, ledger.trials(), top)))
     ranked = [first] + [export_data(study, host=where, port=port, rank=r) for r in range(2, n + 1)]
     if fmt == "json":
         return json.dumps(ranked if top > 1 else first, indent=2) + "\n"

@@ -20,7 +20,9 @@ from typing import Any
 
 import optuna
 
-from autotune.report import TrialRow, gain_pct, objective, rows
+from autotune.records import TrialRecord as TrialRow
+from autotune.records import gain_pct
+from autotune.report import objective, rows
 
 # Below this many ok trials, importances are shown with a warning not to trust them.
 MIN_TRUSTED_TRIALS = 20

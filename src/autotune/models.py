@@ -25,6 +25,8 @@ class Outcome(StrEnum):
     SLO_VIOLATED = "slo_violated"
     PRUNED = "pruned"
     INFRA = "infra"
+    # Set by the driver, not a node: the trial's driver died while it ran (queued again).
+    INTERRUPTED = "interrupted"
 
 
 class Cause(StrEnum):
@@ -45,8 +47,10 @@ class Cause(StrEnum):
     BENCHMARK_ERRORS = "benchmark_errors"
     GPU_NOT_CLEAN = "gpu_not_clean"
     NODE_LOST = "node_lost"
+    # Proposals the driver did not launch (records.SkipKind says which, with the reason).
     DEAD_END = "dead_end"
     CONSTRAINT = "constraint"
+    PREDICTED_CRASH = "predicted_crash"
     UNKNOWN = "unknown"
 
 

@@ -1,20 +1,19 @@
-"""What a study found, read from Optuna storage: rows, best, baseline, summary, tables, plots.
+"""What a study found, read through the study's ledger: rows, best, baseline, summary, plots.
 
-Optuna's own state is not enough to tell results apart (a crashed trial is told COMPLETE
-with a penalty so that the sampler learns), so every reader here goes by the trial's
-``outcome`` user attribute (see ``study/attrs.py``) and only ``ok`` trials count as results.
+Optuna's own state is not enough to tell results apart (a crashed trial is told PRUNED with
+a violated constraint so that the sampler learns), so every reader here goes by the trial's
+outcome as the ledger (``study/ledger.py``) records it, and only ``ok`` trials count as
+results.
 """
 
 from __future__ import annotations
 
-import math
-from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import optuna
-from optuna.trial import FrozenTrial, TrialState
+from optuna.trial import TrialState
 from rich.console import Group, RenderableType
 from rich.padding import Padding
 from rich.table import Table
@@ -22,184 +21,75 @@ from rich.text import Text
 
 from autotune import fmt
 from autotune.models import Outcome
-from autotune.study import attrs
+from autotune.records import StudySummary, TrialRecord, gain_pct
+from autotune.study.ledger import Ledger, decode_trial
 
 SIMULATED_LABEL = "(simulated)"
 
+__all__ = [
+    "SIMULATED_LABEL",
+    "TrialRow",
+    "baseline",
+    "best",
+    "FailureGroup",
+    "failure_groups",
+    "failure_table",
+    "gain_pct",
+    "headline",
+    "importances",
+    "is_simulated",
+    "objective",
+    "ok_study",
+    "plots",
+    "rows",
+    "status_data",
+    "status_table",
+    "summary",
+]
 
-@dataclass(frozen=True)
-class TrialRow:
-    """One trial as people see it.
-
-    ``value`` is the objective metric the trial measured (``ok`` and ``slo_violated`` only),
-    never the penalty a crashed trial was told.
-    """
-
-    number: int
-    state: str  # Optuna state name: COMPLETE, PRUNED, FAIL, RUNNING, WAITING
-    outcome: str | None  # models.Outcome value; None while running or for a bug (FAIL)
-    value: float | None
-    cause: str | None = None
-    phase: str | None = None
-    hint: str = ""
-    message: str = ""
-    config: dict[str, Any] = field(default_factory=dict)
-    metrics: dict[str, float] = field(default_factory=dict)
-    baseline: bool = False
-    simulated: bool = False
-    duration_s: float | None = None
-    skipped: str | None = None
-    node: str = ""
-    log_path: str | None = None
-
-    @property
-    def label(self) -> str:
-        """Outcome for tables: ``ok``, ``crashed``, ``running``, ``error`` (driver bug)."""
-        if self.outcome:
-            return self.outcome
-        return {"RUNNING": "running", "WAITING": "waiting", "FAIL": "error"}.get(
-            self.state, self.state.lower()
-        )
+# One trial as people see it: the ledger's record (the name earlier versions used).
+TrialRow = TrialRecord
 
 
 def objective(study: optuna.Study) -> tuple[str, str]:
-    """The study's objective ``(metric, direction)``; from the driver's attribute if present."""
-    obj = study.user_attrs.get(attrs.OBJECTIVE) or {}
-    metric = str(obj.get("metric") or "value")
-    direction = obj.get("direction")
-    if direction not in ("maximize", "minimize"):
-        direction = "minimize" if study.directions[0].name == "MINIMIZE" else "maximize"
-    return metric, str(direction)
+    """The study's objective ``(metric, direction)``."""
+    record = Ledger(study).study_record()
+    return record.metric, record.direction
 
 
 def is_simulated(study: optuna.Study) -> bool:
     """Whether the study ran against the stand-in server."""
-    return bool(study.user_attrs.get(attrs.STUDY_SIMULATED, False))
+    return Ledger(study).study_record().simulated
 
 
-def _finite(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
-def _duration(trial: FrozenTrial) -> float | None:
-    timings = trial.user_attrs.get(attrs.TIMINGS) or {}
-    total = _finite(timings.get("total_s")) if isinstance(timings, dict) else None
-    if total:
-        return total
-    if trial.duration is not None:
-        return trial.duration.total_seconds()
-    return None
-
-
-def row(trial: FrozenTrial, metric: str, *, study_simulated: bool = False) -> TrialRow:
-    """One ``FrozenTrial`` as a ``TrialRow`` (``metric``: the objective's name)."""
-    ua = trial.user_attrs
-    outcome = ua.get(attrs.OUTCOME)
-    if outcome is None and trial.state == TrialState.PRUNED:
-        outcome = Outcome.PRUNED.value
-    raw = ua.get(attrs.METRICS) or {}
-    metrics = {k: float(v) for k, v in raw.items() if _finite(v) is not None}
-    value: float | None = None
-    if outcome in (Outcome.OK, Outcome.SLO_VIOLATED):
-        value = metrics.get(metric)
-        if value is None and trial.values is not None and len(trial.values) == 1:
-            value = _finite(trial.values[0])
-    return TrialRow(
-        number=trial.number,
-        state=trial.state.name,
-        outcome=str(outcome) if outcome is not None else None,
-        value=value,
-        cause=ua.get(attrs.CAUSE),
-        phase=ua.get(attrs.PHASE),
-        hint=str(ua.get(attrs.HINT) or ""),
-        message=str(ua.get(attrs.MESSAGE) or ""),
-        config=dict(ua.get(attrs.CONFIG) or trial.params),
-        metrics=metrics,
-        baseline=bool(ua.get(attrs.BASELINE, False)),
-        simulated=bool(ua.get(attrs.SIMULATED, study_simulated)),
-        duration_s=_duration(trial),
-        skipped=ua.get(attrs.SKIPPED),
-        node=str(ua.get(attrs.NODE) or ""),
-        log_path=ua.get(attrs.LOG_PATH),
-    )
-
-
-def rows(study: optuna.Study) -> list[TrialRow]:
+def rows(study: optuna.Study) -> list[TrialRecord]:
     """Every trial of the study, in trial-number order."""
-    metric, _ = objective(study)
-    sim = is_simulated(study)
-    trials = study.get_trials(deepcopy=False)
-    return [row(t, metric, study_simulated=sim) for t in sorted(trials, key=lambda t: t.number)]
+    return Ledger(study).trials()
 
 
-def _best_of(all_rows: list[TrialRow], direction: str) -> TrialRow | None:
-    ok = [r for r in all_rows if r.outcome == Outcome.OK and r.value is not None]
-    if not ok:
-        return None
-    sign = -1.0 if direction == "maximize" else 1.0
-    # Ties go to the earlier trial: it was found first and has been seen to work longest.
-    return min(ok, key=lambda r: (sign * (r.value or 0.0), r.number))
-
-
-def best(study: optuna.Study) -> TrialRow | None:
+def best(study: optuna.Study) -> TrialRecord | None:
     """The best ``ok`` trial by the objective (ties: lower number), or None."""
-    return _best_of(rows(study), objective(study)[1])
+    return Ledger(study).best()
 
 
-def _baseline_of(all_rows: list[TrialRow]) -> TrialRow | None:
-    marked = [r for r in all_rows if r.baseline]
-    if not marked:
-        return None
-    ok = [r for r in marked if r.outcome == Outcome.OK]
-    return (ok or marked)[0]
-
-
-def baseline(study: optuna.Study) -> TrialRow | None:
+def baseline(study: optuna.Study) -> TrialRecord | None:
     """The baseline trial (the first ``ok`` one if it was run more than once), or None."""
-    return _baseline_of(rows(study))
+    return Ledger(study).baseline()
 
 
-def gain_pct(best_value: float | None, base_value: float | None, direction: str) -> float | None:
-    """Improvement of ``best_value`` over ``base_value`` in percent; positive is better."""
-    if best_value is None or base_value is None or base_value == 0:
-        return None
-    change = (best_value - base_value) / abs(base_value) * 100.0
-    return change if direction == "maximize" else -change
-
-
-def summary(study: optuna.Study) -> dict[str, Any]:
-    """Counts and headline numbers of a study (also what ``Tracker.finish`` receives).
-
-    Keys: study, metric, direction, trials, outcomes {outcome: n}, causes {cause: n},
-    best_trial, best_value, best_config, baseline_trial, baseline_value, gain_pct, simulated.
-    """
-    metric, direction = objective(study)
-    all_rows = rows(study)
-    top = _best_of(all_rows, direction)
-    base = _baseline_of(all_rows)
-    base_value = base.value if base is not None and base.outcome == Outcome.OK else None
-    return {
-        "study": study.study_name,
-        "metric": metric,
-        "direction": direction,
-        "trials": len(all_rows),
-        "outcomes": dict(Counter(r.label for r in all_rows)),
-        "causes": dict(Counter(r.cause for r in all_rows if r.cause)),
-        "best_trial": top.number if top else None,
-        "best_value": top.value if top else None,
-        "best_config": dict(top.config) if top else None,
-        "baseline_trial": base.number if base else None,
-        "baseline_value": base_value,
-        "gain_pct": gain_pct(top.value if top else None, base_value, direction),
-        "simulated": is_simulated(study),
-    }
+def summary(study: optuna.Study) -> StudySummary:
+    """Counts and headline numbers of a study (also what ``Tracker.finish`` receives)."""
+    return Ledger(study).summary()
 
 
 def status_data(study: optuna.Study) -> dict[str, Any]:
-    """``{"summary": ..., "trials": [row as a dict, ...]}``, JSON-safe (``status --json``)."""
-    return {"summary": summary(study), "trials": [asdict(r) for r in rows(study)]}
+    """``{"summary": ..., "trials": [record as a dict, ...]}``, JSON-safe (``status --json``)."""
+    ledger = Ledger(study)
+    trials = ledger.trials()
+    return {
+        "summary": ledger.summary(trials).model_dump(mode="json"),
+        "trials": [r.to_json() for r in trials],
+    }
 
 
 def _fmt(value: float | None) -> str:
@@ -209,17 +99,17 @@ def _fmt(value: float | None) -> str:
 def headline(study: optuna.Study) -> str:
     """One line: best value vs baseline, trial counts, and the simulated warning."""
     s = summary(study)
-    counts = ", ".join(f"{n} {k}" for k, n in sorted(s["outcomes"].items(), key=lambda kv: -kv[1]))
-    if s["best_trial"] is None:
-        text = f"{s['study']}: no successful trial yet"
+    counts = ", ".join(f"{n} {k}" for k, n in sorted(s.outcomes.items(), key=lambda kv: -kv[1]))
+    if s.best_trial is None:
+        text = f"{s.study}: no successful trial yet"
     else:
-        text = f"{s['study']}: best {s['metric']} {_fmt(s['best_value'])} (trial {s['best_trial']})"
-        if s["baseline_value"] is not None:
-            text += f" vs baseline {_fmt(s['baseline_value'])}"
-            if s["gain_pct"] is not None:
-                text += f" ({s['gain_pct']:+.1f}%)"
-    text += f"; {s['trials']} trials" + (f": {counts}" if counts else "")
-    if s["simulated"]:
+        text = f"{s.study}: best {s.metric} {_fmt(s.best_value)} (trial {s.best_trial})"
+        if s.baseline_value is not None:
+            text += f" vs baseline {_fmt(s.baseline_value)}"
+            if s.gain_pct is not None:
+                text += f" ({s.gain_pct:+.1f}%)"
+    text += f"; {s.trials} trials" + (f": {counts}" if counts else "")
+    if s.simulated:
         text += " [SIMULATED: stand-in server, not real hardware]"
     return text
 
@@ -237,7 +127,7 @@ _OUTCOME_STYLE = {
 
 
 def _config_text(config: dict[str, Any]) -> str:
-    # Whole, folded at spaces by the table: a configuration is never cut off.
+    # Whole, wrapped at spaces: a configuration is never cut off.
     return fmt.config_text(config)
 
 
@@ -252,8 +142,9 @@ def status_table(study: optuna.Study, width: int | None = None) -> RenderableTyp
     ``NARROW`` columns each goes on its own indented line under its trial.
     """
     metric, direction = objective(study)
-    all_rows = rows(study)
-    top = _best_of(all_rows, direction)
+    ledger = Ledger(study)
+    all_rows = ledger.trials()
+    top = ledger.best(all_rows)
     title = f"{study.study_name}: {metric} ({direction})"
     if is_simulated(study):
         title += f" {SIMULATED_LABEL.upper()}"
@@ -271,8 +162,8 @@ def status_table(study: optuna.Study, width: int | None = None) -> RenderableTyp
         mark += " (baseline)" if r.baseline else ""
         number = Text(f"{r.number}{mark}", style="bold" if mark.startswith("*") else "")
         outcome = Text(r.label, style=_OUTCOME_STYLE.get(r.label, ""))
-        # A skip's reason is long: "skipped" here, the reason in `status --trial N`.
-        cause = r.cause or ("skipped" if r.skipped else "")
+        # A skip's reason is long: its kind here, the reason in `status --trial N`.
+        cause = r.cause or (r.skip.kind.value if r.skip is not None else "")
         duration = fmt.seconds(r.duration_s)
         config = Text(_config_text(r.config))
         table.add_row(number, outcome, _fmt(r.value), cause, duration, config)
@@ -280,7 +171,7 @@ def status_table(study: optuna.Study, width: int | None = None) -> RenderableTyp
 
 
 def _narrow(
-    all_rows: list[TrialRow], top: TrialRow | None, title: str, metric: str
+    all_rows: list[TrialRecord], top: TrialRecord | None, title: str, metric: str
 ) -> RenderableType:
     """One block per trial: a short line, then its whole configuration, indented."""
     lines: list[RenderableType] = [Text(title, style="bold")]
@@ -292,7 +183,7 @@ def _narrow(
         base = " base" if r.baseline else ""
         head = Text(f"{r.number:>4}{mark}{base:<5} ")
         head.append(f"{r.label:<12}", style=_OUTCOME_STYLE.get(r.label, ""))
-        cause = r.cause or ("skipped" if r.skipped else "")
+        cause = r.cause or (r.skip.kind.value if r.skip is not None else "")
         head.append(f" {_fmt(r.value):>14} {fmt.seconds(r.duration_s):>6}  {cause}")
         lines.append(head)
         if r.config:
@@ -316,7 +207,7 @@ def failure_groups(study: optuna.Study) -> list[FailureGroup]:
 
     Skipped proposals (dead ends, constraints) are not failures: nothing was launched.
     """
-    groups: dict[tuple[str, str], list[TrialRow]] = {}
+    groups: dict[tuple[str, str], list[TrialRecord]] = {}
     for r in rows(study):
         if r.cause and not r.skipped:
             groups.setdefault((r.cause, r.phase or "-"), []).append(r)
@@ -371,7 +262,7 @@ def ok_study(study: optuna.Study) -> optuna.Study:
     finally:
         optuna.logging.set_verbosity(verbosity)
     for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-        r = row(trial, metric, study_simulated=sim)
+        r = decode_trial(trial, metric, study_simulated=sim)
         if r.outcome != Outcome.OK or r.value is None:
             continue
         copy.add_trial(

@@ -60,18 +60,37 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:+.1f}%"
 
 
-def _headline(study: optuna.Study, s: dict[str, Any]) -> str:
-    metric = s["metric"]
-    if s["best_trial"] is None:
+def gain_interval(s: Any) -> tuple[float, float] | None:
+    """The 95% interval of the gain in percent, when the study's summary carries one.
+
+    Read loosely (``gain.ci95_pct`` or ``gain_ci``): repeated measurements of the best and
+    the baseline, which give the interval, are added to summaries by the study's verdict.
+    """
+    gain = getattr(s, "gain", None)
+    ci = getattr(gain, "ci95_pct", None)
+    if ci is None and isinstance(gain, dict):
+        ci = gain.get("ci95_pct")
+    if ci is None:
+        ci = getattr(s, "gain_ci", None)
+    if isinstance(ci, list | tuple) and len(ci) == 2 and all(
+        isinstance(x, int | float) for x in ci
+    ):
+        return float(ci[0]), float(ci[1])
+    return None
+
+
+def _headline(study: optuna.Study, s: Any) -> str:
+    metric = s.metric
+    if s.best_trial is None:
         return '<p class="headline bad">No configuration completed successfully yet.</p>'
-    text = f"Best {_e(metric)} <b>{_e(fmt.metric(s['best_value']))}</b> (trial #{s['best_trial']})"
-    if s["baseline_value"] is not None:
-        text += f" vs baseline <b>{_e(fmt.metric(s['baseline_value']))}</b>"
-        if s["gain_pct"] is not None:
-            cls = "good" if s["gain_pct"] >= 0 else "bad"
-            text += f' <span class="{cls}">({s["gain_pct"]:+.1f}%)</span>'
-    ci = s.get("gain_ci")
-    if isinstance(ci, list | tuple) and len(ci) == 2 and None not in ci:
+    text = f"Best {_e(metric)} <b>{_e(fmt.metric(s.best_value))}</b> (trial #{s.best_trial})"
+    if s.baseline_value is not None:
+        text += f" vs baseline <b>{_e(fmt.metric(s.baseline_value))}</b>"
+        if s.gain_pct is not None:
+            cls = "good" if s.gain_pct >= 0 else "bad"
+            text += f' <span class="{cls}">({s.gain_pct:+.1f}%)</span>'
+    ci = gain_interval(s)
+    if ci is not None:
         text += f" · 95% confidence interval of the gain: {ci[0]:+.1f}% to {ci[1]:+.1f}%"
     else:
         text += (
@@ -188,7 +207,7 @@ def _ablation(study: optuna.Study, metric: str) -> str:
 def write_html(study: optuna.Study, out: Path, pngs: list[Path]) -> Path:
     """Write ``report.html`` into ``out`` with ``pngs`` embedded; returns its path."""
     s = summary(study)
-    metric = str(s["metric"])
+    metric = str(s.metric)
     by_name = {p.name: p for p in pngs}
     title = f"autotune report: {study.study_name}"
     parts = [
@@ -196,8 +215,8 @@ def write_html(study: optuna.Study, out: Path, pngs: list[Path]) -> Path:
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{_e(title)}</h1>",
-        f'<p class="muted">{_e(s["direction"])} {_e(metric)} · {s["trials"]} trials · '
-        + _e(", ".join(f"{n} {k}" for k, n in sorted(s["outcomes"].items())))
+        f'<p class="muted">{_e(s.direction)} {_e(metric)} · {s.trials} trials · '
+        + _e(", ".join(f"{n} {k}" for k, n in sorted(s.outcomes.items())))
         + f" · written {datetime.now(UTC).isoformat(timespec='seconds')}</p>",
     ]
     if is_simulated(study):

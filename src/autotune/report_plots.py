@@ -131,18 +131,18 @@ def _importances(study: optuna.Study) -> Any:
 def _outcomes(study: optuna.Study) -> Any:
     """Outcome counts; a failure-cause panel only when something failed."""
     counts = summary(study)
-    if not counts["trials"]:
+    if not counts.trials:
         return None
     plt = _plt()
     from matplotlib.ticker import MaxNLocator
 
-    causes = sorted(counts["causes"].items(), key=lambda kv: -kv[1])
+    causes = sorted(counts.causes.items(), key=lambda kv: -kv[1])
     if causes:
         fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     else:
         fig, left = plt.subplots(figsize=(6, 4))
         right = None
-    outcomes = sorted(counts["outcomes"].items(), key=lambda kv: -kv[1])
+    outcomes = sorted(counts.outcomes.items(), key=lambda kv: -kv[1])
     left.bar(
         [k for k, _ in outcomes],
         [n for _, n in outcomes],
@@ -154,6 +154,6 @@ def _outcomes(study: optuna.Study) -> Any:
         right.barh([k for k, _ in causes][::-1], [n for _, n in causes][::-1], color="tab:red")
         right.set_title("failure and skip causes")
         right.xaxis.set_major_locator(MaxNLocator(integer=True))
-    fig.suptitle(f"{study.study_name}: {counts['trials']} trials{_suffix(study)}")
+    fig.suptitle(f"{study.study_name}: {counts.trials} trials{_suffix(study)}")
     fig.tight_layout()
     return fig

@@ -22,8 +22,8 @@ from rich.progress import (
 
 from autotune.fmt import config_text, metric, seconds
 from autotune.models import Outcome
-from autotune.report import gain_pct
-from autotune.study.driver import Event
+from autotune.records import gain_pct
+from autotune.study.events import Event, EventKind
 
 _STYLE = {
     Outcome.OK: "green",
@@ -101,7 +101,7 @@ class ProgressView:
 
     def _remember(self, event: Event) -> None:
         """Keep what only some events carry: a launch event has no best value."""
-        if event.kind in ("start", "result", "stop"):
+        if event.kind in (EventKind.START, EventKind.RESULT, EventKind.STOP):
             self.best, self.baseline = event.best, event.baseline
             self.launched, self.target = event.launched, event.target
         self.parallel = max(self.parallel, len(self.running))
@@ -127,29 +127,30 @@ class ProgressView:
     def __call__(self, event: Event) -> None:
         log = self.progress.console.print
         self._remember(event)
-        if event.kind == "start":
+        if event.kind is EventKind.START:
             self.progress.update(
                 self.task, total=event.target, completed=event.launched, status=self._status()
             )
             if event.message:
                 log(f"[yellow]resume:[/] {event.message}")
-        elif event.kind == "launch" and event.number is not None:
+        elif event.kind is EventKind.LAUNCH and event.number is not None:
             self.running[event.number] = "launching"
             self.parallel = max(self.parallel, len(self.running))
             log(f"[cyan]launch[/] #{event.number}  {escape(_config(event.config))}")
             self.progress.update(self.task, status=self._status())
-        elif event.kind == "phase" and event.number is not None:
+        elif event.kind is EventKind.PHASE and event.number is not None:
             if event.number in self.running:
                 self.running[event.number] = _PHASE_WORDS.get(event.message, event.message)
                 self.progress.update(self.task, status=self._status())
-        elif event.kind == "skip":
-            log(f"[dim]skip   #{event.number}  {escape(event.message)}[/]")
-        elif event.kind == "retry":
+        elif event.kind is EventKind.SKIP:
+            kind = f"{event.skip.kind.value}: " if event.skip is not None else ""
+            log(f"[dim]skip   #{event.number}  {escape(kind + event.message)}[/]")
+        elif event.kind is EventKind.RETRY:
             log(
                 f"[magenta]retry  #{event.number}[/]  infrastructure failure: "
                 + escape(event.message)
             )
-        elif event.kind == "result" and event.number is not None:
+        elif event.kind is EventKind.RESULT and event.number is not None:
             self.running.pop(event.number, None)
             r = event.result
             if (
@@ -173,6 +174,6 @@ class ProgressView:
             self.progress.update(
                 self.task, completed=event.launched, total=event.target, status=self._status()
             )
-        elif event.kind == "stop":
+        elif event.kind is EventKind.STOP:
             self.progress.update(self.task, completed=event.launched, status=self._status())
             log(f"[bold]stopped:[/] {escape(event.message)}")

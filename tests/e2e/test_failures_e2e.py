@@ -103,7 +103,7 @@ def test_dead_ends_are_never_launched_again_and_survive_resume(tmp_path: Path) -
     for t in trials:
         if "skipped" in t.user_attrs:  # told to Optuna as infeasible, so TPE learns from it
             assert t.state == optuna.trial.TrialState.PRUNED
-            assert t.user_attrs["cause"] == "dead_end"
+            assert t.user_attrs["cause"] == t.user_attrs["skip_kind"] == "dead_end"
             assert t.system_attrs.get("constraints:skip", 0) > 0
     # No server was started for a skipped trial.
     logs = sorted(p.name for p in (study_dir / "logs").glob("trial-*.log"))

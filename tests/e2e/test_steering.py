@@ -15,7 +15,9 @@ import optuna
 import pytest
 from bench.steering import crash_share, launched_outcomes, make_driver, toy_space
 
-from autotune.study.steering import PREFIX, SteeringOptions
+from autotune.records import SkipKind
+from autotune.study.ledger import Ledger
+from autotune.study.steering import SteeringOptions
 
 pytestmark = pytest.mark.slow
 
@@ -52,11 +54,14 @@ def test_crashes_steer_the_study_away_from_the_crashing_region(tmp_path: Path) -
 
     # Rejected proposals are recorded, never launched, and told to Optuna as infeasible.
     trials = steered_study.get_trials(deepcopy=False)
-    predicted = [t for t in trials if t.user_attrs.get("skipped", "").startswith(PREFIX)]
+    kinds = {r.number: r.skip.kind for r in Ledger(steered_study).trials() if r.skip}
+    predicted = [t for t in trials if kinds.get(t.number) is SkipKind.PREDICTED_CRASH]
     assert predicted, "the risk model never rejected a proposal"
     for t in predicted:
         assert t.state == optuna.trial.TrialState.PRUNED
         assert t.user_attrs["outcome"] == "pruned"
+        # Stored as its own kind, never as a dead end (which would claim a crash happened).
+        assert t.user_attrs["cause"] == "predicted_crash"
         assert "p=" in t.user_attrs["skipped"]
         assert t.system_attrs.get("constraints:skip", 0) > 0
         assert "log_path" not in t.user_attrs

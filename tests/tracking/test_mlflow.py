@@ -14,17 +14,22 @@ from mlflow.tracking import MlflowClient
 
 from autotune.errors import TrackingError
 from autotune.models import Cleanup, Failure, Metrics, Outcome, Stats, Timings, TrialResult
+from autotune.records import StudyInfo, StudySummary, TrialLog
 from autotune.tracking import NullTracker, make_tracker
 from autotune.tracking.mlflow import MlflowTracker, resolve_uri
 
 SECRET = "hf_" + "Qw3" * 12
 
-INFO: dict[str, Any] = {
-    "engine": "sglang",
-    "model": "moonshotai/Kimi-K2.5",
-    "objective": {"metric": "output_tok_s", "direction": "maximize"},
-    "simulated": True,
-}
+INFO = StudyInfo(study="demo", engine="sglang", model="moonshotai/Kimi-K2.5",
+                 metric="output_tok_s", direction="maximize", simulated=True)
+
+
+def info(study: str, **fields: Any) -> StudyInfo:
+    return INFO.model_copy(update={"study": study, **fields})
+
+
+def log(result: TrialResult, config: dict[str, Any], **fields: Any) -> TrialLog:
+    return TrialLog(study="demo", result=result, config=config, **fields)
 
 
 def ok_result(number: int, log_path: Path | None = None, *, attempt: int = 0) -> TrialResult:
@@ -69,16 +74,18 @@ def _study_roundtrip(uri: str, tmp_path: Path, server_log: Path, study: str) -> 
     space.write_text("engine: {name: sglang}\n")
     tracker = MlflowTracker(uri, cwd=tmp_path)
     storage = "postgresql://optuna:pw-123@db:5432/optuna"
-    tracker.start_study(study, {**INFO, "space_file": str(space), "storage": storage})
-    tracker.log_trial(
+    run_id = tracker.start_study(info(study, space_file=str(space), storage=storage))
+    assert run_id == tracker.parent_run_id
+    tracker.log_trial(log(
         ok_result(0, server_log), {"chunked_prefill_size": 8192, "attention_backend": "fa3"},
-        {"baseline": True, "argv": ["sglang", "--api-key", "k-123"], "env": {"HF_TOKEN": SECRET}},
-    )
-    tracker.log_trial(crashed_result(1), {"chunked_prefill_size": 16384}, {})
-    tracker.finish({"metric": "output_tok_s", "best_value": 1000.0, "baseline_value": 800.0,
-                    "gain_pct": 25.0, "trials": 2, "outcomes": {"ok": 1, "crashed": 1},
-                    "causes": {"kv_pool_oom": 1}, "best_trial": 0,
-                    "best_config": {"chunked_prefill_size": 8192}})
+        baseline=True, argv=["sglang", "--api-key", "k-123"], env={"HF_TOKEN": SECRET},
+    ))
+    tracker.log_trial(log(crashed_result(1), {"chunked_prefill_size": 16384}))
+    tracker.finish(StudySummary(
+        study=study, metric="output_tok_s", direction="maximize", best_value=1000.0,
+        baseline_value=800.0, gain_pct=25.0, trials=2, outcomes={"ok": 1, "crashed": 1},
+        causes={"kv_pool_oom": 1}, best_trial=0, best_config={"chunked_prefill_size": 8192},
+    ))
 
     client = MlflowClient(tracking_uri=tracker.uri)
     parent = client.get_run(str(tracker.parent_run_id))
@@ -113,13 +120,13 @@ def _study_roundtrip(uri: str, tmp_path: Path, server_log: Path, study: str) -> 
     assert len(crashed.data.tags["autotune.hint"]) <= 500
     assert "autotune.hint" not in ok.data.tags
 
-    log = _artifact_text(client, ok.info.run_id, "logs/trial-0.log", tmp_path / "dl")
-    assert "ready to roll" in log and "#tokens: 123456" in log
-    assert SECRET not in log and "k-123" not in log
+    text = _artifact_text(client, ok.info.run_id, "logs/trial-0.log", tmp_path / "dl")
+    assert "ready to roll" in text and "#tokens: 123456" in text
+    assert SECRET not in text and "k-123" not in text
     record = json.loads(_artifact_text(client, ok.info.run_id, "trial.json", tmp_path / "dl2"))
     assert record["result"]["number"] == 0
-    assert record["extra"]["argv"] == ["sglang", "--api-key", "***"]
-    assert record["extra"]["env"] == {"HF_TOKEN": "***"}
+    assert record["argv"] == ["sglang", "--api-key", "***"]
+    assert record["env"] == {"HF_TOKEN": "***"}
     crash_record = _artifact_text(client, crashed.info.run_id, "trial.json", tmp_path / "dl3")
     assert SECRET not in crash_record and "Not enough memory" in crash_record
 
@@ -146,19 +153,18 @@ def test_default_store_is_under_cwd(tmp_path: Path) -> None:
 def test_resume_reuses_parent_and_skips_logged_trials(store_uri: str, server_log: Path) -> None:
     uri = store_uri
     first = MlflowTracker(uri)
-    first.start_study("resumed", INFO)
-    first.log_trial(ok_result(0, server_log), {"x": 1}, {})
+    first.start_study(info("resumed"))
+    first.log_trial(log(ok_result(0, server_log), {"x": 1}))
     parent = first.parent_run_id
 
     # A new process resumes: found by tag without the id, then by the id the driver kept.
     for hint in (None, parent):
         again = MlflowTracker(uri)
-        again.start_study("resumed", {**INFO, "parent_run_id": hint})
-        assert again.parent_run_id == parent
-        again.log_trial(ok_result(0, server_log), {"x": 1}, {})  # already there
+        assert again.start_study(info("resumed", run_id=hint)) == parent
+        again.log_trial(log(ok_result(0, server_log), {"x": 1}))  # already there
         if hint is None:
-            again.log_trial(ok_result(1), {"x": 2}, {})  # new
-            again.log_trial(ok_result(1, attempt=1), {"x": 2}, {})  # an infra retry: new
+            again.log_trial(log(ok_result(1), {"x": 2}))  # new
+            again.log_trial(log(ok_result(1, attempt=1), {"x": 2}))  # an infra retry: new
     client = MlflowClient(tracking_uri=again.uri)
     names = sorted(r.info.run_name for r in _children(client, again))
     assert names == ["trial-0", "trial-1", "trial-1-attempt-1"]
@@ -166,20 +172,20 @@ def test_resume_reuses_parent_and_skips_logged_trials(store_uri: str, server_log
     assert [r.data.tags["autotune.study"] for r in studies].count("resumed") == 1
 
     other = MlflowTracker(uri)
-    other.start_study("other-study", {**INFO, "parent_run_id": parent})  # wrong id: not reused
-    assert other.parent_run_id != parent
+    # Another study's id: not reused.
+    assert other.start_study(info("other-study", run_id=parent)) != parent
 
 
 def test_interrupted_child_is_replaced(store_uri: str) -> None:
     tracker = MlflowTracker(store_uri)
-    tracker.start_study("interrupted", INFO)
+    tracker.start_study(info("interrupted"))
     # A child created but never completed (the driver died mid-log).
     tracker.client.create_run(
         str(tracker.experiment_id), run_name="trial-0",
         tags={"mlflow.parentRunId": str(tracker.parent_run_id), "autotune.trial": "0",
               "autotune.attempt": "0"},
     )
-    tracker.log_trial(ok_result(0), {"x": 1}, {})
+    tracker.log_trial(log(ok_result(0), {"x": 1}))
     runs = _children(tracker.client, tracker)
     assert len(runs) == 1 and runs[0].data.tags["autotune.logged"] == "true"
 
@@ -187,7 +193,7 @@ def test_interrupted_child_is_replaced(store_uri: str) -> None:
 def test_log_before_start_is_an_error(store_uri: str) -> None:
     tracker = MlflowTracker(store_uri)
     with pytest.raises(TrackingError, match="before start_study"):
-        tracker.log_trial(ok_result(0), {}, {})
+        tracker.log_trial(log(ok_result(0), {}))
 
 
 def test_unreachable_store_is_a_tracking_error(tmp_path: Path) -> None:
@@ -205,7 +211,7 @@ def test_server_down_is_a_tracking_error(monkeypatch: pytest.MonkeyPatch) -> Non
         port = s.getsockname()[1]
     tracker = MlflowTracker(f"http://127.0.0.1:{port}")
     with pytest.raises(TrackingError, match="starting study 'demo' failed"):
-        tracker.start_study("demo", INFO)
+        tracker.start_study(INFO)
 
 
 def test_make_tracker(store_uri: str) -> None:
@@ -217,10 +223,9 @@ def test_make_tracker(store_uri: str) -> None:
 def test_null_tracker_does_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     tracker = NullTracker()
-    tracker.start_study("demo", INFO)
-    tracker.log_trial(ok_result(0), {"x": 1}, {})
-    tracker.finish({})
-    assert tracker.parent_run_id is None
+    assert tracker.start_study(INFO) is None
+    tracker.log_trial(log(ok_result(0), {"x": 1}))
+    tracker.finish(StudySummary(study="demo", metric="output_tok_s", direction="maximize"))
     assert list(tmp_path.iterdir()) == []
 
 
@@ -236,9 +241,11 @@ def test_quiet_on_stdout(tmp_path: Path) -> None:
     """Logging a study prints nothing on stdout (no banners, no 'View run' lines)."""
     code = (
         "from autotune.tracking.mlflow import MlflowTracker\n"
+        "from autotune.records import StudyInfo, StudySummary\n"
         "t = MlflowTracker(None)\n"
-        "t.start_study('demo', {'engine': 'sglang'})\n"
-        "t.finish({'metric': 'output_tok_s', 'trials': 0})\n"
+        "t.start_study(StudyInfo(study='demo', engine='sglang', model='m', metric='x',"
+        " direction='maximize'))\n"
+        "t.finish(StudySummary(study='demo', metric='x', direction='maximize'))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                           text=True, check=True)

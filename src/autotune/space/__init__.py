@@ -1,11 +1,14 @@
 """The search space: the space file's schema, its loader, expressions, rendering, suggestion.
 
 ``load(path)`` gives a validated ``StudySpec``; ``render`` turns a configuration into launch
-arguments; ``suggest`` (imported lazily: it needs Optuna) asks an Optuna trial for one.
+arguments; the ``suggest`` submodule asks an Optuna trial for one (``suggest.suggest``), and
+``distributions`` gives the Optuna distributions of a space. Both are imported lazily: they
+need Optuna, and importing the space must not pull it in (the node side imports the space).
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from autotune.space.expr import Expr, parse
@@ -34,9 +37,11 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # Optuna is a driver-side dependency; importing the space must not pull it in.
+    # importlib, not ``from autotune.space import suggest``: that form looks the name up on
+    # this package first, which calls this function again (endless recursion).
     if name in ("suggest", "distributions"):
-        from autotune.space import suggest as module
-
-        return getattr(module, name)
+        module = importlib.import_module("autotune.space.suggest")
+        # Importing the submodule binds ``suggest`` to it on this package, so the name is the
+        # module whichever way it was reached first; only ``distributions`` is a function.
+        return module if name == "suggest" else module.distributions
     raise AttributeError(f"module 'autotune.space' has no attribute {name!r}")

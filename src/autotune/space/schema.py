@@ -316,12 +316,6 @@ class Objective(_Strict):
     """Whether larger or smaller is better."""
 
 
-class Slo(_Strict):
-    """Latency bounds: a run that misses one is ``slo_violated`` (feasible = False)."""
-
-    bounds: dict[str, float] = Field(default_factory=dict)  # e.g. {ttft_p99_ms: 2000}
-
-
 class Budget(_Strict):
     """When the study stops."""
 

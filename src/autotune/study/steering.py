@@ -26,8 +26,6 @@ from typing import Any
 
 from autotune.space.schema import Parameter, StudySpec
 
-PREFIX = "predicted crash"  # skip reasons start with this
-
 
 @dataclass(frozen=True)
 class SteeringOptions:
@@ -86,7 +84,7 @@ class CrashRisk:
         return (votes + prior) / (sum(weights) + 1.0)
 
     def check(self, config: Mapping[str, Any]) -> str | None:
-        """Why ``config`` should not be launched (a reason starting with "predicted crash"),
+        """Why ``config`` should not be launched (one line, with the predicted probability),
         or None to launch it. Call once per proposal; a None counts as a launch."""
         o = self.options
         p = self.probability(config) if o.enabled else None
@@ -98,7 +96,7 @@ class CrashRisk:
             return None
         self._streak += 1
         return (
-            f"{PREFIX} p={p:.2f} (nearest of {len(self._points)} launched configurations "
+            f"predicted crash p={p:.2f} (nearest of {len(self._points)} launched configurations "
             f"crashed; threshold {o.threshold:g})"
         )
 
@@ -130,4 +128,4 @@ def _features(p: Parameter, value: Any, active: bool) -> list[float]:
     return [min(1.0, max(0.0, (x - low) / span)) if span > 0 else 0.0, 1.0]
 
 
-__all__ = ["CrashRisk", "SteeringOptions", "PREFIX"]
+__all__ = ["CrashRisk", "SteeringOptions"]

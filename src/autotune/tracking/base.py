@@ -1,23 +1,60 @@
-"""The tracker interface: where results are recorded for people to compare."""
+"""The tracker interface: where results are recorded for people to compare.
+
+A tracker is a view of the study, never its source of truth (that is Optuna storage, see
+``study/ledger.py``): it records what the driver hands it and decides nothing.
+``tests/tracking/test_tracker_contract.py`` runs one suite against every implementation.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
-from autotune.models import TrialResult
+from autotune.records import StudyInfo, StudySummary, TrialLog
 
 
 class Tracker(Protocol):
-    """Records a study and its trials; decides nothing."""
+    """Records a study and its trials; decides nothing.
 
-    def start_study(self, study: str, info: dict[str, Any]) -> None:
-        """Open (or reopen, on resume) the parent record of a study."""
+    The contract every implementation keeps:
+
+    - ``start_study`` is called once per run of the driver, before any ``log_trial``; a
+      resumed study calls it again with ``info.run_id`` set to what the first call returned,
+      and the tracker reopens that record instead of making a second one.
+    - ``log_trial`` records one finished trial. Logging the same trial and attempt again
+      (a resume after an interrupted log) leaves it recorded once.
+    - ``finish`` closes the study's record with its summary; ``start_study`` may follow
+      (the next resume).
+    - Secrets never reach the store in clear: argv, env, storage URLs and logs are redacted.
+    - Every failure of the backend leaves as ``TrackingError``; ``log_trial`` before
+      ``start_study`` is a ``TrackingError`` too.
+    - Nothing the tracker returns changes the study, except the id ``start_study`` returns,
+      which the driver stores for the next resume.
+    """
+
+    def start_study(self, info: StudyInfo) -> str | None:
+        """Open (or reopen, on resume) the study's record.
+
+        Returns:
+            The id of the record, to pass back as ``StudyInfo.run_id`` on resume; None when
+            there is nothing to reopen.
+
+        Raises:
+            TrackingError: the backend failed.
+        """
         ...
 
-    def log_trial(self, result: TrialResult, params: dict[str, Any], extra: dict[str, Any]) -> None:
-        """Record one finished trial as a child of the study."""
+    def log_trial(self, log: TrialLog) -> None:
+        """Record one finished trial as part of the study.
+
+        Raises:
+            TrackingError: the backend failed, or ``start_study`` was not called.
+        """
         ...
 
-    def finish(self, summary: dict[str, Any]) -> None:
-        """Close the study's record with its summary (best value, counts)."""
+    def finish(self, summary: StudySummary) -> None:
+        """Close the study's record with its summary (best value, counts).
+
+        Raises:
+            TrackingError: the backend failed.
+        """
         ...

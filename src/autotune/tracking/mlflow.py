@@ -27,6 +27,7 @@ from typing import Any
 
 from autotune.errors import AutotuneError, TrackingError
 from autotune.models import Outcome, TrialResult
+from autotune.records import StudyInfo, StudySummary, TrialLog
 from autotune.redact import redact_obj, redact_text
 
 # Before mlflow is imported: no "View run at" lines on stdout, no usage telemetry.
@@ -74,7 +75,7 @@ def resolve_uri(uri: str | None, cwd: Path | None = None) -> tuple[str, str | No
         db.parent.mkdir(parents=True, exist_ok=True)
         return f"sqlite:///{db}", (db.parent / "artifacts").as_uri()
     if uri.startswith("sqlite:///") and uri != "sqlite:///:memory:":
-        db = Path(uri[len("sqlite:///"):])
+        db = Path(uri[len("sqlite:///") :])
         db = db if db.is_absolute() else base / db
         db.parent.mkdir(parents=True, exist_ok=True)
         return f"sqlite:///{db}", (db.parent / "artifacts").as_uri()
@@ -113,7 +114,7 @@ def _flag(value: Any) -> str:
 
 
 class MlflowTracker:
-    """Implements ``Tracker`` on an MLflow store.
+    """Implements ``Tracker`` on an MLflow store (local SQLite or an ``mlflow server``).
 
     Args:
         uri: tracking URI (``http://host:5000``, ``sqlite:///path.db``, a folder) or None for
@@ -130,7 +131,7 @@ class MlflowTracker:
             self.client = MlflowClient(tracking_uri=self.uri)
         self.experiment = experiment
         self.experiment_id: str | None = None
-        self.parent_run_id: str | None = None  # the driver stores it as attrs.MLFLOW_RUN
+        self.parent_run_id: str | None = None  # returned by start_study; the ledger keeps it
         self._study: str | None = None
         self._simulated = False
         self._lock = threading.Lock()  # the driver may log finished trials from several threads
@@ -177,29 +178,31 @@ class MlflowTracker:
         # Study names are compared here rather than in the filter: no quoting to get wrong.
         return next((r for r in runs if r.data.tags.get(TAG_STUDY) == study), None)
 
-    def start_study(self, study: str, info: dict[str, Any]) -> None:
+    def start_study(self, info: StudyInfo) -> str | None:
         """Open the study's parent run, reusing it on resume.
 
-        Args:
-            study: the study name.
-            info: ``engine``, ``model``, ``objective`` ({metric, direction}), ``space_file``
-                (logged as an artifact), ``simulated`` (bool), ``parent_run_id`` (the run to
-                reuse, from Optuna storage), ``description``; any other scalar is a param.
+        The run to reuse is ``info.run_id`` when it still exists and belongs to the study,
+        else the newest run tagged with the study's name; the space file is logged as an
+        artifact and ``description`` becomes the run's note.
+
+        Returns:
+            The parent run's id.
         """
+        study = info.study
         with self._lock, _wrapped(f"starting study {study!r}"):
             self.experiment_id = self._ensure_experiment()
             self._study = study
-            self._simulated = bool(info.get("simulated", False))
-            run = self._find_parent(study, info.get("parent_run_id"))
+            self._simulated = info.simulated
+            run = self._find_parent(study, info.run_id)
             tags = {
                 TAG_STUDY: study,
                 TAG_ROLE: "study",
                 "autotune.simulated": _flag(self._simulated),
-                "autotune.engine": str(info.get("engine", "")),
+                "autotune.engine": info.engine,
             }
-            note = str(info.get("description") or "")
+            note = info.description
             if self._simulated:
-                note = ("SIMULATED: results come from the stand-in server, not hardware. " + note)
+                note = "SIMULATED: results come from the stand-in server, not hardware. " + note
             if note:
                 tags["mlflow.note.content"] = note
             if run is None:
@@ -208,43 +211,38 @@ class MlflowTracker:
                 self.client.update_run(run.info.run_id, status="RUNNING")
                 for key, value in tags.items():
                     self.client.set_tag(run.info.run_id, key, value)
-            self.parent_run_id = run.info.run_id
+            self.parent_run_id = str(run.info.run_id)
             params = self._study_params(info)
             # Params cannot change once logged; on resume only the new ones are added.
             new = {k: v for k, v in params.items() if k not in run.data.params}
             self._log_batch(self.parent_run_id, params=new)
-            space_file = info.get("space_file")
-            if space_file and Path(space_file).is_file():
-                self.client.log_artifact(self.parent_run_id, str(space_file))
+            if info.space_file and Path(info.space_file).is_file():
+                self.client.log_artifact(self.parent_run_id, info.space_file)
+            return self.parent_run_id
 
     @staticmethod
-    def _study_params(info: dict[str, Any]) -> dict[str, str]:
-        params: dict[str, str] = {}
-        objective = info.get("objective")
-        if isinstance(objective, dict):
-            for key, value in objective.items():
-                params[f"objective_{key}"] = _param_value(value)
-        elif objective is not None:
-            params["objective"] = _param_value(objective)
-        skip = {"objective", "parent_run_id", "simulated", "description", "space"}
-        for key, value in info.items():
-            if key in skip or value is None or isinstance(value, dict | list):
-                continue
-            params[_name(key)] = _param_value(value)
-        return params
+    def _study_params(info: StudyInfo) -> dict[str, str]:
+        params = {
+            "objective_metric": info.metric,
+            "objective_direction": info.direction,
+            "engine": info.engine,
+            "model": info.model,
+            "parallel": info.parallel,
+            "space_file": info.space_file,
+            "storage": info.storage or None,
+        }
+        return {k: _param_value(v) for k, v in params.items() if v is not None}
 
     # -- trials --------------------------------------------------------------------------
 
-    def log_trial(self, result: TrialResult, params: dict[str, Any], extra: dict[str, Any]) -> None:
+    def log_trial(self, log: TrialLog) -> None:
         """Log one trial as a child run; a trial/attempt already logged is not logged again.
 
-        Args:
-            result: what the node returned.
-            params: the configuration (param name -> value), logged as MLflow params.
-            extra: anything else worth keeping (``argv``, ``env``, ``skipped``, ``baseline``,
-                ``value``); saved, redacted, as the artifact ``trial.json``. ``baseline`` (bool)
-                also becomes the tag ``autotune.baseline``.
+        The configuration becomes the run's params, the metrics, timings and clean-up its
+        metrics, the server log (redacted) an artifact under ``logs/``, and the whole record
+        (redacted) the artifact ``trial.json``.
         """
+        result = log.result
         if self.parent_run_id is None or self.experiment_id is None:
             raise TrackingError("MLflow: log_trial called before start_study")
         with self._lock, _wrapped(f"logging trial {result.number}"):
@@ -254,12 +252,12 @@ class MlflowTracker:
             if result.attempt:
                 name += f"-attempt-{result.attempt}"
             run = self.client.create_run(
-                self.experiment_id, run_name=name, tags=self._trial_tags(result, extra)
+                self.experiment_id, run_name=name, tags=self._trial_tags(result, log.baseline)
             )
             run_id = run.info.run_id
             self._log_batch(
                 run_id,
-                params={_name(k): _param_value(v) for k, v in params.items()},
+                params={_name(k): _param_value(v) for k, v in log.config.items()},
                 metrics=self._trial_metrics(result),
             )
             with tempfile.TemporaryDirectory(prefix="autotune-mlflow-") as tmp:
@@ -267,9 +265,7 @@ class MlflowTracker:
                     redacted = Path(tmp) / Path(result.log_path).name
                     _redact_file(Path(result.log_path), redacted)
                     self.client.log_artifact(run_id, str(redacted), artifact_path="logs")
-                record = redact_obj(
-                    {"result": result.model_dump(mode="json"), "params": params, "extra": extra}
-                )
+                record = redact_obj(log.model_dump(mode="json"))
                 trial_json = Path(tmp) / "trial.json"
                 trial_json.write_text(json.dumps(record, indent=2, default=str), encoding="utf-8")
                 self.client.log_artifact(run_id, str(trial_json))
@@ -293,7 +289,7 @@ class MlflowTracker:
                 self.client.delete_run(run.info.run_id)
         return done
 
-    def _trial_tags(self, result: TrialResult, extra: dict[str, Any]) -> dict[str, str]:
+    def _trial_tags(self, result: TrialResult, baseline: bool) -> dict[str, str]:
         failure = result.failure
         tags = {
             TAG_PARENT: str(self.parent_run_id),
@@ -303,7 +299,7 @@ class MlflowTracker:
             TAG_ATTEMPT: str(result.attempt),
             "autotune.outcome": str(result.outcome),
             "autotune.simulated": _flag(result.simulated or self._simulated),
-            "autotune.baseline": _flag(extra.get("baseline", False)),
+            "autotune.baseline": _flag(baseline),
         }
         if failure is not None:
             tags["autotune.cause"] = str(failure.cause)
@@ -314,8 +310,6 @@ class MlflowTracker:
                 tags["autotune.message"] = _tag_value(redact_text(failure.message), _MAX_HINT)
         if result.node:
             tags["autotune.node"] = _tag_value(result.node)
-        if extra.get("skipped"):
-            tags["autotune.skipped"] = _tag_value(redact_text(str(extra["skipped"])), _MAX_HINT)
         return tags
 
     @staticmethod
@@ -336,33 +330,27 @@ class MlflowTracker:
 
     # -- finish --------------------------------------------------------------------------
 
-    def finish(self, summary: dict[str, Any]) -> None:
-        """Put the study's summary on the parent run and end it.
-
-        Args:
-            summary: ``report.summary(study)``: metric, best_value, baseline_value, gain_pct,
-                trials, outcomes, causes, best_trial, best_config.
-        """
+    def finish(self, summary: StudySummary) -> None:
+        """Put the study's summary on the parent run (metrics and best-trial tags) and end it."""
         if self.parent_run_id is None:
             return
-        metric = _name(str(summary.get("metric") or "value"))
-        metrics: dict[str, float] = {}
-        for key, name in (
-            ("best_value", f"best_{metric}"),
-            ("baseline_value", f"baseline_{metric}"),
-            ("gain_pct", "gain_pct"),
-            ("trials", "trials"),
+        metric = _name(summary.metric)
+        metrics: dict[str, float] = {"trials": float(summary.trials)}
+        for name, value in (
+            (f"best_{metric}", summary.best_value),
+            (f"baseline_{metric}", summary.baseline_value),
+            ("gain_pct", summary.gain_pct),
         ):
-            if summary.get(key) is not None:
-                metrics[name] = float(summary[key])
-        for outcome, count in (summary.get("outcomes") or {}).items():
+            if value is not None:
+                metrics[name] = float(value)
+        for outcome, count in summary.outcomes.items():
             metrics[_name(f"n_{outcome}")] = float(count)
-        for cause, count in (summary.get("causes") or {}).items():
+        for cause, count in summary.causes.items():
             metrics[_name(f"n_cause_{cause}")] = float(count)
         tags: dict[str, str] = {}
-        if summary.get("best_trial") is not None:
-            tags["autotune.best_trial"] = str(summary["best_trial"])
-            tags["autotune.best_config"] = _tag_value(json.dumps(summary.get("best_config") or {}))
+        if summary.best_trial is not None:
+            tags["autotune.best_trial"] = str(summary.best_trial)
+            tags["autotune.best_config"] = _tag_value(json.dumps(summary.best_config or {}))
         with self._lock, _wrapped("finishing the study run"):
             self._log_batch(self.parent_run_id, metrics=metrics, tags=tags)
             self.client.set_terminated(self.parent_run_id, status="FINISHED")

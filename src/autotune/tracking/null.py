@@ -1,22 +1,33 @@
-"""A tracker that records nothing (``--no-mlflow``)."""
+"""A tracker that records nothing (``--no-mlflow``): Optuna storage still holds everything."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from autotune.models import TrialResult
+from autotune.errors import TrackingError
+from autotune.records import StudyInfo, StudySummary, TrialLog
 
 
 class NullTracker:
-    """Implements ``Tracker`` and does nothing; Optuna storage still holds everything."""
+    """Implements ``Tracker`` and records nothing; it still keeps the call order honest."""
 
-    parent_run_id: str | None = None
+    name = "none"
 
-    def start_study(self, study: str, info: dict[str, Any]) -> None:
-        """Do nothing."""
+    def __init__(self) -> None:
+        self._started = False
 
-    def log_trial(self, result: TrialResult, params: dict[str, Any], extra: dict[str, Any]) -> None:
-        """Do nothing."""
+    def start_study(self, info: StudyInfo) -> str | None:
+        """Record nothing; there is no record to reopen on resume."""
+        self._started = True
+        return None
 
-    def finish(self, summary: dict[str, Any]) -> None:
-        """Do nothing."""
+    def log_trial(self, log: TrialLog) -> None:
+        """Record nothing.
+
+        Raises:
+            TrackingError: ``start_study`` was not called (a driver bug, caught the same way
+                whichever tracker is used).
+        """
+        if not self._started:
+            raise TrackingError("log_trial called before start_study")
+
+    def finish(self, summary: StudySummary) -> None:
+        """Record nothing."""

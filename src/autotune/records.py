@@ -1,0 +1,194 @@
+"""What a study keeps about its trials, and what it hands to trackers and reports.
+
+``study/ledger.py`` is the only code that turns Optuna storage into these records and back.
+The driver, the trackers, the report, the export and the progress view exchange these
+records, never a plain dict with implicit keys. They live beside ``models.py`` (the records
+that cross a host boundary) rather than in ``study/`` because the trackers, one layer below
+the study, take them too.
+
+Extending a record: add a field *with a default* (studies stored before it existed still
+read), then write and read it in ``study/ledger.py`` (``_encode`` / ``_decode``). Nothing
+else changes: every reader gets records from the ledger.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from autotune.models import Cleanup, Outcome, Timings, TrialResult
+
+Direction = Literal["maximize", "minimize"]
+
+# Outcomes of trials that were launched (and count against the budget).
+LAUNCHED = frozenset({Outcome.OK, Outcome.CRASHED, Outcome.TIMEOUT, Outcome.SLO_VIOLATED})
+# Outcomes the crash-risk model and the crash streak count as crashes.
+CRASHES = frozenset({Outcome.CRASHED, Outcome.TIMEOUT})
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SkipKind(StrEnum):
+    """Why a proposal was not launched."""
+
+    CONSTRAINT = "constraint"  # it breaks a constraint of the space
+    DEAD_END = "dead_end"  # it shares a configuration, a blamed value or memory with a crash
+    PREDICTED_CRASH = "predicted_crash"  # the crash-risk model (study/steering.py) expects one
+    REPEAT = "repeat"  # already measured: that measurement is reused
+
+
+class SkipRecord(_Record):
+    """A proposal that was not launched, and why."""
+
+    kind: SkipKind
+    reason: str  # one line for people, e.g. "breaks constraint tp * dp <= 8"
+    same_as: int | None = None  # REPEAT: the trial whose measurement is reused
+
+
+class TrialRecord(_Record):
+    """One trial as the study keeps it (``Ledger.trials`` reads them, in number order).
+
+    ``value`` is the objective metric the trial measured (``ok`` and ``slo_violated`` only),
+    never what a crashed or skipped trial was told.
+    """
+
+    number: int
+    state: str  # Optuna state name: COMPLETE, PRUNED, FAIL, RUNNING, WAITING
+    outcome: Outcome | None = None  # None while running, and for a driver bug (FAIL)
+    value: float | None = None
+    config: dict[str, Any] = Field(default_factory=dict)  # what was (or would be) launched
+    metrics: dict[str, float] = Field(default_factory=dict)  # Metrics.flat()
+    cause: str | None = None  # a models.Cause value; for a skip, its kind (not for repeats)
+    phase: str | None = None
+    hint: str = ""
+    message: str = ""
+    evidence: list[str] = Field(default_factory=list)
+    blame: list[str] = Field(default_factory=list)  # "param=value" held responsible
+    skip: SkipRecord | None = None
+    baseline: bool = False
+    simulated: bool = False
+    node: str = ""
+    log_path: str | None = None
+    argv: list[str] = Field(default_factory=list)  # the real engine's command, redacted
+    env: dict[str, str] = Field(default_factory=dict)  # what the configuration sets, redacted
+    attempts: int = 0  # infrastructure retries
+    timings: Timings | None = None
+    cleanup: Cleanup | None = None
+    duration_s: float | None = None
+    constraints: dict[str, float] = Field(default_factory=dict)  # as told to Optuna (> 0 violated)
+    retry_of: int | None = None  # queued again after this trial was interrupted
+    gpu: str = ""  # the GPU(s) the trial ran on, e.g. "8x NVIDIA H200" (exports say it)
+    engine_version: str = ""  # the engine's version as the server reported it
+
+    @property
+    def label(self) -> str:
+        """Outcome for tables: ``ok``, ``crashed``, ``running``, ``error`` (driver bug)."""
+        if self.outcome:
+            return self.outcome.value
+        return {"RUNNING": "running", "WAITING": "waiting", "FAIL": "error"}.get(
+            self.state, self.state.lower()
+        )
+
+    @property
+    def launched(self) -> bool:
+        """Whether a server (or job) was launched for this trial."""
+        return self.outcome in LAUNCHED
+
+    @property
+    def crashed(self) -> bool:
+        """Whether it was launched and crashed or never became ready."""
+        return self.outcome in CRASHES
+
+    @property
+    def skipped(self) -> str | None:
+        """Why the trial was not launched, or None if it was."""
+        return self.skip.reason if self.skip is not None else None
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as JSON-safe data (``status --json``)."""
+        return self.model_dump(mode="json")
+
+
+class StudyRecord(_Record):
+    """What the study keeps about itself."""
+
+    name: str
+    metric: str = "value"
+    direction: Direction = "maximize"
+    engine: str | None = None  # the real engine's name (also for a simulated study)
+    space: dict[str, Any] = Field(default_factory=dict)  # the StudySpec as JSON
+    space_file: str = ""
+    simulated: bool = False
+    tracker_run: str | None = None  # the tracker's record of this study (reused on resume)
+
+
+class StudySummary(_Record):
+    """Counts and headline numbers of a study (``Ledger.summary``; what trackers finish with)."""
+
+    study: str
+    metric: str
+    direction: Direction
+    trials: int = 0
+    outcomes: dict[str, int] = Field(default_factory=dict)  # label -> count
+    causes: dict[str, int] = Field(default_factory=dict)  # cause (or skip kind) -> count
+    best_trial: int | None = None
+    best_value: float | None = None
+    best_config: dict[str, Any] | None = None
+    baseline_trial: int | None = None
+    baseline_value: float | None = None  # only when the baseline ran ok
+    gain_pct: float | None = None  # best over baseline, percent; positive is better
+    simulated: bool = False
+
+
+class StudyInfo(_Record):
+    """What a tracker is told when a study starts or resumes."""
+
+    study: str
+    engine: str
+    model: str
+    metric: str
+    direction: Direction
+    simulated: bool = False
+    space_file: str | None = None  # kept by the tracker as an artifact when it exists
+    run_id: str | None = None  # the tracker's record from an earlier run of this study
+    parallel: int = 1
+    storage: str = ""  # the Optuna storage URL (the tracker redacts passwords)
+    description: str = ""
+
+
+class TrialLog(_Record):
+    """What a tracker is told about one finished (launched) trial."""
+
+    study: str
+    result: TrialResult  # its ``outcome`` is the study's verdict (e.g. ``slo_violated``)
+    config: dict[str, Any] = Field(default_factory=dict)
+    argv: list[str] = Field(default_factory=list)  # redacted
+    env: dict[str, str] = Field(default_factory=dict)  # redacted
+    baseline: bool = False
+
+
+def gain_pct(best: float | None, base: float | None, direction: str) -> float | None:
+    """Improvement of ``best`` over ``base`` in percent; positive is better."""
+    if best is None or base is None or base == 0:
+        return None
+    change = (best - base) / abs(base) * 100.0
+    return change if direction == "maximize" else -change
+
+
+__all__ = [
+    "CRASHES",
+    "LAUNCHED",
+    "Direction",
+    "SkipKind",
+    "SkipRecord",
+    "StudyInfo",
+    "StudyRecord",
+    "StudySummary",
+    "TrialLog",
+    "TrialRecord",
+    "gain_pct",
+]

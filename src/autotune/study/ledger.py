@@ -1,0 +1,344 @@
+"""The study's ledger: everything autotune keeps in Optuna storage is written and read here.
+
+Optuna storage is the study's source of truth (it survives a resume; MLflow is a view of it).
+Optuna keeps states, values, parameters and constraints; everything else autotune knows
+about a trial or a study is a user attribute, and this is the only module that names them.
+The driver writes through a ``Ledger``; status, report, export and the progress view read
+typed records (``autotune.records``) from it.
+
+The attribute names are a storage format: studies written by earlier versions must still
+read and resume. A ``TrialRecord`` or ``StudyRecord`` field is stored under its own name
+(``_RENAMED`` lists the few older names), so a field added to a record later is stored and
+read with no change here, and reads its default from older studies.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import warnings
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+from pydantic import BaseModel, ValidationError
+
+from autotune.errors import StudyError
+from autotune.models import Outcome
+from autotune.records import (
+    SkipKind,
+    SkipRecord,
+    StudyRecord,
+    StudySummary,
+    TrialRecord,
+    gain_pct,
+)
+from autotune.study.deadends import DeadEnd
+
+_logger = logging.getLogger(__name__)
+
+# Trial fields that Optuna keeps itself, or that are derived on reading: never user attributes.
+_FROM_OPTUNA = frozenset({"number", "state", "value", "duration_s", "constraints", "skip"})
+# Skips: the reason under its old name, the kind and the repeated trial beside it.
+_SKIPPED = "skipped"
+_SKIP_KIND = "skip_kind"
+_SKIP_SAME_AS = "skip_same_as"
+# Study fields stored under another name than the field's, or derived.
+_OBJECTIVE = "objective"  # {"metric": ..., "direction": ...}
+_STUDY_RENAMED = {"tracker_run": "mlflow_parent_run_id"}
+_STUDY_DERIVED = frozenset({"name", "metric", "direction"})
+_DEAD_ENDS = "dead_ends"  # list of DeadEnd.to_json() (study/deadends.py)
+# Optuna's own system attribute: the parameters an enqueued trial was asked to use.
+_FIXED_PARAMS = "fixed_params"
+
+
+def trial_attrs(record: TrialRecord) -> dict[str, Any]:
+    """The user attributes that store ``record``: fields left at their default are omitted."""
+    out: dict[str, Any] = {}
+    defaults = TrialRecord.model_fields
+    data = record.model_dump(mode="json", exclude=set(_FROM_OPTUNA))
+    for name, value in data.items():
+        if getattr(record, name) == defaults[name].get_default(call_default_factory=True):
+            continue
+        out[name] = value
+    if record.skip is not None:
+        out[_SKIPPED] = record.skip.reason
+        out[_SKIP_KIND] = record.skip.kind.value
+        if record.skip.same_as is not None:
+            out[_SKIP_SAME_AS] = record.skip.same_as
+    return out
+
+
+def _finite(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _validated(model: type[BaseModel], data: dict[str, Any], what: str) -> Any:
+    """``model`` from stored data; a field that no longer validates is dropped, with a warning.
+
+    A study written by another version (or edited by hand) must still show what it can.
+    """
+    for _ in range(len(data) + 1):
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            bad = {str(e["loc"][0]) for e in exc.errors() if e["loc"]}
+            bad &= set(data) - {"number", "state", "name"}
+            if not bad:
+                raise StudyError(f"{what}: unreadable record in the study: {exc}") from exc
+            _logger.warning("%s: ignoring unreadable stored field(s) %s", what, sorted(bad))
+            data = {k: v for k, v in data.items() if k not in bad}
+    raise StudyError(f"{what}: unreadable record in the study")
+
+
+def _skip(ua: Mapping[str, Any]) -> SkipRecord | None:
+    reason = ua.get(_SKIPPED)
+    if reason is None:
+        return None
+    kind = ua.get(_SKIP_KIND)
+    if kind is None:  # written before skips had a kind: tell them apart as that version did
+        cause = ua.get("cause")
+        if cause == SkipKind.CONSTRAINT:
+            kind = SkipKind.CONSTRAINT
+        elif str(reason).startswith("predicted crash"):
+            kind = SkipKind.PREDICTED_CRASH
+        elif cause == SkipKind.DEAD_END:
+            kind = SkipKind.DEAD_END
+        else:
+            kind = SkipKind.REPEAT
+    same_as = ua.get(_SKIP_SAME_AS)
+    return SkipRecord(kind=SkipKind(kind), reason=str(reason), same_as=same_as)
+
+
+def decode_trial(trial: FrozenTrial, metric: str, *, study_simulated: bool = False) -> TrialRecord:
+    """The record of one stored trial (``metric``: the objective, for ``value``)."""
+    ua = trial.user_attrs
+    data: dict[str, Any] = {
+        k: v for k, v in ua.items() if k in TrialRecord.model_fields and k not in _FROM_OPTUNA
+    }
+    data.update(number=trial.number, state=trial.state.name)
+    if data.get("outcome") is None and trial.state == TrialState.PRUNED:
+        data["outcome"] = Outcome.PRUNED.value
+    data.setdefault("simulated", study_simulated)
+    raw = data.get("metrics")
+    raw = raw if isinstance(raw, dict) else {}
+    data["metrics"] = {str(k): float(v) for k, v in raw.items() if _finite(v) is not None}
+    if not data.get("config"):
+        data["config"] = dict(trial.params)
+    skip = _skip(ua)
+    if skip is not None:
+        data["skip"] = skip
+        if skip.kind is not SkipKind.REPEAT:
+            data["cause"] = skip.kind.value
+    data["constraints"] = dict(trial.constraints)
+    record: TrialRecord = _validated(TrialRecord, data, f"trial {trial.number}")
+    value: float | None = None
+    if record.outcome in (Outcome.OK, Outcome.SLO_VIOLATED):
+        value = record.metrics.get(metric)
+        if value is None and trial.values is not None and len(trial.values) == 1:
+            value = _finite(trial.values[0])
+    duration = record.timings.total_s if record.timings and record.timings.total_s else None
+    if duration is None and trial.duration is not None:
+        duration = trial.duration.total_seconds()
+    return record.model_copy(update={"value": value, "duration_s": duration})
+
+
+class Ledger:
+    """Reads and writes what a study keeps, over its Optuna storage.
+
+    Args:
+        study: a loaded or created Optuna study.
+    """
+
+    def __init__(self, study: optuna.Study) -> None:
+        self.study = study
+        self._storage = study._storage
+
+    # -- the study ---------------------------------------------------------------------
+
+    def study_record(self) -> StudyRecord:
+        """What the study keeps about itself."""
+        ua = self.study.user_attrs
+        data: dict[str, Any] = {"name": self.study.study_name}
+        for name in StudyRecord.model_fields:
+            key = _STUDY_RENAMED.get(name, name)
+            if name not in _STUDY_DERIVED and key in ua and ua[key] is not None:
+                data[name] = ua[key]
+        objective = ua.get(_OBJECTIVE)
+        objective = objective if isinstance(objective, dict) else {}
+        data["metric"] = str(objective.get("metric") or "value")
+        direction = objective.get("direction")
+        if direction not in ("maximize", "minimize"):
+            minimize = self.study.directions[0] == optuna.study.StudyDirection.MINIMIZE
+            direction = "minimize" if minimize else "maximize"
+        data["direction"] = direction
+        record: StudyRecord = _validated(StudyRecord, data, f"study {self.study.study_name!r}")
+        return record
+
+    def write_study(self, record: StudyRecord) -> None:
+        """Store ``record`` on the study (its ``name`` is the study's own)."""
+        self.study.set_user_attr(
+            _OBJECTIVE, {"metric": record.metric, "direction": record.direction}
+        )
+        data = record.model_dump(mode="json", exclude=set(_STUDY_DERIVED))
+        for name, value in data.items():
+            if value is not None:
+                self.study.set_user_attr(_STUDY_RENAMED.get(name, name), value)
+
+    def set_tracker_run(self, run_id: str) -> None:
+        """Remember the tracker's record of the study, to reuse it on resume."""
+        key = _STUDY_RENAMED["tracker_run"]
+        if self.study.user_attrs.get(key) != run_id:
+            self.study.set_user_attr(key, run_id)
+
+    def dead_ends(self) -> list[DeadEnd]:
+        """The study's remembered permanent failures."""
+        return [DeadEnd.from_json(d) for d in self.study.user_attrs.get(_DEAD_ENDS) or []]
+
+    def write_dead_ends(self, records: list[DeadEnd]) -> None:
+        """Replace the remembered permanent failures."""
+        self.study.set_user_attr(_DEAD_ENDS, [r.to_json() for r in records])
+
+    # -- writing trials ----------------------------------------------------------------
+
+    def enqueue(
+        self, config: Mapping[str, Any], *, baseline: bool = False, retry_of: int | None = None
+    ) -> None:
+        """Queue ``config`` to be proposed next (the baseline, or an interrupted trial's)."""
+        user: dict[str, Any] = {}
+        if baseline:
+            user["baseline"] = True
+        if retry_of is not None:
+            user["retry_of"] = retry_of
+        self.study.enqueue_trial(dict(config), user_attrs=user)
+
+    def fixed_params(self, trial_id: int) -> dict[str, Any] | None:
+        """The parameters an enqueued trial was asked to use, or None for a sampled one."""
+        fixed = self._storage.get_trial_system_attrs(trial_id).get(_FIXED_PARAMS)
+        return dict(fixed) if fixed is not None else None
+
+    def is_baseline(self, trial_id: int) -> bool:
+        """Whether a trial runs the space's baseline."""
+        return bool(self._storage.get_trial(trial_id).user_attrs.get("baseline"))
+
+    def write_trial(self, trial_id: int, record: TrialRecord) -> None:
+        """Store ``record`` on a trial (before it is told: a told trial takes no attribute)."""
+        for key, value in trial_attrs(record).items():
+            self._storage.set_trial_user_attr(trial_id, key, value)
+
+    def heartbeat(self, trial_id: int) -> None:
+        """Record that a running trial's driver is alive."""
+        try:
+            self._storage.record_heartbeat(trial_id)  # type: ignore[attr-defined]
+        except Exception as exc:  # heartbeats are best effort; the lock file is the real guard
+            _logger.warning("heartbeat of trial id %s not recorded: %s", trial_id, exc)
+
+    def recover_interrupted(self, running: bool = True) -> int:
+        """Trials a dead driver left: fail them and queue their configuration again.
+
+        ``running``: also the RUNNING ones (at start, under the study lock, every RUNNING
+        trial is a dead driver's). Always: trials Optuna failed for a stale heartbeat, which
+        carry no outcome of ours. Queued once per trial, even if a recovery was cut short.
+
+        Returns:
+            How many configurations were queued again.
+        """
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            optuna.storages.fail_stale_trials(self.study)
+        trials = self.study.get_trials(deepcopy=False)
+        queued = {t.user_attrs.get("retry_of") for t in trials}
+        n = 0
+        for t in trials:
+            lost = t.state == TrialState.FAIL and "outcome" not in t.user_attrs
+            if not (lost or running and t.state == TrialState.RUNNING):
+                continue
+            if t.state == TrialState.RUNNING:
+                self._storage.set_trial_user_attr(t._trial_id, "outcome", Outcome.INTERRUPTED.value)
+                self._storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
+            if t.number in queued:  # a finished trial takes no new attribute: retry_of marks it
+                continue
+            fixed = t.system_attrs.get(_FIXED_PARAMS) or t.params
+            self.enqueue(fixed, baseline=bool(t.user_attrs.get("baseline")), retry_of=t.number)
+            n += 1
+        return n
+
+    # -- reading trials ----------------------------------------------------------------
+
+    def trials(self) -> list[TrialRecord]:
+        """Every trial of the study, in number order."""
+        study = self.study_record()
+        trials = sorted(self.study.get_trials(deepcopy=False), key=lambda t: t.number)
+        return [decode_trial(t, study.metric, study_simulated=study.simulated) for t in trials]
+
+    def trial(self, number: int) -> TrialRecord:
+        """One trial by number.
+
+        Raises:
+            StudyError: no such trial.
+        """
+        study = self.study_record()
+        for t in self.study.get_trials(deepcopy=False):
+            if t.number == number:
+                return decode_trial(t, study.metric, study_simulated=study.simulated)
+        raise StudyError(f"study {self.study.study_name!r} has no trial {number}")
+
+    def measured(self, config: Mapping[str, Any]) -> TrialRecord | None:
+        """An earlier trial that measured exactly ``config`` (``ok`` or ``slo_violated``)."""
+        done = self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        for t in done:
+            if t.user_attrs.get("outcome") in (Outcome.OK, Outcome.SLO_VIOLATED) and (
+                t.user_attrs.get("config") == config
+            ):
+                return decode_trial(t, self.study_record().metric)
+        return None
+
+    def best(self, trials: list[TrialRecord] | None = None) -> TrialRecord | None:
+        """The best ``ok`` trial by the objective (ties: the earlier one), or None."""
+        direction = self.study_record().direction
+        trials = self.trials() if trials is None else trials
+        ok = [r for r in trials if r.outcome == Outcome.OK and r.value is not None]
+        if not ok:
+            return None
+        sign = -1.0 if direction == "maximize" else 1.0
+        # Ties go to the earlier trial: it was found first and has been seen to work longest.
+        return min(ok, key=lambda r: (sign * (r.value or 0.0), r.number))
+
+    def baseline(self, trials: list[TrialRecord] | None = None) -> TrialRecord | None:
+        """The baseline trial (the first ``ok`` one if it ran more than once), or None."""
+        trials = self.trials() if trials is None else trials
+        marked = [r for r in trials if r.baseline]
+        if not marked:
+            return None
+        ok = [r for r in marked if r.outcome == Outcome.OK]
+        return (ok or marked)[0]
+
+    def summary(self, trials: list[TrialRecord] | None = None) -> StudySummary:
+        """Counts and headline numbers of the study."""
+        study = self.study_record()
+        trials = self.trials() if trials is None else trials
+        top = self.best(trials)
+        base = self.baseline(trials)
+        base_value = base.value if base is not None and base.outcome == Outcome.OK else None
+        return StudySummary(
+            study=study.name,
+            metric=study.metric,
+            direction=study.direction,
+            trials=len(trials),
+            outcomes=dict(Counter(r.label for r in trials)),
+            causes=dict(Counter(r.cause for r in trials if r.cause)),
+            best_trial=top.number if top else None,
+            best_value=top.value if top else None,
+            best_config=dict(top.config) if top else None,
+            baseline_trial=base.number if base else None,
+            baseline_value=base_value,
+            gain_pct=gain_pct(top.value if top else None, base_value, study.direction),
+            simulated=study.simulated,
+        )
+
+
+__all__ = ["Ledger", "decode_trial", "trial_attrs"]

@@ -1,0 +1,87 @@
+"""Where a study lives: its Optuna storage, its sampler, and the lock of one driver per study."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import optuna
+import psutil
+
+from autotune.errors import ConfigError, StudyError
+
+
+def storage_url(storage: str | None, study_dir: Path) -> str:
+    """The Optuna storage URL: ``storage`` if given, else SQLite in the study folder."""
+    return storage or f"sqlite:///{(study_dir / 'study.db').resolve()}"
+
+
+def open_storage(url: str) -> optuna.storages.BaseStorage:
+    """The study storage, with heartbeats so stale RUNNING trials can be told apart.
+
+    Raises:
+        StudyError: the storage cannot be opened.
+    """
+    kwargs: dict[str, Any] = {"heartbeat_interval": 60, "grace_period": 600}
+    if url.startswith("sqlite"):
+        kwargs["engine_kwargs"] = {"connect_args": {"timeout": 60}}
+    try:
+        return optuna.storages.RDBStorage(url, **kwargs)
+    except Exception as exc:  # SQLAlchemy, database driver and URL errors alike
+        raise StudyError(f"cannot open study storage {url}: {exc}") from exc
+
+
+def make_sampler(name: str, seed: int | None, parallel: int) -> optuna.samplers.BaseSampler:
+    """The Optuna sampler named on the command line.
+
+    Raises:
+        ConfigError: an unknown name.
+    """
+    if name == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    if name == "tpe":
+        # constant_liar: with several trials in flight, do not propose what is already running.
+        return optuna.samplers.TPESampler(
+            seed=seed,
+            constant_liar=parallel > 1,
+            n_startup_trials=5,
+            multivariate=True,
+            group=True,
+        )
+    raise ConfigError(f"unknown sampler {name!r}; use tpe or random", field="--sampler")
+
+
+@contextmanager
+def study_lock(study_dir: Path, study: str) -> Iterator[None]:
+    """Hold the study folder's ``driver.lock`` while a driver runs it.
+
+    A lock left by a process that is gone (or by this one) is taken over.
+
+    Raises:
+        StudyError: another live process on this host runs the study.
+    """
+    path = study_dir / "driver.lock"
+    if path.exists():
+        try:
+            held = json.loads(path.read_text())
+            pid = int(held["pid"])
+            alive = held.get("host") == socket.gethostname() and psutil.pid_exists(pid)
+        except (ValueError, KeyError, TypeError):  # a torn or foreign file: not a live lock
+            alive = False
+        if alive and pid != os.getpid():
+            raise StudyError(
+                f"study {study!r} is being run by process {pid}; wait for it or stop it first"
+            )
+    path.write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname()}))
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+
+
+__all__ = ["make_sampler", "open_storage", "storage_url", "study_lock"]

@@ -1,0 +1,175 @@
+"""Telling a trial: what Optuna is told about a proposal, and what the ledger writes down.
+
+Every proposal ends here exactly once: a launched trial with its result (``tell_result``), a
+proposal that was not launched (``tell_skip``), or one whose configuration was already
+measured (``tell_repeat``). Each writes the trial's record through the ledger first (Optuna
+takes no attribute on a finished trial), then tells Optuna the state, value and constraints
+that ``outcome.verdict`` decides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+
+from autotune.models import Cause, Failure, Outcome, Phase, TrialResult
+from autotune.records import CRASHES, SkipKind, SkipRecord, TrialRecord
+from autotune.space.schema import StudySpec
+from autotune.study.deadends import DeadEnds
+from autotune.study.ledger import Ledger
+from autotune.study.outcome import SKIP, verdict
+
+_EVIDENCE_KEPT = 20  # evidence lines stored per trial (the log has the rest)
+
+
+@dataclass(frozen=True)
+class Told:
+    """What a finished trial came to."""
+
+    outcome: Outcome  # the study's verdict (``slo_violated``, ``crashed``, ...)
+    value: float | None  # the value Optuna was told, if any
+    result: TrialResult  # the node's result with ``outcome`` set to the verdict
+
+
+def _record(
+    trial: optuna.Trial,
+    config: dict[str, Any],
+    result: TrialResult,
+    outcome: Outcome,
+    command: tuple[list[str], dict[str, str]],
+    blame: list[str],
+) -> TrialRecord:
+    f = result.failure
+    return TrialRecord(
+        number=trial.number,
+        state=TrialState.RUNNING.name,
+        outcome=outcome,
+        config=config,
+        argv=command[0],
+        env=command[1],
+        log_path=result.log_path,
+        simulated=result.simulated,
+        node=result.node,
+        attempts=result.attempt,
+        timings=result.timings,
+        cleanup=result.cleanup,
+        metrics=result.metrics.flat() if result.metrics is not None else {},
+        cause=f.cause.value if f else None,
+        phase=f.phase.value if f else None,
+        hint=f.hint if f else "",
+        evidence=f.evidence[:_EVIDENCE_KEPT] if f else [],
+        message=(f.message or (f.evidence[0] if f.evidence else "")) if f else "",
+        blame=blame,
+    )
+
+
+def _failure(result: TrialResult, outcome: Outcome, metric: str) -> Failure:
+    """The failure a crashed or timed-out trial is remembered by (for dead ends)."""
+    if result.failure is not None:
+        return result.failure
+    if outcome is Outcome.CRASHED:  # e.g. it ran, but did not measure the objective
+        return Failure(
+            cause=Cause.BENCHMARK_ERRORS,
+            phase=Phase.BENCHMARK,
+            message=f"metric {metric!r} missing from the results",
+        )
+    return Failure(cause=Cause.UNKNOWN, phase=Phase.LAUNCH)
+
+
+def tell_result(
+    study: optuna.Study,
+    ledger: Ledger,
+    deadends: DeadEnds,
+    spec: StudySpec,
+    trial: optuna.Trial,
+    config: dict[str, Any],
+    result: TrialResult,
+    command: tuple[list[str], dict[str, str]],
+) -> Told:
+    """Record and tell a launched trial's result.
+
+    Args:
+        study: the study the trial was asked from.
+        ledger: where the record is written.
+        deadends: remembers a permanent failure (and the study's copy is updated).
+        spec: the space (objective and SLO).
+        trial: the running trial.
+        config: the configuration launched.
+        result: what the node returned; ``infra`` here means its retries are used up.
+        command: the real engine's ``(argv, env)`` for ``config``, redacted.
+    """
+    if result.outcome is Outcome.INFRA:  # not the configuration's fault: Optuna ignores it
+        ledger.write_trial(
+            trial._trial_id, _record(trial, config, result, Outcome.INFRA, command, [])
+        )
+        study.tell(trial, state=TrialState.FAIL)
+        return Told(Outcome.INFRA, None, result)
+    v = verdict(result, spec.objective.metric, spec.slo)
+    blame: list[str] = []
+    if v.outcome in CRASHES:
+        dead = deadends.add(
+            trial.number, config, _failure(result, v.outcome, spec.objective.metric)
+        )
+        if dead is not None:
+            ledger.write_dead_ends(deadends.records)
+            blame = [f"{k}={val!r}" for k, val in dead.blame.items()]
+    ledger.write_trial(trial._trial_id, _record(trial, config, result, v.outcome, command, blame))
+    for name, amount in v.constraints.items():
+        trial.set_constraint(name, float(amount))
+    if v.state == TrialState.COMPLETE:
+        study.tell(trial, v.value)
+    else:
+        study.tell(trial, state=v.state)
+    value = v.value if v.state == TrialState.COMPLETE else None
+    return Told(v.outcome, value, result.model_copy(update={"outcome": v.outcome}))
+
+
+def _skip_record(trial: optuna.Trial, config: dict[str, Any], skip: SkipRecord) -> TrialRecord:
+    return TrialRecord(
+        number=trial.number,
+        state=TrialState.RUNNING.name,
+        outcome=Outcome.PRUNED,
+        cause=skip.kind.value if skip.kind is not SkipKind.REPEAT else None,
+        message=f"not launched: {skip.reason}",
+        config=config,
+        skip=skip,
+    )
+
+
+def tell_skip(
+    study: optuna.Study,
+    ledger: Ledger,
+    trial: optuna.Trial,
+    config: dict[str, Any],
+    skip: SkipRecord,
+) -> None:
+    """Record a proposal that was not launched; Optuna is told it is infeasible (it learns)."""
+    ledger.write_trial(trial._trial_id, _skip_record(trial, config, skip))
+    trial.set_constraint(SKIP, 1.0)
+    study.tell(trial, state=TrialState.PRUNED)
+
+
+def tell_repeat(
+    study: optuna.Study,
+    ledger: Ledger,
+    trial: optuna.Trial,
+    config: dict[str, Any],
+    earlier: TrialRecord,
+) -> SkipRecord:
+    """Record a proposal already measured by ``earlier``: Optuna is told the same result."""
+    skip = SkipRecord(
+        kind=SkipKind.REPEAT,
+        reason=f"same configuration as trial {earlier.number}: its measurement is reused",
+        same_as=earlier.number,
+    )
+    ledger.write_trial(trial._trial_id, _skip_record(trial, config, skip))
+    for name, amount in earlier.constraints.items():
+        trial.set_constraint(name, amount)
+    study.tell(trial, earlier.value)
+    return skip
+
+
+__all__ = ["Told", "tell_repeat", "tell_result", "tell_skip"]

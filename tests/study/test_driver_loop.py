@@ -1,0 +1,51 @@
+"""The driver's loop through its events, on the real driver and the toy server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from bench.steering import make_driver, toy_space
+
+from autotune.models import Outcome
+from autotune.records import SkipKind
+from autotune.study.events import Event, EventKind
+from autotune.study.ledger import Ledger
+
+
+@pytest.fixture(autouse=True)
+def _node_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AUTOTUNE_NODE_STATE", str(tmp_path / "node-state"))
+
+
+def test_a_constraint_skip_is_its_own_kind_and_the_loop_reports_each_step(
+    tmp_path: Path,
+) -> None:
+    space = toy_space(tmp_path / "toy.yaml", trials=1, constraints=["y <= 4"])
+    driver = make_driver(space, tmp_path / "study", n_trials=1, seed=0)
+    events: list[Event] = []
+    driver.on_event = events.append
+    driver.study.enqueue_trial({"backend": "a", "x": 0.5, "y": 8})  # breaks y <= 4
+    driver.study.enqueue_trial({"backend": "a", "x": 0.5, "y": 2})  # launched, serves
+    try:
+        driver.run()
+    finally:
+        driver.executor.shutdown()
+
+    assert [e.kind for e in events] == [
+        EventKind.START,
+        EventKind.SKIP,
+        EventKind.LAUNCH,
+        EventKind.RESULT,
+        EventKind.STOP,
+    ]
+    skip = events[1].skip
+    assert skip is not None and skip.kind is SkipKind.CONSTRAINT and "y <= 4" in skip.reason
+    assert events[3].outcome is Outcome.OK and events[3].value is not None
+    assert events[4].launched == 1 and events[4].message == "budget reached"
+    assert events[4].best == events[3].value
+
+    first, second = Ledger(driver.study).trials()
+    assert first.skip is not None and first.skip.kind is SkipKind.CONSTRAINT
+    assert first.cause == "constraint" and not first.launched
+    assert second.outcome is Outcome.OK and second.launched and second.argv

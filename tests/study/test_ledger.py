@@ -1,0 +1,227 @@
+"""The ledger over a real SQLite Optuna storage: records round-trip, old studies still read."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import optuna
+import pytest
+from optuna.distributions import IntDistribution
+from optuna.trial import TrialState, create_trial
+
+from autotune.models import Cleanup, Outcome, Timings
+from autotune.records import SkipKind, SkipRecord, StudyRecord, TrialRecord
+from autotune.study.deadends import DeadEnd
+from autotune.study.ledger import Ledger, decode_trial, trial_attrs
+
+DIST = {"bs": IntDistribution(1, 64)}
+# Fields Optuna keeps or the ledger derives on reading; every other field is stored.
+DERIVED = {"number", "state", "value", "duration_s", "constraints"}
+
+
+def _study(tmp_path: Path, name: str = "s") -> optuna.Study:
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    return optuna.create_study(
+        storage=f"sqlite:///{tmp_path / 'study.db'}", study_name=name, direction="maximize"
+    )
+
+
+def _add(
+    study: optuna.Study,
+    user_attrs: dict[str, Any],
+    state: TrialState = TrialState.COMPLETE,
+    value: float | None = 1.0,
+) -> None:
+    study.add_trial(
+        create_trial(
+            state=state,
+            value=value if state == TrialState.COMPLETE else None,
+            params={"bs": 8},
+            distributions=DIST,
+            user_attrs=user_attrs,
+        )
+    )
+
+
+FULL = TrialRecord(
+    number=0,
+    state="COMPLETE",
+    outcome=Outcome.OK,
+    config={"bs": 8, "mode": "x"},
+    metrics={"output_tok_s": 120.5, "ttft_p99_ms": 30.0},
+    cause="kv_pool_oom",
+    phase="memory_pool",
+    hint="lower it",
+    message="m",
+    evidence=["line"],
+    blame=["bs=8"],
+    skip=SkipRecord(kind=SkipKind.REPEAT, reason="same as 3", same_as=3),
+    baseline=True,
+    simulated=True,
+    node="n1",
+    log_path="/tmp/x.log",
+    argv=["srv", "--bs", "8"],
+    env={"NCCL_PROTO": "LL"},
+    attempts=2,
+    timings=Timings(total_s=12.0),
+    cleanup=Cleanup(processes_left=1),
+    retry_of=7,
+    gpu="8x NVIDIA H200",
+    engine_version="0.5.9",
+)
+
+
+def test_every_stored_field_round_trips(tmp_path: Path) -> None:
+    # A field added to TrialRecord must be set here too, or this fails: it proves the new
+    # field is stored and read back with no change in the ledger.
+    unset = [
+        n for n in TrialRecord.model_fields if n not in DERIVED and n not in FULL.model_fields_set
+    ]
+    assert not unset, f"set these fields in FULL: {unset}"
+    study = _study(tmp_path)
+    _add(study, trial_attrs(FULL), value=120.5)
+    back = Ledger(study).trials()[0]
+    assert back.model_dump(exclude=DERIVED) == FULL.model_dump(exclude=DERIVED)
+    assert back.value == 120.5 and back.duration_s == 12.0
+
+
+def test_defaults_are_not_stored() -> None:
+    attrs = trial_attrs(
+        TrialRecord(number=1, state="RUNNING", outcome=Outcome.PRUNED, config={"bs": 1})
+    )
+    assert attrs == {"outcome": "pruned", "config": {"bs": 1}}
+
+
+def test_skip_kind_is_stored_and_read_without_parsing_the_reason(tmp_path: Path) -> None:
+    study = _study(tmp_path)
+    for kind in SkipKind:
+        skip = SkipRecord(kind=kind, reason="breaks constraint bs < 4")  # the text never decides
+        record = TrialRecord(number=0, state="PRUNED", outcome=Outcome.PRUNED, skip=skip)
+        _add(study, trial_attrs(record), state=TrialState.PRUNED)
+    trials = Ledger(study).trials()
+    assert [t.skip.kind for t in trials if t.skip] == list(SkipKind)
+    # A skip's cause is its kind (a repeat reuses a measurement: it has none).
+    assert [t.cause for t in trials] == ["constraint", "dead_end", "predicted_crash", None]
+
+
+def test_a_study_written_before_skip_kinds_still_reads(tmp_path: Path) -> None:
+    """Trials as the earlier driver stored them: the kind is inferred as that version did."""
+    study = _study(tmp_path)
+    old = [
+        {"outcome": "pruned", "cause": "constraint", "skipped": "breaks constraint bs < 4"},
+        {"outcome": "pruned", "cause": "dead_end", "skipped": "bs=8 caused cuda_oom in trial 0"},
+        {
+            "outcome": "pruned",
+            "cause": "dead_end",
+            "skipped": "predicted crash p=0.61 (nearest of 9 launched configurations crashed)",
+        },
+        {
+            "outcome": "pruned",
+            "skipped": "same configuration as trial 0: its measurement is reused",
+        },
+    ]
+    for ua in old:
+        _add(study, {**ua, "config": {"bs": 8}}, state=TrialState.PRUNED)
+    kinds = [t.skip.kind for t in Ledger(study).trials() if t.skip]
+    assert kinds == [
+        SkipKind.CONSTRAINT,
+        SkipKind.DEAD_END,
+        SkipKind.PREDICTED_CRASH,
+        SkipKind.REPEAT,
+    ]
+    assert Ledger(study).trials()[2].cause == "predicted_crash"
+
+
+def test_study_record_round_trips_under_the_old_names(tmp_path: Path) -> None:
+    study = _study(tmp_path, "kimi")
+    ledger = Ledger(study)
+    record = StudyRecord(
+        name="kimi",
+        metric="ttft_p99_ms",
+        direction="minimize",
+        engine="sglang",
+        space={"model": "m"},
+        space_file="a.yaml",
+        simulated=True,
+        tracker_run="abc",
+    )
+    ledger.write_study(record)
+    assert (
+        Ledger(optuna.load_study(study_name="kimi", storage=study._storage)).study_record()
+        == record
+    )
+    # Earlier versions (and their resumes) read these keys.
+    ua = study.user_attrs
+    assert ua["objective"] == {"metric": "ttft_p99_ms", "direction": "minimize"}
+    assert ua["mlflow_parent_run_id"] == "abc" and ua["simulated"] is True
+
+
+def test_study_without_records_falls_back_to_optuna(tmp_path: Path) -> None:
+    record = Ledger(_study(tmp_path)).study_record()
+    assert (record.name, record.metric, record.direction, record.simulated) == (
+        "s",
+        "value",
+        "maximize",
+        False,
+    )
+
+
+def test_unreadable_field_is_dropped_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    study = _study(tmp_path)
+    _add(study, {"outcome": "ok", "timings": "not a timings record", "metrics": {"x": 1.0}})
+    with caplog.at_level(logging.WARNING, logger="autotune.study.ledger"):
+        (trial,) = Ledger(study).trials()
+    assert trial.outcome is Outcome.OK and trial.timings is None and trial.metrics == {"x": 1.0}
+    assert "timings" in caplog.text
+
+
+def test_value_is_the_measured_metric_never_a_told_penalty(tmp_path: Path) -> None:
+    study = _study(tmp_path)
+    ledger = Ledger(study)
+    ledger.write_study(StudyRecord(name="s", metric="output_tok_s"))
+    _add(study, {"outcome": "crashed", "metrics": {"output_tok_s": 5.0}}, value=1e9)
+    _add(study, {"outcome": "slo_violated", "metrics": {"output_tok_s": 7.0}}, value=7.0)
+    crashed, slo = ledger.trials()
+    assert crashed.value is None and slo.value == 7.0
+    frozen = study.get_trials()[1]
+    assert decode_trial(frozen, "output_tok_s").value == 7.0
+
+
+def test_recover_interrupted_fails_running_and_queues_once(tmp_path: Path) -> None:
+    study = _study(tmp_path)
+    ledger = Ledger(study)
+    ledger.enqueue({"bs": 4}, baseline=True)
+    trial = study.ask()  # the baseline; its driver dies here
+    assert ledger.fixed_params(trial._trial_id) == {"bs": 4}
+    assert ledger.recover_interrupted() == 1
+    assert ledger.recover_interrupted() == 0  # queued once, even when recovery runs again
+    first, again = ledger.trials()
+    assert first.outcome is Outcome.INTERRUPTED and first.state == "FAIL"
+    assert again.state == "WAITING" and again.baseline and again.retry_of == first.number
+
+
+def test_measured_finds_only_successful_measurements(tmp_path: Path) -> None:
+    study = _study(tmp_path)
+    _add(study, {"outcome": "crashed", "config": {"bs": 8}})
+    assert Ledger(study).measured({"bs": 8}) is None
+    _add(study, {"outcome": "ok", "config": {"bs": 8}}, value=3.0)
+    found = Ledger(study).measured({"bs": 8})
+    assert found is not None and found.number == 1
+
+
+def test_dead_ends_round_trip(tmp_path: Path) -> None:
+    ledger = Ledger(_study(tmp_path))
+    assert ledger.dead_ends() == []
+    record = DeadEnd(trial=2, cause="cuda_oom", config={"bs": 64}, blame={"bs": 64}, memory=True)
+    ledger.write_dead_ends([record])
+    assert ledger.dead_ends() == [record]
+
+
+def test_tracker_run_is_kept_for_resume(tmp_path: Path) -> None:
+    study = _study(tmp_path)
+    Ledger(study).set_tracker_run("run-1")
+    assert Ledger(study).study_record().tracker_run == "run-1"

@@ -6,10 +6,15 @@ Every command turns bad input into one line on stderr and a non-zero exit code (
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import shlex
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -224,17 +229,59 @@ def start(
             tracker=tracker,
             options=options,
         )
-        if quiet:
-            driver.run()
-        else:
-            with ProgressView(
-                console, spec.objective.metric, simulate, spec.objective.direction
-            ) as view:
-                driver.on_event = view
+        with _ctrl_c(driver):
+            if quiet:
                 driver.run()
+            else:
+                with ProgressView(
+                    console, spec.objective.metric, simulate, spec.objective.direction
+                ) as view:
+                    driver.on_event = view
+                    driver.run()
     finally:
         ex.shutdown()
     _final_report(driver.study, name, study_root, storage, mlflow_uri, no_mlflow)
+    if driver.interrupted:
+        resume = shlex.join(["autotune", *sys.argv[1:]]) if sys.argv[1:] else "autotune start"
+        err.print(
+            "autotune: interrupted; the running trial was stopped and recorded as interrupted. "
+            f"Resume with: {resume}",
+            markup=False,
+            highlight=False,
+        )
+        raise typer.Exit(130)
+
+
+@contextlib.contextmanager
+def _ctrl_c(driver: Any) -> Iterator[None]:
+    """First Ctrl-C: the driver stops launching, tears the running trials down and records
+    them as interrupted. A second one forces: servers killed, exit 130 at once."""
+    presses = 0
+
+    def handler(signum: int, frame: Any) -> None:
+        nonlocal presses
+        presses += 1
+        if presses == 1:
+            err.print(
+                "\nautotune: stopping: tearing the running trial(s) down (Ctrl-C again to force)",
+                markup=False,
+            )
+            driver.interrupt()
+            return
+        from autotune.node.process import kill_own_servers
+
+        err.print("autotune: forced; the next start recovers the study", markup=False)
+        kill_own_servers(grace_s=0.5)
+        os._exit(130)  # worker threads would otherwise hold the process open
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals reach only the main thread (e.g. under a test runner's thread)
+        return
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _budget_reached(name: str, study_dir: Path, storage: str | None, target: int) -> bool:
@@ -634,7 +681,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app, map errors to one line and an exit code."""
     os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
     try:
-        app(args=argv, prog_name="autotune", standalone_mode=False)
+        code = app(args=argv, prog_name="autotune", standalone_mode=False)
+        if isinstance(code, int):  # typer.Exit(N) comes back as a value without standalone mode
+            return code
     except AutotuneError as exc:
         err.print(f"autotune: error: {exc}", markup=False, highlight=False)
         return exc.exit_code

@@ -47,12 +47,17 @@ class LocalExecutor:
         self.parallel = max(1, min(parallel or fit, fit if gpus_per_trial else parallel or 1))
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(self.parallel, thread_name_prefix="autotune-trial")
+        self._futures: set[Future[TrialResult]] = set()
 
     def capacity(self) -> int:
         return self.parallel
 
     def submit(self, spec: TrialSpec) -> Future[TrialResult]:
-        return self._pool.submit(self._run, spec)
+        future = self._pool.submit(self._run, spec)
+        with self._lock:
+            self._futures.add(future)
+        future.add_done_callback(self._futures.discard)
+        return future
 
     def _run(self, spec: TrialSpec) -> TrialResult:
         from autotune.node.runner import run_trial
@@ -69,4 +74,17 @@ class LocalExecutor:
                 self._free = self._free + held
 
     def shutdown(self) -> None:
+        """Stop: trials still running (the driver stopped early, e.g. Ctrl-C) are torn down,
+        their servers killed, instead of being waited for."""
+        with self._lock:
+            running = [f for f in self._futures if not f.done()]
+        if running:
+            from concurrent.futures import wait
+
+            from autotune.node.process import kill_own_servers
+
+            pending = set(running)
+            while pending:  # a server registered after a pass is killed by the next one
+                kill_own_servers()
+                pending = wait(pending, timeout=2.0).not_done
         self._pool.shutdown(wait=True, cancel_futures=True)

@@ -136,6 +136,12 @@ class Driver:
         self.risk = CrashRisk(spec, options.steering, seed=options.seed)
         self.model_path = engine.prepare(spec.model)
         self.rules = [Rule(**r.model_dump()) for r in spec.rules] + engine.failure_rules()
+        self.interrupted = False  # set by interrupt() (Ctrl-C), from a signal handler
+
+    def interrupt(self) -> None:
+        """Stop now (Ctrl-C): launch nothing more, tear the running trials down and record
+        them as interrupted; ``run`` then returns. Safe to call from a signal handler."""
+        self.interrupted = True
 
     # -- study ------------------------------------------------------------------------------
 
@@ -249,6 +255,9 @@ class Driver:
         loop = self._begin()
         while True:
             self._stop(loop)
+            if self.interrupted:
+                self._abort(loop)
+                break
             while self._room(loop):
                 self._propose(loop)
             if loop.skips >= MAX_SKIPS_IN_A_ROW:
@@ -291,6 +300,17 @@ class Driver:
         message = f"{recovered} interrupted trial(s) queued again" if recovered else ""
         self._emit(loop, EventKind.START, trials=trials, message=message)
         return loop
+
+    def _abort(self, loop: _Loop) -> None:
+        """Record the running trials as interrupted (queued again for the resume), then tear
+        them down: their late results are not told."""
+        loop.stop_reason = "interrupted"
+        if loop.inflight:
+            self.ledger.recover_interrupted()
+            for fut in loop.inflight:
+                fut.cancel()
+            loop.inflight.clear()
+            self.executor.shutdown()
 
     def _stop(self, loop: _Loop) -> None:
         """Decide whether to stop launching (the trials in flight still finish)."""

@@ -198,7 +198,7 @@ def start(
         except AutotuneError:
             ex.shutdown()
             raise
-    tracker = make_tracker(mlflow_uri, enabled=not no_mlflow)
+    tracker = _resilient(make_tracker(mlflow_uri, enabled=not no_mlflow), name, mlflow_uri)
     options = DriverOptions(
         study=name,
         study_dir=study_dir,
@@ -241,6 +241,9 @@ def start(
     finally:
         ex.shutdown()
     _final_report(driver.study, name, study_root, storage, mlflow_uri, no_mlflow)
+    if not no_mlflow:
+        _attach_files(driver.study, study_dir, tracker)
+        _mlflow_lines(tracker, name, mlflow_uri)
     if driver.interrupted:
         resume = shlex.join(["autotune", *sys.argv[1:]]) if sys.argv[1:] else "autotune start"
         err.print(
@@ -282,6 +285,58 @@ def _ctrl_c(driver: Any) -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def _resilient(inner: Any, name: str, mlflow_uri: str | None) -> Any:
+    """The tracker the driver gets: a tracking failure never stops the study."""
+    from autotune.tracking.resilient import ResilientTracker
+
+    def warn(message: str) -> None:
+        later = _sync_command(name, mlflow_uri)
+        err.print(f"autotune: warning: {message}; when MLflow is back: {later}", markup=False)
+
+    return ResilientTracker(inner, on_error=warn)
+
+
+def _sync_command(name: str, mlflow_uri: str | None) -> str:
+    return (
+        "autotune sync --study "
+        + shlex.quote(name)
+        + (f" --mlflow-uri {shlex.quote(mlflow_uri)}" if mlflow_uri else "")
+    )
+
+
+def _attach_files(study: Any, study_dir: Path, tracker: Any) -> None:
+    """The HTML report, its plots and the best launch script, on the study's MLflow run."""
+    from autotune import report
+    from autotune.export import export as do_export
+    from autotune.report_html import write_html
+
+    folder = study_dir / "report"
+    try:
+        pngs = report.plots(study, folder)
+        files = [write_html(study, folder, pngs), *pngs]
+        if report.best(study) is not None:
+            best = study_dir / "best.sh"
+            best.write_text(do_export(study, "sh"))
+            files.append(best)
+    except (OSError, ValueError, AutotuneError) as exc:  # the study's result stands without them
+        err.print(f"autotune: warning: report files not written: {exc}", markup=False)
+        return
+    tracker.log_artifacts(files)
+
+
+def _mlflow_lines(tracker: Any, name: str, mlflow_uri: str | None) -> None:
+    """Where the runs are, or what is pending when MLflow was unreachable."""
+    inner = getattr(tracker, "inner", tracker)
+    if getattr(tracker, "down", False):
+        console.print(
+            f"  MLflow: unreachable during the study ({tracker.missed} record(s) pending); "
+            f"when it is back: {_sync_command(name, mlflow_uri)}",
+            markup=False,
+        )
+    elif hasattr(inner, "runs_url") and inner.experiment_id is not None:
+        console.print(f"  MLflow runs: {inner.runs_url()}", markup=False)
 
 
 def _budget_reached(name: str, study_dir: Path, storage: str | None, target: int) -> bool:
@@ -392,9 +447,6 @@ def _final_report(
     flags = f" --study {name}" + (f" --study-root {root}" if root != Path("studies") else "")
     flags += f" --storage {storage}" if storage else ""
     console.print(f"  export: autotune export{flags} --format sh")
-    if not no_mlflow:
-        uri = mlflow_uri or "sqlite:///mlflow/mlflow.db"
-        console.print(f"  compare: mlflow ui --backend-store-uri {uri}")
 
 
 def _latest_study(root: Path) -> str:
@@ -560,6 +612,48 @@ def report(
     console.print(f"wrote {page}")
     for p in paths:
         console.print(f"wrote {p}")
+
+
+@app.command()
+def sync(
+    study: ReadStudyOpt = None,
+    mlflow_uri: Annotated[
+        str | None, typer.Option("--mlflow-uri", help="MLflow tracking URI (default: ./mlflow).")
+    ] = None,
+    study_root: RootOpt = Path("studies"),
+    storage: StorageOpt = None,
+) -> None:
+    """Send a study to MLflow: what it missed while unreachable (sent runs are kept once)."""
+    from autotune.records import StudyInfo
+    from autotune.study.ledger import Ledger
+    from autotune.study.storage import storage_url
+    from autotune.tracking import make_tracker
+    from autotune.tracking.resilient import sync as do_sync
+
+    _quiet_optuna()
+    s = _open_study(study, study_root, storage)
+    rec = Ledger(s).study_record()
+    space = rec.space
+    engine = space.get("engine") if isinstance(space.get("engine"), dict) else {}
+    info = StudyInfo(
+        study=s.study_name,
+        engine=rec.engine or str((engine or {}).get("name") or ""),
+        model=str(space.get("model") or ""),
+        metric=rec.metric,
+        direction=rec.direction,
+        simulated=rec.simulated,
+        space_file=rec.space_file or None,
+        storage=storage_url(storage, study_root / s.study_name),
+        parameters=[str(p.get("name")) for p in space.get("parameters") or []],
+        engine_version=str((engine or {}).get("version") or ""),
+    )
+    tracker = make_tracker(mlflow_uri)
+    sent, skipped = do_sync(s, tracker, info)
+    _attach_files(s, study_root / s.study_name, tracker)
+    console.print(
+        f"synced study {s.study_name}: {sent} trial(s), {skipped} skipped proposal(s)", markup=False
+    )
+    _mlflow_lines(tracker, s.study_name, mlflow_uri)
 
 
 @app.command()

@@ -60,7 +60,8 @@ def metric(value: float | None) -> str:
     if value is None:
         return "-"
     if abs(value) >= 1000:
-        return f"{value:,.1f}"
+        text = f"{value:,.1f}"
+        return text[:-2] if text.endswith(".0") else text
     return short(float(f"{value:.4g}"))
 
 

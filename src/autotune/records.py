@@ -158,6 +158,8 @@ class StudyInfo(_Record):
     parallel: int = 1
     storage: str = ""  # the Optuna storage URL (the tracker redacts passwords)
     description: str = ""
+    parameters: list[str] = Field(default_factory=list)  # every parameter of the space
+    engine_version: str = ""
 
 
 class TrialLog(_Record):
@@ -169,6 +171,15 @@ class TrialLog(_Record):
     argv: list[str] = Field(default_factory=list)  # redacted
     env: dict[str, str] = Field(default_factory=dict)  # redacted
     baseline: bool = False
+
+
+class SkipLog(_Record):
+    """What a tracker is told about a proposal that was not launched."""
+
+    study: str
+    number: int
+    config: dict[str, Any] = Field(default_factory=dict)
+    skip: SkipRecord
 
 
 def gain_pct(best: float | None, base: float | None, direction: str) -> float | None:
@@ -184,6 +195,7 @@ __all__ = [
     "LAUNCHED",
     "Direction",
     "SkipKind",
+    "SkipLog",
     "SkipRecord",
     "StudyInfo",
     "StudyRecord",

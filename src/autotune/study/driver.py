@@ -30,6 +30,7 @@ from autotune.records import (
     CRASHES,
     LAUNCHED,
     SkipKind,
+    SkipLog,
     SkipRecord,
     StudyInfo,
     StudyRecord,
@@ -284,6 +285,8 @@ class Driver:
                 run_id=self.ledger.study_record().tracker_run,
                 parallel=self.parallel,
                 storage=storage_url(o.storage, o.study_dir),
+                parameters=[p.name for p in spec.parameters],
+                engine_version=spec.engine.version or "",
             )
         )
         if run_id:
@@ -447,6 +450,9 @@ class Driver:
     # -- events -----------------------------------------------------------------------------
 
     def _emit_skip(self, trial: optuna.Trial, config: dict[str, Any], skip: SkipRecord) -> None:
+        self.tracker.log_skip(
+            SkipLog(study=self.options.study, number=trial.number, config=config, skip=skip)
+        )
         self.on_event(
             Event(
                 EventKind.SKIP,

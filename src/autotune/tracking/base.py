@@ -7,9 +7,10 @@ A tracker is a view of the study, never its source of truth (that is Optuna stor
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Protocol
 
-from autotune.records import StudyInfo, StudySummary, TrialLog
+from autotune.records import SkipLog, StudyInfo, StudySummary, TrialLog
 
 
 class Tracker(Protocol):
@@ -48,6 +49,22 @@ class Tracker(Protocol):
 
         Raises:
             TrackingError: the backend failed, or ``start_study`` was not called.
+        """
+        ...
+
+    def log_skip(self, log: SkipLog) -> None:
+        """Record a proposal that was not launched, with its reason (every proposal is seen).
+
+        Raises:
+            TrackingError: the backend failed, or ``start_study`` was not called.
+        """
+        ...
+
+    def log_artifacts(self, paths: list[Path]) -> None:
+        """Attach files to the study's record (report, plots, launch script).
+
+        Raises:
+            TrackingError: the backend failed.
         """
         ...
 

@@ -20,9 +20,16 @@ from autotune.tracking.mlflow import MlflowTracker, resolve_uri
 
 SECRET = "hf_" + "Qw3" * 12
 
-INFO = StudyInfo(study="demo", engine="sglang", model="moonshotai/Kimi-K2.5",
-                 metric="output_tok_s", direction="maximize", simulated=True,
-                 parameters=["chunked_prefill_size", "attention_backend"], engine_version="0.5.9")
+INFO = StudyInfo(
+    study="demo",
+    engine="sglang",
+    model="moonshotai/Kimi-K2.5",
+    metric="output_tok_s",
+    direction="maximize",
+    simulated=True,
+    parameters=["chunked_prefill_size", "attention_backend"],
+    engine_version="0.5.9",
+)
 LAUNCHED_AT = 1_780_000_000.0  # an epoch instant: the run's start, never a metric
 
 
@@ -37,24 +44,48 @@ def log(result: TrialResult, config: dict[str, Any], **fields: Any) -> TrialLog:
 def ok_result(number: int, log_path: Path | None = None, *, attempt: int = 0) -> TrialResult:
     stats = Stats(mean=10.0, p50=9.0, p90=15.0, p99=20.0)
     return TrialResult(
-        study="demo", number=number, outcome=Outcome.OK, attempt=attempt,
-        metrics=Metrics(output_tok_s=1000.0 + number, request_s=4.0, ttft_ms=stats, completed=32,
-                        output_tokens=2048, duration_s=8.0),
-        timings=Timings(launch_to_ready_s=40.0, benchmark_s=8.0, teardown_s=2.0, total_s=55.0,
-                        launched_at=LAUNCHED_AT, clean_at=LAUNCHED_AT + 55.0),
-        cleanup=Cleanup(gpu_mem_before_mib=[1.0, 2.0], gpu_mem_after_mib=[3.0, 5.0],
-                        gpu_clean=True),
-        log_path=str(log_path) if log_path else None, node="node-a",
+        study="demo",
+        number=number,
+        outcome=Outcome.OK,
+        attempt=attempt,
+        metrics=Metrics(
+            output_tok_s=1000.0 + number,
+            request_s=4.0,
+            ttft_ms=stats,
+            completed=32,
+            output_tokens=2048,
+            duration_s=8.0,
+        ),
+        timings=Timings(
+            launch_to_ready_s=40.0,
+            benchmark_s=8.0,
+            teardown_s=2.0,
+            total_s=55.0,
+            launched_at=LAUNCHED_AT,
+            clean_at=LAUNCHED_AT + 55.0,
+        ),
+        cleanup=Cleanup(
+            gpu_mem_before_mib=[1.0, 2.0], gpu_mem_after_mib=[3.0, 5.0], gpu_clean=True
+        ),
+        log_path=str(log_path) if log_path else None,
+        node="node-a",
     )
 
 
 def crashed_result(number: int, log_path: Path | None = None) -> TrialResult:
     return TrialResult(
-        study="demo", number=number, outcome=Outcome.CRASHED,
-        failure=Failure(cause="kv_pool_oom", phase="memory_pool", hint="lower --mem-fraction " * 60,
-                        evidence=[f"RuntimeError: Not enough memory {SECRET}"],
-                        message="KV cache pool could not be allocated"),
-        timings=Timings(total_s=12.0), log_path=str(log_path) if log_path else None,
+        study="demo",
+        number=number,
+        outcome=Outcome.CRASHED,
+        failure=Failure(
+            cause="kv_pool_oom",
+            phase="memory_pool",
+            hint="lower --mem-fraction " * 60,
+            evidence=[f"RuntimeError: Not enough memory {SECRET}"],
+            message="KV cache pool could not be allocated",
+        ),
+        timings=Timings(total_s=12.0),
+        log_path=str(log_path) if log_path else None,
     )
 
 
@@ -79,16 +110,31 @@ def _study_roundtrip(uri: str, tmp_path: Path, server_log: Path, study: str) -> 
     storage = "postgresql://optuna:pw-123@db:5432/optuna"
     run_id = tracker.start_study(info(study, space_file=str(space), storage=storage))
     assert run_id == tracker.parent_run_id
-    tracker.log_trial(log(
-        ok_result(0, server_log), {"chunked_prefill_size": 8192, "attention_backend": "fa3"},
-        baseline=True, argv=["sglang", "--api-key", "k-123"], env={"HF_TOKEN": SECRET},
-    ))
+    tracker.log_trial(
+        log(
+            ok_result(0, server_log),
+            {"chunked_prefill_size": 8192, "attention_backend": "fa3"},
+            baseline=True,
+            argv=["sglang", "--api-key", "k-123"],
+            env={"HF_TOKEN": SECRET},
+        )
+    )
     tracker.log_trial(log(crashed_result(1), {"chunked_prefill_size": 16384}))
-    tracker.finish(StudySummary(
-        study=study, metric="output_tok_s", direction="maximize", best_value=1000.0,
-        baseline_value=800.0, gain_pct=25.0, trials=2, outcomes={"ok": 1, "crashed": 1},
-        causes={"kv_pool_oom": 1}, best_trial=0, best_config={"chunked_prefill_size": 8192},
-    ))
+    tracker.finish(
+        StudySummary(
+            study=study,
+            metric="output_tok_s",
+            direction="maximize",
+            best_value=1000.0,
+            baseline_value=800.0,
+            gain_pct=25.0,
+            trials=2,
+            outcomes={"ok": 1, "crashed": 1},
+            causes={"kv_pool_oom": 1},
+            best_trial=0,
+            best_config={"chunked_prefill_size": 8192},
+        )
+    )
 
     client = MlflowClient(tracking_uri=tracker.uri)
     parent = client.get_run(str(tracker.parent_run_id))
@@ -123,8 +169,10 @@ def _study_roundtrip(uri: str, tmp_path: Path, server_log: Path, study: str) -> 
     assert ok.info.end_time - ok.info.start_time == 55_000
     assert ok.data.params == {"chunked_prefill_size": "8192", "attention_backend": "fa3"}
     # A parameter the configuration leaves unset shows as the engine's default.
-    assert crashed.data.params == {"chunked_prefill_size": "16384",
-                                   "attention_backend": "(default)"}
+    assert crashed.data.params == {
+        "chunked_prefill_size": "16384",
+        "attention_backend": "(default)",
+    }
     assert ok.data.metrics["output_tok_s"] == 1000.0
     assert ok.data.metrics["ttft_p99_ms"] == 20.0
     assert ok.data.metrics["time_launch_to_ready_s"] == 40.0
@@ -169,7 +217,8 @@ def test_default_store_is_under_cwd(tmp_path: Path) -> None:
     assert artifacts == (tmp_path.resolve() / "mlflow" / "artifacts").as_uri()
     assert resolve_uri("http://tracking:5000", tmp_path) == ("http://tracking:5000", None)
     assert resolve_uri("sqlite:///rel/x.db", tmp_path)[0] == (
-        f"sqlite:///{tmp_path.resolve() / 'rel' / 'x.db'}")
+        f"sqlite:///{tmp_path.resolve() / 'rel' / 'x.db'}"
+    )
 
 
 def test_resume_reuses_parent_and_skips_logged_trials(store_uri: str, server_log: Path) -> None:
@@ -189,8 +238,11 @@ def test_resume_reuses_parent_and_skips_logged_trials(store_uri: str, server_log
             again.log_trial(log(ok_result(1, attempt=1), {"x": 2}))  # an infra retry: new
     client = MlflowClient(tracking_uri=again.uri)
     names = sorted(r.info.run_name for r in _children(client, again))
-    assert names == ["trial 0 · ok · 1,000 output_tok_s", "trial 1 · attempt 1 · ok · 1,001 output_tok_s",
-                     "trial 1 · ok · 1,001 output_tok_s"]
+    assert names == [
+        "trial 0 · ok · 1,000 output_tok_s",
+        "trial 1 · attempt 1 · ok · 1,001 output_tok_s",
+        "trial 1 · ok · 1,001 output_tok_s",
+    ]
     studies = client.search_runs([str(again.experiment_id)], "tags.`autotune.role` = 'study'")
     assert [r.data.tags["autotune.study"] for r in studies].count("resumed") == 1
 
@@ -204,9 +256,13 @@ def test_interrupted_child_is_replaced(store_uri: str) -> None:
     tracker.start_study(info("interrupted"))
     # A child created but never completed (the driver died mid-log).
     tracker.client.create_run(
-        str(tracker.experiment_id), run_name="trial-0",
-        tags={"mlflow.parentRunId": str(tracker.parent_run_id), "autotune.trial": "0",
-              "autotune.attempt": "0"},
+        str(tracker.experiment_id),
+        run_name="trial-0",
+        tags={
+            "mlflow.parentRunId": str(tracker.parent_run_id),
+            "autotune.trial": "0",
+            "autotune.attempt": "0",
+        },
     )
     tracker.log_trial(log(ok_result(0), {"x": 1}))
     runs = _children(tracker.client, tracker)
@@ -270,8 +326,9 @@ def test_quiet_on_stdout(tmp_path: Path) -> None:
         " direction='maximize'))\n"
         "t.finish(StudySummary(study='demo', metric='x', direction='maximize'))\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
-                          text=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
     assert proc.stdout == ""
     assert "INFO" not in proc.stderr
     assert (tmp_path / "mlflow" / "mlflow.db").is_file()

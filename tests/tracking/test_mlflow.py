@@ -332,3 +332,25 @@ def test_quiet_on_stdout(tmp_path: Path) -> None:
     assert proc.stdout == ""
     assert "INFO" not in proc.stderr
     assert (tmp_path / "mlflow" / "mlflow.db").is_file()
+
+
+def test_skipped_proposals_and_study_files(store_uri: str, tmp_path: Path) -> None:
+    from autotune.records import SkipKind, SkipLog, SkipRecord
+
+    tracker = MlflowTracker(store_uri)
+    tracker.start_study(info("skips"))
+    skip = SkipRecord(kind=SkipKind.CONSTRAINT, reason="breaks constraint x * y <= 5")
+    for _ in range(2):  # a resend (autotune sync) keeps it once
+        tracker.log_skip(SkipLog(study="skips", number=3, config={"x": 2}, skip=skip))
+    report = tmp_path / "report.html"
+    report.write_text("<html></html>")
+    tracker.log_artifacts([report, tmp_path / "missing.png"])
+    client = MlflowClient(tracking_uri=tracker.uri)
+    (run,) = _children(client, tracker)
+    assert run.info.run_name == "trial 3 · skipped: constraint"
+    assert run.info.status == "KILLED"
+    assert "breaks constraint x * y <= 5" in run.data.tags["mlflow.note.content"]
+    assert run.data.tags["autotune.role"] == "skip"
+    assert run.data.params["x"] == "2" and run.data.params["attention_backend"] == "(default)"
+    files = [a.path for a in client.list_artifacts(str(tracker.parent_run_id))]
+    assert "report.html" in files

@@ -92,6 +92,7 @@ class _Loop:
     stopping: bool = False
     stop_reason: str = "budget reached"
     last_beat: float = field(default_factory=time.monotonic)
+    phases: dict[int, str] = field(default_factory=dict)  # trial number -> last phase seen
 
 
 class Driver:
@@ -392,11 +393,30 @@ class Driver:
     def _collect(self, loop: _Loop) -> None:
         """Wait (up to a second) for results; tell the finished trials; keep heartbeats."""
         done, _ = wait(list(loop.inflight), timeout=1.0, return_when=FIRST_COMPLETED)
+        self._phases(loop)
         if time.monotonic() - loop.last_beat > self.options.heartbeat_s:
             self._heartbeat(loop)
         for fut in done:
             trial, config = loop.inflight.pop(fut)
             self._finish(loop, trial, config, fut.result())
+
+    def _phases(self, loop: _Loop) -> None:
+        """Tell the progress view where running trials are (launch, load, warmup, benchmark).
+
+        The node notes each phase beside the trial's log; only trials on this host (or a
+        shared log folder) are seen: elsewhere the view just says the trial is running.
+        """
+        for trial, _config in loop.inflight.values():
+            notes = sorted(self.log_dir.glob(f"trial-{trial.number:04d}-a*.phase"))
+            if not notes:
+                continue
+            try:
+                phase = notes[-1].read_text().strip()
+            except OSError:
+                continue
+            if phase and loop.phases.get(trial.number) != phase:
+                loop.phases[trial.number] = phase
+                self.on_event(Event(EventKind.PHASE, trial.number, message=phase))
 
     def _heartbeat(self, loop: _Loop) -> None:
         for trial, _config in loop.inflight.values():

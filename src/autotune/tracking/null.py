@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from autotune.errors import TrackingError
 from pathlib import Path
 
+from autotune.errors import TrackingError
 from autotune.records import SkipLog, StudyInfo, StudySummary, TrialLog
 
 

@@ -14,10 +14,12 @@ from pathlib import Path
 
 import httpx
 import optuna
+import pytest
 from bench.steering import toy_space
 from mlflow.tracking import MlflowClient
 
 SCRIPT = Path(sys.executable).with_name("autotune")
+pytestmark = pytest.mark.slow  # two mlflow server boots and a study: about a minute
 
 
 @contextmanager

@@ -51,7 +51,9 @@ def test_status_keeps_best_and_shows_phase_and_eta() -> None:
 
 def test_launch_lines_show_the_whole_configuration() -> None:
     out = io.StringIO()
-    view = ProgressView(Console(file=out, width=80), "output_tok_s", simulated=False)
+    # Soft wrap, as the CLI's console: the view must wrap its lines itself.
+    console = Console(file=out, width=80, soft_wrap=True)
+    view = ProgressView(console, "output_tok_s", simulated=False)
     config = {f"NCCL_PARAMETER_{i}": 0.6000000000000001 * i for i in range(8)}
     with view:
         view(Event(EventKind.LAUNCH, 7, config))
@@ -61,6 +63,7 @@ def test_launch_lines_show_the_whole_configuration() -> None:
         assert any(w.startswith(f"{key}=") for w in words), key
     assert "0.6000000000000001" not in text and "…" not in text
     assert "NCCL_PARAMETER_1=0.6" in words
+    assert max(len(line) for line in text.splitlines()) <= 80
 
 
 def test_the_node_notes_each_phase_beside_the_log(tmp_path: Path) -> None:

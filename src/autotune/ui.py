@@ -7,6 +7,7 @@ configuration, wrapped at spaces, never cut: an 80-column terminal loses nothing
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from rich.console import Console
@@ -125,7 +126,8 @@ class ProgressView:
         return best + self.sim + running + left
 
     def __call__(self, event: Event) -> None:
-        log = self.progress.console.print
+        # Wrapped by rich at spaces (the CLI's console soft-wraps: a terminal would cut words).
+        log = functools.partial(self.progress.console.print, soft_wrap=False)
         self._remember(event)
         if event.kind is EventKind.START:
             self.progress.update(

@@ -65,10 +65,15 @@ def make_study(path: Path, *, simulated: bool = False) -> optuna.Study:
     study = optuna.create_study(
         storage=f"sqlite:///{path / 'study.db'}", study_name="kimi", direction="maximize"
     )
-    Ledger(study).write_study(StudyRecord(
-        name="kimi", metric="output_tok_s", simulated=simulated, engine="sglang",
-        space={"engine": {"name": "sglang", "version": "0.5.9"}},
-    ))
+    Ledger(study).write_study(
+        StudyRecord(
+            name="kimi",
+            metric="output_tok_s",
+            simulated=simulated,
+            engine="sglang",
+            space={"engine": {"name": "sglang", "version": "0.5.9"}},
+        )
+    )
     return study
 
 
@@ -89,12 +94,19 @@ def add(
             value=value if ok else 1e12,  # a crash's penalty must never be exported
             params=params,
             distributions={k: DISTS[k] for k in params},
-            user_attrs=trial_attrs(TrialRecord(
-                number=0, state="COMPLETE", outcome=outcome,  # type: ignore[arg-type]
-                config=params, argv=argv, env=env, baseline=baseline,
-                simulated=Ledger(study).study_record().simulated,
-                metrics={"output_tok_s": value} if ok else {},
-            )),
+            user_attrs=trial_attrs(
+                TrialRecord(
+                    number=0,
+                    state="COMPLETE",
+                    outcome=outcome,  # type: ignore[arg-type]
+                    config=params,
+                    argv=argv,
+                    env=env,
+                    baseline=baseline,
+                    simulated=Ledger(study).study_record().simulated,
+                    metrics={"output_tok_s": value} if ok else {},
+                )
+            ),
         )
     )
 
@@ -354,3 +366,47 @@ def test_float_noise_is_not_exported(tmp_path: Path) -> None:
     )
     assert export_data(s)["config"] == {"mem": 0.6}
     assert "mem=0.6\n" in export(s, "sh")
+
+
+def test_export_says_the_gpu_the_trial_ran_on(tmp_path: Path) -> None:
+    s = make_study(tmp_path)
+    record = TrialRecord(
+        number=0,
+        state="COMPLETE",
+        outcome="ok",  # type: ignore[arg-type]
+        config={"chunked_prefill_size": 8192},
+        argv=["python3", "x"],
+        metrics={"output_tok_s": 5.0},
+        gpu="8x NVIDIA H200",
+        engine_version="0.5.9.post1",
+    )
+    s.add_trial(
+        create_trial(
+            state=TrialState.COMPLETE,
+            value=5.0,
+            params={"chunked_prefill_size": 8192},
+            distributions={"chunked_prefill_size": DISTS["chunked_prefill_size"]},
+            user_attrs=trial_attrs(record),
+        )
+    )
+    script = export(s, "sh")
+    assert "# GPU: 8x NVIDIA H200" in script
+    assert "# engine: sglang 0.5.9.post1" in script  # what the server reported wins
+
+
+def test_gpu_description_counts_models(monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from autotune.node import gpu
+
+    names = [b"NVIDIA H200", b"NVIDIA H200", b"NVIDIA L4"]
+    nvml = SimpleNamespace(
+        nvmlDeviceGetCount=lambda: len(names),
+        nvmlDeviceGetHandleByIndex=lambda i: i,
+        nvmlDeviceGetName=lambda h: names[h],
+    )
+    monkeypatch.setattr(gpu, "_load", lambda: nvml)
+    assert gpu.describe() == "2x NVIDIA H200, 1x NVIDIA L4"
+    assert gpu.describe(2, "0,1") == "2x NVIDIA H200"
+    monkeypatch.setattr(gpu, "_load", lambda: None)
+    assert gpu.describe() == ""

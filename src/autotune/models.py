@@ -255,3 +255,4 @@ class TrialResult(_Frozen):
     simulated: bool = False
     attempt: int = 0
     server_info: dict[str, Any] = Field(default_factory=dict)
+    gpu: str = ""  # the GPUs it ran on, e.g. "8x NVIDIA H200" ("" without a GPU or NVML)

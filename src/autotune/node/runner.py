@@ -155,6 +155,7 @@ class _Trial:
             simulated=self.spec.simulated,
             attempt=self.spec.attempt,
             server_info=server_info or {},
+            gpu=gpu.describe(self.spec.gpus, self.visible) if self.spec.gpus else "",
         )
 
     def _infra(self, cause: Cause, message: str, hint: str) -> TrialResult:

@@ -408,6 +408,8 @@ class MlflowTracker:
                 tags["autotune.message"] = _tag_value(redact_text(failure.message), _MAX_HINT)
         if result.node:
             tags["autotune.node"] = _tag_value(result.node)
+        if result.gpu:
+            tags["autotune.gpu"] = _tag_value(result.gpu)
         return tags
 
     @staticmethod

@@ -97,6 +97,7 @@ def _result(study: str, record: TrialRecord) -> TrialResult:
         or TrialResult.model_fields["cleanup"].get_default(call_default_factory=True),
         log_path=record.log_path,
         node=record.node,
+        gpu=record.gpu,
         simulated=record.simulated,
         attempt=record.attempts,
     )

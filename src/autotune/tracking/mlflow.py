@@ -311,6 +311,8 @@ class MlflowTracker:
                 trial_json = Path(tmp) / "trial.json"
                 trial_json.write_text(json.dumps(record, indent=2, default=str), encoding="utf-8")
                 self.client.log_artifact(run_id, str(trial_json))
+            if result.gpu:  # the study's hardware, on its parent too
+                self.client.set_tag(str(self.parent_run_id), "autotune.gpu", result.gpu)
             self.client.set_tag(run_id, TAG_LOGGED, "true")
             self.client.set_terminated(
                 run_id, status=_status(result.outcome), end_time=int(end * 1000)

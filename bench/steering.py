@@ -73,7 +73,7 @@ def make_driver(space_file: Path, study_dir: Path, **options: Any) -> Any:
     from autotune.engines import get_engine
     from autotune.space.load import load
     from autotune.study.driver import Driver, DriverOptions
-    from autotune.tracking.null import NullTracker
+    from autotune.tracking.none import NullTracker
 
     spec = load(space_file)
     engine = get_engine(spec.engine)

@@ -340,3 +340,45 @@ def test_status_skips_an_empty_study_left_by_a_failed_start(tmp_path: Path) -> N
     )
     assert proc.returncode == 0, proc.stderr
     assert "wide" in proc.stdout
+
+
+def test_verbose_and_log_file_show_what_autotune_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("INFO: Starting vLLM API server\nValueError: bad\n")
+    trace = tmp_path / "logs" / "autotune.log"
+    assert main(["diagnose", str(log)]) == 0
+    assert "diagnosing" not in capsys.readouterr().err  # quiet by default
+    assert main(["-v", "--log-file", str(trace), "diagnose", str(log)]) == 0
+    assert f"diagnosing {log} as a vllm log" in capsys.readouterr().err
+    assert "INFO autotune.cli" in trace.read_text() and "as a vllm log" in trace.read_text()
+
+
+def test_an_unwritable_log_file_is_a_config_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "file").write_text("")
+    assert main(["--log-file", str(tmp_path / "file" / "x.log"), "schema"]) == 2
+    assert "x.log" in _one_line_error(capsys)
+
+
+def test_an_unknown_executor_names_the_known_ones_and_launches_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    space = Path(__file__).resolve().parents[1] / "search_spaces" / "quickstart.yaml"
+    code = main(["start", "--space", str(space), "--executor", "slurm", "--no-mlflow"])
+    assert code == 2
+    err = _one_line_error(capsys)
+    assert "--executor: unknown executor 'slurm'" in err and "local, ray" in err
+    assert not (tmp_path / "studies").exists()
+
+
+def test_diagnose_refuses_an_unknown_engine(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("ValueError: bad\n")
+    assert main(["diagnose", str(log), "--engine", "vllmm"]) == 2
+    assert "--engine: unknown engine 'vllmm'" in _one_line_error(capsys)

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -29,6 +29,12 @@ from typer._click import exceptions as click_exc
 
 from autotune import __version__
 from autotune.errors import AutotuneError, ConfigError, StudyError
+
+if TYPE_CHECKING:
+    from autotune.engines.base import Engine
+    from autotune.space.schema import StudySpec
+
+_logger = logging.getLogger(__name__)
 
 app = typer.Typer(
     add_completion=False,
@@ -66,11 +72,6 @@ StorageOpt = Annotated[
 ]
 
 
-class ExecutorKind(StrEnum):
-    local = "local"
-    ray = "ray"
-
-
 class ExportFormat(StrEnum):
     sh = "sh"
     env = "env"
@@ -96,8 +97,69 @@ def _root(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
     ] = False,
+    verbose: Annotated[
+        int,
+        typer.Option(
+            "--verbose",
+            "-v",
+            count=True,
+            help="Log more to stderr: -v what happens (info), -vv everything (debug).",
+        ),
+    ] = 0,
+    log_file: Annotated[
+        Path | None,
+        typer.Option("--log-file", help="Also write autotune's full log (debug level) here."),
+    ] = None,
 ) -> None:
     """autotune: find the fastest launch configuration of an LLM inference server."""
+    _setup_logging(verbose, log_file)
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is at the time (the live progress view redirects it,
+    so log lines print above the table instead of through it)."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass  # always the current sys.stderr
+
+
+def _setup_logging(verbose: int, log_file: Path | None) -> None:
+    """Send the ``autotune`` loggers to stderr (warnings; -v info; -vv debug) and, given
+    ``--log-file``, everything to that file. Other libraries' loggers are left alone."""
+    logger = logging.getLogger("autotune")
+    for handler in [h for h in logger.handlers if getattr(h, "autotune_cli", False)]:
+        logger.removeHandler(handler)  # main() runs more than once in one process (tests)
+        handler.close()
+    levels = {0: logging.WARNING, 1: logging.INFO}
+    stderr = _StderrHandler()
+    stderr.setLevel(levels.get(verbose, logging.DEBUG))
+    brief = "autotune: %(levelname)s: %(message)s"
+    full = "%(asctime)s %(levelname)s %(name)s [%(threadName)s]: %(message)s"
+    stderr.setFormatter(logging.Formatter(full if verbose else brief))
+    handlers: list[logging.Handler] = [stderr]
+    if log_file is not None:
+        try:
+            log_file.parent.mkdir(parents=True, exist_ok=True)
+            to_file = logging.FileHandler(log_file, encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot write the log file: {exc.strerror}", file=str(log_file)
+            ) from exc
+        to_file.setLevel(logging.DEBUG)
+        to_file.setFormatter(logging.Formatter(full))
+        handlers.append(to_file)
+    for handler in handlers:
+        handler.autotune_cli = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+    logger.setLevel(min(h.level for h in handlers))
 
 
 @app.command()
@@ -116,8 +178,12 @@ def start(
         ),
     ] = None,
     executor: Annotated[
-        ExecutorKind, typer.Option("--executor", help="Where trials run.")
-    ] = ExecutorKind.ray,
+        str,
+        typer.Option(
+            "--executor",
+            help="Where trials run: local, ray, or another registered executor's name.",
+        ),
+    ] = "ray",
     ray_address: Annotated[
         str | None,
         typer.Option("--ray-address", help="Ray cluster (auto, host:6379); default local."),
@@ -150,6 +216,7 @@ def start(
     ] = False,
 ) -> None:
     """Run (or resume) a study: launch, benchmark and score one server per trial."""
+    from autotune.dispatch import EXECUTORS, ExecutorOptions
     from autotune.engines import get_engine
     from autotune.space.load import load
     from autotune.study.driver import Driver, DriverOptions
@@ -159,23 +226,17 @@ def start(
 
     _quiet_optuna()
     spec = load(space)
-    if simulate and spec.engine.name != "sglang":
-        raise ConfigError(
-            f"--simulate stands in for SGLang, but this space's engine is {spec.engine.name!r}; "
-            "drop --simulate",
-            file=str(space),
-            field="engine.name",
-        )
+    executor_class = EXECUTORS.get_class(executor)
     name = study or spec.name or space.stem
-    engine = get_engine(spec.engine, simulate=simulate)
+    try:
+        engine = get_engine(spec.engine, simulate=simulate)
+    except ConfigError as exc:  # the engine cannot be simulated: locate it in the space file
+        raise ConfigError(exc.message, file=str(space), field=exc.field) from None
     real_engine = get_engine(spec.engine) if simulate else engine
-    on_cluster = executor is ExecutorKind.ray and ray_address is not None
-    if not on_cluster:  # the engine runs here: check its flags before anything starts
-        _preflight(engine, spec)
     study_dir = study_root / name
     target = n_trials or spec.budget.trials
     if _budget_reached(name, study_dir, storage, target):
-        # Nothing to run: say so without starting Ray (13 s) or a tracker.
+        # Nothing to run: say so without starting an executor (Ray: 13 s) or a tracker.
         console.print(
             f"study [cyan]{name}[/] already holds {target} launched trial(s): budget reached; "
             f"raise it with --n-trials N (N > {target}) to run more"
@@ -189,16 +250,30 @@ def start(
         _final_report(done, name, study_root, storage, mlflow_uri, no_mlflow)
         return
     gpus = engine.gpus(engine.command(spec.model, _all_args(spec), {})[0])
-    ex = _executor(executor, gpus, ray_address, parallel, str(study_dir / "logs"), simulate)
-    if on_cluster:
-        # On a cluster the engine lives on the GPU nodes: check the flags against its --help there
-        # (once, instead of here too: this machine may not even have the engine).
-        try:
+    ex_options = ExecutorOptions(
+        gpus_per_trial=gpus,
+        parallel=parallel,
+        address=ray_address,
+        log_dir=str(study_dir / "logs"),
+        simulate=simulate,
+    )
+    here = executor_class.runs_here(ex_options)
+    if here:  # the engine runs here: check its flags before anything starts
+        _preflight(engine, spec)
+    _logger.info("starting executor %s (%s)", executor, ex_options)
+    # Ray announces its token-authentication mode on every start: not the user's concern here.
+    logging.getLogger("ray._private.authentication").setLevel(logging.ERROR)
+    with console.status(f"starting executor {executor}"):
+        ex = executor_class.create(ex_options)
+    try:
+        if not here:
+            # Elsewhere the engine lives on the machines that run trials: check the flags
+            # against its --help there (once; this machine may not even have the engine).
             _preflight(engine, spec, help_text=ex.engine_help(spec.engine, simulate=simulate))
-        except AutotuneError:
-            ex.shutdown()
-            raise
-    tracker = _resilient(make_tracker(mlflow_uri, enabled=not no_mlflow), name, mlflow_uri)
+        tracker = _resilient(make_tracker(mlflow_uri, enabled=not no_mlflow), name, mlflow_uri)
+    except AutotuneError:  # re-raised: stop what was started for the study
+        ex.shutdown()
+        raise
     options = DriverOptions(
         study=name,
         study_dir=study_dir,
@@ -217,7 +292,7 @@ def start(
     )
     console.print(
         f"[bold]autotune[/] study [cyan]{name}[/] · engine {real_engine.name} · "
-        f"{spec.objective.direction} {spec.objective.metric} · executor {executor.value}"
+        f"{spec.objective.direction} {spec.objective.metric} · executor {executor}"
         f" ({ex.capacity()} at once){sim}"
     )
     try:
@@ -370,7 +445,7 @@ def _quiet_optuna() -> None:
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
 
 
-def _all_args(spec: Any) -> list[str]:
+def _all_args(spec: StudySpec) -> list[str]:
     """Every argument any configuration can produce (for preflight and GPU counting)."""
     args = list(spec.fixed.args)
     for p in spec.parameters:
@@ -381,7 +456,7 @@ def _all_args(spec: Any) -> list[str]:
     return args
 
 
-def _preflight(engine: Any, spec: Any, help_text: str | None = None) -> None:
+def _preflight(engine: Engine, spec: StudySpec, help_text: str | None = None) -> None:
     """Check every flag the space can produce against the engine's ``--help`` (given, else
     this machine's when the engine is installed here) or its bundled flag table."""
     from autotune.engines.preflight import engine_help, preflight
@@ -394,31 +469,6 @@ def _preflight(engine: Any, spec: Any, help_text: str | None = None) -> None:
             err.print(f"[yellow]preflight:[/] {f.message}")
     if errors:
         raise ConfigError(errors[0].message, file=spec.source, field=f"flag {errors[0].flag}")
-
-
-def _executor(
-    kind: ExecutorKind,
-    gpus: int,
-    address: str | None,
-    parallel: int | None,
-    log_dir: str,
-    simulate: bool,
-) -> Any:
-    if kind is ExecutorKind.local:
-        from autotune.dispatch.local import LocalExecutor
-
-        # The stand-in server needs no GPU: simulated trials hold none on this machine.
-        return LocalExecutor(0 if simulate else gpus, parallel)
-    from autotune.dispatch.ray import RayExecutor
-
-    # A local Ray instance for a simulated study gets logical GPUs for the trials it runs.
-    logical = gpus * (parallel or 1) if simulate and address is None else None
-    # Ray announces its token-authentication mode on every start: not the user's concern here.
-    logging.getLogger("ray._private.authentication").setLevel(logging.ERROR)
-    with console.status("starting Ray" if address is None else f"connecting to Ray at {address}"):
-        return RayExecutor(
-            gpus, address=address, parallel=parallel, log_dir=log_dir, logical_gpus=logical
-        )
 
 
 def _final_report(
@@ -691,7 +741,8 @@ def diagnose(
     engine: Annotated[
         str | None,
         typer.Option(
-            "--engine", help="sglang, vllm, transformers, ... (default: guessed from the log)"
+            "--engine",
+            help="An engine name: sglang, vllm, ... or common (default: guessed from the log).",
         ),
     ] = None,
     exit_code: Annotated[
@@ -700,13 +751,24 @@ def diagnose(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Explain why a server failed: cause, phase, hint and the evidence lines."""
+    from autotune.engines import ENGINES, guess_engine
     from autotune.node.failures import diagnose_file
-    from autotune.rules import load_rules
+    from autotune.rules import load_log
 
     if not logfile.is_file():
         raise ConfigError("no such file; give the path of a saved server log", file=str(logfile))
-    engine = engine or _guess_engine(logfile)
-    failure = diagnose_file(str(logfile), load_rules(engine), exit_code=exit_code)
+    if engine is None:
+        with logfile.open(errors="replace") as fh:
+            engine = guess_engine(fh.read(1 << 20)) or "common"
+        _logger.info("diagnosing %s as a %s log", logfile, engine)
+    if engine == "common":  # no engine: the rules every engine shares
+        rules = list(load_log("common").rules)
+    else:
+        try:
+            rules = list(ENGINES.get_class(engine).log_profile().rules)
+        except ConfigError as exc:
+            raise ConfigError(exc.message, field="--engine") from None
+    failure = diagnose_file(str(logfile), rules, exit_code=exit_code)
     if as_json:
         out = {
             "cause": failure.cause.value,
@@ -726,27 +788,6 @@ def diagnose(
         console.print(f"[bold]hint:[/] {failure.hint}")
     for line in failure.evidence:
         console.print(Text.assemble("  ", (">", "dim"), " ", line), highlight=False)
-
-
-# Marks that tell which server wrote a log, for `diagnose` without --engine.
-_ENGINE_MARKS = (
-    ("sglang", ("sglang", "The server is fired up and ready to roll", "TP0] ", "Scheduler hit")),
-    ("vllm", ("vllm", "vLLM")),
-    ("transformers", ("transformers", "ContinuousBatching")),
-    ("collective", ("AUTOTUNE_METRICS", "torch.distributed.run", "all_reduce ")),
-)
-
-
-def _guess_engine(path: Path) -> str:
-    """The engine whose marks appear first in the log; ``common`` (shared rules) if none."""
-    with path.open(errors="replace") as fh:
-        head = fh.read(1 << 20)
-    found = [
-        (min(head.find(m) for m in marks if m in head), name)
-        for name, marks in _ENGINE_MARKS
-        if any(m in head for m in marks)
-    ]
-    return min(found)[1] if found else "common"
 
 
 def _usage_line(ctx: Any) -> str:

@@ -42,7 +42,7 @@ def _version() -> str:
 
     try:
         return version("autotune")
-    except PackageNotFoundError:
+    except PackageNotFoundError:  # run from a source tree that was never installed
         return "unknown"
 
 

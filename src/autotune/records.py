@@ -109,8 +109,8 @@ class TrialRecord(_Record):
         return self.skip.reason if self.skip is not None else None
 
     def to_json(self) -> dict[str, Any]:
-        """The record as JSON-safe data (``status --json``)."""
-        return self.model_dump(mode="json")
+        """The record as JSON-safe data (``status --json``), with ``label`` and ``skipped``."""
+        return {**self.model_dump(mode="json"), "label": self.label, "skipped": self.skipped}
 
 
 class StudyRecord(_Record):

@@ -248,7 +248,8 @@ def failure_table(study: optuna.Study) -> Table | None:
 def ok_study(study: optuna.Study) -> optuna.Study:
     """An in-memory copy of the study holding only its ``ok`` trials, valued by the metric.
 
-    Importances and the optimization history must not see the penalties of crashed trials.
+    Importances and the optimization history see measured values only: no crashed, skipped
+    or infeasible trial, and no repeat of an earlier measurement.
     """
     metric, direction = objective(study)
     sim = is_simulated(study)
@@ -270,7 +271,6 @@ def ok_study(study: optuna.Study) -> optuna.Study:
                 value=r.value,
                 params=trial.params,
                 distributions=trial.distributions,
-                user_attrs=dict(trial.user_attrs),
             )
         )
     return copy

@@ -1,7 +1,11 @@
-"""Fixtures for dispatch tests."""
+"""Fixtures for dispatch tests: a per-test node state folder and one real local Ray instance."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,3 +17,45 @@ def node_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     state = tmp_path / "node-state"
     monkeypatch.setenv("AUTOTUNE_NODE_STATE", str(state))
     return state
+
+
+class LocalRay:
+    """A real single-node Ray instance started by this test session (2 CPUs, 2 logical GPUs)."""
+
+    def __init__(self, state: Path) -> None:
+        self.state = state  # the node state folder its workers use (fixed when they start)
+
+
+@pytest.fixture(scope="session")
+def local_ray() -> Iterator[LocalRay]:
+    """One local Ray instance for the session (Ray starts slowly); its own temp folder.
+
+    Executors built while it runs join it (``RayExecutor`` does not start or stop an
+    instance it did not start), so each test pays for a trial, not for a Ray start.
+    """
+    import ray
+
+    # Short: Ray's unix sockets live under it (a socket path has a 107-byte limit).
+    temp = Path(tempfile.mkdtemp(prefix="at-ray-", dir="/tmp"))
+    state = temp / "node-state"
+    saved = os.environ.get("AUTOTUNE_NODE_STATE")
+    os.environ["AUTOTUNE_NODE_STATE"] = str(state)  # inherited by the raylet and its workers
+    try:
+        ray.init(
+            address="local",
+            num_cpus=2,
+            num_gpus=2,  # logical: Ray hands them out, no device needed
+            include_dashboard=False,
+            log_to_driver=False,
+            configure_logging=False,
+            logging_level="ERROR",
+            _temp_dir=str(temp),
+        )
+        yield LocalRay(state)
+    finally:
+        ray.shutdown()
+        if saved is None:
+            os.environ.pop("AUTOTUNE_NODE_STATE", None)
+        else:
+            os.environ["AUTOTUNE_NODE_STATE"] = saved
+        shutil.rmtree(temp, ignore_errors=True)

@@ -49,7 +49,9 @@ def launch(
     """Start a launcher process; returns it and what it says it started."""
     launcher = subprocess.Popen(
         [sys.executable, "-c", LAUNCHER, code, str(log), json.dumps(env or {})],
-        stdout=subprocess.PIPE, text=True, env=dict(os.environ),
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
     )
     assert launcher.stdout is not None
     line = launcher.stdout.readline()

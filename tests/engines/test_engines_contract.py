@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from autotune.engines import ENGINES, Engine, get_engine
+from autotune.engines import ENGINES, Engine, get_engine, guess_engine
 from autotune.errors import ConfigError
 from autotune.models import Phase, Rule
 from autotune.space.schema import EngineSpec
@@ -21,9 +21,21 @@ PHASE_ORDER = list(Phase)
 
 
 def test_registry_names_match_classes() -> None:
-    assert set(ENGINES) == {"sglang", "sim", "vllm", "transformers", "command", "collective"}
+    # Found by module listing: a new engine module joins without an edit here.
+    assert set(ENGINES) >= {"sglang", "sim", "vllm", "transformers", "command", "collective"}
     for name, cls in ENGINES.items():
         assert cls.name == name
+
+
+def test_log_description_is_well_formed(any_engine: Engine) -> None:
+    profile = any_engine.log_profile()
+    assert profile.rules and profile.rules == tuple(any_engine.failure_rules())
+    if profile.ready is not None:  # the ready line is also the last milestone
+        assert any_engine.milestones()[-1].pattern == profile.ready
+    if profile.marks and (any_engine.rules_name or any_engine.name) == any_engine.name:
+        # diagnose recognises a log of this engine from any one of its marks
+        for mark in profile.marks:
+            assert guess_engine(f"some line\n{mark} ...\n") == any_engine.name, mark
 
 
 def test_command_types_and_placeholders(any_engine: Engine) -> None:

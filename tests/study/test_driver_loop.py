@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pytest
@@ -53,3 +54,35 @@ def test_a_constraint_skip_is_its_own_kind_and_the_loop_reports_each_step(
     assert first.skip is not None and first.skip.kind is SkipKind.CONSTRAINT
     assert first.cause == "constraint" and not first.launched
     assert second.outcome is Outcome.OK and second.launched and second.argv
+
+
+def test_resume_runs_a_dead_drivers_trial_again_once(tmp_path: Path) -> None:
+    space = toy_space(tmp_path / "toy.yaml", trials=2)
+    first = make_driver(space, tmp_path / "study", n_trials=1, seed=0)
+    first.study.enqueue_trial({"backend": "a", "x": 0.5, "y": 2})
+    try:
+        first.run()
+    finally:
+        first.executor.shutdown()
+    # A driver that died mid-trial: asked, never told (RUNNING in storage).
+    first.study.enqueue_trial({"backend": "b", "x": 0.1, "y": 1})
+    with warnings.catch_warnings():  # the heartbeat warning of asking outside optimize()
+        warnings.simplefilter("ignore", UserWarning)
+        lost = first.study.ask()
+
+    again = make_driver(space, tmp_path / "study", n_trials=2, seed=0)
+    events: list[Event] = []
+    again.on_event = events.append
+    try:
+        again.run()
+    finally:
+        again.executor.shutdown()
+
+    start = events[0]
+    assert start.kind is EventKind.START and start.launched == 1
+    assert start.message == "1 interrupted trial(s) queued again"
+    trials = Ledger(again.study).trials()
+    assert trials[lost.number].outcome is Outcome.INTERRUPTED
+    (retry,) = [t for t in trials if t.retry_of == lost.number]
+    assert retry.launched and retry.config == {"backend": "b", "x": 0.1, "y": 1}
+    assert sum(t.launched for t in trials) == 2

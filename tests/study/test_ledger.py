@@ -225,3 +225,27 @@ def test_tracker_run_is_kept_for_resume(tmp_path: Path) -> None:
     study = _study(tmp_path)
     Ledger(study).set_tracker_run("run-1")
     assert Ledger(study).study_record().tracker_run == "run-1"
+
+
+def test_only_the_ledger_names_stored_attributes() -> None:
+    """Every read and write of Optuna user or system attributes goes through the ledger."""
+    src = Path(__file__).resolve().parents[2] / "src" / "autotune"
+    words = ("user_attr", "system_attr")
+    offenders = [
+        str(path.relative_to(src))
+        for path in sorted(src.rglob("*.py"))
+        if path.name != "ledger.py" and any(w in path.read_text() for w in words)
+    ]
+    assert offenders == []
+
+
+def test_a_skip_kind_from_a_newer_version_is_read_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    study = _study(tmp_path)
+    ua = {"outcome": "pruned", "cause": "constraint", "skipped": "why", "skip_kind": "future"}
+    _add(study, ua, state=TrialState.PRUNED)
+    with caplog.at_level(logging.WARNING, logger="autotune.study.ledger"):
+        (trial,) = Ledger(study).trials()
+    assert trial.skip is not None and trial.skip.kind is SkipKind.CONSTRAINT
+    assert "future" in caplog.text

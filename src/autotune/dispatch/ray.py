@@ -10,26 +10,35 @@ still enforces the resources: a trial never gets GPUs another task holds, and Ra
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
+import logging
 import os
 import socket
 import threading
 import time
 from collections import deque
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import psutil
-
+from autotune.dispatch.base import (
+    EXECUTORS,
+    LOG_LIMIT,
+    Executor,
+    ExecutorOptions,
+    infra_result,
+    study_key,
+)
 from autotune.errors import DispatchError, PlacementError
-from autotune.models import Cause, Failure, Outcome, Phase, TrialResult, TrialSpec
-from autotune.node.process import DRIVER_ENV, STUDY_ENV, STUDY_KEY_ENV
-from autotune.space.schema import EngineSpec
+from autotune.models import TrialResult, TrialSpec
 
-_LOG_LIMIT = 8 << 20  # bytes of server log brought back to the driver
+if TYPE_CHECKING:
+    from typing import Self
+
+    from autotune.space.schema import EngineSpec
+
+_logger = logging.getLogger(__name__)
+
 GPU_NODE_RESOURCE = "autotune_gpu_node"  # marks the nodes trials may use (ray_cluster.yaml)
 NODE_WAIT_S = 300.0  # how long a trial waits for a node that can hold it to (re)appear
 
@@ -47,7 +56,7 @@ def _run_remote(spec_json: str) -> dict[str, Any]:
     log = b""
     if result.log_path and os.path.exists(result.log_path):
         with open(result.log_path, "rb") as fh:
-            fh.seek(max(0, os.path.getsize(result.log_path) - _LOG_LIMIT))
+            fh.seek(max(0, os.path.getsize(result.log_path) - LOG_LIMIT))
             log = fh.read()
     return {"result": result.model_dump_json(), "log": log, "node_id": node_id}
 
@@ -73,11 +82,6 @@ def _node_name(host: str | None, node_id: str) -> str:
     return f"{host or socket.gethostname()}/{node_id[:12]}"
 
 
-def study_key(log_dir: str) -> str:
-    """One study folder on one driver host (what a study lock protects)."""
-    return hashlib.sha1(f"{socket.gethostname()}:{log_dir}".encode()).hexdigest()[:16]
-
-
 @dataclass
 class _Node:
     id: str
@@ -98,8 +102,12 @@ class _Ask:
     since: float
 
 
-class RayExecutor:
+@EXECUTORS.register
+class RayExecutor(Executor):
     """Dispatches trials through Ray: a local instance by default, ``address`` for a cluster.
+
+    Joins a Ray instance this process already started (and then leaves it running at
+    shutdown); otherwise starts one, or connects to ``address``, and stops it at shutdown.
 
     Args:
         gpus_per_trial: GPUs a trial holds; it gets GPUs no other trial holds, on one node.
@@ -109,11 +117,15 @@ class RayExecutor:
         log_dir: where logs from remote nodes are written on the driver.
         cpus_per_trial: CPUs a trial holds on its node.
         logical_gpus: GPUs a local instance advertises (simulated trials use none).
+        node_wait_s: how long a trial waits for a node that can hold it (or for Ray to answer)
+            before it comes back as an infrastructure failure.
 
     Raises:
         PlacementError: no alive node can ever hold a trial.
         DispatchError: Ray cannot be started or reached.
     """
+
+    name = "ray"
 
     def __init__(
         self,
@@ -124,7 +136,9 @@ class RayExecutor:
         log_dir: str | None = None,
         cpus_per_trial: float = 1.0,
         logical_gpus: int | None = None,
+        node_wait_s: float | None = None,
     ) -> None:
+        super().__init__()
         try:
             import ray
         except ImportError as exc:  # pragma: no cover - ray is a dependency
@@ -133,9 +147,7 @@ class RayExecutor:
         self.gpus_per_trial = gpus_per_trial
         self.cpus_per_trial = cpus_per_trial
         self.log_dir = log_dir
-        me = psutil.Process()
-        # This driver run, as the trial servers are told (see node.process.reap_orphans).
-        self.driver_id = f"{socket.gethostname()}:{me.pid}:{me.create_time():.3f}"
+        self.node_wait_s = NODE_WAIT_S if node_wait_s is None else node_wait_s
         self._started = False
         self._connect(address, logical_gpus)
         self._remote = ray.remote(_run_remote)
@@ -143,7 +155,7 @@ class RayExecutor:
         self._helper = ray.remote(_help_remote)
         try:
             nodes = self._check(gpus_per_trial)
-        except Exception:
+        except BaseException:  # re-raised: only the instance this call started is stopped
             if self._started:
                 ray.shutdown()
             raise
@@ -154,14 +166,29 @@ class RayExecutor:
         self._pending: deque[_Ask] = deque()
         self._running: dict[Any, tuple[_Ask, _Node]] = {}  # ObjectRef -> (trial, node)
         self._closed = False
+        self._unreachable_since: float | None = None  # Ray has not answered since then
         self._wake = threading.Event()
         self._loop = threading.Thread(target=self._place_loop, name="autotune-ray", daemon=True)
         self._loop.start()
+
+    @classmethod
+    def create(cls, options: ExecutorOptions) -> Self:
+        # A local instance for a simulated study gets logical GPUs for the trials it runs.
+        simulated_local = options.simulate and options.address is None
+        logical = options.gpus_per_trial * (options.parallel or 1) if simulated_local else None
+        return cls(
+            options.gpus_per_trial,
+            address=options.address,
+            parallel=options.parallel,
+            log_dir=options.log_dir,
+            logical_gpus=logical,
+        )
 
     def _connect(self, address: str | None, logical_gpus: int | None) -> None:
         ray = self._ray
         try:
             if ray.is_initialized():
+                _logger.info("joining the Ray instance this process already runs")
                 return
             kwargs: dict[str, Any] = {
                 "include_dashboard": False,
@@ -179,6 +206,7 @@ class RayExecutor:
                 kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": src}}
             # "local": a new instance even when `ray start` left one on this machine (ray.init
             # would otherwise join whatever /tmp/ray/ray_current_cluster names).
+            _logger.info("starting Ray (%s)", address or "a local instance")
             ray.init(address=address or "local", **kwargs)
             self._started = True
         except Exception as exc:
@@ -255,17 +283,11 @@ class RayExecutor:
     # -- placement -----------------------------------------------------------------------
 
     def submit(self, spec: TrialSpec) -> Future[TrialResult]:
-        env = {
-            **spec.env,
-            STUDY_ENV: spec.study,
-            STUDY_KEY_ENV: study_key(spec.log_dir),
-            DRIVER_ENV: self.driver_id,
-        }
         out: Future[TrialResult] = Future()
         with self._lock:
             if self._closed:
                 raise DispatchError("the Ray executor is shut down")
-            self._pending.append(_Ask(spec.model_copy(update={"env": env}), out, time.monotonic()))
+            self._pending.append(_Ask(self.marked(spec), out, time.monotonic()))
         self._wake.set()
         return out
 
@@ -278,14 +300,52 @@ class RayExecutor:
                 return
             try:
                 self._place()
-            except Exception:  # Ray hiccup (GCS restarting): try again on the next round
-                continue
+            except Exception:  # a bug: without this thread no trial is ever placed again
+                _logger.exception("placing trials failed; every waiting trial is failed")
+                self._fail_pending("placing trials failed (a bug; see the log)")
 
     def _place(self) -> None:
+        """One placement round: every waiting trial is launched, expired, or left waiting.
+
+        A trial taken off the queue always ends this round launched or with its future
+        resolved, so nothing is counted against a node without running there.
+        """
         with self._lock:
             if not self._pending:
                 return
-        nodes = self.nodes()
+        try:
+            nodes = self.nodes()
+        except Exception as exc:  # Ray hiccup (GCS restarting): wait, up to node_wait_s
+            _logger.debug("Ray did not list its nodes", exc_info=True)
+            self._unreachable(exc)
+            return
+        self._unreachable_since = None
+        ready, expired = self._assign(nodes)
+        for ask in expired:
+            _resolve(
+                ask.out,
+                infra_result(
+                    ask.spec,
+                    f"no alive Ray node has {ask.spec.gpus} GPUs for this trial "
+                    f"(waited {self.node_wait_s:g} s)",
+                ),
+            )
+        for ask, node in ready:
+            try:
+                self._launch(ask, node)
+            except Exception as exc:  # a bug: this trial fails loudly, the others still go
+                _logger.exception("could not launch trial %d on %s", ask.spec.number, node.name)
+                self._release(node, ask.spec)
+                _resolve(
+                    ask.out,
+                    DispatchError(
+                        f"trial {ask.spec.number} could not be launched on {node.name}: "
+                        f"{type(exc).__name__}: {_first_line(exc)}"
+                    ),
+                )
+
+    def _assign(self, nodes: list[_Node]) -> tuple[list[tuple[_Ask, _Node]], list[_Ask]]:
+        """Take waiting trials that fit now (counted against their node) or waited too long."""
         ready: list[tuple[_Ask, _Node]] = []
         expired: list[_Ask] = []
         with self._lock:
@@ -302,23 +362,45 @@ class RayExecutor:
                     self._held[node.id] = (g + ask.spec.gpus, c + self._cpus(node))
                     ready.append((ask, node))
                 elif not self._usable(nodes, ask.spec.gpus) and (
-                    time.monotonic() - ask.since > NODE_WAIT_S
+                    time.monotonic() - ask.since >= self.node_wait_s
                 ):
                     expired.append(ask)
                 else:
                     waiting.append(ask)
             self._pending = waiting
-        for ask in expired:
-            ask.out.set_result(
-                _lost(
-                    ask.spec,
-                    f"no alive Ray node has {ask.spec.gpus} GPUs for this trial "
-                    f"(waited {NODE_WAIT_S:g} s)",
-                    node=None,
-                )
+        if expired:
+            _logger.warning(
+                "%d trial(s) waited %g s for a node with enough GPUs; returned as lost",
+                len(expired),
+                self.node_wait_s,
             )
-        for ask, node in ready:
-            self._launch(ask, node)
+        return ready, expired
+
+    def _unreachable(self, exc: Exception) -> None:
+        """Ray did not answer: keep trials waiting, then fail them as infrastructure."""
+        now = time.monotonic()
+        if self._unreachable_since is None:
+            self._unreachable_since = now
+            _logger.warning("Ray did not list its nodes (%s); trying again", _first_line(exc))
+        if now - self._unreachable_since < self.node_wait_s:
+            return
+        with self._lock:
+            gone, self._pending = list(self._pending), deque()
+        for ask in gone:
+            _resolve(
+                ask.out,
+                infra_result(
+                    ask.spec,
+                    f"Ray did not answer for {self.node_wait_s:g} s: "
+                    f"{type(exc).__name__}: {_first_line(exc)}",
+                ),
+            )
+
+    def _fail_pending(self, message: str) -> None:
+        with self._lock:
+            gone, self._pending = list(self._pending), deque()
+        for ask in gone:
+            _resolve(ask.out, DispatchError(f"trial {ask.spec.number}: {message}"))
 
     def _choose(self, spec: TrialSpec, nodes: list[_Node]) -> _Node | None:
         """The node for ``spec`` now, or None to wait.
@@ -340,6 +422,7 @@ class RayExecutor:
         return min(room, key=lambda n: (free(n)[0] - spec.gpus, free(n)[1], n.id))
 
     def _launch(self, ask: _Ask, node: _Node) -> None:
+        """Start ``ask`` on ``node`` (a refusal by Ray resolves the trial as lost)."""
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         options: dict[str, Any] = {
@@ -351,9 +434,14 @@ class RayExecutor:
         try:
             ref = self._remote.options(**options).remote(ask.spec.model_dump_json())
         except Exception as exc:  # Ray refused the task (disconnected)
+            _logger.warning("Ray refused trial %d on %s: %s", ask.spec.number, node.name, exc)
             self._release(node, ask.spec)
-            ask.out.set_result(_lost(ask.spec, f"{type(exc).__name__}: {exc}", node=node.name))
+            _resolve(
+                ask.out,
+                infra_result(ask.spec, f"{type(exc).__name__}: {_first_line(exc)}", node=node.name),
+            )
             return
+        _logger.info("trial %d placed on %s", ask.spec.number, node.name)
         with self._lock:
             self._running[ref] = (ask, node)
         ref.future().add_done_callback(lambda f: self._settle(ref, f))
@@ -376,23 +464,37 @@ class RayExecutor:
         try:
             payload = done.result()
         except self._ray.exceptions.RayTaskError as exc:  # run_trial raised: a bug, not a node
-            ask.out.set_exception(
+            cause = exc.cause if exc.cause is not None else exc
+            _logger.error("trial %d raised on %s: %s", ask.spec.number, node.name, exc)
+            _resolve(
+                ask.out,
                 DispatchError(
-                    f"trial {ask.spec.number} failed on Ray node {node.name}: "
-                    f"{_first_line(exc.cause if exc.cause is not None else exc)}"
-                )
+                    f"trial {ask.spec.number} failed on Ray node {node.name}: {_first_line(cause)}"
+                ),
             )
             return
         except Exception as exc:  # the node or the worker died under the trial
-            ask.out.set_result(
-                _lost(ask.spec, f"{type(exc).__name__}: {_first_line(exc)}", node=node.name)
+            _logger.warning("trial %d lost on %s: %s", ask.spec.number, node.name, exc)
+            _resolve(
+                ask.out,
+                infra_result(ask.spec, f"{type(exc).__name__}: {_first_line(exc)}", node=node.name),
             )
             return
         try:
             result = TrialResult.model_validate_json(payload["result"])
-            ask.out.set_result(self._bring_log(result, payload.get("log") or b""))
-        except Exception as exc:  # a bug: surface it
-            ask.out.set_exception(exc)
+            result = self._bring_log(result, payload.get("log") or b"")
+        except Exception as exc:  # a bug (or a full disk): surface it as this trial's error
+            _logger.exception("could not read back trial %d from %s", ask.spec.number, node.name)
+            _resolve(
+                ask.out,
+                DispatchError(
+                    f"trial {ask.spec.number}: its result from {node.name} could not be read "
+                    f"back: {type(exc).__name__}: {_first_line(exc)}"
+                ),
+            )
+            return
+        _logger.info("trial %d ended on %s: %s", ask.spec.number, node.name, result.outcome.value)
+        _resolve(ask.out, result)
 
     def _bring_log(self, result: TrialResult, log: bytes) -> TrialResult:
         if not log or not result.log_path or os.path.exists(result.log_path) or not self.log_dir:
@@ -418,7 +520,14 @@ class RayExecutor:
         ref = self._helper.options(num_cpus=0, max_retries=0, scheduling_strategy=strategy)
         try:
             text = self._ray.get(ref.remote(engine.model_dump_json(), simulate), timeout=timeout_s)
-        except Exception:  # no answer from the node: preflight falls back to the flag table
+        except Exception as exc:  # no answer from the node: preflight falls back to the table
+            _logger.warning(
+                "no --help for engine %s from node %s (%s); checking flags against the "
+                "bundled table",
+                engine.name,
+                nodes[0].name,
+                _first_line(exc),
+            )
             return None
         return text if isinstance(text, str) else None
 
@@ -445,8 +554,16 @@ class RayExecutor:
         for name, ref in refs.items():
             try:
                 found += [{**o, "node": name} for o in self._ray.get(ref, timeout=timeout_s)]
-            except Exception:  # a node that died meanwhile has nothing left to reap
+            except Exception as exc:  # a node that died meanwhile has nothing left to reap
+                _logger.info("no reaper answer from %s: %s", name, _first_line(exc))
                 continue
+        for orphan in found:
+            _logger.warning(
+                "killed leftover trial server pid %s on %s (log %s)",
+                orphan.get("pid"),
+                orphan.get("node"),
+                orphan.get("log"),
+            )
         return found
 
     def shutdown(self) -> None:
@@ -458,13 +575,18 @@ class RayExecutor:
         for ask in pending:
             ask.out.cancel()
         for ref in running:  # the driver is stopping early: do not leave servers running
-            with contextlib.suppress(Exception):
+            try:
                 self._ray.cancel(ref, force=True)
+            except Exception as exc:  # finished meanwhile, or Ray gone: the reaper follows
+                _logger.info("could not cancel a running trial: %s", _first_line(exc))
         if running:
-            with contextlib.suppress(Exception):
+            try:
                 self.reap_orphans(timeout_s=30.0)
+            except Exception as exc:  # Ray gone: each node's next trial reaps what is left
+                _logger.warning("could not reap trial servers at shutdown: %s", _first_line(exc))
         if self._started:
             self._ray.shutdown()
+            self._started = False
 
 
 def _first_line(exc: BaseException) -> str:
@@ -472,20 +594,12 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _lost(spec: TrialSpec, message: str, *, node: str | None) -> TrialResult:
-    return TrialResult(
-        study=spec.study,
-        number=spec.number,
-        outcome=Outcome.INFRA,
-        failure=Failure(
-            cause=Cause.NODE_LOST,
-            phase=Phase.LAUNCH,
-            hint="the Ray node or worker running the trial died; it is retried on another node",
-            evidence=[message],
-            permanent=False,
-            message=message,
-        ),
-        node=node,
-        simulated=spec.simulated,
-        attempt=spec.attempt,
-    )
+def _resolve(out: Future[TrialResult], outcome: TrialResult | BaseException) -> None:
+    """Give a trial's future its result (or error), unless shutdown cancelled it meanwhile."""
+    try:
+        if isinstance(outcome, BaseException):
+            out.set_exception(outcome)
+        else:
+            out.set_result(outcome)
+    except InvalidStateError:  # cancelled by shutdown: nobody waits for it any more
+        _logger.debug("a result arrived for a cancelled trial")

@@ -18,11 +18,6 @@ def is_flag(token: str) -> bool:
     return token.startswith("-") and token != "-" and not _NEGATIVE_NUMBER.match(token)
 
 
-def flag_name(token: str) -> str:
-    """``--flag=value`` -> ``--flag``; ``--flag`` -> ``--flag``."""
-    return token.split("=", 1)[0]
-
-
 def iter_flags(args: Sequence[str]) -> Iterator[tuple[int, str, str | None]]:
     """Yield ``(index, flag, inline_value)`` for each option token in ``args``."""
     for i, token in enumerate(args):
@@ -62,5 +57,5 @@ def int_flag(args: Sequence[str], names: Sequence[str]) -> int | None:
         return None
     try:
         return int(value)
-    except ValueError:
+    except ValueError:  # not an integer: documented as None
         return None

@@ -2,7 +2,17 @@
 
 An engine is pure: it turns a model and the rendered arguments/environment of one
 configuration into the exact argv and env of a server, and it knows that server's health
-path, startup milestones, failure rules and flags. It launches nothing itself.
+path and flags. What its log says (failure rules, startup milestones, the ready line, the
+marks that tell its log apart) lives in its rule file, ``autotune/rules/<name>.yaml``. It
+launches nothing itself.
+
+Engines register by name next to their class and are found by module listing (or an entry
+point in the ``autotune.engines`` group for engines in other packages), so adding one is a
+module plus a rule file (docs/architecture.md)::
+
+    @ENGINES.register
+    class MyEngine(Engine):
+        name = "my-engine"
 """
 
 from __future__ import annotations
@@ -10,7 +20,10 @@ from __future__ import annotations
 import abc
 from typing import ClassVar, Literal
 
+from autotune._registry import Registry
+from autotune.errors import ConfigError
 from autotune.models import Milestone, Rule
+from autotune.rules import LogProfile, load_log
 from autotune.space.schema import EngineSpec
 
 
@@ -20,18 +33,41 @@ class Engine(abc.ABC):
     Args:
         spec: the ``engine:`` section of the space file.
         simulate: launch the stand-in server (``python -m autotune.sim``) instead of the real one.
+
+    Raises:
+        ConfigError: ``simulate`` for an engine the stand-in server cannot stand in for.
     """
 
     name: ClassVar[str]
     # An instance attribute (not a ClassVar) so that ``engine.health_path`` in the space wins.
     health_path: str = "/health"
-    ready_pattern: ClassVar[str | None] = None
+    # The rule file: ``<rules_package>/<rules_name or name>.yaml``.
+    rules_name: ClassVar[str | None] = None
+    rules_package: ClassVar[str] = "autotune.rules"
+    # Whether the stand-in SGLang server (``--simulate``) can stand in for this engine.
+    can_simulate: ClassVar[bool] = False
 
     def __init__(self, spec: EngineSpec, *, simulate: bool = False) -> None:
+        if simulate and not self.can_simulate:
+            raise ConfigError(
+                f"--simulate runs the stand-in SGLang server, which cannot stand in for "
+                f"engine {self.name!r}; drop --simulate",
+                field="engine.name",
+            )
         self.spec = spec
         self.simulate = simulate
         if spec.health_path:
             self.health_path = spec.health_path
+
+    @classmethod
+    def log_profile(cls) -> LogProfile:
+        """What this engine's rule file says about its log (common rules included)."""
+        return load_log(cls.rules_name or cls.name, cls.rules_package)
+
+    @property
+    def ready_pattern(self) -> str | None:
+        """A log line that says the server is up (the rule file's ``ready``), if it has one."""
+        return self.log_profile().ready
 
     @abc.abstractmethod
     def base_command(self, model: str) -> list[str]:
@@ -73,13 +109,11 @@ class Engine(abc.ABC):
 
     def failure_rules(self) -> list[Rule]:
         """Rules for this engine's logs, most specific first (common rules included)."""
-        from autotune.rules import load_rules
-
-        return load_rules(self.name)
+        return list(self.log_profile().rules)
 
     def milestones(self) -> list[Milestone]:
-        """Startup milestones in this engine's log, in order."""
-        return []
+        """Startup milestones in this engine's log, in order (the ready line last)."""
+        return list(self.log_profile().milestones)
 
     def gpus(self, args: list[str]) -> int:
         """GPUs one trial holds, given its full argument list (e.g. tp x dp for SGLang)."""
@@ -100,3 +134,8 @@ class Engine(abc.ABC):
     def request_model(self, model: str) -> str:
         """The ``model`` field to send in completion requests."""
         return model
+
+
+ENGINES: Registry[Engine] = Registry(
+    "engine", "autotune.engines", "autotune.engines", "engine.name"
+)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from autotune.engines.base import Engine
+from autotune.engines.base import ENGINES, Engine
 from autotune.errors import ConfigError
 from autotune.space.schema import EngineSpec
 
@@ -21,6 +21,7 @@ DEFAULTS: dict[str, str] = {"sizes": "42K", "dtype": "bf16", "iters": "200", "wa
 BENCH_MODULE = "autotune.engines.collective_bench"
 
 
+@ENGINES.register
 class CollectiveEngine(Engine):
     """``torchrun`` + all-reduce latency benchmark; metrics such as ``latency_p50_us``."""
 

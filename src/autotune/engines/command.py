@@ -11,7 +11,7 @@ from __future__ import annotations
 import string
 from typing import ClassVar
 
-from autotune.engines.base import Engine
+from autotune.engines.base import ENGINES, Engine
 from autotune.errors import ConfigError
 from autotune.space.schema import EngineSpec
 
@@ -65,6 +65,7 @@ def check_template(template: list[str] | None) -> list[str]:
     return list(template)
 
 
+@ENGINES.register
 class CommandEngine(Engine):
     """A server started from ``engine.command``; health at ``engine.health_path`` or /health."""
 

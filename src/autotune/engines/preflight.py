@@ -67,7 +67,7 @@ def engine_help(engine: Engine, *, timeout_s: float = HELP_TIMEOUT_S) -> str | N
             check=False,
             stdin=subprocess.DEVNULL,
         )
-    except (OSError, subprocess.TimeoutExpired):
+    except (OSError, subprocess.TimeoutExpired):  # cannot run here: the flag table decides
         return None
     text = proc.stdout + proc.stderr
     if proc.returncode != 0 or not parse_help_flags(text):

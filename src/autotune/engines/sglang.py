@@ -11,9 +11,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from autotune.engines._args import has_flag, int_flag, is_flag
-from autotune.engines.base import Engine
+from autotune.engines.base import ENGINES, Engine
 from autotune.engines.flagtable import load_table, parse_version
-from autotune.models import Milestone, Phase, Rule
 from autotune.space.schema import EngineSpec
 
 # The version assumed when the space does not name one (preflight warns about it).
@@ -105,11 +104,15 @@ def rewrite(
     return out, warnings
 
 
+@ENGINES.register
 class SGLangEngine(Engine):
-    """SGLang's HTTP server; with ``simulate`` the stand-in ``python -m autotune.sim``."""
+    """SGLang's HTTP server; with ``simulate`` the stand-in ``python -m autotune.sim``.
+
+    Its log (ready line, milestones, failure rules) is described in ``rules/sglang.yaml``.
+    """
 
     name: ClassVar[str] = "sglang"
-    ready_pattern: ClassVar[str | None] = r"The server is fired up and ready to roll!"
+    can_simulate: ClassVar[bool] = True
     versioned: ClassVar[bool] = True
 
     @property
@@ -130,28 +133,6 @@ class SGLangEngine(Engine):
     def translate(self, args: list[str]) -> tuple[list[str], list[str]]:
         return rewrite(list(args), renames_for(self.spec.version), "sglang", self.version)
 
-    def milestones(self) -> list[Milestone]:
-        # Each milestone's phase is the phase its line belongs to, in log order.
-        return [
-            Milestone(phase=Phase.LOAD, pattern=r"Load weight begin", label="load_begin"),
-            Milestone(phase=Phase.LOAD, pattern=r"Load weight end", label="weights_loaded"),
-            Milestone(phase=Phase.MEMORY_POOL, pattern=r"Memory pool end", label="memory_pool"),
-            Milestone(
-                phase=Phase.GRAPH_CAPTURE,
-                pattern=r"Capture (?:cuda|CUDA) graph begin",
-                label="graph_capture_begin",
-            ),
-            Milestone(
-                phase=Phase.GRAPH_CAPTURE,
-                pattern=r"Capture (?:cuda|CUDA) graph end",
-                label="graph_captured",
-            ),
-            Milestone(
-                phase=Phase.READY, pattern=r"max_total_num_tokens=\d+", label="scheduler_ready"
-            ),
-            Milestone(phase=Phase.READY, pattern=self.ready_pattern or "", label="ready"),
-        ]
-
     def gpus(self, args: list[str]) -> int:
         """tp x pp x dp (dp not counted with ``--enable-dp-attention``: it splits the tp group)."""
         tp, dp, pp = int_flag(args, _TP), int_flag(args, _DP), int_flag(args, _PP)
@@ -169,15 +150,12 @@ class SGLangEngine(Engine):
         return [self.spec.python, "-m", self.module, "--help"]
 
 
+@ENGINES.register
 class SimEngine(SGLangEngine):
-    """Engine name ``sim``: always the stand-in server, with SGLang's flags."""
+    """Engine name ``sim``: always the stand-in server, with SGLang's flags and log."""
 
     name: ClassVar[str] = "sim"
+    rules_name: ClassVar[str | None] = "sglang"
 
     def __init__(self, spec: EngineSpec, *, simulate: bool = True) -> None:
         super().__init__(spec, simulate=True)
-
-    def failure_rules(self) -> list[Rule]:
-        from autotune.rules import load_rules
-
-        return load_rules("sglang")

@@ -2,7 +2,8 @@
 
 The model is passed as ``serve``'s FORCE_MODEL argument, so it is loaded at startup (load
 time counts as startup, not as the first request) and every request must name exactly that
-model. ``tiny-llama`` / ``tiny-llama:gpu`` are built on the spot (see ``tinymodel``).
+model. ``tiny-llama`` / ``tiny-llama:gpu`` are built on the spot (see ``tinymodel``). Its
+log (ready line, milestones, failure rules) is described in ``rules/transformers.yaml``.
 """
 
 from __future__ import annotations
@@ -10,21 +11,20 @@ from __future__ import annotations
 from typing import ClassVar
 
 from autotune.engines import tinymodel
-from autotune.engines.base import Engine
+from autotune.engines.base import ENGINES, Engine
 from autotune.engines.flagtable import load_table
 from autotune.errors import ConfigError
-from autotune.models import Milestone, Phase
 from autotune.space.schema import EngineSpec
 
 # `python -m` form of the `transformers` console script: engine.python's interpreter runs it.
 CLI_MODULE = "transformers.cli.transformers"
 
 
+@ENGINES.register
 class TransformersEngine(Engine):
     """``transformers serve MODEL``; flags such as ``--continuous-batching`` are searched."""
 
     name: ClassVar[str] = "transformers"
-    ready_pattern: ClassVar[str | None] = r"Uvicorn running on"
 
     def __init__(self, spec: EngineSpec, *, simulate: bool = False) -> None:
         if simulate:
@@ -61,13 +61,6 @@ class TransformersEngine(Engine):
     def request_model(self, model: str) -> str:
         # The server is pinned to FORCE_MODEL and rejects any other "model" field.
         return self.resolve(model)
-
-    def milestones(self) -> list[Milestone]:
-        return [
-            Milestone(phase=Phase.LOAD, pattern=r"Loading (?!weights)\S+", label="load_begin"),
-            Milestone(phase=Phase.READY, pattern=r"Application startup complete", label="app_up"),
-            Milestone(phase=Phase.READY, pattern=self.ready_pattern or "", label="ready"),
-        ]
 
     def gpus(self, args: list[str]) -> int:
         return self.spec.gpus

@@ -1,14 +1,13 @@
-"""vLLM (``vllm serve MODEL``), the second engine."""
+"""vLLM (``vllm serve MODEL``), the second engine (its log: ``rules/vllm.yaml``)."""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
 from autotune.engines._args import has_flag, int_flag
-from autotune.engines.base import Engine
+from autotune.engines.base import ENGINES, Engine
 from autotune.engines.flagtable import load_table
 from autotune.errors import ConfigError
-from autotune.models import Milestone, Phase
 from autotune.space.schema import EngineSpec
 
 _TP = ("--tensor-parallel-size", "-tp")
@@ -16,11 +15,11 @@ _PP = ("--pipeline-parallel-size", "-pp")
 _DP = ("--data-parallel-size", "-dp")
 
 
+@ENGINES.register
 class VLLMEngine(Engine):
     """vLLM's OpenAI-compatible server, launched through the interpreter of ``engine.python``."""
 
     name: ClassVar[str] = "vllm"
-    ready_pattern: ClassVar[str | None] = r"Application startup complete"
     versioned: ClassVar[bool] = True
 
     def __init__(self, spec: EngineSpec, *, simulate: bool = False) -> None:
@@ -46,32 +45,6 @@ class VLLMEngine(Engine):
         if self.spec.gpus > 1 and not has_flag(args, _TP):
             argv += ["--tensor-parallel-size", str(self.spec.gpus)]
         return argv, full_env
-
-    def milestones(self) -> list[Milestone]:
-        return [
-            Milestone(phase=Phase.LOAD, pattern=r"Starting to load model", label="load_begin"),
-            Milestone(
-                phase=Phase.LOAD,
-                pattern=r"Model loading took [\d.]+ ?GiB",
-                label="weights_loaded",
-            ),
-            Milestone(
-                phase=Phase.MEMORY_POOL,
-                pattern=r"GPU KV cache size: [\d,]+ tokens",
-                label="memory_pool",
-            ),
-            Milestone(
-                phase=Phase.GRAPH_CAPTURE,
-                pattern=r"Graph capturing finished in",
-                label="graph_captured",
-            ),
-            Milestone(
-                phase=Phase.READY,
-                pattern=r"init engine \(profile, create kv cache, warmup model\) took",
-                label="engine_ready",
-            ),
-            Milestone(phase=Phase.READY, pattern=self.ready_pattern or "", label="ready"),
-        ]
 
     def gpus(self, args: list[str]) -> int:
         """tp x pp x dp from the arguments, else ``engine.gpus`` (at least 1)."""

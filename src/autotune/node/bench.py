@@ -206,7 +206,7 @@ async def _one(
                     break
                 try:
                     obj = json.loads(data)
-                except ValueError:
+                except ValueError:  # recorded as this request's error
                     record.error = f"bad stream chunk: {data[:120]}"
                     return record
                 if isinstance(obj, dict) and obj.get("error"):
@@ -351,6 +351,6 @@ def fetch_server_info(base_url: str, *, timeout_s: float = 5.0) -> dict[str, Any
         if response.status_code != 200:
             return None
         data = response.json()
-    except (httpx.HTTPError, ValueError):
+    except (httpx.HTTPError, ValueError):  # server info is optional extra metadata
         return None
     return data if isinstance(data, dict) else None

@@ -6,12 +6,14 @@ where there is no NVML or no GPU, so the node side runs the same on a CPU-only m
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
 from types import ModuleType
 from typing import Any
 
+_logger = logging.getLogger(__name__)
 _lock = threading.Lock()
 _nvml: ModuleType | None = None
 _nvml_tried = False
@@ -26,7 +28,7 @@ DEFAULT_TOLERANCE_MIB = 1024.0
 def _env_float(name: str, default: float) -> float:
     try:
         return float(os.environ.get(name, default))
-    except ValueError:
+    except ValueError:  # a malformed setting: its default
         return default
 
 
@@ -50,7 +52,8 @@ def _load() -> ModuleType | None:
             import pynvml
 
             pynvml.nvmlInit()
-        except Exception:  # no library, no driver, no GPU: all mean "nothing to check"
+        except Exception as exc:  # no library, no driver, no GPU: all mean "nothing to check"
+            _logger.debug("no NVML (%s: %s): GPU memory is not checked", type(exc).__name__, exc)
             return None
         _nvml = pynvml
         return _nvml
@@ -71,8 +74,9 @@ def _handles(nvml: Any, count: int | None, visible: str | None = None) -> list[A
                     handles.append(nvml.nvmlDeviceGetHandleByIndex(int(item)))
                 else:
                     handles.append(nvml.nvmlDeviceGetHandleByUUID(item))
-            except Exception:
+            except Exception as exc:
                 # CUDA stops enumerating at the first invalid entry; do the same.
+                _logger.debug("CUDA_VISIBLE_DEVICES entry %r is not a GPU here: %s", item, exc)
                 break
     return handles if count is None else handles[:count]
 
@@ -100,7 +104,8 @@ def snapshot(count: int | None = None, visible: str | None = None) -> list[float
     try:
         handles = _handles(nvml, count, visible)
         used = [float(nvml.nvmlDeviceGetMemoryInfo(h).used) / (1024 * 1024) for h in handles]
-    except Exception:
+    except Exception as exc:  # NVML answered at start, not now: this check cannot be made
+        _logger.warning("GPU memory could not be read through NVML: %s", exc)
         return None
     return used or None
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
 import socket
@@ -25,6 +26,8 @@ from typing import Any
 import psutil
 
 from autotune.node import gpu
+
+_logger = logging.getLogger(__name__)
 
 TOKEN_ENV = "AUTOTUNE_TRIAL_TOKEN"
 
@@ -42,7 +45,7 @@ def port_is_free(host: str, port: int) -> bool:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
-        except OSError:
+        except OSError:  # taken (or not ours to bind)
             return False
     return True
 
@@ -60,7 +63,7 @@ def wait_port_free(host: str, port: int, limit_s: float) -> bool:
 def _alive(proc: psutil.Process) -> bool:
     try:
         return bool(proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE)
-    except psutil.Error:
+    except psutil.Error:  # gone or not ours: not alive
         return False
 
 
@@ -70,7 +73,7 @@ def _same(pid: int, create_time: float) -> psutil.Process | None:
         proc = psutil.Process(pid)
         if abs(proc.create_time() - create_time) < 0.01:
             return proc
-    except psutil.Error:
+    except psutil.Error:  # gone meanwhile: not the same
         pass
     return None
 
@@ -145,12 +148,13 @@ class ServerProcess:
                 log.write(f"autotune: cannot start {self.argv[0]!r}: {exc}\n".encode())
                 raise LaunchFailed(f"cannot start {self.argv[0]!r}: {exc}") from exc
         self.pgid = self.popen.pid
-        with contextlib.suppress(psutil.Error):
+        with contextlib.suppress(psutil.Error):  # exited at once: the log says why
             self._seen[self.popen.pid] = psutil.Process(self.popen.pid).create_time()
         self._tracker = threading.Thread(target=self._track, name="autotune-track", daemon=True)
         self._tracker.start()
         # On record so that a reaper can find the server if this process dies (SIGKILL).
         self.entry = register_server(self)
+        _logger.info("launched pid %d (log %s): %s", self.popen.pid, self.log_path, self.argv[0])
 
     def poll(self) -> int | None:
         """The exit code of the main process, or None while it runs."""
@@ -167,11 +171,11 @@ class ServerProcess:
             return
         try:
             children = psutil.Process(self.popen.pid).children(recursive=True)
-        except psutil.Error:
+        except psutil.Error:  # the server exited: nothing new
             return
         with self._seen_lock:
             for child in children:
-                with contextlib.suppress(psutil.Error):
+                with contextlib.suppress(psutil.Error):  # exited meanwhile
                     self._seen.setdefault(child.pid, child.create_time())
 
     def _by_token(self) -> list[psutil.Process]:
@@ -200,10 +204,10 @@ class ServerProcess:
 
     def _signal_all(self, sig: signal.Signals, procs: list[psutil.Process]) -> None:
         if self.pgid is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
+            with contextlib.suppress(ProcessLookupError, PermissionError):  # group gone already
                 os.killpg(self.pgid, sig)
         for proc in procs:
-            with contextlib.suppress(psutil.Error):
+            with contextlib.suppress(psutil.Error):  # gone already
                 proc.send_signal(sig)
 
     def _wait_gone(self, limit_s: float) -> list[psutil.Process]:
@@ -236,17 +240,19 @@ class ServerProcess:
             killed = True
             self._signal_all(signal.SIGKILL, left)
             left = self._wait_gone(5.0)
-        with contextlib.suppress(subprocess.TimeoutExpired):
+        with contextlib.suppress(subprocess.TimeoutExpired):  # reaped below if left
             self.popen.wait(timeout=1.0)
         if not left and self.entry is not None:
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError):  # a record left is reaped later
                 self.entry.unlink()
         report: list[dict[str, Any]] = []
         for proc in left:
-            with contextlib.suppress(psutil.Error):
+            with contextlib.suppress(psutil.Error):  # gone meanwhile
                 report.append(
                     {"pid": proc.pid, "create_time": proc.create_time(), "name": proc.name()}
                 )
+        if left:
+            _logger.warning("pid %d: %d process(es) survived SIGKILL", self.popen.pid, len(left))
         return TeardownReport(
             processes_left=len(left),
             left=report,
@@ -290,13 +296,13 @@ class NodeState:
             return None
         try:
             info = json.loads(self.path.read_text())
-        except (OSError, ValueError):
+        except (OSError, ValueError):  # no or torn marker: clean
             info = {}
         alive = []
         for item in info.get("processes", []):
             proc = _same(int(item.get("pid", -1)), float(item.get("create_time", 0.0)))
             if proc is not None and _alive(proc):
-                with contextlib.suppress(psutil.Error):
+                with contextlib.suppress(psutil.Error):  # gone meanwhile
                     proc.kill()
                 alive.append(proc)
         alive = [p for p in alive if _alive(p) and not _wait_dead(p, 3.0)]
@@ -307,13 +313,13 @@ class NodeState:
         used = gpu.snapshot(gpus, visible) if gpus != 0 else None
         if gpu.is_clean(used) is False:
             return f"GPU memory still in use after an earlier trial: {_mib(used)}"
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError):  # removed already: clean either way
             self.path.unlink()
         return None
 
 
 def _wait_dead(proc: psutil.Process, limit_s: float) -> bool:
-    with contextlib.suppress(psutil.Error):
+    with contextlib.suppress(psutil.Error):  # timed out: checked below
         proc.wait(timeout=limit_s)
     return not _alive(proc)
 
@@ -349,7 +355,7 @@ def _die_with_parent() -> Any:
         import ctypes
 
         prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
+    except (OSError, AttributeError):  # no libc prctl: the reaper remains
         return None
     parent = os.getpid()
     term = int(signal.SIGTERM)
@@ -370,7 +376,7 @@ def registry_dir(directory: Path | None = None) -> Path:
 def _create_time(pid: int) -> float | None:
     try:
         return float(psutil.Process(pid).create_time())
-    except psutil.Error:
+    except psutil.Error:  # gone: no start time
         return None
 
 
@@ -404,7 +410,8 @@ def register_server(proc: ServerProcess, directory: Path | None = None) -> Path 
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(info))
         tmp.replace(path)
-    except OSError:
+    except OSError as exc:  # best effort, as documented: None
+        _logger.warning("server pid %s not put on record in %s: %s", info["pid"], folder, exc)
         return None
     return path
 
@@ -416,7 +423,7 @@ def registered_servers(directory: Path | None = None) -> list[dict[str, Any]]:
     for path in sorted(folder.glob(f"{socket.gethostname()}-*.json")):
         try:
             info = json.loads(path.read_text())
-        except (OSError, ValueError):
+        except (OSError, ValueError):  # torn or foreign record
             continue
         if isinstance(info, dict) and info.get("host") == socket.gethostname():
             out.append({**info, "path": str(path)})
@@ -455,7 +462,7 @@ def _kill(procs: list[psutil.Process], grace_s: float) -> list[psutil.Process]:
     """SIGTERM, wait ``grace_s``, SIGKILL; returns what is still alive."""
     for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
         for proc in procs:
-            with contextlib.suppress(psutil.Error):
+            with contextlib.suppress(psutil.Error):  # gone already
                 proc.send_signal(sig)
         deadline = time.monotonic() + wait_s
         while procs and time.monotonic() < deadline:
@@ -486,8 +493,10 @@ def reap_orphans(
     """
     reaped: list[dict[str, Any]] = []
     for info in registered_servers(directory):
-        stale = study_key is not None and info.get("study_key") == study_key and (
-            info.get("driver") != driver
+        stale = (
+            study_key is not None
+            and info.get("study_key") == study_key
+            and (info.get("driver") != driver)
         )
         if not stale and _owner_alive(info):
             continue
@@ -495,8 +504,16 @@ def reap_orphans(
         pids = [p.pid for p in procs]
         left = _kill(procs, grace_s) if procs else []
         if not left:
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError):  # left on record: reaped again
                 Path(info["path"]).unlink()
+        _logger.warning(
+            "reaped the orphaned trial server %s (study %s, log %s): killed %s, left %s",
+            info.get("pid"),
+            info.get("study"),
+            info.get("log"),
+            pids,
+            [p.pid for p in left],
+        )
         reaped.append({**info, "killed": pids, "left": [p.pid for p in left]})
     return reaped
 

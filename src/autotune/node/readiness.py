@@ -9,6 +9,7 @@ answering). :func:`wait_ready` combines both under the startup limit.
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 import threading
 import time
@@ -20,6 +21,8 @@ from pathlib import Path
 import httpx
 
 from autotune.models import Milestone, Phase, Rule
+
+_logger = logging.getLogger(__name__)
 
 _ORDER = list(Phase)
 MAX_LINES = 50_000  # log lines kept in memory for classification
@@ -102,7 +105,7 @@ class LogWatcher(threading.Thread):
             pass
         try:
             handle = open(self.path, "rb")
-        except OSError:
+        except OSError:  # not written yet: next poll
             return
         with handle:
             while True:
@@ -143,6 +146,7 @@ class LogWatcher(threading.Thread):
                 self.labels.append(milestone.label)
                 self.last_milestone = milestone
                 self.advance(milestone.phase)
+                _logger.debug("%s: milestone %s", self.path.name, milestone.label)
         if self._ready is not None and not self.ready_line and self._ready.search(line):
             self.ready_line = True
             self.wake.set()
@@ -150,6 +154,7 @@ class LogWatcher(threading.Thread):
             for rule, regex in self._fatal_rules:
                 if regex.search(line):
                     self.fatal = FatalHit(rule, line, rule.phase or self.phase, time.monotonic())
+                    _logger.info("%s: fatal line (rule %s): %s", self.path.name, rule.id, line)
                     self.wake.set()
                     break
 

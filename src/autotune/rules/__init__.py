@@ -1,8 +1,15 @@
-"""Failure rules shipped with autotune: one YAML file per engine plus ``common.yaml``.
+"""What autotune knows about a server's log: one YAML file per engine plus ``common.yaml``.
 
 A rule file has two ordered lists, ``rules`` (specific causes) and ``fallback`` (catch-all
-lines such as "Scheduler hit an exception" that only say *that* something failed)::
+lines such as "Scheduler hit an exception" that only say *that* something failed), and
+optionally how the engine's log reads while it starts: ``marks`` (strings that tell its log
+from other engines', for ``autotune diagnose`` without ``--engine``), ``ready`` (the line
+that says the server is up) and ``milestones`` (startup progress, in log order)::
 
+    marks: [sglang, 'TP0] ']
+    ready: 'The server is fired up and ready to roll!'
+    milestones:
+      - {phase: load, pattern: 'Load weight end', label: weights_loaded}
     rules:
       - id: sglang.kv_pool_oom
         pattern: 'Not enough memory\\. Please try to increase --mem-fraction-static'
@@ -15,13 +22,16 @@ lines such as "Scheduler hit an exception" that only say *that* something failed
     fallback: [...]
 
 :func:`load_rules` orders them engine rules, common rules, engine fallback, common fallback,
-so every specific cause is tried before any catch-all.
+so every specific cause is tried before any catch-all. :func:`load_log` gives the whole
+file as a :class:`LogProfile` (the engine's ``ready`` line is also its last milestone,
+``ready``). An engine outside this package keeps its file in its own package.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -31,11 +41,12 @@ import yaml
 from pydantic import ValidationError
 
 from autotune.errors import ConfigError
-from autotune.models import Rule
+from autotune.models import Milestone, Phase, Rule
 
-__all__ = ["load_rule_file", "load_rules", "user_rules"]
+__all__ = ["LogProfile", "load_log", "load_rule_file", "load_rules", "user_rules"]
 
 _SECTIONS = ("rules", "fallback")
+_LOG_SECTIONS = ("marks", "ready", "milestones")
 _ENGINE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 
@@ -52,7 +63,75 @@ def _mapping_with_line(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_with_line)
 
 
-def _parse(text: str, file: str) -> tuple[list[Rule], list[Rule]]:
+@dataclass(frozen=True)
+class RuleFile:
+    """One rule file as written: its two rule lists and its log description."""
+
+    rules: tuple[Rule, ...] = ()
+    fallback: tuple[Rule, ...] = ()
+    marks: tuple[str, ...] = ()
+    ready: str | None = None
+    milestones: tuple[Milestone, ...] = ()
+
+
+@dataclass(frozen=True)
+class LogProfile:
+    """How one engine's log reads: failure rules (common ones included, in the order they
+    are tried), the marks that tell its log apart, its ready line and startup milestones."""
+
+    rules: tuple[Rule, ...]
+    marks: tuple[str, ...] = ()
+    ready: str | None = None
+    milestones: tuple[Milestone, ...] = ()
+
+
+def _regex(value: Any, file: str, line: int | None, field: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ConfigError(
+            "must be a non-empty string (a regular expression)", file=file, line=line, field=field
+        )
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ConfigError(
+            f"not a valid regular expression: {exc}", file=file, line=line, field=field
+        ) from None
+    return value
+
+
+def _log_sections(data: dict[str, Any], file: str) -> dict[str, Any]:
+    """The ``marks``, ``ready`` and ``milestones`` sections, validated."""
+    marks = data.get("marks") or []
+    if not isinstance(marks, list) or not all(isinstance(m, str) and m for m in marks):
+        raise ConfigError("must be a list of non-empty strings", file=file, field="marks")
+    ready = data.get("ready")
+    if ready is not None:
+        ready = _regex(ready, file, None, "ready")
+    items = data.get("milestones") or []
+    if not isinstance(items, list):
+        raise ConfigError("must be a list of milestones", file=file, field="milestones")
+    milestones = []
+    for index, item in enumerate(items):
+        where = f"milestones[{index}]"
+        if not isinstance(item, dict):
+            raise ConfigError(
+                "each milestone is a mapping with phase, pattern, label", file=file, field=where
+            )
+        line = item.pop("__line__", None)
+        try:
+            milestone = Milestone.model_validate(item)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            loc = ".".join(str(p) for p in first["loc"])
+            raise ConfigError(
+                first["msg"], file=file, line=line, field=f"{where}.{loc}" if loc else where
+            ) from None
+        _regex(milestone.pattern, file, line, f"{where}.pattern")
+        milestones.append(milestone)
+    return {"marks": tuple(marks), "ready": ready, "milestones": tuple(milestones)}
+
+
+def _parse(text: str, file: str) -> RuleFile:
     try:
         data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
@@ -60,15 +139,14 @@ def _parse(text: str, file: str) -> tuple[list[Rule], list[Rule]]:
         line = mark.line + 1 if mark is not None else None
         raise ConfigError(f"not valid YAML: {exc}", file=file, line=line) from None
     if data is None:
-        return [], []
+        return RuleFile()
     if not isinstance(data, dict):
         raise ConfigError("a rule file is a mapping with `rules:` and `fallback:` lists", file=file)
     data.pop("__line__", None)
-    unknown = set(data) - set(_SECTIONS)
+    unknown = set(data) - set(_SECTIONS) - set(_LOG_SECTIONS)
     if unknown:
-        raise ConfigError(
-            f"unknown section(s) {sorted(unknown)} (allowed: rules, fallback)", file=file
-        )
+        allowed = ", ".join((*_SECTIONS, *_LOG_SECTIONS))
+        raise ConfigError(f"unknown section(s) {sorted(unknown)} (allowed: {allowed})", file=file)
     out: tuple[list[Rule], list[Rule]] = ([], [])
     seen: set[str] = set()
     for section, target in zip(_SECTIONS, out, strict=True):
@@ -100,7 +178,7 @@ def _parse(text: str, file: str) -> tuple[list[Rule], list[Rule]]:
                 raise ConfigError(f"duplicate rule id {rule.id!r}", file=file, line=line)
             seen.add(rule.id)
             target.append(rule)
-    return out
+    return RuleFile(rules=tuple(out[0]), fallback=tuple(out[1]), **_log_sections(data, file))
 
 
 def load_rule_file(path: str | Path) -> list[Rule]:
@@ -109,17 +187,43 @@ def load_rule_file(path: str | Path) -> list[Rule]:
     Raises:
         ConfigError: the file is not valid YAML, or a rule is invalid (names file:line, field).
     """
-    specific, fallback = _parse(Path(path).read_text(encoding="utf-8"), str(path))
-    return specific + fallback
+    parsed = _parse(Path(path).read_text(encoding="utf-8"), str(path))
+    return [*parsed.rules, *parsed.fallback]
 
 
-@lru_cache(maxsize=32)
-def _bundled(name: str) -> tuple[tuple[Rule, ...], tuple[Rule, ...]]:
-    resource = resources.files(__name__) / f"{name}.yaml"
+@lru_cache(maxsize=64)
+def _bundled(name: str, package: str = __name__) -> RuleFile:
+    resource = resources.files(package) / f"{name}.yaml"
     if not resource.is_file():
-        return (), ()
-    specific, fallback = _parse(resource.read_text(encoding="utf-8"), f"{name}.yaml")
-    return tuple(specific), tuple(fallback)
+        return RuleFile()
+    return _parse(resource.read_text(encoding="utf-8"), f"{name}.yaml")
+
+
+def load_log(engine: str, package: str = __name__) -> LogProfile:
+    """Everything the rule file ``<package>/<engine>.yaml`` says, common rules included.
+
+    An engine without its own file (or an unknown name) gets the common rules only.
+
+    Args:
+        engine: the rule file's name (usually the engine's name).
+        package: the package holding it (an engine from another package keeps its file there).
+
+    Raises:
+        ConfigError: the file (or common.yaml) is invalid.
+    """
+    common = _bundled("common")
+    if engine == "common" or not _ENGINE_NAME.match(engine):
+        return LogProfile(rules=(*common.rules, *common.fallback))
+    own = _bundled(engine, package)
+    milestones = own.milestones
+    if own.ready is not None:
+        milestones = (*milestones, Milestone(phase=Phase.READY, pattern=own.ready, label="ready"))
+    return LogProfile(
+        rules=(*own.rules, *common.rules, *own.fallback, *common.fallback),
+        marks=own.marks,
+        ready=own.ready,
+        milestones=milestones,
+    )
 
 
 def load_rules(engine: str) -> list[Rule]:
@@ -127,11 +231,7 @@ def load_rules(engine: str) -> list[Rule]:
 
     An engine without its own file (or an unknown name) gets the common rules only.
     """
-    common, common_fallback = _bundled("common")
-    if engine == "common" or not _ENGINE_NAME.match(engine):
-        return [*common, *common_fallback]
-    own, own_fallback = _bundled(engine)
-    return [*own, *common, *own_fallback, *common_fallback]
+    return list(load_log(engine).rules)
 
 
 def user_rules(rules: Sequence[Any]) -> list[Rule]:

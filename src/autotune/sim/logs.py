@@ -7,6 +7,7 @@ import threading
 import time
 from typing import TextIO
 
+# The first line the stand-in server writes: everything that follows is simulated.
 BANNER = "autotune.sim: SIMULATED SGLang server, figures are modelled, not measured"
 SRT = "/sgl-workspace/sglang/python/sglang/srt"
 LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "critical": 50}
@@ -41,10 +42,6 @@ class SglangLog:
     def raw(self, text: str) -> None:
         """Text without a prefix (tracebacks' continuation, NCCL's own lines)."""
         self._write(text)
-
-    def banner(self) -> None:
-        """The one line that says everything that follows is simulated."""
-        self._write(BANNER)
 
 
 def frame(path: str, line: int, func: str, code: str) -> str:

@@ -22,7 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from autotune.sim.args import Launch, build_parser, to_launch
-from autotune.sim.logs import SRT, SglangLog, frame, traceback_text
+from autotune.sim.logs import BANNER, SRT, SglangLog, frame, traceback_text
 from autotune.sim.model import (
     allreduce_path,
     expected_accept_length,
@@ -57,7 +57,7 @@ def startup_scale(env: dict[str, str]) -> float:
         return 1.0
     try:
         return max(float(raw), 0.0)
-    except ValueError:
+    except ValueError:  # a malformed setting: the default
         return FAST_SCALE
 
 
@@ -292,7 +292,7 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         try:
             body = json.loads(self.rfile.read(length) or b"{}")
-        except ValueError:
+        except ValueError:  # answered 400 by the caller
             return None
         return body if isinstance(body, dict) else None
 
@@ -373,7 +373,7 @@ class Handler(BaseHTTPRequestHandler):
         params = body.get("sampling_params") or {}
         try:
             max_new = int(params.get("max_new_tokens", 128))
-        except (TypeError, ValueError):
+        except (TypeError, ValueError):  # a client error, answered
             return self._json(400, {"error": {"message": "max_new_tokens must be an integer"}})
         prompt = (
             body.get("input_ids") if body.get("input_ids") is not None else body.get("text", "")
@@ -412,7 +412,7 @@ class Handler(BaseHTTPRequestHandler):
                 self._chunk("data: [DONE]\n\n")
                 return self._end_stream()
             return self._json(200, {"text": text, "meta_info": meta(done, True)})
-        except (BrokenPipeError, ConnectionResetError):
+        except (BrokenPipeError, ConnectionResetError):  # the client left
             return None
 
     def _completions(self, body: dict[str, Any]) -> None:
@@ -424,7 +424,7 @@ class Handler(BaseHTTPRequestHandler):
         try:
             raw = body.get("max_tokens")
             max_new = int(raw if raw is not None else 16)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError):  # a client error, answered
             return self._json(400, {"error": {"message": "max_tokens must be an integer"}})
         n_prompt, rid = _prompt_tokens(prompt), f"cmpl-{uuid.uuid4().hex}"
         model, created = body.get("model") or self.sim.launch.served_name, int(time.time())
@@ -478,7 +478,7 @@ class Handler(BaseHTTPRequestHandler):
                     "usage": usage(done),
                 },
             )
-        except (BrokenPipeError, ConnectionResetError):
+        except (BrokenPipeError, ConnectionResetError):  # the client left
             return None
 
 
@@ -506,7 +506,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the stand-in server; returns an exit code (a crash SIGKILLs the process instead)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     env = dict(os.environ)
-    sys.stderr.write("autotune.sim: SIMULATED SGLang server, figures are modelled, not measured\n")
+    sys.stderr.write(BANNER + "\n")
     ns = build_parser().parse_args(argv)  # exits 2 on a bad flag, as SGLang
     try:
         prof = profile_from_env(env)

@@ -313,7 +313,7 @@ class _Eval:
                 return None
             try:
                 return _real(FUNCTIONS[node.func.id](*args))
-            except (ValueError, OverflowError, ZeroDivisionError):
+            except (ValueError, OverflowError, ZeroDivisionError):  # a math error: undefined (None)
                 return None
         raise AssertionError(f"unchecked node {type(node).__name__}")  # parse() refuses these
 
@@ -334,7 +334,7 @@ class _Eval:
             _check_power(left, right)
         try:
             return _real(_BINARY[type(node.op)](left, right))
-        except (ZeroDivisionError, OverflowError, ValueError):
+        except (ZeroDivisionError, OverflowError, ValueError):  # a math error: undefined (None)
             return None
 
     def _compare(self, node: ast.Compare) -> bool:

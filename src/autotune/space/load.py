@@ -27,8 +27,6 @@ MAX_ALIASES = 100  # alias uses (*name) in one file
 MAX_NODES = 100_000  # values after expanding aliases: stops "billion laughs"
 MAX_DEPTH = 64  # nesting of mappings and lists
 SCHEMA_ID = "urn:autotune:search-space:v1"
-# Used when autotune.engines cannot be imported (the engines are being written or broken).
-FALLBACK_ENGINES = frozenset({"sglang", "vllm", "transformers", "command", "collective"})
 
 _Path = tuple[str | int, ...]
 _TAG = "tag:yaml.org,2002:"
@@ -89,13 +87,10 @@ def json_schema() -> dict[str, Any]:
 
 
 def known_engines() -> frozenset[str]:
-    """Engine names the space may use (``autotune.engines.ENGINES``, else a fixed fallback)."""
-    try:
-        from autotune.engines import ENGINES
+    """Engine names the space may use: every engine registered in ``autotune.engines``."""
+    from autotune.engines.base import ENGINES
 
-        return frozenset(ENGINES)
-    except Exception:  # an engine module mid-edit must not make every space file invalid
-        return FALLBACK_ENGINES
+    return frozenset(ENGINES)
 
 
 # --- reading ---------------------------------------------------------------------------

@@ -249,7 +249,7 @@ def _divides(low: float, high: float, step: float) -> bool:
     """Whether ``step`` divides ``high - low`` exactly in decimal (Optuna's own test)."""
     try:
         return (Decimal(str(high)) - Decimal(str(low))) % Decimal(str(step)) == 0
-    except InvalidOperation:
+    except InvalidOperation:  # not decimal: not a multiple
         return False
 
 
@@ -265,9 +265,16 @@ _key = choice_key
 
 def same_value(a: Any, b: Any) -> bool:
     """Equal as parameter values: 1 == 1.0, but True is not 1 and "1" is not 1."""
-    return type(a) is type(b) and a == b or (
-        not isinstance(a, bool) and not isinstance(b, bool)
-        and isinstance(a, int | float) and isinstance(b, int | float) and a == b
+    return (
+        type(a) is type(b)
+        and a == b
+        or (
+            not isinstance(a, bool)
+            and not isinstance(b, bool)
+            and isinstance(a, int | float)
+            and isinstance(b, int | float)
+            and a == b
+        )
     )
 
 
@@ -275,7 +282,7 @@ class EngineSpec(_Strict):
     """Which server to launch and how."""
 
     name: str = Field(pattern=r"^[a-z][a-z0-9_-]*$")
-    """Engine: sglang, vllm, transformers, command, collective, ..."""
+    """Engine: a name registered in ``autotune.engines`` (sglang, vllm, transformers, ...)."""
     version: str | None = None
     """Engine version, for renamed flags (sglang 0.5.9 vs 0.5.23)."""
     python: str = "{python}"
@@ -285,7 +292,8 @@ class EngineSpec(_Strict):
     host: str = "127.0.0.1"
     """Address the server binds to."""
     command: list[str] | None = None
-    """Command engine only: argv template with {port}, {host}, {model} placeholders."""
+    """An argv template with {port}, {host}, {model} placeholders, for engines that launch a
+    command given here (the ``command`` engine)."""
     health_path: str | None = None
     """Readiness URL path; the engine's own default when unset."""
     startup_timeout_s: float = Field(600.0, gt=0)

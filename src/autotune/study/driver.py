@@ -196,13 +196,7 @@ class Driver:
         """Kill trial servers a dead driver or worker left, wherever trials run."""
         log_dir = str(self.log_dir.resolve())
         try:
-            reap = getattr(self.executor, "reap_orphans", None)
-            if reap is not None:
-                reap(log_dir)
-            else:  # trials run on this host
-                from autotune.node.process import reap_orphans
-
-                reap_orphans()
+            self.executor.reap_orphans(log_dir)
         except Exception:  # best effort: every trial re-checks its node before launch
             _logger.warning("reaping orphaned trial servers failed", exc_info=True)
 
@@ -389,6 +383,7 @@ class Driver:
         if avoid:
             ts = ts.model_copy(update={"avoid_nodes": avoid})
         loop.inflight[self.executor.submit(ts)] = (trial, config)
+        _logger.info("trial %d launched (attempt %d): %s", trial.number, attempt, config)
 
     def _collect(self, loop: _Loop) -> None:
         """Wait (up to a second) for results; tell the finished trials; keep heartbeats."""
@@ -431,6 +426,12 @@ class Driver:
         if result.outcome is Outcome.INFRA and result.attempt < self.options.max_infra_retries:
             self._launch(loop, trial, config, result.attempt + 1, [n for n in [result.node] if n])
             message = result.failure.message if result.failure else ""
+            _logger.warning(
+                "trial %d: infrastructure failure on node %r, retrying elsewhere: %s",
+                trial.number,
+                result.node,
+                message,
+            )
             self.on_event(Event(EventKind.RETRY, trial.number, config, result, message=message))
             return
         command = self.real_command(config)
@@ -447,6 +448,10 @@ class Driver:
                 baseline=self.ledger.is_baseline(trial._trial_id),
             )
         )
+        cause = f" ({result.failure.cause.value})" if result.failure else ""
+        _logger.info(
+            "trial %d: %s%s, value %s", trial.number, told.outcome.value, cause, told.value
+        )
         if told.outcome in LAUNCHED:
             loop.launched += 1
             self.risk.observe(config, told.outcome in CRASHES)
@@ -462,6 +467,7 @@ class Driver:
         )
 
     def _end(self, loop: _Loop) -> None:
+        _logger.info("study %r stops: %s", self.options.study, loop.stop_reason)
         self._reap()
         trials = self.ledger.trials()
         self.tracker.finish(self.ledger.summary(trials))
@@ -470,6 +476,7 @@ class Driver:
     # -- events -----------------------------------------------------------------------------
 
     def _emit_skip(self, trial: optuna.Trial, config: dict[str, Any], skip: SkipRecord) -> None:
+        _logger.info("trial %d not launched (%s): %s", trial.number, skip.kind.value, skip.reason)
         self.tracker.log_skip(
             SkipLog(study=self.options.study, number=trial.number, config=config, skip=skip)
         )

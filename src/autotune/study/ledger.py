@@ -100,7 +100,10 @@ def _skip(ua: Mapping[str, Any]) -> SkipRecord | None:
     if reason is None:
         return None
     kind = ua.get(_SKIP_KIND)
-    if kind is None:  # written before skips had a kind: tell them apart as that version did
+    if kind not in set(SkipKind):
+        if kind is not None:  # a kind this version does not know: say so, read it as before
+            _logger.warning("unknown skip kind %r stored; inferring it from the record", kind)
+        # Written before skips had a kind: tell them apart as that version did.
         cause = ua.get("cause")
         if cause == SkipKind.CONSTRAINT:
             kind = SkipKind.CONSTRAINT
@@ -111,6 +114,7 @@ def _skip(ua: Mapping[str, Any]) -> SkipRecord | None:
         else:
             kind = SkipKind.REPEAT
     same_as = ua.get(_SKIP_SAME_AS)
+    same_as = same_as if isinstance(same_as, int) and not isinstance(same_as, bool) else None
     return SkipRecord(kind=SkipKind(kind), reason=str(reason), same_as=same_as)
 
 

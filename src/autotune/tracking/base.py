@@ -1,19 +1,43 @@
-"""The tracker interface: where results are recorded for people to compare.
+"""The tracker interface (where results are recorded for people to compare) and its registry.
 
 A tracker is a view of the study, never its source of truth (that is Optuna storage, see
 ``study/ledger.py``): it records what the driver hands it and decides nothing.
-``tests/tracking/test_tracker_contract.py`` runs one suite against every implementation.
+``tests/tracking/test_tracker_contract.py`` runs one suite against every registered tracker.
+Trackers register by name next to their class, and a name's module is imported only when
+it is asked for (``mlflow`` is heavy)::
+
+    @TRACKERS.register
+    class MlflowTracker(Tracker):
+        name = "mlflow"
 """
 
 from __future__ import annotations
 
+import abc
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import ClassVar
 
+from autotune._registry import Registry
 from autotune.records import SkipLog, StudyInfo, StudySummary, TrialLog
 
 
-class Tracker(Protocol):
+@dataclass(frozen=True)
+class TrackerOptions:
+    """What the CLI knows when it makes a tracker, whichever one it is.
+
+    Args:
+        uri: where to record (MLflow: a tracking URI or folder; None: the default store).
+        experiment: the group studies are recorded under (an MLflow experiment).
+        cwd: the folder a default store is relative to (None: the current directory).
+    """
+
+    uri: str | None = None
+    experiment: str = "autotune"
+    cwd: Path | None = None
+
+
+class Tracker(abc.ABC):
     """Records a study and its trials; decides nothing.
 
     The contract every implementation keeps:
@@ -32,6 +56,18 @@ class Tracker(Protocol):
       which the driver stores for the next resume.
     """
 
+    name: ClassVar[str]  # the registry name
+
+    @classmethod
+    @abc.abstractmethod
+    def create(cls, options: TrackerOptions) -> Tracker:
+        """Make the tracker from the CLI's options.
+
+        Raises:
+            TrackingError: its store cannot be opened.
+        """
+
+    @abc.abstractmethod
     def start_study(self, info: StudyInfo) -> str | None:
         """Open (or reopen, on resume) the study's record.
 
@@ -42,36 +78,44 @@ class Tracker(Protocol):
         Raises:
             TrackingError: the backend failed.
         """
-        ...
 
+    @abc.abstractmethod
     def log_trial(self, log: TrialLog) -> None:
         """Record one finished trial as part of the study.
 
         Raises:
             TrackingError: the backend failed, or ``start_study`` was not called.
         """
-        ...
 
+    @abc.abstractmethod
     def log_skip(self, log: SkipLog) -> None:
         """Record a proposal that was not launched, with its reason (every proposal is seen).
 
         Raises:
             TrackingError: the backend failed, or ``start_study`` was not called.
         """
-        ...
 
+    @abc.abstractmethod
     def log_artifacts(self, paths: list[Path]) -> None:
         """Attach files to the study's record (report, plots, launch script).
 
         Raises:
             TrackingError: the backend failed.
         """
-        ...
 
+    @abc.abstractmethod
     def finish(self, summary: StudySummary) -> None:
         """Close the study's record with its summary (best value, counts).
 
         Raises:
             TrackingError: the backend failed.
         """
-        ...
+
+
+# Looked up by name: the module named like the tracker first (``autotune.tracking.mlflow``),
+# then every public module of the package, then entry points ``autotune.trackers``.
+TRACKERS: Registry[Tracker] = Registry(
+    "tracker", "autotune.tracking", "autotune.trackers", "--tracker"
+)
+
+__all__ = ["TRACKERS", "Tracker", "TrackerOptions"]

@@ -41,6 +41,7 @@ from autotune.fmt import metric as fmt_metric
 from autotune.models import Outcome, TrialResult
 from autotune.records import SkipLog, StudyInfo, StudySummary, TrialLog
 from autotune.redact import redact_obj, redact_text
+from autotune.tracking.base import TRACKERS, Tracker, TrackerOptions
 
 # Before mlflow is imported: no "View run at" lines on stdout, no usage telemetry.
 os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
@@ -50,9 +51,11 @@ from mlflow.entities import Metric, Param, RunStatus, RunTag  # noqa: E402
 from mlflow.exceptions import MlflowException  # noqa: E402
 from mlflow.tracking import MlflowClient  # noqa: E402
 
-for _logger in ("mlflow", "alembic"):
+for _chatty in ("mlflow", "alembic"):
     # Store migrations and similar chatter go to INFO; the CLI's own output is what matters.
-    logging.getLogger(_logger).setLevel(logging.WARNING)
+    logging.getLogger(_chatty).setLevel(logging.WARNING)
+
+_logger = logging.getLogger(__name__)
 
 KIND = "custom_model_development"
 _MAX_KEY = 250  # MLflow's limit on param/metric/tag names
@@ -130,7 +133,8 @@ def _flag(value: Any) -> str:
     return "true" if value else "false"
 
 
-class MlflowTracker:
+@TRACKERS.register
+class MlflowTracker(Tracker):
     """Implements ``Tracker`` on an MLflow store (local SQLite or an ``mlflow server``).
 
     Args:
@@ -139,6 +143,8 @@ class MlflowTracker:
         experiment: the MLflow experiment studies are logged to.
         cwd: folder the default store is relative to (the current directory if None).
     """
+
+    name = "mlflow"
 
     def __init__(
         self, uri: str | None = None, experiment: str = "autotune", *, cwd: Path | None = None
@@ -154,6 +160,11 @@ class MlflowTracker:
         self._metric = "value"
         self._parameters: list[str] = []
         self._lock = threading.Lock()  # the driver may log finished trials from several threads
+
+    @classmethod
+    def create(cls, options: TrackerOptions) -> MlflowTracker:
+        """An MLflow tracker on ``options.uri`` (None: ``./mlflow``)."""
+        return cls(options.uri, experiment=options.experiment, cwd=options.cwd)
 
     # -- study ---------------------------------------------------------------------------
 
@@ -190,7 +201,8 @@ class MlflowTracker:
         if run_id:
             try:
                 run = self.client.get_run(run_id)
-            except MlflowException:
+            except MlflowException as exc:  # deleted, or another store: look it up by tag
+                _logger.info("MLflow run %s of study %r not found (%s)", run_id, study, exc)
                 run = None
             if (
                 run is not None
@@ -241,7 +253,9 @@ class MlflowTracker:
                 tags["mlflow.note.content"] = note
             if run is None:
                 run = self.client.create_run(self.experiment_id, run_name=study, tags=tags)
+                _logger.info("MLflow: study %r recorded as run %s", study, run.info.run_id)
             else:
+                _logger.info("MLflow: study %r reopens run %s", study, run.info.run_id)
                 self.client.update_run(run.info.run_id, status="RUNNING")
                 for key, value in tags.items():
                     self.client.set_tag(run.info.run_id, key, value)

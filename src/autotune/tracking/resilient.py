@@ -20,18 +20,29 @@ import optuna
 from autotune.errors import TrackingError
 from autotune.models import Cause, Failure, Metrics, Outcome, Phase, TrialResult
 from autotune.records import SkipLog, StudyInfo, StudySummary, TrialLog, TrialRecord
-from autotune.tracking.base import Tracker
+from autotune.tracking.base import Tracker, TrackerOptions
 
 _logger = logging.getLogger(__name__)
 
 
-class ResilientTracker:
-    """Implements ``Tracker`` over another one; a ``TrackingError`` never reaches the driver.
+class ResilientTracker(Tracker):
+    """A ``Tracker`` over another one; a ``TrackingError`` never reaches the driver.
+
+    Not registered under a name: it wraps whichever tracker was asked for.
 
     Args:
         inner: the tracker that records (MLflow).
         on_error: told once, with the first error's message, when the backend fails.
     """
+
+    name = "resilient"
+
+    @classmethod
+    def create(cls, options: TrackerOptions) -> ResilientTracker:
+        """The default tracker (MLflow), wrapped."""
+        from autotune.tracking.base import TRACKERS
+
+        return cls(TRACKERS["mlflow"].create(options))
 
     def __init__(self, inner: Tracker, on_error: Callable[[str], None] | None = None) -> None:
         self.inner = inner

@@ -6,15 +6,22 @@ from pathlib import Path
 
 from autotune.errors import TrackingError
 from autotune.records import SkipLog, StudyInfo, StudySummary, TrialLog
+from autotune.tracking.base import TRACKERS, Tracker, TrackerOptions
 
 
-class NullTracker:
-    """Implements ``Tracker`` and records nothing; it still keeps the call order honest."""
+@TRACKERS.register
+class NullTracker(Tracker):
+    """Records nothing; it still keeps the call order of the contract."""
 
     name = "none"
 
     def __init__(self) -> None:
         self._started = False
+
+    @classmethod
+    def create(cls, options: TrackerOptions) -> NullTracker:
+        """A tracker that needs no store."""
+        return cls()
 
     def start_study(self, info: StudyInfo) -> str | None:
         """Record nothing; there is no record to reopen on resume."""

@@ -1,0 +1,56 @@
+"""The Ray executor's own placement, on a real local Ray instance (2 CPUs, 2 logical GPUs)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from tests.dispatch.conftest import LocalRay
+
+from autotune.dispatch import ray as ray_dispatch
+from autotune.dispatch.ray import RayExecutor
+from autotune.models import Cause, Limits, Outcome, TrialSpec
+
+WAIT_S = 60.0  # a bound on a short job on a loaded machine, not a timing assertion
+
+
+def job(tmp_path: Path, number: int, gpus: int = 0) -> TrialSpec:
+    return TrialSpec(
+        study="placement",
+        number=number,
+        engine="command",
+        params={},
+        mode="job",
+        argv=[sys.executable, "-c", "print('AUTOTUNE_METRICS {\"x\": 1}')"],
+        gpus=gpus,
+        log_dir=str(tmp_path / "logs"),
+        limits=Limits(benchmark_s=30),
+    )
+
+
+def test_a_trial_no_node_can_hold_comes_back_as_infra_and_the_rest_still_run(
+    local_ray: LocalRay, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: the expired trial's result had ``node=None`` (invalid), the placement round
+    died on it, the trial placed in the same round was never launched, and both futures hung.
+    """
+    monkeypatch.setattr(ray_dispatch, "NODE_WAIT_S", 0.0)
+    ex = RayExecutor(0)
+    try:
+        # No node has 3 GPUs: the first trial waits for one, gives up at once (NODE_WAIT_S 0),
+        # in the same placement round that places the second.
+        too_big = ex.submit(job(tmp_path, 0, gpus=3))
+        fits = ex.submit(job(tmp_path, 1))
+        lost = too_big.result(timeout=WAIT_S)
+        assert lost.outcome is Outcome.INFRA
+        assert lost.failure is not None and lost.failure.cause is Cause.NODE_LOST
+        assert "no alive Ray node has 3 GPUs" in lost.failure.message
+        assert lost.node == "" and lost.number == 0
+        done = fits.result(timeout=WAIT_S)
+        assert done.outcome is Outcome.OK, done.failure
+        # Nothing stays counted against the node: another trial still gets placed.
+        again = ex.submit(job(tmp_path, 2)).result(timeout=WAIT_S)
+        assert again.outcome is Outcome.OK, again.failure
+    finally:
+        ex.shutdown()

@@ -289,6 +289,7 @@ def test_a_finished_study_says_so_without_starting_ray(
     from optuna.trial import TrialState, create_trial
 
     from autotune import cli
+
     space = Path(__file__).resolve().parents[1] / "search_spaces" / "quickstart.yaml"
     from autotune.space.load import load
 
@@ -316,7 +317,11 @@ def test_a_finished_study_says_so_without_starting_ray(
     def no_executor(*args: object, **kwargs: object) -> None:
         raise AssertionError("an executor (Ray) was started for a finished study")
 
-    monkeypatch.setattr(cli, "_executor", no_executor)
+    from autotune.dispatch import EXECUTORS
+
+    # Any executor would do: none may be created (Ray takes 13 s to start for nothing).
+    for name in ("ray", "local"):
+        monkeypatch.setattr(EXECUTORS.get_class(name), "create", classmethod(no_executor))
     monkeypatch.setattr(cli, "_preflight", lambda *a, **k: None)
     monkeypatch.chdir(tmp_path)
     assert main(["start", "--space", str(space), "--n-trials", "2", "--no-mlflow"]) == 0

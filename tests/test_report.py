@@ -27,10 +27,15 @@ def make_study(
     study = optuna.create_study(
         storage=f"sqlite:///{path / 'study.db'}", study_name=name, direction=direction
     )
-    Ledger(study).write_study(StudyRecord(
-        name=name, metric="output_tok_s", direction=direction,  # type: ignore[arg-type]
-        simulated=simulated, engine="sglang",
-    ))
+    Ledger(study).write_study(
+        StudyRecord(
+            name=name,
+            metric="output_tok_s",
+            direction=direction,  # type: ignore[arg-type]
+            simulated=simulated,
+            engine="sglang",
+        )
+    )
     return study
 
 
@@ -50,8 +55,12 @@ def add(
 ) -> None:
     """Add a trial the way the driver stores one (through the ledger's encoding)."""
     params = params or {"chunked_prefill_size": 4096, "attention_backend": "fa3"}
-    fields: dict[str, Any] = {"config": params, "baseline": baseline,
-                              "timings": {"total_s": total_s}, "outcome": outcome}
+    fields: dict[str, Any] = {
+        "config": params,
+        "baseline": baseline,
+        "timings": {"total_s": total_s},
+        "outcome": outcome,
+    }
     if value is not None:
         fields["metrics"] = {"output_tok_s": value, "ttft_p99_ms": 120.0}
     if cause:
@@ -157,7 +166,11 @@ def test_summary(study: optuna.Study) -> None:
     assert s.outcomes == {"ok": 3, "crashed": 2, "slo_violated": 1, "pruned": 1, "running": 1}
     assert s.causes == {"kv_pool_oom": 2, "dead_end": 1}
     assert (s.best_trial, s.best_value, s.baseline_trial, s.baseline_value) == (
-        1, 1300.0, 0, 1000.0)
+        1,
+        1300.0,
+        0,
+        1000.0,
+    )
     assert s.gain_pct == pytest.approx(30.0)
     assert s.simulated is False
     assert s.metric == "output_tok_s" and s.direction == "maximize"
@@ -395,9 +408,7 @@ def test_html_report_renders_the_gain_interval_when_known(
     real = report_html.summary
     # The shape the study's verdict gives a summary: gain with its 95% interval in percent.
     gain = {"pct": 25.0, "ci95_pct": [12.5, 37.5]}
-    monkeypatch.setattr(
-        report_html, "summary", lambda s: real(s).model_copy(update={"gain": gain})
-    )
+    monkeypatch.setattr(report_html, "summary", lambda s: real(s).model_copy(update={"gain": gain}))
     page = report_html.write_html(study, tmp_path, []).read_text()
     assert "+12.5% to +37.5%" in page
 

@@ -427,7 +427,7 @@ def _budget_reached(name: str, study_dir: Path, storage: str | None, target: int
         study = optuna.load_study(
             study_name=name, storage=open_storage(storage_url(storage, study_dir))
         )
-    except KeyError:
+    except KeyError:  # no such study in that storage: nothing reached
         return False
     trials = Ledger(study).trials()
     if any(t.state in ("RUNNING", "WAITING") for t in trials):
@@ -512,7 +512,8 @@ def _latest_study(root: Path) -> str:
         storage = f"sqlite:///{db.resolve()}"
         try:
             summaries = optuna.get_all_study_summaries(storage, include_best_trial=False)
-        except Exception:  # an unreadable file is not the one the user means
+        except Exception as exc:  # an unreadable file is not the one the user means
+            _logger.info("skipping %s: %s", db, exc)
             continue
         if any(x.study_name == db.parent.name and x.n_trials for x in summaries):
             return db.parent.name
@@ -824,7 +825,7 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except typer.Exit as exc:
         return int(exc.exit_code)
-    except typer.Abort:
+    except typer.Abort:  # Ctrl-C at a prompt: said, not a traceback
         err.print("autotune: aborted")
         return 130
     except click_exc.UsageError as exc:
@@ -832,7 +833,7 @@ def main(argv: list[str] | None = None) -> int:
     except click_exc.ClickException as exc:
         err.print(f"autotune: error: {exc.format_message()}", markup=False, highlight=False)
         return exc.exit_code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # before the driver runs (or after): resuming is safe
         err.print("autotune: interrupted; run the same command again to resume the study")
         return 130
     return 0

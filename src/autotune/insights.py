@@ -128,7 +128,7 @@ def importances(study: optuna.Study) -> dict[str, float]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return optuna.importance.get_param_importances(good, params=varying)
-    except (ValueError, RuntimeError, ZeroDivisionError):
+    except (ValueError, RuntimeError, ZeroDivisionError):  # too few distinct points: none
         return {}
 
 
@@ -236,7 +236,7 @@ def _key_of(effect: Effect, value: Any) -> str:
             try:
                 if float(lo) <= float(value) <= float(hi):
                     return key
-            except (TypeError, ValueError):
+            except (TypeError, ValueError):  # a categorical label, not a numeric range
                 continue
     return label
 

@@ -72,8 +72,10 @@ def gain_interval(s: Any) -> tuple[float, float] | None:
         ci = gain.get("ci95_pct")
     if ci is None:
         ci = getattr(s, "gain_ci", None)
-    if isinstance(ci, list | tuple) and len(ci) == 2 and all(
-        isinstance(x, int | float) for x in ci
+    if (
+        isinstance(ci, list | tuple)
+        and len(ci) == 2
+        and all(isinstance(x, int | float) for x in ci)
     ):
         return float(ci[0]), float(ci[1])
     return None

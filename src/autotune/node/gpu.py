@@ -120,7 +120,8 @@ def describe(count: int | None = None, visible: str | None = None) -> str:
         for handle in _handles(nvml, count, visible):
             name = nvml.nvmlDeviceGetName(handle)
             names.append(name.decode() if isinstance(name, bytes) else str(name))
-    except Exception:
+    except Exception as exc:
+        _logger.debug("GPU names unavailable (%s: %s)", type(exc).__name__, exc)
         return ""
     counts: dict[str, int] = {}
     for name in names:

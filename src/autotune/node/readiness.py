@@ -86,7 +86,7 @@ class LogWatcher(threading.Thread):
             if _ORDER.index(phase) > _ORDER.index(self.phase):
                 self.phase = phase
                 # Beside the log, for a progress view on the same host (best effort).
-                with contextlib.suppress(OSError):
+                with contextlib.suppress(OSError):  # a read-only log folder: no progress note
                     self.path.with_suffix(".phase").write_text(phase.value)
 
     def lines(self) -> list[str]:

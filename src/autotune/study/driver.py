@@ -407,7 +407,7 @@ class Driver:
                 continue
             try:
                 phase = notes[-1].read_text().strip()
-            except OSError:
+            except OSError:  # being rewritten or gone: read at the next pass
                 continue
             if phase and loop.phases.get(trial.number) != phase:
                 loop.phases[trial.number] = phase

@@ -533,7 +533,7 @@ def _versions(engine_version: str) -> dict[str, str]:
     for package in ("autotune", "mlflow", "optuna"):
         try:
             tags[f"autotune.version.{package}"] = version(package)
-        except PackageNotFoundError:
+        except PackageNotFoundError:  # not installed here: no tag
             continue
     if engine_version:
         tags["autotune.version.engine"] = engine_version
@@ -546,7 +546,7 @@ def _versions(engine_version: str) -> dict[str, str]:
             timeout=5,
             check=False,
         ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
+    except (OSError, subprocess.SubprocessError):  # no git, or not a checkout: no tag
         rev = ""
     if rev:
         tags["mlflow.source.git.commit"] = rev

@@ -88,7 +88,7 @@ def study(tmp_path: Path) -> optuna.Study:
     s = make_study(tmp_path)
     add(s, "ok", value=1000.0, baseline=True)  # 0
     add(s, "ok", value=1300.0, params={"chunked_prefill_size": 8192, "attention_backend": "fa3"})
-    # A crash is told COMPLETE with a penalty; here a penalty that would win if believed.
+    # A crash told COMPLETE with a penalty (how early studies told them) that would win if believed.
     add(
         s,
         "crashed",

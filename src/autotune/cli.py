@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.text import Text
 
 # typer 0.29 parses with its own copy of click (typer._click), not the click package: its
 # exceptions are the ones to catch. pyproject pins typer to the tested minor version.
@@ -752,6 +751,8 @@ def diagnose(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Explain why a server failed: cause, phase, hint and the evidence lines."""
+    from rich.markup import escape
+
     from autotune.engines import ENGINES, guess_engine
     from autotune.node.failures import diagnose_file
     from autotune.rules import load_log
@@ -770,6 +771,22 @@ def diagnose(
         except ConfigError as exc:
             raise ConfigError(exc.message, field="--engine") from None
     failure = diagnose_file(str(logfile), rules, exit_code=exit_code)
+    if failure is None:
+        # No rule matched, no exception, no bad exit code: a healthy log, not an "unknown".
+        if as_json:
+            out_ok: dict[str, Any] = {
+                "cause": "ok",
+                "phase": None,
+                "hint": "",
+                "evidence": [],
+                "message": "no failure found",
+                "rule": None,
+                "blame": [],
+            }
+            sys.stdout.write(json.dumps(out_ok, indent=2) + "\n")
+        else:
+            console.print("[bold green]ok[/]: no failure found in the log")
+        return
     if as_json:
         out = {
             "cause": failure.cause.value,
@@ -782,13 +799,14 @@ def diagnose(
         }
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return
+    # Log text is escaped: a line such as "[TensorRT-LLM][ERROR] ..." is not markup.
     console.print(f"[bold red]{failure.cause.value}[/] at [bold]{failure.phase.value}[/]")
     if failure.message:
-        console.print(f"  {failure.message}")
+        console.print(f"  {escape(failure.message)}")
     if failure.hint:
-        console.print(f"[bold]hint:[/] {failure.hint}")
+        console.print(f"[bold]hint:[/] {escape(failure.hint)}")
     for line in failure.evidence:
-        console.print(Text.assemble("  ", (">", "dim"), " ", line), highlight=False)
+        console.print(f"  [dim]>[/] {escape(line)}")
 
 
 def _usage_line(ctx: Any) -> str:

@@ -40,6 +40,9 @@ class Cause(StrEnum):
     INVALID_ARGUMENT = "invalid_argument"
     ASSERTION = "assertion"
     IMPORT_ERROR = "import_error"
+    MODEL_UNSUPPORTED = "model_unsupported"
+    HOST_OOM = "host_oom"
+    WATCHDOG_TIMEOUT = "watchdog_timeout"
     KILLED = "killed"
     PORT_IN_USE = "port_in_use"
     STARTUP_TIMEOUT = "startup_timeout"
@@ -57,7 +60,9 @@ class Cause(StrEnum):
 # Causes that are not the configuration's fault: the trial is retried elsewhere.
 INFRA_CAUSES = frozenset({Cause.PORT_IN_USE, Cause.GPU_NOT_CLEAN, Cause.NODE_LOST})
 # Causes where more memory-hungry settings can only fail the same way.
-MEMORY_CAUSES = frozenset({Cause.KV_POOL_OOM, Cause.CUDA_OOM, Cause.CUDA_GRAPH_CAPTURE})
+MEMORY_CAUSES = frozenset(
+    {Cause.KV_POOL_OOM, Cause.CUDA_OOM, Cause.CUDA_GRAPH_CAPTURE, Cause.HOST_OOM}
+)
 
 
 class Phase(StrEnum):
@@ -89,6 +94,12 @@ class Rule(_Frozen):
     permanent: bool = True  # False: could pass on a retry (flaky, infra)
     blame: tuple[str, ...] = ()
     fatal: bool = True  # False: evidence only, does not end the trial by itself
+    # A regex that must also match within NEAR_LINES of the hit (e.g. a KV-pool frame near an
+    # out-of-memory line); None: the pattern alone decides.
+    near: str | None = None
+    # Hints that replace ``hint`` when the failure's phase is the given one (an engine's
+    # advice differs between, say, an OOM while capturing graphs and one while serving).
+    phase_hints: tuple[tuple[Phase, str], ...] = ()
 
 
 class Milestone(_Frozen):

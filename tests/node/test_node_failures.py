@@ -8,7 +8,14 @@ import pytest
 
 from autotune.errors import ConfigError
 from autotune.models import Cause, Milestone, Phase, Rule
-from autotune.node.failures import KILLED_HINT, blamed, classify, diagnose_file, phase_reached
+from autotune.node.failures import (
+    KILLED_HINT,
+    blamed,
+    classify,
+    diagnose_file,
+    phase_reached,
+    strip_prefix,
+)
 from autotune.rules import load_rule_file, load_rules, user_rules
 
 SCHED = "[2026-01-01 10:00:05 TP0] Scheduler hit an exception: Traceback (most recent call last):"
@@ -31,7 +38,7 @@ CASES = [
         {},
         Cause.KV_POOL_OOM,
         Phase.MEMORY_POOL,
-        "sglang.kv_pool_oom",
+        "common.kv_pool_oom",
         [],
     ),
     (
@@ -47,7 +54,7 @@ CASES = [
         {},
         Cause.CUDA_GRAPH_CAPTURE,
         Phase.GRAPH_CAPTURE,
-        "sglang.cuda_graph_capture",
+        "common.graph_capture",
         [],
     ),
     (
@@ -58,7 +65,7 @@ CASES = [
         {},
         Cause.CUDA_OOM,
         Phase.BENCHMARK,
-        "sglang.runtime_kv_oom",
+        "common.runtime_kv_oom",
         [],
     ),
     (
@@ -69,7 +76,7 @@ CASES = [
         {},
         Cause.CUDA_OOM,
         Phase.BENCHMARK,
-        "sglang.runtime_kv_oom",
+        "common.runtime_kv_oom",
         [],
     ),
     (
@@ -80,7 +87,7 @@ CASES = [
         {},
         Cause.CUDA_OOM,
         Phase.BENCHMARK,
-        "sglang.cuda_oom",
+        "common.cuda_oom",
         [],
     ),
     (
@@ -261,7 +268,7 @@ CASES = [
         {},
         Cause.KV_POOL_OOM,
         Phase.MEMORY_POOL,
-        "vllm.kv_pool_oom",
+        "common.kv_pool_oom",
         [],
     ),
     (
@@ -397,7 +404,7 @@ def test_first_rule_in_order_wins_and_user_rules_come_first() -> None:
     engine_rules = load_rules("sglang")
     assert (
         classify(lines, engine_rules, phase=Phase.LOAD, exit_code=-9, argv=[], env={}).rule
-        == "sglang.kv_pool_oom"
+        == "common.kv_pool_oom"
     )
     mine = Rule(id="user.sched", pattern="Scheduler hit", cause=Cause.ASSERTION, hint="mine")
     failure = classify(
@@ -426,7 +433,7 @@ def test_symm_mem_warning_is_not_a_failure() -> None:
 def test_catch_all_rule_reports_the_traceback_message() -> None:
     lines = [SCHED, FRAME, "KeyError: 'rope_theta'", SIGQUIT]
     failure = classify(lines, load_rules("sglang"), phase=Phase.LOAD, exit_code=-9, argv=[], env={})
-    assert failure.rule == "sglang.scheduler_exception"
+    assert failure.rule == "common.scheduler_exception"
     assert failure.cause == Cause.UNKNOWN
     assert failure.message == "KeyError: 'rope_theta'"
 
@@ -517,10 +524,10 @@ def test_unknown_engine_gets_common_rules_only() -> None:
     assert [r.id for r in load_rules("../sglang")] == ids
     sglang = [r.id for r in load_rules("sglang")]
     # engine rules, then common rules, then the engine's catch-alls, then common catch-alls
-    assert sglang.index("sglang.kv_pool_oom") < sglang.index("common.cuda_oom")
-    assert sglang.index("common.assertion") < sglang.index("sglang.scheduler_exception")
-    assert sglang.index("common.nccl_error") < sglang.index("sglang.scheduler_exception")
-    assert sglang.index("sglang.scheduler_exception") < sglang.index("common.nccl_remote")
+    assert sglang.index("common.kv_pool_oom") < sglang.index("common.cuda_oom")
+    assert sglang.index("common.assertion") < sglang.index("common.scheduler_exception")
+    assert sglang.index("common.nccl_error") < sglang.index("common.scheduler_exception")
+    assert sglang.index("common.scheduler_exception") < sglang.index("common.nccl_remote")
 
 
 def test_every_bundled_rule_file_loads() -> None:
@@ -583,9 +590,273 @@ def test_transformers_517_unknown_attention_is_invalid_argument_and_blames_the_f
         "kernel (e.g. 'kernels-community/flash-attn2')."
     )
     failure = classify(
-        ["Traceback (most recent call last):", line], load_rules("transformers"),
-        phase=Phase.LOAD, exit_code=1,
-        argv=["serve", "--attn-implementation", "nonexistent_attn"], env={},
+        ["Traceback (most recent call last):", line],
+        load_rules("transformers"),
+        phase=Phase.LOAD,
+        exit_code=1,
+        argv=["serve", "--attn-implementation", "nonexistent_attn"],
+        env={},
     )
     assert failure.cause is Cause.INVALID_ARGUMENT
     assert failure.blame == ["--attn-implementation"]
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("[2025-01-01 10:00:00 TP0] RuntimeError: boom", "RuntimeError: boom"),
+        ("[2025-07-02 07:41:59 DP1 TP1] Load weight end.", "Load weight end."),
+        (
+            "(VllmWorker rank=0 pid=1) ERROR 01-01 12:00:00 [engine.py:1] ValueError: x",
+            "ValueError: x",
+        ),
+        (
+            '(EngineCore_DP0 pid=9) ERROR 03-10 14:43:46 [core.py:1100]   File "a.py"',
+            '  File "a.py"',
+        ),
+        (
+            "ERROR 11-18 18:07:28 engine.py:366] ValueError: No available",
+            "ValueError: No available",
+        ),
+        ("(pid=123) ray.exceptions.RayTaskError: x", "ray.exceptions.RayTaskError: x"),
+        (
+            "(raylet) [2025-12-07 09:57:19,206 E 393 393] (raylet) node_manager.cc:3277: x",
+            "node_manager.cc:3277: x",
+        ),
+        ("[rank0]:[E626 06:24:44.9 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog", "Watchdog"),
+        ("vllm-1  | ERROR 11-18 18:07:28 engine.py:366] ValueError: y", "ValueError: y"),
+        (
+            "2024-04-27 10:13:05 | ERROR | stderr | Traceback (most recent call last):",
+            "Traceback (most recent call last):",
+        ),
+        (
+            "host:123:456 [0] enqueue.cc:170 NCCL WARN Unrecognized",
+            "enqueue.cc:170 NCCL WARN Unrecognized",
+        ),
+        ("RuntimeError: no prefix", "RuntimeError: no prefix"),
+    ],
+)
+def test_prefixes_of_multi_process_engines_are_stripped(line: str, message: str) -> None:
+    assert strip_prefix(line) == message
+
+
+def test_anchored_rules_match_prefixed_lines() -> None:
+    lines = [
+        '(VllmWorker rank=1 pid=7) ERROR 01-01 12:00:00 [x.py:1]   File "y.py", line 2',
+        "(VllmWorker rank=1 pid=7) ERROR 01-01 12:00:00 [x.py:1] AssertionError: topk must be 1",
+    ]
+    failure = classify(lines, load_rules("vllm"), phase=Phase.LOAD, exit_code=1, argv=[], env={})
+    assert (failure.cause, failure.rule) == (Cause.ASSERTION, "common.assertion")
+    assert failure.message == "AssertionError: topk must be 1"
+
+
+def test_a_pattern_can_span_lines() -> None:
+    rule = Rule(
+        id="two", pattern=r"ImportError: \n\[sgl_kernel\] CRITICAL", cause=Cause.IMPORT_ERROR
+    )
+    lines = ["noise", "[2026-01-01 10:00:00] ImportError: ", "[sgl_kernel] CRITICAL: no ops", "x"]
+    failure = classify(lines, [rule], phase=Phase.LAUNCH, exit_code=1, argv=[], env={})
+    assert failure.rule == "two"
+    assert failure.evidence[0] == "noise" and lines[1] in failure.evidence
+    assert (
+        classify(
+            ["ImportError: ", "other"], [rule], phase=Phase.LAUNCH, exit_code=1, argv=[], env={}
+        ).rule
+        is None
+    )
+
+
+def test_near_needs_the_context_line() -> None:
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB"
+    rules = load_rules("command")
+    alloc = classify(
+        ['  File "mem_cache/memory_pool.py", line 9, in _create_buffers', oom],
+        rules,
+        phase=Phase.LOAD,
+        exit_code=1,
+        argv=[],
+        env={},
+    )
+    assert (alloc.cause, alloc.rule) == (Cause.KV_POOL_OOM, "common.kv_pool_alloc_oom")
+    serving = classify(
+        ['  File "scheduler.py", line 9, in run_batch', oom],
+        rules,
+        phase=Phase.BENCHMARK,
+        exit_code=1,
+        argv=[],
+        env={},
+    )
+    assert (serving.cause, serving.rule, serving.phase) == (
+        Cause.CUDA_OOM,
+        "common.cuda_oom",
+        Phase.BENCHMARK,
+    )
+
+
+def test_a_rule_with_near_must_not_be_fatal(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("rules:\n  - id: a\n    pattern: x\n    near: y\n    cause: unknown\n")
+    with pytest.raises(ConfigError, match="fatal: false"):
+        load_rule_file(bad)
+
+
+def test_no_rule_evidence_is_the_last_exception_and_the_phase_its_frames() -> None:
+    core = "(EngineCore_DP0 pid=1) ERROR 01-01 12:00:00 [core.py:1] "
+    lines = [
+        core + "Traceback (most recent call last):",
+        core + '  File "gpu_worker.py", in determine_available_memory',
+        core + '  File "runner.py", in profile_run',
+        core + "KeyError: 'rope_theta'",
+        "(APIServer pid=2) INFO 01-01 12:00:01 [api.py:1] shutting down",
+    ]
+    failure = classify(lines, load_rules("vllm"), phase=Phase.LAUNCH, exit_code=1, argv=[], env={})
+    assert (failure.cause, failure.phase, failure.rule) == (Cause.UNKNOWN, Phase.MEMORY_POOL, None)
+    assert failure.message == "KeyError: 'rope_theta'"
+    assert lines[3] in failure.evidence
+
+
+def test_last_exception_without_a_traceback_header() -> None:
+    lines = ["INFO starting", "ValueError: something odd in the config", "INFO bye"]
+    failure = classify(
+        lines, load_rules("command"), phase=Phase.LAUNCH, exit_code=1, argv=[], env={}
+    )
+    assert failure.message == "ValueError: something odd in the config"
+
+
+def test_healthy_log_is_no_failure(tmp_path: Path) -> None:
+    log = tmp_path / "ok.log"
+    log.write_text(
+        "[2026-01-01 10:00:00 TP0] Load weight begin. avail mem=70.00 GB\n"
+        "WARNING 01-01 12:00:00 [_custom_ops.py:21] Failed to import from vllm._C with "
+        "ImportError('x.so: undefined symbol: y')\n"
+        "INFO 09-27 11:18:22 model_runner.py:795] CUDA graphs can take additional 1~3 GiB "
+        "memory per GPU. If you are running out of memory, consider decreasing it.\n"
+        "[2026-01-01 10:00:09] The server is fired up and ready to roll!\n"
+    )
+    assert diagnose_file(str(log), load_rules("sglang")) is None
+    assert diagnose_file(str(log), load_rules("command"), exit_code=0) is None
+    failed = diagnose_file(str(log), load_rules("command"), exit_code=3)
+    assert failed is not None and failed.message == "exited with code 3"
+
+
+def test_a_line_wrapped_mid_word_still_matches() -> None:
+    lines = [
+        "ERROR 01-01 12:00:00 [core.py:1] ValueError: No available memory for the cache bl",
+        "ocks. Try increasing `gpu_memory_utilization` when initializing the engine.",
+    ]
+    failure = classify(lines, load_rules("vllm"), phase=Phase.LOAD, exit_code=1, argv=[], env={})
+    assert (failure.cause, failure.rule) == (Cause.KV_POOL_OOM, "common.kv_pool_oom")
+    short = ["x: No available memory for the cache bl", "ocks."]  # too short to be a wrap
+    assert (
+        classify(short, load_rules("vllm"), phase=Phase.LOAD, exit_code=1, argv=[], env={}).rule
+        is None
+    )
+
+
+# One line (or a few) per common rule, written like the engines write them: every family the
+# common rules know is recognised with the common rules alone (the `command` engine).
+COMMON_EXAMPLES: dict[str, list[str]] = {
+    "common.nccl_bad_token": ["h:1:1 [0] enqueue.cc:170 NCCL WARN Unrecognized element token LL9"],
+    "common.nccl_invalid_usage": ["RuntimeError: NCCL error: invalid usage"],
+    "common.flashinfer_arch": ["RuntimeError: No supported CUDA architectures found for [9]"],
+    "common.torch_symm_mem": ["RuntimeError: CUDASymmetricMemory rendezvous failed"],
+    "common.torch_arch_warning": [
+        "GPU with CUDA capability sm_120 is not compatible with the current PyTorch installation."
+    ],
+    "common.arch_unsupported": [
+        "RuntimeError: CUDA error: no kernel image is available for execution on the device"
+    ],
+    "common.graph_capture": ["RuntimeError: operation not permitted when stream is capturing"],
+    "common.graph_capture_crash": [
+        '  File "vllm/worker/model_runner.py", line 1, in capture_model',
+        "Fatal Python error: Segmentation fault",
+    ],
+    "common.kv_pool_oom": ["ValueError: No available memory for the cache blocks."],
+    "common.kv_pool_alloc_oom": [
+        '  File "sglang/srt/mem_cache/memory_pool.py", line 1, in _create_buffers',
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 9.00 GiB",
+    ],
+    "common.model_unsupported": [
+        "ValueError: Model architectures ['X'] are not supported for now."
+    ],
+    "common.model_type_unknown": [
+        '  File "transformers/models/auto/configuration_auto.py", line 1, in from_pretrained',
+        '    config_class = CONFIG_MAPPING[config_dict["model_type"]]',
+        "KeyError: 'qwen9'",
+    ],
+    "common.argparse": ["api_server.py: error: argument --max-model-len: invalid int value: 'x'"],
+    "common.click_usage": ["Error: No such option: --tp-size"],
+    "common.attn_implementation": [
+        "ValueError: FooModel does not support Flash Attention 2.0 yet."
+    ],
+    "common.parallel_divisible": [
+        "ValueError: Total number of attention heads (28) must be divisible by tp size (8)."
+    ],
+    "common.host_oom_ray": [
+        "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory."
+    ],
+    "common.host_oom_kernel": ["Out of memory: Killed process 123 (python3) total-vm:1kB"],
+    "common.host_oom": ["RuntimeError: DefaultCPUAllocator: can't allocate memory: you tried 9"],
+    "common.runtime_kv_oom": ["[TP0] Decode out of memory happened. #retracted_reqs: 3"],
+    "common.cuda_oom": ["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB"],
+    "common.cuda_fault": ["RuntimeError: CUDA error: an illegal memory access was encountered"],
+    "common.store_timeout": [
+        "torch.distributed.DistNetworkError: The client socket has timed out after 600000ms"
+    ],
+    "common.watchdog_timeout": [
+        "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5)"
+    ],
+    "common.rpc_timeout": [
+        '  File "vllm/distributed/device_communicators/shm_broadcast.py", line 1, in acquire_read',
+        "TimeoutError",
+    ],
+    "common.startup_timeout": [
+        "TimeoutError: Timed out waiting for engine core processes to start."
+    ],
+    "common.node_lost": [
+        "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task."
+    ],
+    "common.port_in_use": ["OSError: [Errno 98] Address already in use"],
+    "common.import_error": ["ImportError: /x/_C.abi3.so: undefined symbol: _ZN5torch3jit"],
+    "common.nccl_error": ["RuntimeError: NCCL Error 2: unhandled system error"],
+    "common.dist_socket": [
+        '  File "torch/distributed/distributed_c10d.py", line 1, in init_process_group',
+        "RuntimeError: Connection reset by peer",
+    ],
+    "common.out_of_memory": ["Error: failed to allocate the workspace: out of memory"],
+    "common.assertion": ["[TensorRT-LLM][ERROR] Assertion failed: input length too long"],
+    "common.scheduler_exception": [
+        "[TP0] Scheduler hit an exception: Traceback (most recent call last):"
+    ],
+    "common.rank_dead": ["Rank 3 scheduler is dead. Please check if there are relevant logs."],
+    "common.init_failed": ["RuntimeError: Engine process failed to start. See stack trace."],
+    "common.child_failed": [
+        "Received sigquit from a child process. It usually means the child failed."
+    ],
+    "common.engine_dead": [
+        "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue."
+    ],
+    "common.nccl_remote": [
+        "ProcessGroupNCCL.cpp:1691, remote process exited or there was a network error"
+    ],
+    "common.killed": ["Loading checkpoint shards:  50%|#####     | 1/2", "Killed"],
+    "common.sigkill": [
+        "torch.distributed.elastic.multiprocessing.api: Signal 9 (SIGKILL) received by PID 8"
+    ],
+    "common.native_crash": ["Fatal Python error: Aborted"],
+}
+
+
+def test_every_common_rule_has_an_example() -> None:
+    assert set(COMMON_EXAMPLES) == {r.id for r in load_rules("command")}
+
+
+@pytest.mark.parametrize("rule_id", sorted(COMMON_EXAMPLES))
+def test_common_rule_recognises_its_family(rule_id: str) -> None:
+    rules = load_rules("command")
+    failure = classify(
+        COMMON_EXAMPLES[rule_id], rules, phase=Phase.LAUNCH, exit_code=1, argv=[], env={}
+    )
+    assert failure.rule == rule_id, failure.message
+    want = next(r for r in rules if r.id == rule_id).cause
+    assert failure.cause == want

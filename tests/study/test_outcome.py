@@ -9,8 +9,16 @@ S = Stats(mean=10, p50=9, p90=15, p99=20)
 
 
 def _ok(tok_s: float) -> TrialResult:
-    m = Metrics(output_tok_s=tok_s, request_s=1, ttft_ms=S, itl_ms=S, e2e_ms=S, completed=8,
-                output_tokens=512, duration_s=4)
+    m = Metrics(
+        output_tok_s=tok_s,
+        request_s=1,
+        ttft_ms=S,
+        itl_ms=S,
+        e2e_ms=S,
+        completed=8,
+        output_tokens=512,
+        duration_s=4,
+    )
     return TrialResult(study="s", number=0, outcome=Outcome.OK, metrics=m)
 
 
@@ -26,8 +34,12 @@ def test_missed_slo_keeps_value_but_is_infeasible() -> None:
 
 
 def test_crash_is_pruned_and_infeasible_so_the_sampler_learns() -> None:
-    r = TrialResult(study="s", number=1, outcome=Outcome.CRASHED,
-                    failure=Failure(cause=Cause.CUDA_OOM, phase=Phase.LOAD))
+    r = TrialResult(
+        study="s",
+        number=1,
+        outcome=Outcome.CRASHED,
+        failure=Failure(cause=Cause.CUDA_OOM, phase=Phase.LOAD),
+    )
     v = verdict(r, "output_tok_s", {})
     assert v.state == optuna.trial.TrialState.PRUNED and v.value is None
     assert v.constraints == {CRASH: 1.0} and v.outcome is Outcome.CRASHED
@@ -57,8 +69,10 @@ def _crash_share_after_10(sampler: optuna.samplers.BaseSampler) -> float:
 def test_crashed_trials_steer_tpe_away_from_the_crashing_region() -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     seeds = range(3)
-    tpe = sum(_crash_share_after_10(optuna.samplers.TPESampler(seed=s, n_startup_trials=5))
-              for s in seeds) / len(seeds)
-    rnd = sum(_crash_share_after_10(optuna.samplers.RandomSampler(seed=s))
-              for s in seeds) / len(seeds)
+    tpe = sum(
+        _crash_share_after_10(optuna.samplers.TPESampler(seed=s, n_startup_trials=5)) for s in seeds
+    ) / len(seeds)
+    rnd = sum(_crash_share_after_10(optuna.samplers.RandomSampler(seed=s)) for s in seeds) / len(
+        seeds
+    )
     assert rnd > 0.4 and tpe < 0.6 * rnd, (tpe, rnd)

@@ -1,30 +1,40 @@
-"""What autotune knows about a server's log: one YAML file per engine plus ``common.yaml``.
+"""What autotune knows about a server's log: ``common.yaml``, plus one file per engine.
 
-A rule file has two ordered lists, ``rules`` (specific causes) and ``fallback`` (catch-all
-lines such as "Scheduler hit an exception" that only say *that* something failed), and
-optionally how the engine's log reads while it starts: ``marks`` (strings that tell its log
-from other engines', for ``autotune diagnose`` without ``--engine``), ``ready`` (the line
-that says the server is up) and ``milestones`` (startup progress, in log order)::
+``common.yaml`` recognises every family of failure from the messages of the engines and
+libraries autotune meets (SGLang, vLLM, TensorRT-LLM, transformers, PyTorch, NCCL, Ray, the
+kernel), so an engine with no file of its own, the ``command`` engine included, still gets
+them all. An engine's file adds to them: rules that need its flags (to blame them), the
+engine's own hints, which name the flags *that* engine has, and how its log reads while it
+starts: ``marks`` (strings that tell its log from other engines', for ``autotune diagnose``
+without ``--engine``), ``ready`` (the line that says the server is up) and ``milestones``
+(startup progress, in log order)::
 
     marks: [sglang, 'TP0] ']
     ready: 'The server is fired up and ready to roll!'
     milestones:
       - {phase: load, pattern: 'Load weight end', label: weights_loaded}
-    rules:
-      - id: sglang.kv_pool_oom
-        pattern: 'Not enough memory\\. Please try to increase --mem-fraction-static'
-        cause: kv_pool_oom          # a models.Cause value
-        phase: memory_pool          # optional; default: the phase reached
+    rules:                          # specific causes, most specific first
+      - id: sglang.flashinfer_arch
+        pattern: 'No supported CUDA architectures found'
+        cause: arch_unsupported     # a models.Cause value
+        phase: graph_capture        # optional; default: inferred from the log
+        near: 'capture'             # optional; must also match within a few lines
         hint: ...
         permanent: true             # false: may pass on a retry
         blame: [--some-flag, SOME_ENV]
         fatal: true                 # false: evidence only, does not end a trial by itself
-    fallback: [...]
+    fallback: [...]                 # catch-all lines ("Scheduler hit an exception")
+    hints:                          # engine files only
+      kv_pool_oom: '...'            # by cause: replaces the hint of every rule of that cause
+      common.cuda_oom:              # by rule id (wins over the cause)
+        default: '...'
+        graph_capture: '...'        # by phase: used when the failure happened then
 
 :func:`load_rules` orders them engine rules, common rules, engine fallback, common fallback,
-so every specific cause is tried before any catch-all. :func:`load_log` gives the whole
-file as a :class:`LogProfile` (the engine's ``ready`` line is also its last milestone,
-``ready``). An engine outside this package keeps its file in its own package.
+so every specific cause is tried before any catch-all, and applies the engine's hints.
+:func:`load_log` gives the whole file as a :class:`LogProfile` (the engine's ``ready`` line
+is also its last milestone, ``ready``). An engine outside this package keeps its file in its
+own package.
 """
 
 from __future__ import annotations
@@ -41,13 +51,26 @@ import yaml
 from pydantic import ValidationError
 
 from autotune.errors import ConfigError
-from autotune.models import Milestone, Phase, Rule
+from autotune.models import Cause, Milestone, Phase, Rule
 
-__all__ = ["LogProfile", "load_log", "load_rule_file", "load_rules", "user_rules"]
+__all__ = [
+    "Hints",
+    "LogProfile",
+    "engine_hints",
+    "load_log",
+    "load_rule_file",
+    "load_rules",
+    "user_rules",
+]
 
-_SECTIONS = ("rules", "fallback")
+_SECTIONS = ("rules", "fallback", "hints")
 _LOG_SECTIONS = ("marks", "ready", "milestones")
 _ENGINE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+_CAUSES = {c.value for c in Cause}
+_PHASES = {p.value for p in Phase}
+
+# key (a cause value or a rule id) -> (default hint or None, ((phase, hint), ...))
+Hints = dict[str, tuple[str | None, tuple[tuple[Phase, str], ...]]]
 
 
 class _LineLoader(yaml.SafeLoader):  # type: ignore[misc]
@@ -65,10 +88,11 @@ _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _map
 
 @dataclass(frozen=True)
 class RuleFile:
-    """One rule file as written: its two rule lists and its log description."""
+    """One rule file as written: its two rule lists, its hints and its log description."""
 
     rules: tuple[Rule, ...] = ()
     fallback: tuple[Rule, ...] = ()
+    hints: tuple[tuple[str, tuple[str | None, tuple[tuple[Phase, str], ...]]], ...] = ()
     marks: tuple[str, ...] = ()
     ready: str | None = None
     milestones: tuple[Milestone, ...] = ()
@@ -131,6 +155,61 @@ def _log_sections(data: dict[str, Any], file: str) -> dict[str, Any]:
     return {"marks": tuple(marks), "ready": ready, "milestones": tuple(milestones)}
 
 
+def _rule(item: Any, file: str, where: str) -> tuple[Rule, int | None]:
+    if not isinstance(item, dict):
+        raise ConfigError("each rule is a mapping", file=file, field=where)
+    line = item.pop("__line__", None)
+    try:
+        rule = Rule.model_validate(item)
+        re.compile(rule.pattern)
+        if rule.near is not None:
+            re.compile(rule.near)
+            if rule.fatal:
+                # The log watcher sees one line at a time and cannot check `near`.
+                raise ConfigError(
+                    "a rule with `near` must be `fatal: false`", file=file, line=line, field=where
+                )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(
+            first["msg"], file=file, line=line, field=f"{where}.{loc}" if loc else where
+        ) from None
+    except re.error as exc:
+        raise ConfigError(
+            f"not a valid regular expression: {exc}", file=file, line=line, field=where
+        ) from None
+    return rule, line
+
+
+def _hints(data: Any, file: str) -> Hints:
+    if not isinstance(data, dict):
+        raise ConfigError("must map a cause or rule id to a hint", file=file, field="hints")
+    line = data.pop("__line__", None)
+    out: Hints = {}
+    for key, value in data.items():
+        where = f"hints.{key}"
+        if isinstance(value, str):
+            out[str(key)] = (value, ())
+            continue
+        if not isinstance(value, dict):
+            raise ConfigError(
+                "a hint is a string or a phase -> hint mapping", file=file, line=line, field=where
+            )
+        value.pop("__line__", None)
+        default = value.pop("default", None)
+        bad = sorted(set(value) - _PHASES)
+        if bad or (default is not None and not isinstance(default, str)):
+            raise ConfigError(
+                f"unknown phase(s) {bad} (allowed: default, {', '.join(sorted(_PHASES))})",
+                file=file,
+                line=line,
+                field=where,
+            )
+        out[str(key)] = (default, tuple((Phase(p), str(h)) for p, h in value.items()))
+    return out
+
+
 def _parse(text: str, file: str) -> RuleFile:
     try:
         data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
@@ -149,36 +228,23 @@ def _parse(text: str, file: str) -> RuleFile:
         raise ConfigError(f"unknown section(s) {sorted(unknown)} (allowed: {allowed})", file=file)
     out: tuple[list[Rule], list[Rule]] = ([], [])
     seen: set[str] = set()
-    for section, target in zip(_SECTIONS, out, strict=True):
+    for section, target in (("rules", out[0]), ("fallback", out[1])):
         items = data.get(section) or []
         if not isinstance(items, list):
             raise ConfigError("must be a list of rules", file=file, field=section)
         for index, item in enumerate(items):
-            if not isinstance(item, dict):
-                raise ConfigError("each rule is a mapping", file=file, field=f"{section}[{index}]")
-            line = item.pop("__line__", None)
-            where = f"{section}[{index}]"
-            try:
-                rule = Rule.model_validate(item)
-                re.compile(rule.pattern)
-            except ValidationError as exc:
-                first = exc.errors()[0]
-                loc = ".".join(str(p) for p in first["loc"])
-                raise ConfigError(
-                    first["msg"], file=file, line=line, field=f"{where}.{loc}" if loc else where
-                ) from None
-            except re.error as exc:
-                raise ConfigError(
-                    f"not a valid regular expression: {exc}",
-                    file=file,
-                    line=line,
-                    field=f"{where}.pattern",
-                ) from None
+            rule, line = _rule(item, file, f"{section}[{index}]")
             if rule.id in seen:
                 raise ConfigError(f"duplicate rule id {rule.id!r}", file=file, line=line)
             seen.add(rule.id)
             target.append(rule)
-    return RuleFile(rules=tuple(out[0]), fallback=tuple(out[1]), **_log_sections(data, file))
+    hints = _hints(data["hints"], file) if data.get("hints") is not None else {}
+    return RuleFile(
+        rules=tuple(out[0]),
+        fallback=tuple(out[1]),
+        hints=tuple(hints.items()),
+        **_log_sections(data, file),
+    )
 
 
 def load_rule_file(path: str | Path) -> list[Rule]:
@@ -199,27 +265,63 @@ def _bundled(name: str, package: str = __name__) -> RuleFile:
     return _parse(resource.read_text(encoding="utf-8"), f"{name}.yaml")
 
 
+def engine_hints(engine: str, package: str = __name__) -> Hints:
+    """The hints section of ``engine``'s rule file (empty for an unknown engine)."""
+    if engine == "common" or not _ENGINE_NAME.match(engine):
+        return {}
+    return dict(_bundled(engine, package).hints)
+
+
+def _with_hints(rule: Rule, hints: Hints, *, own: bool) -> Rule:
+    """``rule`` with the engine's hint for its id, or (for a common rule) for its cause.
+
+    An engine's own rules keep their own hints unless the engine names them by id.
+    """
+    found = hints.get(rule.id)
+    if found is None and not own:
+        found = hints.get(rule.cause.value)
+    if found is None:
+        return rule
+    default, by_phase = found
+    return rule.model_copy(
+        update={"hint": default or rule.hint, "phase_hints": by_phase or rule.phase_hints}
+    )
+
+
 def load_log(engine: str, package: str = __name__) -> LogProfile:
     """Everything the rule file ``<package>/<engine>.yaml`` says, common rules included.
 
-    An engine without its own file (or an unknown name) gets the common rules only.
+    An engine without its own file (or an unknown name) gets the common rules only, with
+    their engine-neutral hints; an engine's ``hints`` replace those of the rules they name.
 
     Args:
         engine: the rule file's name (usually the engine's name).
         package: the package holding it (an engine from another package keeps its file there).
 
     Raises:
-        ConfigError: the file (or common.yaml) is invalid.
+        ConfigError: the file (or common.yaml) is invalid, or its hints name neither a cause
+            nor a rule.
     """
     common = _bundled("common")
     if engine == "common" or not _ENGINE_NAME.match(engine):
         return LogProfile(rules=(*common.rules, *common.fallback))
     own = _bundled(engine, package)
+    hints = dict(own.hints)
+    mine = {r.id for r in (*own.rules, *own.fallback)}
+    ordered = (*own.rules, *common.rules, *own.fallback, *common.fallback)
+    ids = {r.id for r in ordered}
+    stray = sorted(k for k in hints if k not in _CAUSES and k not in ids)
+    if stray:
+        raise ConfigError(
+            f"hints for {stray}: neither a cause nor a rule id",
+            file=f"{engine}.yaml",
+            field="hints",
+        )
     milestones = own.milestones
     if own.ready is not None:
         milestones = (*milestones, Milestone(phase=Phase.READY, pattern=own.ready, label="ready"))
     return LogProfile(
-        rules=(*own.rules, *common.rules, *own.fallback, *common.fallback),
+        rules=tuple(_with_hints(rule, hints, own=rule.id in mine) for rule in ordered),
         marks=own.marks,
         ready=own.ready,
         milestones=milestones,
@@ -229,7 +331,8 @@ def load_log(engine: str, package: str = __name__) -> LogProfile:
 def load_rules(engine: str) -> list[Rule]:
     """The bundled rules for ``engine``, most specific first, common rules included.
 
-    An engine without its own file (or an unknown name) gets the common rules only.
+    An engine without its own file (or an unknown name) gets the common rules only, with
+    their engine-neutral hints; an engine's ``hints`` replace those of the rules they name.
     """
     return list(load_log(engine).rules)
 

@@ -337,3 +337,193 @@ def test_plots_skip_importances_with_one_ok_trial(tmp_path: Path) -> None:
 
 def test_plots_empty_study(tmp_path: Path) -> None:
     assert report.plots(make_study(tmp_path), tmp_path / "p") == []
+
+
+def test_failure_groups_by_cause_and_phase_keep_every_hint(tmp_path: Path) -> None:
+    s = make_study(tmp_path)
+    add(s, "ok", value=1.0, baseline=True)
+    for phase, hint in (
+        ("load", "lower the static fraction"),
+        ("warmup", "smaller batches"),
+        ("warmup", "smaller batches"),
+        ("warmup", "fewer graphs"),
+    ):
+        add(
+            s,
+            "crashed",
+            told=0.0,
+            cause="cuda_oom",
+            phase=phase,
+            hint=hint,
+            params={"chunked_prefill_size": 2048, "attention_backend": "triton"},
+        )
+    groups = {(g.cause, g.phase): g for g in report.failure_groups(s)}
+    assert set(groups) == {("cuda_oom", "load"), ("cuda_oom", "warmup")}
+    assert groups[("cuda_oom", "warmup")].trials == [2, 3, 4]
+    assert groups[("cuda_oom", "warmup")].hints == ["smaller batches", "fewer graphs"]
+    text = _render(report.failure_table(s))
+    assert "fewer graphs" in text and "lower the static" in text
+
+
+def _quickstart_like(tmp_path: Path) -> optuna.Study:
+    """Continuous batching is the 4x switch; other parameters exist only on one side of it."""
+    from optuna.distributions import CategoricalDistribution as Cat
+
+    s = make_study(tmp_path, name="qs")
+    dists = {
+        "cb": Cat([False, True]),
+        "dtype": Cat(["f32", "bf16"]),
+        "attn": Cat(["sdpa", "eager"]),
+        "block": Cat([16, 64]),
+    }
+    configs = [{"cb": False, "dtype": "f32", "attn": "sdpa"}]  # the baseline
+    for i in range(11):
+        cb = i % 2 == 0
+        c: dict[str, Any] = {"cb": cb, "dtype": ["f32", "bf16"][i % 3 == 0]}
+        c.update({"block": [16, 64][i % 4 < 2]} if cb else {"attn": ["sdpa", "eager"][i % 3 == 1]})
+        configs.append(c)
+    configs.append({"cb": True, "dtype": "f32", "block": 16})  # the baseline + the switch alone
+    for n, c in enumerate(configs):
+        value = (40.0 if c["cb"] else 10.0) + (1.0 if c["dtype"] == "bf16" else 0.0) + n * 0.01
+        s.add_trial(
+            create_trial(
+                state=TrialState.COMPLETE,
+                value=value,
+                params=c,
+                distributions={k: dists[k] for k in c},
+                user_attrs={
+                    "config": c,
+                    "outcome": "ok",
+                    "baseline": n == 0,
+                    "metrics": {"output_tok_s": value},
+                },
+            )
+        )
+    return s
+
+
+def test_marginal_effect_ranks_the_big_switch_first(tmp_path: Path) -> None:
+    from autotune import insights
+
+    s = _quickstart_like(tmp_path)
+    effects = insights.marginal_effects(s)
+    assert effects[0].param == "cb" and effects[0].best_setting == "True"
+    assert effects[0].spread == pytest.approx(30.0, abs=1.5)
+    # Conditional parameters are judged where they are set: not credited with cb's effect.
+    assert all(e.spread < 5 for e in effects if e.param in ("attn", "block"))
+    assert "cb" in insights.importances(s)  # assessable: every ok trial holds it
+    assert "only 13 successful" in (insights.trust_note(s) or "")
+
+
+def test_ablation_path_from_baseline_to_best(tmp_path: Path) -> None:
+    from autotune import insights
+
+    s = _quickstart_like(tmp_path)
+    steps = {st.param: st for st in insights.ablation_path(s)}
+    # Trial 3 is the baseline with only this change (and cb's own conditional block size).
+    assert steps["cb"].measured_trial == 3
+    assert steps["cb"].effect == pytest.approx(30.03)
+    assert steps["attn"].conditional and steps["attn"].effect is None
+    assert list(steps)[0] == "cb"
+
+
+def test_history_plots_by_trial_number_and_no_empty_failure_panel(tmp_path: Path) -> None:
+    from autotune import report_plots
+
+    s = _quickstart_like(tmp_path)
+    fig = report_plots._history(s)
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "trial number"
+    xs = sorted(x for coll in ax.collections for x, _y in coll.get_offsets())
+    assert xs == list(range(13))
+    outcomes = report_plots._outcomes(s)
+    assert len(outcomes.axes) == 1  # nothing failed: no failure-cause panel
+
+
+def test_html_report_is_self_contained(study: optuna.Study, tmp_path: Path) -> None:
+    from autotune.report_html import write_html
+
+    out = tmp_path / "r"
+    page = write_html(study, out, report.plots(study, out)).read_text()
+    assert page.count("data:image/png;base64,") == 3
+    assert "http://" not in page and "https://" not in page and "<script" not in page
+    for section in (
+        "Best configurations",
+        "From the baseline to the best",
+        "History by trial number",
+        "What the parameters are worth",
+        "Failures by cause and phase",
+    ):
+        assert section in page
+    assert "kv_pool_oom" in page and "lower it" in page
+
+
+def test_html_report_renders_the_gain_interval_when_known(
+    study: optuna.Study, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from autotune import report_html
+
+    real = report_html.summary
+    # The shape the study's verdict gives a summary: gain with its 95% interval in percent.
+    gain = {"pct": 25.0, "ci95_pct": [12.5, 37.5]}
+    monkeypatch.setattr(report_html, "summary", lambda s: real(s).model_copy(update={"gain": gain}))
+    page = report_html.write_html(study, tmp_path, []).read_text()
+    assert "+12.5% to +37.5%" in page
+
+
+def test_report_command_prints_no_third_party_warnings(study: optuna.Study, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = Path(sys.executable).with_name("autotune")
+    proc = subprocess.run(
+        [
+            str(script),
+            "report",
+            "--study",
+            "demo",
+            "--storage",
+            f"sqlite:///{tmp_path}/study.db",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    assert (tmp_path / "out" / "report.html").is_file()
+
+
+def test_ablation_does_not_claim_a_measurement_that_changed_more(tmp_path: Path) -> None:
+    from autotune import insights
+
+    s = make_study(tmp_path, name="abl")
+    dist = IntDistribution(0, 10)
+    for n, (c, v) in enumerate(
+        [
+            ({"a": 1}, 10.0),
+            ({"a": 2, "b": 5}, 20.0),
+            ({"a": 1, "b": 5}, 12.0),
+            ({"a": 2, "b": 7}, 18.0),
+        ]
+    ):
+        s.add_trial(
+            create_trial(
+                state=TrialState.COMPLETE,
+                value=v,
+                params=c,
+                distributions={k: dist for k in c},
+                user_attrs={
+                    "config": c,
+                    "outcome": "ok",
+                    "baseline": n == 0,
+                    "metrics": {"output_tok_s": v},
+                },
+            )
+        )
+    steps = {st.param: st for st in insights.ablation_path(s)}
+    assert steps["a"].measured_trial is None  # #1 and #3 also set b: not a - alone
+    assert steps["a"].effect == pytest.approx((20.0 + 18.0) / 2 - (10.0 + 12.0) / 2)
+    assert steps["b"].measured_trial == 2 and steps["b"].effect == pytest.approx(2.0)

@@ -312,3 +312,4 @@ class TrialResult(_Frozen):
     # over windows of rates and latency statistics, the sum of counts and durations.
     windows: list[dict[str, float]] = Field(default_factory=list)
     peak: PeakLoad | None = None  # None: no peak window ran (job mode, failed before it)
+    gpu: str = ""  # the GPUs it ran on, e.g. "8x NVIDIA H200" ("" without a GPU or NVML)

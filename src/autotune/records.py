@@ -88,6 +88,8 @@ class TrialRecord(_Record):
     confirm_round: int | None = None  # launched in this confirmation round
     confirm_key: str | None = None  # "baseline" or the candidate's key ("trial 12")
     pruned_saved_s: float | None = None  # server seconds a pruned trial did not spend
+    gpu: str = ""  # the GPU(s) the trial ran on, e.g. "8x NVIDIA H200" (exports say it)
+    engine_version: str = ""  # the engine's version as the server reported it
 
     @property
     def label(self) -> str:
@@ -180,6 +182,8 @@ class StudyInfo(_Record):
     parallel: int = 1
     storage: str = ""  # the Optuna storage URL (the tracker redacts passwords)
     description: str = ""
+    parameters: list[str] = Field(default_factory=list)  # every parameter of the space
+    engine_version: str = ""
 
 
 class TrialLog(_Record):
@@ -191,6 +195,15 @@ class TrialLog(_Record):
     argv: list[str] = Field(default_factory=list)  # redacted
     env: dict[str, str] = Field(default_factory=dict)  # redacted
     baseline: bool = False
+
+
+class SkipLog(_Record):
+    """What a tracker is told about a proposal that was not launched."""
+
+    study: str
+    number: int
+    config: dict[str, Any] = Field(default_factory=dict)
+    skip: SkipRecord
 
 
 def gain_pct(best: float | None, base: float | None, direction: str) -> float | None:
@@ -206,6 +219,7 @@ __all__ = [
     "LAUNCHED",
     "Direction",
     "SkipKind",
+    "SkipLog",
     "SkipRecord",
     "StudyInfo",
     "StudyRecord",

@@ -74,6 +74,8 @@ FULL = TrialRecord(
     confirm_round=1,
     confirm_key="trial 2",
     pruned_saved_s=3.5,
+    gpu="8x NVIDIA H200",
+    engine_version="0.5.9",
 )
 
 

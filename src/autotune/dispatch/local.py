@@ -71,6 +71,7 @@ class LocalExecutor(Executor):
         self._lock = threading.Lock()
         self._closed = False
         self._pool = ThreadPoolExecutor(self.parallel, thread_name_prefix="autotune-trial")
+        self._futures: set[Future[TrialResult]] = set()
 
     @classmethod
     def create(cls, options: ExecutorOptions) -> Self:
@@ -90,7 +91,10 @@ class LocalExecutor(Executor):
         with self._lock:
             if self._closed:
                 raise DispatchError("the local executor is shut down")
-            return self._pool.submit(self._run, self.marked(spec), on_window)
+            future = self._pool.submit(self._run, self.marked(spec), on_window)
+            self._futures.add(future)
+        future.add_done_callback(self._futures.discard)
+        return future
 
     def _run(self, spec: TrialSpec, on_window: WindowHook | None = None) -> TrialResult:
         from autotune.node.runner import run_trial
@@ -129,6 +133,18 @@ class LocalExecutor(Executor):
         return engine_help(get_engine(engine, simulate=simulate))
 
     def shutdown(self) -> None:
+        """Stop: trials still running (the driver stopped early, e.g. Ctrl-C) are torn down,
+        their servers killed, instead of being waited for."""
         with self._lock:
             self._closed = True
+            running = [f for f in self._futures if not f.done()]
+        if running:
+            from concurrent.futures import wait
+
+            from autotune.node.process import kill_own_servers
+
+            pending = set(running)
+            while pending:  # a server registered after a pass is killed by the next one
+                kill_own_servers()
+                pending = wait(pending, timeout=2.0).not_done
         self._pool.shutdown(wait=True, cancel_futures=True)

@@ -179,6 +179,7 @@ class _Trial:
             server_info=server_info or {},
             windows=[w.flat() for w in self.windows],
             peak=self.peak,
+            gpu=gpu.describe(self.spec.gpus, self.visible) if self.spec.gpus else "",
         )
 
     def _infra(self, cause: Cause, message: str, hint: str) -> TrialResult:

@@ -30,6 +30,7 @@ from autotune.records import (
     CRASHES,
     LAUNCHED,
     SkipKind,
+    SkipLog,
     SkipRecord,
     StudyInfo,
     StudyRecord,
@@ -106,6 +107,7 @@ class _Loop:
     stopping: bool = False
     stop_reason: str = "budget reached"
     last_beat: float = field(default_factory=time.monotonic)
+    phases: dict[int, str] = field(default_factory=dict)  # trial number -> last phase seen
 
 
 class Driver:
@@ -156,6 +158,12 @@ class Driver:
         self.doom = Doom()  # a study that cannot succeed stops at once, saying why
         self.model_path = engine.prepare(spec.model)
         self.rules = [Rule(**r.model_dump()) for r in spec.rules] + engine.failure_rules()
+        self.interrupted = False  # set by interrupt() (Ctrl-C), from a signal handler
+
+    def interrupt(self) -> None:
+        """Stop now (Ctrl-C): launch nothing more, tear the running trials down and record
+        them as interrupted; ``run`` then returns. Safe to call from a signal handler."""
+        self.interrupted = True
 
     # -- study ------------------------------------------------------------------------------
 
@@ -275,6 +283,9 @@ class Driver:
         loop = self._begin()
         while True:
             self._stop(loop)
+            if self.interrupted:
+                self._abort(loop)
+                break
             while self._room(loop):
                 self._propose(loop)
             if loop.skips >= MAX_SKIPS_IN_A_ROW:
@@ -301,6 +312,8 @@ class Driver:
                 run_id=self.ledger.study_record().tracker_run,
                 parallel=self.parallel,
                 storage=storage_url(o.storage, o.study_dir),
+                parameters=[p.name for p in spec.parameters],
+                engine_version=spec.engine.version or "",
             )
         )
         if run_id:
@@ -318,6 +331,17 @@ class Driver:
         message = f"{recovered} interrupted trial(s) queued again" if recovered else ""
         self._emit(loop, EventKind.START, trials=trials, message=message)
         return loop
+
+    def _abort(self, loop: _Loop) -> None:
+        """Record the running trials as interrupted (queued again for the resume), then tear
+        them down: their late results are not told."""
+        loop.stop_reason = "interrupted"
+        if loop.inflight:
+            self.ledger.recover_interrupted()
+            for fut in loop.inflight:
+                fut.cancel()
+            loop.inflight.clear()
+            self.executor.shutdown()
 
     def _stop(self, loop: _Loop) -> None:
         """Decide whether to stop launching (the trials in flight still finish)."""
@@ -412,11 +436,30 @@ class Driver:
     def _collect(self, loop: _Loop) -> None:
         """Wait (up to a second) for results; tell the finished trials; keep heartbeats."""
         done, _ = wait(list(loop.inflight), timeout=1.0, return_when=FIRST_COMPLETED)
+        self._phases(loop)
         if time.monotonic() - loop.last_beat > self.options.heartbeat_s:
             self._heartbeat(loop)
         for fut in done:
             trial, config = loop.inflight.pop(fut)
             self._finish(loop, trial, config, fut.result())
+
+    def _phases(self, loop: _Loop) -> None:
+        """Tell the progress view where running trials are (launch, load, warmup, benchmark).
+
+        The node notes each phase beside the trial's log; only trials on this host (or a
+        shared log folder) are seen: elsewhere the view just says the trial is running.
+        """
+        for trial, _config in loop.inflight.values():
+            notes = sorted(self.log_dir.glob(f"trial-{trial.number:04d}-a*.phase"))
+            if not notes:
+                continue
+            try:
+                phase = notes[-1].read_text().strip()
+            except OSError:  # being rewritten or gone: read at the next pass
+                continue
+            if phase and loop.phases.get(trial.number) != phase:
+                loop.phases[trial.number] = phase
+                self.on_event(Event(EventKind.PHASE, trial.number, message=phase))
 
     def _heartbeat(self, loop: _Loop) -> None:
         for trial, _config in loop.inflight.values():
@@ -618,6 +661,9 @@ class Driver:
 
     def _emit_skip(self, trial: optuna.Trial, config: dict[str, Any], skip: SkipRecord) -> None:
         _logger.info("trial %d not launched (%s): %s", trial.number, skip.kind.value, skip.reason)
+        self.tracker.log_skip(
+            SkipLog(study=self.options.study, number=trial.number, config=config, skip=skip)
+        )
         self.on_event(
             Event(
                 EventKind.SKIP,

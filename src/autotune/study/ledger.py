@@ -362,6 +362,30 @@ class Ledger:
         value = float(statistics.median(values)) if values else first.value
         return first.model_copy(update={"value": value})
 
+    def ranked(self, n: int, trials: list[TrialRecord] | None = None) -> list[TrialRecord]:
+        """Up to ``n`` configurations to recommend, best first.
+
+        The first is :meth:`best`; then every other eligible configuration (measured, never
+        failed under the workload) by the median of its launches, each as its first launch's
+        record with ``value`` that median. A configuration launched several times is one entry.
+        """
+        trials = self.trials() if trials is None else trials
+        v = self.verdict(trials)
+        top = self.best(trials, v)
+        if top is None:
+            return []
+        out = [top]
+        study = self.study_record()
+        for group in evidence.ranked(evidence.gather(trials, study.metric), study.direction):
+            if len(out) >= n:
+                break
+            if group.first_trial is None or group.first_trial == top.number:
+                continue
+            first = next((r for r in trials if r.number == group.first_trial), None)
+            if first is not None:
+                out.append(first.model_copy(update={"value": group.median}))
+        return out[:n]
+
     def baseline(self, trials: list[TrialRecord] | None = None) -> TrialRecord | None:
         """The baseline trial (the first ``ok`` one if it ran more than once), or None."""
         trials = self.trials() if trials is None else trials

@@ -54,6 +54,8 @@ def _record(
         log_path=result.log_path,
         simulated=result.simulated,
         node=result.node,
+        gpu=result.gpu,
+        engine_version=str(result.server_info.get("version") or ""),
         attempts=result.attempt,
         timings=result.timings,
         cleanup=result.cleanup,

@@ -552,7 +552,14 @@ def _latest_study(root: Path) -> str:
 
 def _gain_lines(s: Any, best: Any) -> None:
     """The answer: what to run, and whether it beats the baseline beyond noise (95% CI)."""
+    from functools import partial
+
+    from rich.markup import escape
+
     from autotune import fmt
+
+    # Wrapped at spaces to the terminal's width (the console soft-wraps: a terminal cuts words).
+    print_ = partial(console.print, soft_wrap=False)
 
     what = "baseline (kept)" if best.baseline and s.gain is not None else "best"
     line = f"[bold green]{what}[/] trial #{best.number}: {s.metric} = {fmt.metric(best.value)}"
@@ -560,26 +567,26 @@ def _gain_lines(s: Any, best: Any) -> None:
         line += f"  vs baseline {fmt.metric(s.baseline_value)}"
     if s.simulated:
         line += "  [bold magenta](simulated)[/]"
-    console.print(line)
+    print_(line)
     style = "bold green" if s.beats_baseline else "bold yellow"
-    console.print(f"  [{style}]{s.verdict}[/]")
+    print_(f"  [{style}]{escape(s.verdict)}[/]")
     noise = s.noise or {}
     if noise.get("launch_cv") is not None:
         window = noise.get("window_cv")
         within = f", within a launch {window:.1%}" if window is not None else ""
-        console.print(
+        print_(
             f"  noise: launch to launch {noise['launch_cv']:.1%}{within} "
             f"({noise.get('launches')} launches, {noise.get('windows')} windows)"
         )
     if s.confirmation:
         c = s.confirmation
-        console.print(
+        print_(
             f"  confirmation: {c.get('rounds')} round(s), {c.get('launches')} launches, "
             f"{c.get('server_s', 0):,.0f} server-seconds ({c.get('stop_reason')})"
         )
     if s.pruned_saved_s:
-        console.print(f"  early stopping saved {s.pruned_saved_s:,.0f} server-seconds")
-    console.print(f"  config: {fmt.config_text(best.config) or '(defaults)'}", markup=False)
+        print_(f"  early stopping saved {s.pruned_saved_s:,.0f} server-seconds")
+    print_(f"  config: {fmt.config_text(best.config) or '(defaults)'}", markup=False)
 
 
 def _open_study(study: str | None, root: Path, storage: str | None) -> Any:
@@ -773,8 +780,8 @@ def sync(
     from autotune.records import StudyInfo
     from autotune.study.ledger import Ledger
     from autotune.study.storage import storage_url
+    from autotune.study.sync import sync as do_sync
     from autotune.tracking import make_tracker
-    from autotune.tracking.resilient import sync as do_sync
 
     _quiet_optuna()
     s = _open_study(study, study_root, storage)

@@ -1,11 +1,11 @@
-"""A tracker that never stops a study, and ``sync``: resend what a tracker missed.
+"""A tracker that never stops a study (``study/sync.py`` resends what a tracker missed).
 
 The study's ledger (Optuna storage) is the source of truth; the tracker is a view of it. So
 when the tracking server goes down mid-study, nothing needs buffering: ``ResilientTracker``
 notes the failure, says once how to catch up, stops calling the backend for the rest of the
 run (an unreachable HTTP server would otherwise cost its timeout on every trial), and the
-study goes on. ``sync`` later replays the ledger into the tracker; trackers log a trial or a
-skip at most once, so what was already sent is not sent again.
+study goes on. ``autotune sync`` later replays the ledger into the tracker; trackers log a
+trial or a skip at most once, so what was already sent is not sent again.
 """
 
 from __future__ import annotations
@@ -15,11 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import optuna
-
 from autotune.errors import TrackingError
-from autotune.models import Cause, Failure, Metrics, Outcome, Phase, TrialResult
-from autotune.records import SkipLog, StudyInfo, StudySummary, TrialLog, TrialRecord
+from autotune.records import SkipLog, StudyInfo, StudySummary, TrialLog
 from autotune.tracking.base import Tracker, TrackerOptions
 
 _logger = logging.getLogger(__name__)
@@ -80,78 +77,3 @@ class ResilientTracker(Tracker):
 
     def finish(self, summary: StudySummary) -> None:
         self._call("finish", self.inner.finish, summary)
-
-
-def _result(study: str, record: TrialRecord) -> TrialResult:
-    """The ``TrialResult`` a launched trial's stored record stands for (for a resend)."""
-    failure = None
-    if record.cause is not None:
-        try:
-            failure = Failure(
-                cause=Cause(record.cause),
-                phase=Phase(record.phase or Phase.LAUNCH.value),
-                hint=record.hint,
-                message=record.message,
-                evidence=record.evidence,
-            )
-        except ValueError:  # a cause or phase this version does not know
-            failure = None
-    return TrialResult(
-        study=study,
-        number=record.number,
-        outcome=record.outcome or Outcome.CRASHED,
-        metrics=Metrics(extra=record.metrics) if record.metrics else None,
-        failure=failure,
-        timings=record.timings
-        or TrialResult.model_fields["timings"].get_default(call_default_factory=True),
-        cleanup=record.cleanup
-        or TrialResult.model_fields["cleanup"].get_default(call_default_factory=True),
-        log_path=record.log_path,
-        node=record.node,
-        gpu=record.gpu,
-        simulated=record.simulated,
-        attempt=record.attempts,
-    )
-
-
-def sync(study: optuna.Study, tracker: Tracker, info: StudyInfo) -> tuple[int, int]:
-    """Send the whole study to ``tracker``: its record, every trial and skip, its summary.
-
-    Returns:
-        ``(trials, skips)`` handed over (those already recorded are kept once by the tracker).
-
-    Raises:
-        TrackingError: the tracker is still unreachable.
-    """
-    from autotune.study.ledger import Ledger
-
-    ledger = Ledger(study)
-    run_id = tracker.start_study(
-        info.model_copy(update={"run_id": ledger.study_record().tracker_run})
-    )
-    if run_id:
-        ledger.set_tracker_run(run_id)
-    trials = ledger.trials()
-    sent = skipped = 0
-    for record in trials:
-        if record.skip is not None:
-            tracker.log_skip(
-                SkipLog(
-                    study=info.study, number=record.number, config=record.config, skip=record.skip
-                )
-            )
-            skipped += 1
-        elif record.launched or record.outcome is Outcome.INFRA:
-            tracker.log_trial(
-                TrialLog(
-                    study=info.study,
-                    result=_result(info.study, record),
-                    config=record.config,
-                    argv=record.argv,
-                    env=record.env,
-                    baseline=record.baseline,
-                )
-            )
-            sent += 1
-    tracker.finish(ledger.summary(trials))
-    return sent, skipped

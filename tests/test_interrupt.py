@@ -21,9 +21,13 @@ import yaml
 
 SCRIPT = Path(sys.executable).with_name("autotune")
 
-# A server that never gets ready: the trial is still launching when Ctrl-C comes.
+# A server that never gets ready: the trial is still launching when Ctrl-C comes. It answers
+# --help at once (the command engine's preflight runs it so).
 SLEEPER = """\
 import os, signal, sys, time
+if "--help" in sys.argv:  # the preflight reads the flags, as from a real server
+    print("usage: sleeper PIDFILE [--port PORT] [--x X] [--stubborn]")
+    sys.exit(0)
 open(sys.argv[1], "w").write(str(os.getpid()))
 if "--stubborn" in sys.argv:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)

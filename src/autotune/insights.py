@@ -145,10 +145,10 @@ def trust_note(study: optuna.Study) -> str | None:
 
 
 def top_configurations(study: optuna.Study, k: int = 10) -> list[TrialRow]:
-    """The ``k`` best configurations, best first: the study's answer, then the others by the
-    median of their launches (``Ledger.ranked``; a configuration launched again is one row,
-    its ``value`` that median)."""
-    return Ledger(study).ranked(k)
+    """The ``k`` best configurations by the median of their launches, best first
+    (``Ledger.ranked``: a configuration launched again is one row, its ``value`` that median;
+    whether the best beats the baseline beyond noise is the study's verdict)."""
+    return Ledger(study).ranked(k, answer_first=False)
 
 
 def ablation_path(study: optuna.Study) -> list[Step]:

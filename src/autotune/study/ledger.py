@@ -362,24 +362,28 @@ class Ledger:
         value = float(statistics.median(values)) if values else first.value
         return first.model_copy(update={"value": value})
 
-    def ranked(self, n: int, trials: list[TrialRecord] | None = None) -> list[TrialRecord]:
-        """Up to ``n`` configurations to recommend, best first.
+    def ranked(
+        self, n: int, trials: list[TrialRecord] | None = None, *, answer_first: bool = True
+    ) -> list[TrialRecord]:
+        """Up to ``n`` configurations, best first, by the median of their launches.
 
-        The first is :meth:`best`; then every other eligible configuration (measured, never
-        failed under the workload) by the median of its launches, each as its first launch's
-        record with ``value`` that median. A configuration launched several times is one entry.
+        Each is its first launch's record with ``value`` that median; a configuration launched
+        several times is one entry; only eligible ones (measured, never failed under the
+        workload). ``answer_first``: the first is :meth:`best`, the study's answer (the
+        baseline when nothing beat it beyond noise), then the others.
         """
         trials = self.trials() if trials is None else trials
-        v = self.verdict(trials)
-        top = self.best(trials, v)
-        if top is None:
-            return []
-        out = [top]
         study = self.study_record()
+        out: list[TrialRecord] = []
+        if answer_first:
+            top = self.best(trials)
+            if top is None:
+                return []
+            out.append(top)
         for group in evidence.ranked(evidence.gather(trials, study.metric), study.direction):
             if len(out) >= n:
                 break
-            if group.first_trial is None or group.first_trial == top.number:
+            if group.first_trial is None or any(r.number == group.first_trial for r in out):
                 continue
             first = next((r for r in trials if r.number == group.first_trial), None)
             if first is not None:

@@ -9,6 +9,7 @@ import pytest
 from bench.steering import make_driver, toy_space
 
 from autotune.models import Outcome
+from autotune.study.events import Event, EventKind
 from autotune.study.ledger import Ledger
 
 FAST = {"backend": "a", "x": 1.0, "y": 5}  # 100 * (1 + x*y/5) = 200 tok/s, the toy's fastest
@@ -84,12 +85,32 @@ def test_baseline_launches_pruning_and_confirmation(tmp_path: Path) -> None:
     assert summary.confirmed and summary.confirmation is not None
     assert summary.gain is not None and summary.verdict
 
+    # Run again with the same budget: nothing new leads, so no new confirmation launches.
+    again = make_driver(
+        space,
+        tmp_path / "study",
+        n_trials=8,
+        seed=2,
+        sampler="random",
+        baseline_launches=3,
+        confirm=1,
+        confirm_rounds=(2, 2),
+    )
+    events: list[Event] = []
+    again.on_event = events.append
+    try:
+        again.run()
+    finally:
+        again.executor.shutdown()
+    assert len(Ledger(again.study).trials()) == len(trials)
+    assert any(
+        e.kind is EventKind.CONFIRM and e.message.startswith("already confirmed") for e in events
+    )
+
 
 def test_confirmation_waits_while_queued_trials_wait(tmp_path: Path) -> None:
     """Optuna hands out queued trials first: with a queued trial left over (budget 2),
     confirming would launch it under the wrong name, so it says why it does not."""
-    from autotune.study.events import EventKind
-
     space = toy_space(tmp_path / "toy.yaml", baseline=FAST)
     driver = make_driver(
         space,
@@ -102,7 +123,7 @@ def test_confirmation_waits_while_queued_trials_wait(tmp_path: Path) -> None:
     )
     driver.study.enqueue_trial({**FAST, "backend": "b"})  # launched: the candidate
     driver.study.enqueue_trial({**FAST, "y": 4})  # left waiting by the budget
-    events: list = []
+    events: list[Event] = []
     driver.on_event = events.append
     try:
         driver.run()

@@ -585,6 +585,15 @@ class Driver:
         candidates = [
             Candidate(f"trial {g.first_trial}", g.config, g.first_trial) for g in top[: o.confirm]
         ]
+        earlier = self.ledger.confirmation()
+        if earlier is not None and [c.key for c in earlier.candidates] == [
+            c.key for c in candidates
+        ]:
+            # Resumed with nothing new at the top: the earlier rounds still answer.
+            self.on_event(
+                Event(EventKind.CONFIRM, message="already confirmed: the same candidates lead")
+            )
+            return earlier
         configs = {c.key: c.config for c in candidates}
         configs[CONFIRM_BASELINE] = base.config
         self.on_event(

@@ -93,7 +93,7 @@ class Pool:
         for conn in idle:
             conn.close()
         for conn in idle:
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError):  # the peer already went: closed either way
                 await conn.writer.wait_closed()
 
 

@@ -67,7 +67,7 @@ def _number(env: dict[str, str], name: str, default: float, *, low: float, stric
         return default
     try:
         value = float(raw)
-    except ValueError:
+    except ValueError:  # not a number: NaN fails the bound check below, which says so
         value = float("nan")
     ok = value > low if strict else value >= low
     if not ok or value != value or value == float("inf"):

@@ -39,9 +39,10 @@ def test_a_small_study_improves_on_the_baseline_and_names_its_crashes(tmp_path: 
     for t in launched:
         if t.user_attrs["outcome"] == "crashed":  # only the crash regions crash
             assert truth(t.user_attrs["config"]) is None
-            # The OOM is recognised by the common rules; the other two have no rule for a
-            # custom command (unknown), which the crash-region model learns from all the same.
-            assert t.user_attrs["cause"] in ("cuda_oom", "unknown")
+            # The OOM and the graph capture are recognised by the common rules; the launch
+            # error has no rule for a custom command (unknown), which the crash-region model
+            # learns from all the same.
+            assert t.user_attrs["cause"] in ("cuda_oom", "cuda_graph_capture", "unknown")
             assert t.user_attrs["evidence"] or t.user_attrs["message"]
 
 

@@ -23,6 +23,7 @@ import optuna
 import yaml
 from bench.search.landscapes import Landscape, Point, grid, levels
 
+from autotune.dispatch.base import WindowHook
 from autotune.models import Cause, Failure, Metrics, Outcome, Phase, TrialResult, TrialSpec
 
 
@@ -50,7 +51,8 @@ class InProcessExecutor:
     def capacity(self) -> int:
         return 1
 
-    def submit(self, spec: TrialSpec) -> Future[TrialResult]:
+    def submit(self, spec: TrialSpec, on_window: WindowHook | None = None) -> Future[TrialResult]:
+        # A landscape answers with one value, no measurement windows: nothing to prune on.
         point = self.evaluate(spec)
         self.launches.append(
             Launch(dict(spec.params), point.value, point.truth, point.value is None, point.seconds)
@@ -146,6 +148,12 @@ def run_driver(
             storage=":memory:",
             seed=seed,
             sampler=sampler,
+            # The proposal path alone, as the figures in docs/benchmarks.md were measured: one
+            # baseline launch, a repeated proposal reuses its measurement, no confirmation
+            # rounds (launch noise and confirmation have their own benches: noise_claims.py).
+            baseline_launches=1,
+            max_launches_per_config=1,
+            confirm=0,
         )
         if steering is not None:
             options.steering = steering

@@ -143,7 +143,11 @@ def test_verify_campaign_simulated_end_to_end(tmp_path: Path, cli_env: dict[str,
     client = mlflow.MlflowClient(tracking_uri=mlflow_uri)
     runs = [r for e in client.search_experiments() for r in client.search_runs([e.experiment_id])]
     children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    # Skipped proposals are child runs too (KILLED, role "skip"), never counted as launched.
+    skipped = [r for r in children if r.data.tags.get("autotune.role") == "skip"]
+    children = [r for r in children if r.data.tags.get("autotune.role") == "trial"]
     assert len(children) == N_TRIALS
+    assert len(skipped) == sum(1 for a in attrs if a.get("skipped"))
     causes = sorted(r.data.tags["autotune.cause"] for r in children
                     if r.data.tags.get("autotune.outcome") == "crashed")
     assert {"kv_pool_oom", "arch_unsupported", "assertion"} <= set(causes)

@@ -113,6 +113,7 @@ def run_driver(
     from autotune.space.load import load_text
     from autotune.study import driver as driver_module
     from autotune.study.driver import Driver, DriverOptions
+    from autotune.tracking.none import NullTracker
 
     if tpe is not None or local is not None:
         original = driver_module.make_sampler
@@ -162,24 +163,11 @@ def run_driver(
             engine=engine,
             real_engine=engine,
             executor=executor,
-            tracker=_NullTracker(),
+            tracker=NullTracker(),
             options=options,
         )
         driver.run()
     return executor.launches
-
-
-class _NullTracker:
-    """Records nothing (the real NullTracker imports nothing either; kept local for speed)."""
-
-    def start_study(self, *a: Any, **k: Any) -> None:
-        pass
-
-    def log_trial(self, *a: Any, **k: Any) -> None:
-        pass
-
-    def finish(self, *a: Any, **k: Any) -> None:
-        pass
 
 
 # -- competitors --------------------------------------------------------------------------

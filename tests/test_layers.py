@@ -40,7 +40,17 @@ NEVER: dict[str, set[str]] = {
 CONFINED = {
     "ray": ("dispatch/ray.py",),
     "mlflow": ("tracking/",),
-    "optuna": ("study/", "space/suggest.py", "report.py", "export.py", "ui.py", "cli.py"),
+    "optuna": (
+        "study/",
+        "space/suggest.py",
+        "report.py",
+        "report_html.py",
+        "report_plots.py",
+        "insights.py",
+        "export.py",
+        "ui.py",
+        "cli.py",
+    ),
 }
 
 

@@ -139,16 +139,64 @@ def test_rows_follow_outcome_not_optuna_value(study: optuna.Study) -> None:
     assert rs[1].duration_s == 30.0
 
 
+def more_baseline(study: optuna.Study) -> None:
+    """Two more launches of the baseline (8, 9): the launch noise becomes known (about 1%)."""
+    add(study, "ok", value=990.0, baseline=True)
+    add(study, "ok", value=1010.0, baseline=True)
+
+
 def test_best_is_ok_only_and_ties_go_to_lower_number(study: optuna.Study) -> None:
+    more_baseline(study)
     top = report.best(study)
     assert top is not None and top.number == 1 and top.value == 1300.0
+    gain = report.summary(study).gain
+    assert gain is not None and gain["significant"] is True
+
+
+def test_one_launch_each_cannot_beat_the_baseline(study: optuna.Study) -> None:
+    """One launch of the baseline says nothing about noise: the baseline stays the answer."""
+    top = report.best(study)
+    assert top is not None and top.number == 0 and top.baseline
+    s = report.summary(study)
+    assert s.gain is not None and s.gain["significant"] is False and not s.beats_baseline
+    assert s.verdict.startswith("no configuration beat the baseline beyond noise")
+
+
+def test_a_configuration_that_failed_once_cannot_win(study: optuna.Study) -> None:
+    more_baseline(study)
+    add(
+        study,
+        "crashed",
+        told=1e9,
+        cause="cuda_oom",
+        phase="load",
+        params={"chunked_prefill_size": 8192, "attention_backend": "fa3"},
+    )  # trial 1's config
+    top = report.best(study)
+    assert top is not None and top.number == 3
+
+
+def test_best_is_the_median_of_a_configurations_launches(study: optuna.Study) -> None:
+    more_baseline(study)
+    again = {"chunked_prefill_size": 8192, "attention_backend": "fa3"}
+    add(study, "ok", value=1100.0, params=again)  # trial 1 again: median 1100 < 1300
+    add(study, "ok", value=1100.0, params=again)
+    top = report.best(study)
+    assert top is not None and top.number == 3
 
 
 def test_best_minimize(tmp_path: Path) -> None:
     s = make_study(tmp_path, direction="minimize")
     add(s, "ok", value=50.0)
-    add(s, "ok", value=20.0)
-    add(s, "crashed", told=-1.0, cause="cuda_oom", phase="load")
+    add(s, "ok", value=20.0, params={"chunked_prefill_size": 2048, "attention_backend": "fa3"})
+    add(
+        s,
+        "crashed",
+        told=-1.0,
+        cause="cuda_oom",
+        phase="load",
+        params={"chunked_prefill_size": 1024, "attention_backend": "fa3"},
+    )
     top = report.best(s)
     assert top is not None and top.number == 1
 
@@ -165,13 +213,16 @@ def test_summary(study: optuna.Study) -> None:
     assert s.trials == 8
     assert s.outcomes == {"ok": 3, "crashed": 2, "slo_violated": 1, "pruned": 1, "running": 1}
     assert s.causes == {"kv_pool_oom": 2, "dead_end": 1}
+    # One launch each: the +30% of trial 1 cannot be told from noise, the baseline stays.
     assert (s.best_trial, s.best_value, s.baseline_trial, s.baseline_value) == (
-        1,
-        1300.0,
+        0,
+        1000.0,
         0,
         1000.0,
     )
+    assert s.search_best_trial == 1
     assert s.gain_pct == pytest.approx(30.0)
+    assert s.gain is not None and s.gain["launches"] == {"baseline": 1, "best": 1}
     assert s.simulated is False
     assert s.metric == "output_tok_s" and s.direction == "maximize"
 
@@ -179,8 +230,13 @@ def test_summary(study: optuna.Study) -> None:
 def test_status_data_is_json(study: optuna.Study) -> None:
     import json
 
+    more_baseline(study)
     data = json.loads(json.dumps(report.status_data(study)))
     assert data["summary"]["best_trial"] == 1
+    gain = data["summary"]["gain"]
+    assert gain["significant"] is True and gain["launches"] == {"baseline": 3, "best": 1}
+    lo, hi = gain["ci95_pct"]
+    assert 0 < lo < gain["pct"] < hi and gain["pct"] == pytest.approx(30.0, abs=0.1)
     assert [t["outcome"] for t in data["trials"]][:3] == ["ok", "ok", "crashed"]
     assert data["trials"][2]["cause"] == "kv_pool_oom" and data["trials"][2]["value"] is None
 
@@ -207,6 +263,7 @@ def _render(renderable: Any) -> str:
 
 
 def test_status_table_marks_best(study: optuna.Study) -> None:
+    more_baseline(study)
     text = _render(report.status_table(study))
     lines = text.splitlines()
     best_line = next(line for line in lines if "1,300" in line and "8192" in line)
@@ -240,7 +297,8 @@ def test_failure_table_none_without_failures(tmp_path: Path) -> None:
 
 def test_headline(study: optuna.Study) -> None:
     line = report.headline(study)
-    assert "trial 1" in line and "+30.0%" in line and "8 trials" in line
+    assert "trial 0" in line and "+30.0% (95% CI" in line and "8 trials" in line
+    assert "no configuration beat the baseline beyond noise" in line
 
 
 def test_ok_study_holds_only_ok_trials(study: optuna.Study) -> None:
@@ -279,3 +337,193 @@ def test_plots_skip_importances_with_one_ok_trial(tmp_path: Path) -> None:
 
 def test_plots_empty_study(tmp_path: Path) -> None:
     assert report.plots(make_study(tmp_path), tmp_path / "p") == []
+
+
+def test_failure_groups_by_cause_and_phase_keep_every_hint(tmp_path: Path) -> None:
+    s = make_study(tmp_path)
+    add(s, "ok", value=1.0, baseline=True)
+    for phase, hint in (
+        ("load", "lower the static fraction"),
+        ("warmup", "smaller batches"),
+        ("warmup", "smaller batches"),
+        ("warmup", "fewer graphs"),
+    ):
+        add(
+            s,
+            "crashed",
+            told=0.0,
+            cause="cuda_oom",
+            phase=phase,
+            hint=hint,
+            params={"chunked_prefill_size": 2048, "attention_backend": "triton"},
+        )
+    groups = {(g.cause, g.phase): g for g in report.failure_groups(s)}
+    assert set(groups) == {("cuda_oom", "load"), ("cuda_oom", "warmup")}
+    assert groups[("cuda_oom", "warmup")].trials == [2, 3, 4]
+    assert groups[("cuda_oom", "warmup")].hints == ["smaller batches", "fewer graphs"]
+    text = _render(report.failure_table(s))
+    assert "fewer graphs" in text and "lower the static" in text
+
+
+def _quickstart_like(tmp_path: Path) -> optuna.Study:
+    """Continuous batching is the 4x switch; other parameters exist only on one side of it."""
+    from optuna.distributions import CategoricalDistribution as Cat
+
+    s = make_study(tmp_path, name="qs")
+    dists = {
+        "cb": Cat([False, True]),
+        "dtype": Cat(["f32", "bf16"]),
+        "attn": Cat(["sdpa", "eager"]),
+        "block": Cat([16, 64]),
+    }
+    configs = [{"cb": False, "dtype": "f32", "attn": "sdpa"}]  # the baseline
+    for i in range(11):
+        cb = i % 2 == 0
+        c: dict[str, Any] = {"cb": cb, "dtype": ["f32", "bf16"][i % 3 == 0]}
+        c.update({"block": [16, 64][i % 4 < 2]} if cb else {"attn": ["sdpa", "eager"][i % 3 == 1]})
+        configs.append(c)
+    configs.append({"cb": True, "dtype": "f32", "block": 16})  # the baseline + the switch alone
+    for n, c in enumerate(configs):
+        value = (40.0 if c["cb"] else 10.0) + (1.0 if c["dtype"] == "bf16" else 0.0) + n * 0.01
+        s.add_trial(
+            create_trial(
+                state=TrialState.COMPLETE,
+                value=value,
+                params=c,
+                distributions={k: dists[k] for k in c},
+                user_attrs={
+                    "config": c,
+                    "outcome": "ok",
+                    "baseline": n == 0,
+                    "metrics": {"output_tok_s": value},
+                },
+            )
+        )
+    return s
+
+
+def test_marginal_effect_ranks_the_big_switch_first(tmp_path: Path) -> None:
+    from autotune import insights
+
+    s = _quickstart_like(tmp_path)
+    effects = insights.marginal_effects(s)
+    assert effects[0].param == "cb" and effects[0].best_setting == "True"
+    assert effects[0].spread == pytest.approx(30.0, abs=1.5)
+    # Conditional parameters are judged where they are set: not credited with cb's effect.
+    assert all(e.spread < 5 for e in effects if e.param in ("attn", "block"))
+    assert "cb" in insights.importances(s)  # assessable: every ok trial holds it
+    assert "only 13 successful" in (insights.trust_note(s) or "")
+
+
+def test_ablation_path_from_baseline_to_best(tmp_path: Path) -> None:
+    from autotune import insights
+
+    s = _quickstart_like(tmp_path)
+    steps = {st.param: st for st in insights.ablation_path(s)}
+    # Trial 3 is the baseline with only this change (and cb's own conditional block size).
+    assert steps["cb"].measured_trial == 3
+    assert steps["cb"].effect == pytest.approx(30.03)
+    assert steps["attn"].conditional and steps["attn"].effect is None
+    assert list(steps)[0] == "cb"
+
+
+def test_history_plots_by_trial_number_and_no_empty_failure_panel(tmp_path: Path) -> None:
+    from autotune import report_plots
+
+    s = _quickstart_like(tmp_path)
+    fig = report_plots._history(s)
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "trial number"
+    xs = sorted(x for coll in ax.collections for x, _y in coll.get_offsets())
+    assert xs == list(range(13))
+    outcomes = report_plots._outcomes(s)
+    assert len(outcomes.axes) == 1  # nothing failed: no failure-cause panel
+
+
+def test_html_report_is_self_contained(study: optuna.Study, tmp_path: Path) -> None:
+    from autotune.report_html import write_html
+
+    out = tmp_path / "r"
+    page = write_html(study, out, report.plots(study, out)).read_text()
+    assert page.count("data:image/png;base64,") == 3
+    assert "http://" not in page and "https://" not in page and "<script" not in page
+    for section in (
+        "Best configurations",
+        "From the baseline to the best",
+        "History by trial number",
+        "What the parameters are worth",
+        "Failures by cause and phase",
+    ):
+        assert section in page
+    assert "kv_pool_oom" in page and "lower it" in page
+
+
+def test_html_report_renders_the_gain_interval_when_known(
+    study: optuna.Study, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from autotune import report_html
+
+    real = report_html.summary
+    # The shape the study's verdict gives a summary: gain with its 95% interval in percent.
+    gain = {"pct": 25.0, "ci95_pct": [12.5, 37.5]}
+    monkeypatch.setattr(report_html, "summary", lambda s: real(s).model_copy(update={"gain": gain}))
+    page = report_html.write_html(study, tmp_path, []).read_text()
+    assert "+12.5% to +37.5%" in page
+
+
+def test_report_command_prints_no_third_party_warnings(study: optuna.Study, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = Path(sys.executable).with_name("autotune")
+    proc = subprocess.run(
+        [
+            str(script),
+            "report",
+            "--study",
+            "demo",
+            "--storage",
+            f"sqlite:///{tmp_path}/study.db",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    assert (tmp_path / "out" / "report.html").is_file()
+
+
+def test_ablation_does_not_claim_a_measurement_that_changed_more(tmp_path: Path) -> None:
+    from autotune import insights
+
+    s = make_study(tmp_path, name="abl")
+    dist = IntDistribution(0, 10)
+    for n, (c, v) in enumerate(
+        [
+            ({"a": 1}, 10.0),
+            ({"a": 2, "b": 5}, 20.0),
+            ({"a": 1, "b": 5}, 12.0),
+            ({"a": 2, "b": 7}, 18.0),
+        ]
+    ):
+        s.add_trial(
+            create_trial(
+                state=TrialState.COMPLETE,
+                value=v,
+                params=c,
+                distributions={k: dist for k in c},
+                user_attrs={
+                    "config": c,
+                    "outcome": "ok",
+                    "baseline": n == 0,
+                    "metrics": {"output_tok_s": v},
+                },
+            )
+        )
+    steps = {st.param: st for st in insights.ablation_path(s)}
+    assert steps["a"].measured_trial is None  # #1 and #3 also set b: not a - alone
+    assert steps["a"].effect == pytest.approx((20.0 + 18.0) / 2 - (10.0 + 12.0) / 2)
+    assert steps["b"].measured_trial == 2 and steps["b"].effect == pytest.approx(2.0)

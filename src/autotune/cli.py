@@ -6,17 +6,25 @@ Every command turns bad input into one line on stderr and a non-zero exit code (
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import shlex
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-import click
 import typer
 from rich.console import Console
+
+# typer 0.29 parses with its own copy of click (typer._click), not the click package: its
+# exceptions are the ones to catch. pyproject pins typer to the tested minor version.
+from typer._click import exceptions as click_exc
 
 from autotune import __version__
 from autotune.errors import AutotuneError, ConfigError, StudyError
@@ -32,15 +40,27 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Tune LLM inference servers: an Optuna study over launch flags and environment.",
     pretty_exceptions_enable=False,
+    # Plain help: rich mode labels every flag "<bool>" and boxes waste an 80-column terminal.
+    rich_markup_mode=None,
 )
-# Piped or logged output gets wide tables (rich assumes 80 columns when not on a terminal).
-_WIDTH = None if sys.stdout.isatty() else max(120, int(os.environ.get("COLUMNS", "0") or 0))
+# COLUMNS, when set, is the width; else piped or logged output gets wide tables (rich would
+# assume 80 columns when not on a terminal).
+_COLUMNS = os.environ.get("COLUMNS", "")
+_WIDTH = int(_COLUMNS) if _COLUMNS.isdigit() else (None if sys.stdout.isatty() else 120)
 console = Console(highlight=False, soft_wrap=True, width=_WIDTH)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 StudyOpt = Annotated[
     str | None,
     typer.Option("--study", help="Study name (default: the space's name, else the file name)."),
+]
+# status, export and report read a study that exists: their default is a different one.
+ReadStudyOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--study",
+        help="Study name (default: the most recently run study under --study-root with trials).",
+    ),
 ]
 RootOpt = Annotated[
     Path, typer.Option("--study-root", help="Folder holding one sub-folder per study.")
@@ -53,8 +73,16 @@ StorageOpt = Annotated[
 
 class ExportFormat(StrEnum):
     sh = "sh"
+    env = "env"
     json = "json"
     yaml = "yaml"
+    docker = "docker"
+    k8s = "k8s"
+
+
+class SamplerKind(StrEnum):
+    tpe = "tpe"
+    random = "random"
 
 
 def _version(value: bool) -> None:
@@ -170,16 +198,56 @@ def start(
         bool, typer.Option("--simulate", help="Run the stand-in SGLang server (no GPU needed).")
     ] = False,
     seed: Annotated[int | None, typer.Option("--seed", help="Sampler seed.")] = None,
-    sampler: Annotated[str, typer.Option("--sampler", help="tpe or random.")] = "tpe",
+    sampler: Annotated[
+        SamplerKind, typer.Option("--sampler", help="The Optuna sampler.")
+    ] = SamplerKind.tpe,
     steer: Annotated[
         bool,
         typer.Option(
             "--steer/--no-steer",
-            help="Skip proposals the crash history predicts will crash (crash-risk model).",
+            help="Skip proposals the crash history predicts will crash (crash regions).",
+        ),
+    ] = True,
+    confirm: Annotated[
+        int,
+        typer.Option(
+            "--confirm",
+            min=0,
+            help="Relaunch the top K candidates and the baseline, interleaved, before naming a "
+            "winner (0 or --no-confirm: off).",
+        ),
+    ] = 3,
+    no_confirm: Annotated[
+        bool, typer.Option("--no-confirm", help="No confirmation rounds (same as --confirm 0).")
+    ] = False,
+    confirm_rounds: Annotated[
+        int,
+        typer.Option(
+            "--confirm-rounds",
+            min=2,
+            help="Most confirmation rounds (it stops earlier when settled).",
+        ),
+    ] = 5,
+    baseline_launches: Annotated[
+        int,
+        typer.Option(
+            "--baseline-launches",
+            min=1,
+            help="Launch the baseline this many times at the start (its launch-to-launch noise).",
+        ),
+    ] = 3,
+    prune: Annotated[
+        bool,
+        typer.Option(
+            "--prune/--no-prune",
+            help="Stop a trial whose first windows cannot beat the incumbent.",
         ),
     ] = True,
     study_root: RootOpt = Path("studies"),
     storage: StorageOpt = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No progress: only the final result.")
+    ] = False,
 ) -> None:
     """Run (or resume) a study: launch, benchmark and score one server per trial."""
     from autotune.dispatch import EXECUTORS, ExecutorOptions
@@ -200,6 +268,21 @@ def start(
         raise ConfigError(exc.message, file=str(space), field=exc.field) from None
     real_engine = get_engine(spec.engine) if simulate else engine
     study_dir = study_root / name
+    target = n_trials or spec.budget.trials
+    if _budget_reached(name, study_dir, storage, target):
+        # Nothing to run: say so without starting an executor (Ray: 13 s) or a tracker.
+        console.print(
+            f"study [cyan]{name}[/] already holds {target} launched trial(s): budget reached; "
+            f"raise it with --n-trials N (N > {target}) to run more"
+        )
+        import optuna
+
+        from autotune.study.storage import open_storage, storage_url
+
+        url = storage_url(storage, study_dir)
+        done = optuna.load_study(study_name=name, storage=open_storage(url))
+        _final_report(done, name, study_root, storage, mlflow_uri, no_mlflow)
+        return
     gpus = engine.gpus(engine.command(spec.model, _all_args(spec), {})[0])
     ex_options = ExecutorOptions(
         gpus_per_trial=gpus,
@@ -212,6 +295,8 @@ def start(
     if here:  # the engine runs here: check its flags before anything starts
         _preflight(engine, spec)
     _logger.info("starting executor %s (%s)", executor, ex_options)
+    # Ray announces its token-authentication mode on every start: not the user's concern here.
+    logging.getLogger("ray._private.authentication").setLevel(logging.ERROR)
     with console.status(f"starting executor {executor}"):
         ex = executor_class.create(ex_options)
     try:
@@ -219,7 +304,7 @@ def start(
             # Elsewhere the engine lives on the machines that run trials: check the flags
             # against its --help there (once; this machine may not even have the engine).
             _preflight(engine, spec, help_text=ex.engine_help(spec.engine, simulate=simulate))
-        tracker = make_tracker(mlflow_uri, enabled=not no_mlflow)
+        tracker = _resilient(make_tracker(mlflow_uri, enabled=not no_mlflow), name, mlflow_uri)
     except AutotuneError:  # re-raised: stop what was started for the study
         ex.shutdown()
         raise
@@ -231,8 +316,12 @@ def start(
         parallel=parallel,
         simulate=simulate,
         seed=seed,
-        sampler=sampler,
+        sampler=sampler.value,
         steering=SteeringOptions(enabled=steer),
+        baseline_launches=baseline_launches,
+        confirm=0 if no_confirm else confirm,
+        confirm_rounds=(min(3, confirm_rounds), confirm_rounds),
+        prune=prune,
     )
     sim = (
         " [bold magenta]SIMULATED[/] (stand-in SGLang server: figures are modelled)"
@@ -253,14 +342,135 @@ def start(
             tracker=tracker,
             options=options,
         )
-        with ProgressView(
-            console, spec.objective.metric, simulate, spec.objective.direction
-        ) as view:
-            driver.on_event = view
-            driver.run()
+        with _ctrl_c(driver):
+            if quiet:
+                driver.run()
+            else:
+                with ProgressView(
+                    console, spec.objective.metric, simulate, spec.objective.direction
+                ) as view:
+                    driver.on_event = view
+                    driver.run()
     finally:
         ex.shutdown()
     _final_report(driver.study, name, study_root, storage, mlflow_uri, no_mlflow)
+    if not no_mlflow:
+        _attach_files(driver.study, study_dir, tracker)
+        _mlflow_lines(tracker, name, mlflow_uri)
+    if driver.interrupted:
+        resume = shlex.join(["autotune", *sys.argv[1:]]) if sys.argv[1:] else "autotune start"
+        err.print(
+            "autotune: interrupted; the running trial was stopped and recorded as interrupted. "
+            f"Resume with: {resume}",
+            markup=False,
+            highlight=False,
+        )
+        raise typer.Exit(130)
+
+
+@contextlib.contextmanager
+def _ctrl_c(driver: Any) -> Iterator[None]:
+    """First Ctrl-C: the driver stops launching, tears the running trials down and records
+    them as interrupted. A second one forces: servers killed, exit 130 at once."""
+    presses = 0
+
+    def handler(signum: int, frame: Any) -> None:
+        nonlocal presses
+        presses += 1
+        if presses == 1:
+            err.print(
+                "\nautotune: stopping: tearing the running trial(s) down (Ctrl-C again to force)",
+                markup=False,
+            )
+            driver.interrupt()
+            return
+        from autotune.node.process import kill_own_servers
+
+        err.print("autotune: forced; the next start recovers the study", markup=False)
+        kill_own_servers(grace_s=0.5)
+        os._exit(130)  # worker threads would otherwise hold the process open
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals reach only the main thread (e.g. under a test runner's thread)
+        return
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _resilient(inner: Any, name: str, mlflow_uri: str | None) -> Any:
+    """The tracker the driver gets: a tracking failure never stops the study."""
+    from autotune.tracking.resilient import ResilientTracker
+
+    def warn(message: str) -> None:
+        later = _sync_command(name, mlflow_uri)
+        err.print(f"autotune: warning: {message}; when MLflow is back: {later}", markup=False)
+
+    return ResilientTracker(inner, on_error=warn)
+
+
+def _sync_command(name: str, mlflow_uri: str | None) -> str:
+    return (
+        "autotune sync --study "
+        + shlex.quote(name)
+        + (f" --mlflow-uri {shlex.quote(mlflow_uri)}" if mlflow_uri else "")
+    )
+
+
+def _attach_files(study: Any, study_dir: Path, tracker: Any) -> None:
+    """The HTML report, its plots and the best launch script, on the study's MLflow run."""
+    from autotune import report
+    from autotune.export import export as do_export
+    from autotune.report_html import write_html
+
+    folder = study_dir / "report"
+    try:
+        pngs = report.plots(study, folder)
+        files = [write_html(study, folder, pngs), *pngs]
+        if report.best(study) is not None:
+            best = study_dir / "best.sh"
+            best.write_text(do_export(study, "sh"))
+            files.append(best)
+    except (OSError, ValueError, AutotuneError) as exc:  # the study's result stands without them
+        err.print(f"autotune: warning: report files not written: {exc}", markup=False)
+        return
+    tracker.log_artifacts(files)
+
+
+def _mlflow_lines(tracker: Any, name: str, mlflow_uri: str | None) -> None:
+    """Where the runs are, or what is pending when MLflow was unreachable."""
+    inner = getattr(tracker, "inner", tracker)
+    if getattr(tracker, "down", False):
+        console.print(
+            f"  MLflow: unreachable during the study ({tracker.missed} record(s) pending); "
+            f"when it is back: {_sync_command(name, mlflow_uri)}",
+            markup=False,
+        )
+    elif hasattr(inner, "runs_url") and inner.experiment_id is not None:
+        console.print(f"  MLflow runs: {inner.runs_url()}", markup=False)
+
+
+def _budget_reached(name: str, study_dir: Path, storage: str | None, target: int) -> bool:
+    """Whether the study exists, holds ``target`` launched trials and nothing to recover."""
+    if storage is None and not (study_dir / "study.db").exists():
+        return False
+    import optuna
+
+    from autotune.study.ledger import Ledger
+    from autotune.study.storage import open_storage, storage_url
+
+    try:
+        study = optuna.load_study(
+            study_name=name, storage=open_storage(storage_url(storage, study_dir))
+        )
+    except KeyError:  # no such study in that storage: nothing reached
+        return False
+    trials = Ledger(study).trials()
+    if any(t.state in ("RUNNING", "WAITING") for t in trials):
+        return False  # an interrupted trial to recover, or a queued one: the driver's work
+    return sum(1 for t in trials if t.launched) >= target
 
 
 def _quiet_optuna() -> None:
@@ -304,7 +514,7 @@ def _final_report(
 ) -> None:
     from autotune import report
 
-    console.print(report.status_table(study))
+    console.print(report.status_table(study, console.width), soft_wrap=False)
     failures = report.failure_table(study)
     if failures is not None:
         console.print(failures)
@@ -313,19 +523,70 @@ def _final_report(
     if best is None:
         console.print("[red]no configuration completed successfully[/]")
         return
-    line = f"[bold green]best[/] trial #{best.number}: {s.metric} = {best.value:,.2f}"
-    if s.baseline_value is not None and s.gain_pct is not None:
-        line += f"  vs baseline {s.baseline_value:,.2f}  ({s.gain_pct:+.1f}%)"
-    if s.simulated:
-        line += "  [bold magenta](simulated)[/]"
-    console.print(line)
-    console.print(f"  config: {best.config}")
+    _gain_lines(s, best)
     flags = f" --study {name}" + (f" --study-root {root}" if root != Path("studies") else "")
     flags += f" --storage {storage}" if storage else ""
     console.print(f"  export: autotune export{flags} --format sh")
-    if not no_mlflow:
-        uri = mlflow_uri or "sqlite:///mlflow/mlflow.db"
-        console.print(f"  compare: mlflow ui --backend-store-uri {uri}")
+
+
+def _latest_study(root: Path) -> str:
+    """The most recently written study under ``root`` that holds a trial.
+
+    A ``start`` stopped before its first trial (bad flags, a busy study) leaves an empty
+    study; it must not shadow the one the user ran last.
+    """
+    import optuna
+
+    dbs = sorted(root.glob("*/study.db"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for db in dbs:
+        storage = f"sqlite:///{db.resolve()}"
+        try:
+            summaries = optuna.get_all_study_summaries(storage, include_best_trial=False)
+        except Exception as exc:  # an unreadable file is not the one the user means
+            _logger.info("skipping %s: %s", db, exc)
+            continue
+        if any(x.study_name == db.parent.name and x.n_trials for x in summaries):
+            return db.parent.name
+    raise StudyError(f"no study with trials under {root}/; run `autotune start --space FILE` first")
+
+
+def _gain_lines(s: Any, best: Any) -> None:
+    """The answer: what to run, and whether it beats the baseline beyond noise (95% CI)."""
+    from functools import partial
+
+    from rich.markup import escape
+
+    from autotune import fmt
+
+    # Wrapped at spaces to the terminal's width (the console soft-wraps: a terminal cuts words).
+    print_ = partial(console.print, soft_wrap=False)
+
+    what = "baseline (kept)" if best.baseline and s.gain is not None else "best"
+    line = f"[bold green]{what}[/] trial #{best.number}: {s.metric} = {fmt.metric(best.value)}"
+    if s.baseline_value is not None and not best.baseline:
+        line += f"  vs baseline {fmt.metric(s.baseline_value)}"
+    if s.simulated:
+        line += "  [bold magenta](simulated)[/]"
+    print_(line)
+    style = "bold green" if s.beats_baseline else "bold yellow"
+    print_(f"  [{style}]{escape(s.verdict)}[/]")
+    noise = s.noise or {}
+    if noise.get("launch_cv") is not None:
+        window = noise.get("window_cv")
+        within = f", within a launch {window:.1%}" if window is not None else ""
+        print_(
+            f"  noise: launch to launch {noise['launch_cv']:.1%}{within} "
+            f"({noise.get('launches')} launches, {noise.get('windows')} windows)"
+        )
+    if s.confirmation:
+        c = s.confirmation
+        print_(
+            f"  confirmation: {c.get('rounds')} round(s), {c.get('launches')} launches, "
+            f"{c.get('server_s', 0):,.0f} server-seconds ({c.get('stop_reason')})"
+        )
+    if s.pruned_saved_s:
+        print_(f"  early stopping saved {s.pruned_saved_s:,.0f} server-seconds")
+    print_(f"  config: {fmt.config_text(best.config) or '(defaults)'}", markup=False)
 
 
 def _open_study(study: str | None, root: Path, storage: str | None) -> Any:
@@ -334,10 +595,7 @@ def _open_study(study: str | None, root: Path, storage: str | None) -> Any:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     if storage is None:
         if study is None:
-            dbs = sorted(root.glob("*/study.db"), key=lambda p: p.stat().st_mtime)
-            if not dbs:
-                raise StudyError(f"no study under {root}/; run `autotune start --space FILE` first")
-            study = dbs[-1].parent.name
+            study = _latest_study(root)
         db = root / study / "study.db"
         if not db.exists():
             known = sorted(p.parent.name for p in root.glob("*/study.db"))
@@ -358,8 +616,20 @@ def _open_study(study: str | None, root: Path, storage: str | None) -> Any:
 
 @app.command()
 def status(
-    study: StudyOpt = None,
+    study: ReadStudyOpt = None,
+    trial: Annotated[
+        int | None,
+        typer.Option("--trial", min=0, help="Show one trial whole: configuration, command, why."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    pareto: Annotated[
+        str | None,
+        typer.Option(
+            "--pareto",
+            help="Also show the Pareto front of the objective against this latency metric "
+            "(e.g. ttft_p99_ms); export one with `autotune export --trial N`.",
+        ),
+    ] = None,
     study_root: RootOpt = Path("studies"),
     storage: StorageOpt = None,
 ) -> None:
@@ -367,6 +637,9 @@ def status(
     from autotune import report
 
     s = _open_study(study, study_root, storage)
+    if trial is not None:
+        _show_trial(s, trial, as_json)
+        return
     if as_json:
         rows = [r.to_json() for r in report.rows(s)]
         best = report.best(s)
@@ -376,50 +649,164 @@ def status(
             "best": best.number if best else None,
             "trials": rows,
         }
+        if pareto:
+            from dataclasses import asdict
+
+            from autotune.study.ledger import Ledger
+            from autotune.study.pareto import front
+
+            stored = Ledger(s).study_record()
+            objectives = [(stored.metric, stored.direction), (pareto, "minimize")]
+            points = front(report.rows(s), objectives)
+            out["pareto"] = [asdict(p) for p in points]
         sys.stdout.write(json.dumps(out, indent=2, default=str) + "\n")
         return
-    console.print(report.status_table(s))
+    console.print(report.status_table(s, console.width), soft_wrap=False)
     failures = report.failure_table(s)
     if failures is not None:
         console.print(failures)
+    if pareto:
+        table = report.pareto_table(s, pareto)
+        console.print(
+            table if table is not None else f"no Pareto front: no ok trial measured {pareto}"
+        )
+    summary = report.summary(s)
+    best = report.best(s)
+    if best is not None and best.value is not None:
+        _gain_lines(summary, best)
+
+
+def _show_trial(s: Any, number: int, as_json: bool) -> None:
+    """One trial whole: nothing cut, for when a table had to shorten it."""
+    from autotune import report
+
+    found = [r for r in report.rows(s) if r.number == number]
+    if not found:
+        raise StudyError(f"study {s.study_name!r} has no trial {number} (0..{len(s.trials) - 1})")
+    r = found[0]
+    argv, env = r.argv, r.env
+    if as_json:
+        sys.stdout.write(json.dumps(r.to_json(), indent=2, default=str) + "\n")
+        return
+    from autotune import fmt
+
+    value = f"  {report.objective(s)[0]} = {fmt.metric(r.value)}" if r.value is not None else ""
+    p = console.print
+    p(f"[bold]trial #{r.number}[/]  {r.label}{value}" + ("  (baseline)" if r.baseline else ""))
+    for key, val in r.config.items():
+        p(f"  {key} = {fmt.short(val)}", markup=False)
+    for label, text in (
+        ("skipped", r.skipped),
+        ("cause", f"{r.cause} at {r.phase}" if r.cause else None),
+        ("message", r.message),
+        ("hint", r.hint),
+        ("log", r.log_path),
+    ):
+        if text:
+            p(f"{label}: {text}", markup=False)
+    if env or argv:
+        import shlex
+
+        p(
+            "command: "
+            + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+            + (" " if env else "")
+            + shlex.join(argv),
+            markup=False,
+        )
 
 
 @app.command()
 def export(
-    study: StudyOpt = None,
-    fmt: Annotated[
-        ExportFormat, typer.Option("--format", help="sh, json or yaml.")
-    ] = ExportFormat.sh,
+    study: ReadStudyOpt = None,
+    fmt: Annotated[ExportFormat, typer.Option("--format", help="Output format.")] = ExportFormat.sh,
+    top: Annotated[
+        int, typer.Option("--top", min=1, help="How many configurations, best first.")
+    ] = 1,
     port: Annotated[int, typer.Option("--port", help="Port in the exported command.")] = 30000,
+    trial: Annotated[
+        int | None,
+        typer.Option(
+            "--trial", help="Export this trial's configuration (e.g. from the Pareto front)."
+        ),
+    ] = None,
     study_root: RootOpt = Path("studies"),
     storage: StorageOpt = None,
 ) -> None:
-    """Print the best configuration as a paste-able launch command (or JSON/YAML)."""
+    """Print the best configuration(s): a launch script, env file, JSON, YAML, Docker or k8s."""
     from autotune.export import export as do_export
 
     s = _open_study(study, study_root, storage)
-    sys.stdout.write(do_export(s, fmt.value, port=port).rstrip("\n") + "\n")
+    sys.stdout.write(do_export(s, fmt.value, port=port, trial=trial, top=top).rstrip("\n") + "\n")
 
 
 @app.command()
 def report(
-    study: StudyOpt = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Folder for plots.")] = None,
+    study: ReadStudyOpt = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Folder for report.html and the PNG plots.")
+    ] = None,
     study_root: RootOpt = Path("studies"),
     storage: StorageOpt = None,
 ) -> None:
-    """Write plots (history, importances, outcomes) and print the failure table."""
+    """Write report.html (self-contained, opens offline) and its PNG plots."""
     from autotune import report as rep
+    from autotune.report_html import write_html
 
+    _quiet_optuna()
     s = _open_study(study, study_root, storage)
-    folder = out or (study_root / s.study_name / "plots")
+    folder = out or (study_root / s.study_name / "report")
     paths = rep.plots(s, folder)
-    console.print(rep.status_table(s))
+    page = write_html(s, folder, paths)
+    console.print(rep.headline(s), markup=False)
     failures = rep.failure_table(s)
     if failures is not None:
         console.print(failures)
+    console.print(f"wrote {page}")
     for p in paths:
         console.print(f"wrote {p}")
+
+
+@app.command()
+def sync(
+    study: ReadStudyOpt = None,
+    mlflow_uri: Annotated[
+        str | None, typer.Option("--mlflow-uri", help="MLflow tracking URI (default: ./mlflow).")
+    ] = None,
+    study_root: RootOpt = Path("studies"),
+    storage: StorageOpt = None,
+) -> None:
+    """Send a study to MLflow: what it missed while unreachable (sent runs are kept once)."""
+    from autotune.records import StudyInfo
+    from autotune.study.ledger import Ledger
+    from autotune.study.storage import storage_url
+    from autotune.study.sync import sync as do_sync
+    from autotune.tracking import make_tracker
+
+    _quiet_optuna()
+    s = _open_study(study, study_root, storage)
+    rec = Ledger(s).study_record()
+    space = rec.space
+    engine = space.get("engine") if isinstance(space.get("engine"), dict) else {}
+    info = StudyInfo(
+        study=s.study_name,
+        engine=rec.engine or str((engine or {}).get("name") or ""),
+        model=str(space.get("model") or ""),
+        metric=rec.metric,
+        direction=rec.direction,
+        simulated=rec.simulated,
+        space_file=rec.space_file or None,
+        storage=storage_url(storage, study_root / s.study_name),
+        parameters=[str(p.get("name")) for p in space.get("parameters") or []],
+        engine_version=str((engine or {}).get("version") or ""),
+    )
+    tracker = make_tracker(mlflow_uri)
+    sent, skipped = do_sync(s, tracker, info)
+    _attach_files(s, study_root / s.study_name, tracker)
+    console.print(
+        f"synced study {s.study_name}: {sent} trial(s), {skipped} skipped proposal(s)", markup=False
+    )
+    _mlflow_lines(tracker, s.study_name, mlflow_uri)
 
 
 @app.command()
@@ -525,23 +912,49 @@ def diagnose(
         console.print(f"  [dim]>[/] {escape(line)}")
 
 
+def _usage_line(ctx: Any) -> str:
+    """``usage: autotune start [OPTIONS] (see: autotune start --help)`` for the failing command."""
+    path = (ctx.command_path if ctx is not None else "") or "autotune"
+    list_commands = getattr(getattr(ctx, "command", None), "list_commands", None)
+    if list_commands is not None:
+        names = ", ".join(list_commands(ctx))
+        return f"usage: {path} COMMAND [OPTIONS]; commands: {names} (see: {path} --help)"
+    return f"usage: {path} [OPTIONS] (see: {path} --help)"
+
+
+def _usage_error(exc: click_exc.UsageError) -> int:
+    """One line naming the problem, one usage hint; exit 2 (the convention for usage errors)."""
+    if isinstance(exc, click_exc.NoArgsIsHelpError):
+        message = "no command given"
+    else:
+        # typer validates through pydantic, whose wording leaks in ("Value error, ...").
+        message = " ".join(exc.format_message().split()).replace("Value error, ", "")
+    err.print(f"autotune: error: {message}", markup=False, highlight=False)
+    err.print(_usage_line(exc.ctx), markup=False, highlight=False)
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app, map errors to one line and an exit code."""
     os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
     try:
-        app(args=argv, prog_name="autotune", standalone_mode=False)
+        code = app(args=argv, prog_name="autotune", standalone_mode=False)
+        if isinstance(code, int):  # typer.Exit(N) comes back as a value without standalone mode
+            return code
     except AutotuneError as exc:
         err.print(f"autotune: error: {exc}", markup=False, highlight=False)
         return exc.exit_code
-    except click.exceptions.Exit as exc:
-        return exc.exit_code
-    except click.exceptions.Abort:  # Ctrl-C at a prompt: said, not a traceback
+    except typer.Exit as exc:
+        return int(exc.exit_code)
+    except typer.Abort:  # Ctrl-C at a prompt: said, not a traceback
         err.print("autotune: aborted")
         return 130
-    except click.ClickException as exc:
-        exc.show()
+    except click_exc.UsageError as exc:
+        return _usage_error(exc)
+    except click_exc.ClickException as exc:
+        err.print(f"autotune: error: {exc.format_message()}", markup=False, highlight=False)
         return exc.exit_code
-    except KeyboardInterrupt:  # the driver stopped; resume is safe
+    except KeyboardInterrupt:  # before the driver runs (or after): resuming is safe
         err.print("autotune: interrupted; run the same command again to resume the study")
         return 130
     return 0

@@ -1,4 +1,10 @@
-"""The best configuration of a study as something a person can paste: a script, JSON or YAML.
+"""The best configurations of a study as something a person can paste.
+
+Formats: ``sh`` (a launch script), ``env`` (the environment alone), ``json``, ``yaml``,
+``docker`` (a ``docker run`` script) and ``k8s`` (a Deployment manifest); ``docker`` and
+``k8s`` are rendered by ``export_deploy.py``. Every format carries the exact argv and
+environment the trial ran with (shell-quoted where a shell reads them), secrets redacted, and
+as comments the engine version, the GPU and the date.
 
 The command is always the real engine's (the driver stores the real argv even for a
 simulated study); a simulated study's export says so loudly, because its numbers came from
@@ -11,17 +17,20 @@ import json
 import re
 import shlex
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import optuna
 import yaml
 
-from autotune.errors import StudyError
-from autotune.records import gain_pct
+from autotune.errors import ConfigError, StudyError
+from autotune.fmt import clean_config, config_text
+from autotune.fmt import metric as fmt_metric
+from autotune.records import TrialRecord, gain_pct
 from autotune.redact import MASK, redact_argv, redact_env
 from autotune.study.ledger import Ledger
 
-Format = Literal["sh", "json", "yaml"]
+Format = Literal["sh", "env", "json", "yaml", "docker", "k8s"]
+FORMATS: tuple[str, ...] = get_args(Format)
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 30000  # SGLang's default port
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -40,48 +49,93 @@ def _fill(text: str, host: str, port: int) -> str:
     return text.replace("{host}", host).replace("{port}", str(port))
 
 
+def _gpu(record: TrialRecord, simulated: bool) -> str:
+    if record.gpu:
+        return record.gpu
+    return "stand-in server (simulated)" if simulated else "not recorded"
+
+
 def export_data(
-    study: optuna.Study, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT
+    study: optuna.Study,
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    rank: int = 1,
+    trial: int | None = None,
 ) -> dict[str, Any]:
-    """The best ``ok`` trial as a JSON-safe dict (what ``json``/``yaml`` exports print).
+    """The ``rank``-th configuration to recommend as a JSON-safe dict (what ``json``/``yaml``
+    print).
+
+    Rank 1 is the study's answer (``Ledger.best``: the baseline when nothing beat it beyond
+    noise); further ranks are the other configurations by the median of their launches
+    (``Ledger.ranked``). ``trial``: export that trial's configuration instead (e.g. one from
+    the Pareto front).
 
     Raises:
-        StudyError: the study has no successful trial yet.
+        StudyError: the study has no successful trial yet (or fewer than ``rank``
+            configurations), or ``trial`` did not run ok.
     """
     ledger = Ledger(study)
     trials = ledger.trials()
-    top = ledger.best(trials)
-    if top is None:
-        s = ledger.summary(trials)
+    summary = ledger.summary(trials)
+    if trial is not None:
+        chosen = next((t for t in trials if t.number == trial), None)
+        if chosen is None or chosen.outcome != "ok":
+            state = chosen.label if chosen is not None else "no such trial"
+            raise StudyError(
+                f"trial {trial} of study {study.study_name!r} cannot be exported ({state}); "
+                "pick an ok trial from `autotune status`"
+            )
+        ranked = [chosen]
+        rank = 1
+    else:
+        ranked = ledger.ranked(rank, trials)
+    if not ranked:
         raise StudyError(
             f"no successful trial yet in study {study.study_name!r} "
-            f"({s.trials} trials: {s.outcomes or 'none'}); "
+            f"({summary.trials} trials: {summary.outcomes or 'none'}); "
             "run more trials or see `autotune report` for why they failed"
         )
+    if len(ranked) < rank:
+        raise StudyError(
+            f"study {study.study_name!r} has only {len(ranked)} successful configuration(s)"
+        )
+    top = ranked[rank - 1]
+    answer = trial is None and rank == 1  # the study's answer: its gain and verdict apply
     stored = ledger.study_record()
     metric, direction = stored.metric, stored.direction
     base = ledger.baseline(trials)
-    base_value = base.value if base is not None and base.outcome == "ok" else None
+    base_value = summary.baseline_value  # the median of the baseline's launches
     argv = [_fill(a, host, port) for a in redact_argv(top.argv)]
     env = {k: _fill(v, host, port) for k, v in redact_env(top.env).items()}
     engine = stored.space.get("engine") or {}
     engine = engine if isinstance(engine, dict) else {}
+    simulated = stored.simulated or top.simulated
     return {
         "study": study.study_name,
+        "rank": rank,
         "trial": top.number,
         "metric": metric,
         "direction": direction,
         "value": top.value,
         "baseline_trial": base.number if base is not None else None,
         "baseline_value": base_value,
-        "gain_pct": gain_pct(top.value, base_value, direction),
-        "config": dict(top.config),
+        "gain_pct": summary.gain_pct if answer else gain_pct(top.value, base_value, direction),
+        # The study's answer carries the gain of the search's best over the baseline with its
+        # 95% interval; when it is not significant the exported configuration is the baseline
+        # (``is_baseline``).
+        "gain": summary.gain if answer else None,
+        "verdict": summary.verdict if answer else None,
+        "is_baseline": top.baseline,
+        "config": clean_config(top.config),
         "env": env,
         "argv": argv,
         "command": shlex.join(argv),
-        "simulated": stored.simulated or top.simulated,
+        "simulated": simulated,
         "engine": stored.engine or engine.get("name"),
-        "versions": {"autotune": _version(), "engine": engine.get("version")},
+        "gpus": int(engine.get("gpus") or 0),
+        "gpu": _gpu(top, simulated),
+        "versions": {"autotune": _version(), "engine": top.engine_version or engine.get("version")},
         "exported_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
 
@@ -90,37 +144,92 @@ def export(
     study: optuna.Study,
     fmt: Format = "sh",
     *,
-    host: str = DEFAULT_HOST,
+    host: str | None = None,
     port: int = DEFAULT_PORT,
+    top: int = 1,
+    trial: int | None = None,
 ) -> str:
-    """The best ``ok`` trial of ``study`` as a bash script, JSON or YAML.
+    """The best configuration(s) of ``study`` (or ``trial``) in one of :data:`FORMATS`.
 
     Args:
         study: a loaded Optuna study written by the driver.
-        fmt: ``sh`` (paste-able launch script), ``json`` or ``yaml``.
-        host: fills the ``{host}`` placeholder of the stored command.
+        fmt: ``sh``, ``env``, ``json``, ``yaml``, ``docker`` or ``k8s``.
+        host: fills the ``{host}`` placeholder (``0.0.0.0`` in a container, else 127.0.0.1).
         port: fills the ``{port}`` placeholder (the engine's usual port by default).
+        top: how many configurations, best first (``json`` and ``yaml``: a list; ``sh`` and
+            ``docker``: one function per rank; ``k8s``: one Deployment per rank).
+        trial: export this trial's configuration instead of the best (one configuration).
 
     Raises:
         StudyError: the study has no successful trial yet.
-        ValueError: unknown format.
+        ConfigError: unknown format, ``top`` < 1, or ``env`` or ``trial`` asked for more
+            than one.
     """
-    data = export_data(study, host=host, port=port)
+    from autotune import export_deploy
+
+    if fmt not in FORMATS:
+        raise ConfigError(
+            f"unknown export format {fmt!r}; use one of {', '.join(FORMATS)}", field="--format"
+        )
+    if top < 1:
+        raise ConfigError(f"must be at least 1, got {top}", field="--top")
+    if fmt == "env" and top > 1:
+        raise ConfigError(
+            "--format env holds one configuration; use --top with another format", field="--top"
+        )
+    if trial is not None and top > 1:
+        raise ConfigError("--trial exports one configuration; leave out --top", field="--top")
+    in_container = fmt in ("docker", "k8s")
+    where = host or ("0.0.0.0" if in_container else DEFAULT_HOST)
+    first = export_data(study, host=where, port=port, trial=trial)
+    n = len(Ledger(study).ranked(top)) if trial is None else 1
+    ranked = [first] + [export_data(study, host=where, port=port, rank=r) for r in range(2, n + 1)]
     if fmt == "json":
-        return json.dumps(data, indent=2) + "\n"
+        return json.dumps(ranked if top > 1 else first, indent=2) + "\n"
     if fmt == "yaml":
-        return str(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
-    if fmt == "sh":
-        return render_sh(data)
-    raise ValueError(f"unknown export format {fmt!r}; use sh, json or yaml")
+        return str(yaml.safe_dump(ranked if top > 1 else first, sort_keys=False))
+    if fmt == "env":
+        return render_env(first)
+    if fmt == "docker":
+        return export_deploy.render_docker(ranked, port)
+    if fmt == "k8s":
+        return export_deploy.render_k8s(ranked, port)
+    return render_sh(ranked)
 
 
-def _comment(text: str) -> str:
+def comment(text: str) -> str:
+    """One ``#`` comment line (newlines folded: a value must never end the comment)."""
     return "# " + " ".join(str(text).split())
 
 
-def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.6g}"
+def header(data: dict[str, Any], title: str) -> list[str]:
+    """The comment lines every format starts with: result, config, versions, GPU, date."""
+    lines = [comment(f"autotune: {title} of study {data['study']} (trial {data['trial']})")]
+    result = f"{data['metric']} ({data['direction']}): {fmt_metric(data['value'])}"
+    if data.get("baseline_value") is not None and not data.get("is_baseline"):
+        result += f" vs baseline {fmt_metric(data['baseline_value'])}"
+        if data.get("gain_pct") is not None:
+            result += f" ({data['gain_pct']:+.1f}%)"
+    lines.append(comment(result))
+    if data.get("verdict"):
+        lines.append(comment(data["verdict"]))
+    if data.get("is_baseline") and data.get("gain") is not None:
+        lines.append(comment("this is the BASELINE: keep your current configuration"))
+    if data["config"]:
+        lines.append(comment("config: " + config_text(data["config"])))
+    engine_version = data["versions"].get("engine") or "unknown version"
+    lines.append(comment(f"engine: {data.get('engine') or 'unknown'} {engine_version}"))
+    lines.append(comment(f"GPU: {data['gpu']}"))
+    if data["simulated"]:
+        lines.append("# WARNING: SIMULATED study: the numbers above come from the stand-in server")
+        lines.append("# (python -m autotune.sim), not from hardware. Measure on the target first.")
+    version = data["versions"]["autotune"]
+    lines.append(comment(f"exported {data['exported_at']} by autotune {version}"))
+    return lines
+
+
+def has_masked(argv: list[str]) -> bool:
+    return MASK in argv or any(a.endswith("=" + MASK) for a in argv)
 
 
 def _groups(argv: list[str]) -> list[list[str]]:
@@ -136,39 +245,71 @@ def _groups(argv: list[str]) -> list[list[str]]:
     return [g for g in groups if g]
 
 
-def render_sh(data: dict[str, Any]) -> str:
-    """A bash script from :func:`export_data`'s dict: header, exports, the command."""
-    lines = ["#!/usr/bin/env bash"]
-    study, trial = data["study"], data["trial"]
-    lines.append(_comment(f"autotune: best configuration of study {study} (trial {trial})"))
-    result = f"{data['metric']} ({data['direction']}): {_fmt(data['value'])}"
-    if data.get("baseline_value") is not None:
-        result += f" vs baseline {_fmt(data['baseline_value'])}"
-        if data.get("gain_pct") is not None:
-            result += f" ({data['gain_pct']:+.1f}%)"
-    lines.append(_comment(result))
-    if data["config"]:
-        lines.append(_comment("config: " + " ".join(f"{k}={v}" for k, v in data["config"].items())))
-    if data["simulated"]:
-        lines.append("# WARNING: SIMULATED study: the numbers above come from the stand-in server")
-        lines.append("# (python -m autotune.sim), not from hardware. Measure on the target first.")
-    version = data["versions"]["autotune"]
-    lines.append(_comment(f"exported {data['exported_at']} by autotune {version}"))
+def command_lines(argv: list[str], indent: str = "  ") -> str:
+    """``argv`` shell-quoted, one option per continued line."""
+    return (" \\\n" + indent).join(shlex.join(g) for g in _groups(argv))
+
+
+def env_lines(env: dict[str, str], prefix: str = "export ") -> list[str]:
+    """Shell assignments; a redacted secret must come from the caller's own environment."""
+    lines = []
+    for name, value in env.items():
+        if not _ENV_NAME.match(name):
+            lines.append(comment(f"skipped env {name!r}: not a valid shell variable name"))
+        elif value == MASK:
+            lines.append(
+                f'{prefix}{name}="${{{name}:?{name} must be set (redacted in the study)}}"'
+            )
+        else:
+            lines.append(f"{prefix}{name}={shlex.quote(value)}")
+    return lines
+
+
+def _sh_body(data: dict[str, Any], indent: str = "") -> list[str]:
+    lines = [indent + line for line in env_lines(data["env"])]
+    if has_masked(data["argv"]):
+        lines.append(f"{indent}# NOTE: arguments shown as {MASK} were secrets; put yours in first.")
+    if data["argv"]:
+        lines.append(indent + command_lines(data["argv"], indent + "  "))
+    return lines
+
+
+def render_sh(ranked: list[dict[str, Any]]) -> str:
+    """A bash script: the best configuration, or one function per rank (``bash f.sh rank2``)."""
+    data = ranked[0]
+    lines = ["#!/usr/bin/env bash", *header(data, "best configuration")]
     lines += ["set -euo pipefail", ""]
+    if len(ranked) == 1:
+        env_part = env_lines(data["env"])
+        lines += env_part + ([""] if env_part else [])
+        if has_masked(data["argv"]):
+            lines.append(f"# NOTE: arguments shown as {MASK} were secrets; put yours in first.")
+        if data["argv"]:
+            lines.append(command_lines(data["argv"]))
+        return "\n".join(lines) + "\n"
+    for d in ranked:
+        lines += header(d, f"rank {d['rank']}")[:3]
+        lines.append(f"rank{d['rank']}() {{")
+        lines += _sh_body(d, "  ")
+        lines += ["}", ""]
+    names = " ".join(f"rank{d['rank']}" for d in ranked)
+    lines.append(f'# Usage: bash "$0" [{names.replace(" ", "|")}]  (default rank1)')
+    lines.append('case "${1:-rank1}" in')
+    lines.append(f'  {names.replace(" ", "|")}) "${{1:-rank1}}" ;;')
+    lines.append(f'  *) echo "usage: $0 [{names.replace(" ", "|")}]" >&2; exit 2 ;;')
+    lines.append("esac")
+    return "\n".join(lines) + "\n"
+
+
+def render_env(data: dict[str, Any]) -> str:
+    """The environment alone, as ``NAME=value`` lines a shell can source (``set -a; . f``)."""
+    lines = header(data, "environment of the best configuration")
+    lines.append(comment("command: " + shlex.join(data["argv"])))
     for name, value in data["env"].items():
         if not _ENV_NAME.match(name):
-            lines.append(_comment(f"skipped env {name!r}: not a valid shell variable name"))
+            lines.append(comment(f"skipped env {name!r}: not a valid shell variable name"))
         elif value == MASK:
-            # The secret was redacted when stored: use the caller's own, and insist on it.
-            lines.append(f'export {name}="${{{name}:?{name} must be set (redacted in the study)}}"')
+            lines.append(comment(f"{name} was redacted in the study: set your own"))
         else:
-            lines.append(f"export {name}={shlex.quote(value)}")
-    if data["env"]:
-        lines.append("")
-    if MASK in data["argv"] or any(a.endswith("=" + MASK) for a in data["argv"]):
-        lines.append(f"# NOTE: arguments shown as {MASK} were secrets; put yours in first.")
-    groups = _groups(data["argv"])
-    if groups:
-        body = [shlex.join(g) for g in groups]
-        lines.append(" \\\n  ".join(body))
+            lines.append(f"{name}={shlex.quote(value)}")
     return "\n".join(lines) + "\n"

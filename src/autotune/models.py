@@ -9,7 +9,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class _Frozen(BaseModel):
@@ -123,6 +123,28 @@ class Workload(_Frozen):
     request_timeout_s: float = Field(120.0, gt=0)
     seed: int = 0
     extra_body: dict[str, Any] = Field(default_factory=dict)
+    # Measurement windows on one running server (no relaunch): each window sends
+    # ``num_requests`` at ``concurrency``; the result keeps every window and their median.
+    windows: int = Field(3, ge=1, le=100)
+    # The study's peak load: a dedicated last window at this concurrency (at least
+    # ``2 * peak_concurrency`` requests) that a configuration must survive without failed
+    # requests to be a winner. None: the workload's own concurrency is the peak (the last
+    # window is the peak window).
+    peak_concurrency: int | None = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _peak_above_concurrency(self) -> Workload:
+        if self.peak_concurrency is not None and self.peak_concurrency < self.concurrency:
+            raise ValueError(
+                f"peak_concurrency {self.peak_concurrency} is below concurrency "
+                f"{self.concurrency} (the peak is the highest load: raise it or leave it unset)"
+            )
+        return self
+
+    @property
+    def peak(self) -> int:
+        """The highest concurrency the workload runs at."""
+        return self.peak_concurrency or self.concurrency
 
 
 class Limits(_Frozen):
@@ -249,6 +271,25 @@ class Cleanup(_Frozen):
     clean: bool = True
 
 
+class PeakLoad(_Frozen):
+    """Whether the configuration survived the workload's peak load without failed requests.
+
+    ``dedicated``: a window of its own at ``Workload.peak_concurrency``; otherwise the last
+    measured window (the workload's concurrency is its peak). A configuration whose peak
+    window failed requests (``survived`` False) must not be declared a winner, even though
+    its measured windows are valid (outcome ``ok``).
+    """
+
+    concurrency: int
+    dedicated: bool = False
+    survived: bool = True
+    requested: int = 0
+    completed: int = 0
+    failed: int = 0
+    errors: list[str] = Field(default_factory=list)  # the first distinct request errors
+    metrics: dict[str, float] = Field(default_factory=dict)  # the window's Metrics.flat()
+
+
 class TrialResult(_Frozen):
     """What one trial produced, sent back from the node."""
 
@@ -266,3 +307,9 @@ class TrialResult(_Frozen):
     simulated: bool = False
     attempt: int = 0
     server_info: dict[str, Any] = Field(default_factory=dict)
+    # Metrics.flat() of each measurement window on the same running server, in order (the
+    # dedicated peak window is not one of them); ``metrics`` is their aggregate: the median
+    # over windows of rates and latency statistics, the sum of counts and durations.
+    windows: list[dict[str, float]] = Field(default_factory=list)
+    peak: PeakLoad | None = None  # None: no peak window ran (job mode, failed before it)
+    gpu: str = ""  # the GPUs it ran on, e.g. "8x NVIDIA H200" ("" without a GPU or NVML)

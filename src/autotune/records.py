@@ -81,6 +81,15 @@ class TrialRecord(_Record):
     duration_s: float | None = None
     constraints: dict[str, float] = Field(default_factory=dict)  # as told to Optuna (> 0 violated)
     retry_of: int | None = None  # queued again after this trial was interrupted
+    # Noise and confirmation (study/noise.py, study/confirm.py, study/evidence.py).
+    windows: list[dict[str, float]] = Field(default_factory=list)  # Metrics.flat() per window
+    peak: dict[str, Any] | None = None  # models.PeakLoad as JSON (survived the peak load?)
+    repeat_of: int | None = None  # a relaunch of this earlier trial's configuration
+    confirm_round: int | None = None  # launched in this confirmation round
+    confirm_key: str | None = None  # "baseline" or the candidate's key ("trial 12")
+    pruned_saved_s: float | None = None  # server seconds a pruned trial did not spend
+    gpu: str = ""  # the GPU(s) the trial ran on, e.g. "8x NVIDIA H200" (exports say it)
+    engine_version: str = ""  # the engine's version as the server reported it
 
     @property
     def label(self) -> str:
@@ -93,8 +102,13 @@ class TrialRecord(_Record):
 
     @property
     def launched(self) -> bool:
-        """Whether a server (or job) was launched for this trial."""
-        return self.outcome in LAUNCHED
+        """Whether a server (or job) was launched: a launched outcome, or pruned mid-benchmark."""
+        return self.outcome in LAUNCHED or (self.outcome is Outcome.PRUNED and bool(self.windows))
+
+    @property
+    def survived_peak(self) -> bool:
+        """False when the trial failed requests at the workload's peak load."""
+        return self.peak is None or self.peak.get("survived") is not False
 
     @property
     def crashed(self) -> bool:
@@ -122,6 +136,7 @@ class StudyRecord(_Record):
     space_file: str = ""
     simulated: bool = False
     tracker_run: str | None = None  # the tracker's record of this study (reused on resume)
+    confirmation: dict[str, Any] | None = None  # study/confirm.py Confirmation.to_json()
 
 
 class StudySummary(_Record):
@@ -140,6 +155,17 @@ class StudySummary(_Record):
     baseline_value: float | None = None  # only when the baseline ran ok
     gain_pct: float | None = None  # best over baseline, percent; positive is better
     simulated: bool = False
+    # The gain of the search's best over the baseline with its 95% interval over launches:
+    # {"pct", "ci95_pct": [lo, hi], "significant", "launches": {"baseline", "best"}, ...}.
+    # When it is not significant, ``best_trial`` is the baseline (never a noise winner).
+    gain: dict[str, Any] | None = None
+    beats_baseline: bool = False
+    verdict: str = ""  # the gain in plain words
+    confirmed: bool = False  # the gain comes from confirmation rounds
+    confirmation: dict[str, Any] | None = None  # rounds, stop reason, cost (launches, seconds)
+    search_best_trial: int | None = None  # the search's best median (may be a noise winner)
+    noise: dict[str, Any] | None = None  # NoiseModel.to_json(): launch and window spread
+    pruned_saved_s: float = 0.0  # server seconds early stopping saved
 
 
 class StudyInfo(_Record):
@@ -156,6 +182,8 @@ class StudyInfo(_Record):
     parallel: int = 1
     storage: str = ""  # the Optuna storage URL (the tracker redacts passwords)
     description: str = ""
+    parameters: list[str] = Field(default_factory=list)  # every parameter of the space
+    engine_version: str = ""
 
 
 class TrialLog(_Record):
@@ -167,6 +195,15 @@ class TrialLog(_Record):
     argv: list[str] = Field(default_factory=list)  # redacted
     env: dict[str, str] = Field(default_factory=dict)  # redacted
     baseline: bool = False
+
+
+class SkipLog(_Record):
+    """What a tracker is told about a proposal that was not launched."""
+
+    study: str
+    number: int
+    config: dict[str, Any] = Field(default_factory=dict)
+    skip: SkipRecord
 
 
 def gain_pct(best: float | None, base: float | None, direction: str) -> float | None:
@@ -182,6 +219,7 @@ __all__ = [
     "LAUNCHED",
     "Direction",
     "SkipKind",
+    "SkipLog",
     "SkipRecord",
     "StudyInfo",
     "StudyRecord",

@@ -1,8 +1,10 @@
 """Secret redaction for everything autotune stores or shows: env, argv, logs, JSON records.
 
-Names are judged word by word (``HF_TOKEN``, ``--api-key``, ``api_key``) rather than by
-substring, so that tuning knobs such as ``--max-total-tokens``, ``--tokenizer-path`` or
-``TOKENIZERS_PARALLELISM`` survive while real credentials do not.
+Names are judged by their last word (``HF_TOKEN``, ``--api-key``, ``api_key``) rather than by
+substring, so that tuning knobs such as ``--max-total-tokens``, ``--tokenizer-path``,
+``TOKENIZERS_PARALLELISM`` or ``key_size``, and exception names such as ``KeyError``, survive
+while real credentials do not. In free text a bare number is never taken for a token or key
+(``#cached-token: 0``, ``KeyError: 12``): log lines are full of token counts.
 """
 
 from __future__ import annotations
@@ -13,10 +15,22 @@ from typing import Any
 
 MASK = "***"
 
-# A name is secret when one of its words is one of these...
+# A name is secret when its last word (what it names: HF_TOKEN, API_KEY) is one of these...
 _SECRET_WORDS = frozenset(
-    {"TOKEN", "KEY", "APIKEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "CREDENTIALS",
-     "AUTH", "AUTHORIZATION", "COOKIE", "PASSPHRASE"}
+    {
+        "TOKEN",
+        "KEY",
+        "APIKEY",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "CREDENTIALS",
+        "AUTH",
+        "AUTHORIZATION",
+        "COOKIE",
+        "PASSPHRASE",
+    }
 )
 # ...or when it contains one of these anywhere (glued names such as PGPASSWORD, MYAPIKEY).
 _SECRET_PARTS = ("SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "APIKEY", "ACCESSKEY", "PRIVATEKEY")
@@ -41,18 +55,43 @@ _URL_CREDENTIALS = re.compile(r"(://[^/\s:@]+:)([^/\s@]+)(@)")
 # name=value / name: value / "name": "value"; the name decides (see is_secret_name).
 _ASSIGNMENT = re.compile(
     r"""(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)(?P<q1>["']?)(?P<sep>\s*[=:]\s*)"""
-    r"""(?P<value>"[^"]*"|'[^']*'|[^\s,;&)\]}]+)"""
+    r"""(?P<value>"[^"]*"|'[^']*'|[^\s,;&()\]}]+)"""
 )
 _NOT_A_SECRET = frozenset(
-    {"none", "null", "''", '""', MASK, "'***'", '"***"', "bearer", "basic", "token"}
+    {
+        "none",
+        "null",
+        "''",
+        '""',
+        MASK,
+        "'***'",
+        '"***"',
+        "bearer",
+        "basic",
+        "token",
+        "true",
+        "false",
+    }
 )
+_NUMBER = re.compile(r"^[+-]?\d[\d,_]*(?:\.\d+)?%?$")
+# Names whose values are credentials however they look (a numeric password is still one).
+_ALWAYS_SECRET = ("SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL")
+
+
+# Words that only say what kind of thing a secret is, after its name: HF_TOKEN_VALUE.
+_QUALIFIERS = frozenset({"VALUE", "STR", "STRING", "B64", "BASE64", "HEX", "RAW", "ENV"})
 
 
 def is_secret_name(name: str) -> bool:
-    """Whether an env var, flag (``--hf-token``) or field name (``api_key``) holds a secret."""
+    """Whether an env var, flag (``--hf-token``) or field name (``api_key``) holds a secret.
+
+    ``key_size``, ``token_count`` or ``KeyError`` do not: the last word decides.
+    """
     bare = name.lstrip("-")
-    words = {w.upper() for w in _WORD_SPLIT.split(bare) if w}
-    if words & _SECRET_WORDS:
+    words = [w.upper() for w in _WORD_SPLIT.split(bare) if w]
+    while len(words) > 1 and words[-1] in _QUALIFIERS:
+        words.pop()
+    if words and words[-1] in _SECRET_WORDS:
         return True
     squashed = re.sub(r"[^A-Za-z0-9]", "", bare).upper()
     return any(part in squashed for part in _SECRET_PARTS)
@@ -92,8 +131,11 @@ def redact_argv(argv: Iterable[str]) -> list[str]:
 
 def _assignment(match: re.Match[str]) -> str:
     value = match.group("value")
-    if not is_secret_name(match.group("name")) or value.lower() in _NOT_A_SECRET:
+    name = match.group("name")
+    if not is_secret_name(name) or value.lower() in _NOT_A_SECRET:
         return match.group(0)
+    if _NUMBER.match(value) and not any(w in name.upper() for w in _ALWAYS_SECRET):
+        return match.group(0)  # a count (#new-token: 7), an index (KeyError: 12)
     quote = value[0] if value[:1] in ("'", '"') else ""
     return f"{match.group('name')}{match.group('q1')}{match.group('sep')}{quote}{MASK}{quote}"
 

@@ -8,16 +8,18 @@ results.
 
 from __future__ import annotations
 
-import warnings
-from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import optuna
 from optuna.trial import TrialState
+from rich.console import Group, RenderableType
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from autotune import fmt
 from autotune.models import Outcome
 from autotune.records import StudySummary, TrialRecord, gain_pct
 from autotune.study.ledger import Ledger, decode_trial
@@ -29,6 +31,8 @@ __all__ = [
     "TrialRow",
     "baseline",
     "best",
+    "FailureGroup",
+    "failure_groups",
     "failure_table",
     "gain_pct",
     "headline",
@@ -36,6 +40,7 @@ __all__ = [
     "is_simulated",
     "objective",
     "ok_study",
+    "pareto_table",
     "plots",
     "rows",
     "status_data",
@@ -89,9 +94,7 @@ def status_data(study: optuna.Study) -> dict[str, Any]:
 
 
 def _fmt(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:,.4g}" if abs(value) < 1000 else f"{value:,.1f}"
+    return fmt.metric(value)
 
 
 def headline(study: optuna.Study) -> str:
@@ -104,8 +107,7 @@ def headline(study: optuna.Study) -> str:
         text = f"{s.study}: best {s.metric} {_fmt(s.best_value)} (trial {s.best_trial})"
         if s.baseline_value is not None:
             text += f" vs baseline {_fmt(s.baseline_value)}"
-            if s.gain_pct is not None:
-                text += f" ({s.gain_pct:+.1f}%)"
+        text += f"; {s.verdict}"
     text += f"; {s.trials} trials" + (f": {counts}" if counts else "")
     if s.simulated:
         text += " [SIMULATED: stand-in server, not real hardware]"
@@ -124,13 +126,21 @@ _OUTCOME_STYLE = {
 }
 
 
-def _config_text(config: dict[str, Any], limit: int = 120) -> str:
-    text = " ".join(f"{k}={v}" for k, v in config.items())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def _config_text(config: dict[str, Any]) -> str:
+    # Whole, wrapped at spaces: a configuration is never cut off.
+    return fmt.config_text(config)
 
 
-def status_table(study: optuna.Study) -> Table:
-    """Every trial with its outcome, value and cause; the best one is marked with ``*``."""
+# Below this width the configuration gets its own indented line under each trial.
+NARROW = 110
+
+
+def status_table(study: optuna.Study, width: int | None = None) -> RenderableType:
+    """Every trial with its outcome, value and cause; the best one is marked with ``*``.
+
+    Configurations are shown whole, wrapped at spaces; on a terminal narrower than
+    ``NARROW`` columns each goes on its own indented line under its trial.
+    """
     metric, direction = objective(study)
     ledger = Ledger(study)
     all_rows = ledger.trials()
@@ -138,48 +148,134 @@ def status_table(study: optuna.Study) -> Table:
     title = f"{study.study_name}: {metric} ({direction})"
     if is_simulated(study):
         title += f" {SIMULATED_LABEL.upper()}"
+    if width is not None and width < NARROW:
+        return _narrow(all_rows, top, title, metric)
     table = Table(title=title, title_justify="left")
-    table.add_column("#", justify="right")
-    table.add_column("outcome")
-    table.add_column(metric, justify="right")
-    table.add_column("cause")
-    table.add_column("time", justify="right")
-    table.add_column("config", overflow="fold", min_width=24)
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("outcome", no_wrap=True)
+    table.add_column(metric, justify="right", no_wrap=True)
+    table.add_column("cause", overflow="fold")
+    table.add_column("time", justify="right", no_wrap=True)
+    table.add_column("config", min_width=24, ratio=1)
     for r in all_rows:
         mark = "*" if top is not None and r.number == top.number else ""
         mark += " (baseline)" if r.baseline else ""
         number = Text(f"{r.number}{mark}", style="bold" if mark.startswith("*") else "")
         outcome = Text(r.label, style=_OUTCOME_STYLE.get(r.label, ""))
+        # A skip's reason is long: its kind here, the reason in `status --trial N`.
         cause = r.cause or (r.skip.kind.value if r.skip is not None else "")
-        duration = f"{r.duration_s:.0f}s" if r.duration_s is not None else "-"
-        table.add_row(number, outcome, _fmt(r.value), cause, duration, _config_text(r.config))
+        duration = fmt.seconds(r.duration_s)
+        config = Text(_config_text(r.config))
+        table.add_row(number, outcome, _fmt(r.value), cause, duration, config)
     return table
 
 
-def failure_table(study: optuna.Study) -> Table | None:
-    """Failures grouped by cause: count, phase, hint and one example trial (None: no failures)."""
-    groups: dict[str, list[TrialRecord]] = {}
+def pareto_table(study: optuna.Study, latency: str = "ttft_p99_ms") -> Table | None:
+    """The objective against ``latency`` (smaller is better): the non-dominated configurations.
+
+    None when no eligible configuration measured both.
+    """
+    from autotune.study.pareto import front
+
+    ledger = Ledger(study)
+    record = ledger.study_record()
+    metric, direction = record.metric, record.direction
+    points = front(ledger.trials(), [(metric, direction), (latency, "minimize")])
+    if not points:
+        return None
+    title = f"{study.study_name}: Pareto front, {metric} ({direction}) vs {latency} (minimize)"
+    if is_simulated(study):
+        title += f" {SIMULATED_LABEL.upper()}"
+    table = Table(title=title, title_justify="left")
+    table.add_column("#", justify="right")
+    table.add_column(metric, justify="right")
+    table.add_column(latency, justify="right")
+    table.add_column("launches", justify="right")
+    table.add_column("config", overflow="fold", min_width=24)
+    for p in points:
+        mark = " (baseline)" if p.baseline else ""
+        table.add_row(
+            f"{p.trial}{mark}",
+            _fmt(p.values[metric]),
+            _fmt(p.values[latency]),
+            str(p.launches),
+            _config_text(dict(p.config)),
+        )
+    return table
+
+
+def _narrow(
+    all_rows: list[TrialRecord], top: TrialRecord | None, title: str, metric: str
+) -> RenderableType:
+    """One block per trial: a short line, then its whole configuration, indented."""
+    lines: list[RenderableType] = [Text(title, style="bold")]
+    lines.append(
+        Text(f"{'#':>4}{'':6} {'outcome':<12} {metric:>14} {'time':>6}  cause", style="bold")
+    )
+    for r in all_rows:
+        mark = "*" if top is not None and r.number == top.number else " "
+        base = " base" if r.baseline else ""
+        head = Text(f"{r.number:>4}{mark}{base:<5} ")
+        head.append(f"{r.label:<12}", style=_OUTCOME_STYLE.get(r.label, ""))
+        cause = r.cause or (r.skip.kind.value if r.skip is not None else "")
+        head.append(f" {_fmt(r.value):>14} {fmt.seconds(r.duration_s):>6}  {cause}")
+        lines.append(head)
+        if r.config:
+            lines.append(Padding(Text(_config_text(r.config), style="dim"), (0, 0, 0, 6)))
+    return Group(*lines)
+
+
+@dataclass(frozen=True)
+class FailureGroup:
+    """Failures of one cause in one phase: how many, which trials, every distinct hint."""
+
+    cause: str
+    phase: str
+    trials: list[int]
+    hints: list[str]
+    example: str
+
+
+def failure_groups(study: optuna.Study) -> list[FailureGroup]:
+    """Launched-trial failures grouped by cause and phase, most frequent first.
+
+    Skipped proposals (dead ends, constraints) are not failures: nothing was launched.
+    """
+    groups: dict[tuple[str, str], list[TrialRecord]] = {}
     for r in rows(study):
-        if r.cause:
-            groups.setdefault(r.cause, []).append(r)
+        if r.cause and not r.skipped:
+            groups.setdefault((r.cause, r.phase or "-"), []).append(r)
+    out = []
+    for (cause, phase), members in groups.items():
+        hints = list(dict.fromkeys(m.hint for m in members if m.hint))
+        first = next((m for m in members if m.message), members[0])
+        example = f"#{first.number}" + (f": {first.message}" if first.message else "")
+        out.append(FailureGroup(cause, phase, [m.number for m in members], hints, example))
+    return sorted(out, key=lambda g: (-len(g.trials), g.cause, g.phase))
+
+
+def _trial_list(numbers: list[int], limit: int = 8) -> str:
+    shown = ", ".join(f"#{n}" for n in numbers[:limit])
+    return shown + (f" (+{len(numbers) - limit} more)" if len(numbers) > limit else "")
+
+
+def failure_table(study: optuna.Study) -> Table | None:
+    """Failures by cause and phase: count, trials, every hint, an example (None: no failures)."""
+    groups = failure_groups(study)
     if not groups:
         return None
     title = f"{study.study_name}: failures"
     if is_simulated(study):
         title += f" {SIMULATED_LABEL.upper()}"
     table = Table(title=title, title_justify="left")
-    table.add_column("cause")
-    table.add_column("count", justify="right")
-    table.add_column("phase")
-    table.add_column("hint", overflow="fold")
-    table.add_column("example")
-    for cause, members in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-        phases = Counter(m.phase for m in members if m.phase)
-        phase = phases.most_common(1)[0][0] if phases else "-"
-        hint = next((m.hint for m in members if m.hint), "")
-        first = members[0]
-        example = f"#{first.number}" + (f": {first.message}" if first.message else "")
-        table.add_row(cause, str(len(members)), phase, hint, example)
+    table.add_column("cause", overflow="fold")
+    table.add_column("phase", overflow="fold")
+    table.add_column("n", justify="right")
+    table.add_column("trials", overflow="fold")
+    table.add_column("hint", overflow="fold", ratio=2)
+    for g in groups:
+        hint = " / ".join(g.hints) or g.example
+        table.add_row(g.cause, g.phase, str(len(g.trials)), _trial_list(g.trials), hint)
     return table
 
 
@@ -215,100 +311,14 @@ def ok_study(study: optuna.Study) -> optuna.Study:
 
 
 def plots(study: optuna.Study, out_dir: str | Path) -> list[Path]:
-    """Save PNG plots of the study into ``out_dir``; returns the files written.
+    """Save the study's PNG plots into ``out_dir`` (see ``report_plots.py``); the files written."""
+    from autotune.report_plots import write_plots
 
-    Optimization history and parameter importances (ok trials only; skipped when there is
-    too little to show) and a bar chart of outcomes and failure causes.
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import MaxNLocator
-    from optuna.visualization import matplotlib as ovm
-
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    metric, direction = objective(study)
-    suffix = f" {SIMULATED_LABEL}" if is_simulated(study) else ""
-    good = ok_study(study)
-    written: list[Path] = []
-
-    def save(ax: Any, name: str, title: str) -> None:
-        for loc in ("left", "right"):
-            ax.set_title("", loc=loc)  # Optuna's own title would overlap ours
-        ax.set_title(title + suffix)
-        fig = ax.figure
-        fig.tight_layout()
-        path = out / name
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
-
-    with warnings.catch_warnings():
-        # Optuna marks its matplotlib plots experimental; that is not the user's concern.
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        if good.trials:
-            ax = ovm.plot_optimization_history(good, target_name=metric)
-            ax.set_xlabel("successful trial, in order")
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-            save(ax, "optimization_history.png", f"{study.study_name}: {metric} ({direction})")
-        importances = _importances(good)
-        if importances:
-            ax = ovm.plot_param_importances(good, target_name=metric)
-            ax.set_xlabel(f"importance for {metric} (ok trials)")
-            ax.set_ylabel("parameter")
-            save(ax, "param_importances.png", f"{study.study_name}: parameter importances")
-
-    counts = summary(study)
-    if counts.trials:
-        fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-        outcomes = sorted(counts.outcomes.items(), key=lambda kv: -kv[1])
-        left.bar([k for k, _ in outcomes], [n for _, n in outcomes],
-                 color=[_BAR_COLOR.get(k, "grey") for k, _ in outcomes])
-        left.set_title("outcomes")
-        left.yaxis.set_major_locator(MaxNLocator(integer=True))
-        right.xaxis.set_major_locator(MaxNLocator(integer=True))
-        causes = sorted(counts.causes.items(), key=lambda kv: -kv[1])
-        right.barh([k for k, _ in causes][::-1], [n for _, n in causes][::-1], color="tab:red")
-        right.set_title("failure causes" if causes else "failure causes (none)")
-        fig.suptitle(f"{study.study_name}: {counts.trials} trials{suffix}")
-        fig.tight_layout()
-        path = out / "outcomes.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
-    return written
-
-
-_BAR_COLOR = {
-    "ok": "tab:green",
-    "slo_violated": "gold",
-    "crashed": "tab:red",
-    "timeout": "tab:orange",
-    "pruned": "silver",
-    "infra": "tab:purple",
-}
-
-
-def _importances(good: optuna.Study) -> dict[str, float]:
-    """Parameter importances over ok trials, or ``{}`` when they cannot be computed."""
-    trials = good.trials
-    if len(trials) < 2:
-        return {}
-    varying = {
-        name for name in {n for t in trials for n in t.params}
-        if len({repr(t.params.get(name)) for t in trials}) > 1
-    }
-    if not varying:
-        return {}
-    try:
-        return optuna.importance.get_param_importances(good)
-    except (ValueError, RuntimeError, ZeroDivisionError):
-        # Too few distinct points or conditional params absent from some trials.
-        return {}
+    return write_plots(study, Path(out_dir))
 
 
 def importances(study: optuna.Study) -> dict[str, float]:
     """Parameter importances of the objective over ``ok`` trials (``{}`` if not computable)."""
-    return _importances(ok_study(study))
+    from autotune.insights import importances as _importances
+
+    return _importances(study)

@@ -1,10 +1,17 @@
-"""The live progress view of ``autotune start``: a rich progress bar and one line per trial."""
+"""The live progress view of ``autotune start``: a rich progress bar and one line per trial.
+
+The bar's status always shows the best value so far (kept across events that carry none), each
+running trial's phase and an ETA from the trials measured so far. Trial lines show the whole
+configuration, wrapped at spaces, never cut: an 80-column terminal loses nothing.
+"""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -14,6 +21,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from autotune.fmt import config_text, metric, seconds
 from autotune.models import Outcome
 from autotune.records import gain_pct
 from autotune.study.events import Event, EventKind
@@ -29,12 +37,25 @@ _STYLE = {
 
 
 def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.2f}"
+    return metric(value)
 
 
-def _config(config: dict[str, Any], limit: int = 90) -> str:
-    text = " ".join(f"{k}={v}" for k, v in config.items())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def _config(config: dict[str, Any]) -> str:
+    """The whole configuration (rich wraps it at spaces; nothing is cut)."""
+    return config_text(config) or "(defaults)"
+
+
+# Phases as people read them (Event.message of a "phase" event carries models.Phase values).
+_PHASE_WORDS = {
+    "launch": "launching",
+    "load": "loading",
+    "memory_pool": "loading",
+    "graph_capture": "loading",
+    "ready": "warming up",
+    "warmup": "warming up",
+    "benchmark": "benchmarking",
+    "confirm": "confirming",
+}
 
 
 class ProgressView:
@@ -64,7 +85,13 @@ class ProgressView:
             transient=False,
         )
         self.task = self.progress.add_task("trials", total=1, status="")
-        self.running: dict[int, str] = {}
+        self.running: dict[int, str] = {}  # trial number -> phase, as people read it
+        self.best: float | None = None
+        self.baseline: float | None = None
+        self.durations: list[float] = []  # seconds per launched trial, for the ETA
+        self.launched = 0
+        self.target = 0
+        self.parallel = 1
 
     def __enter__(self) -> ProgressView:
         self.progress.start()
@@ -73,51 +100,90 @@ class ProgressView:
     def __exit__(self, *exc: object) -> None:
         self.progress.stop()
 
-    def _status(self, event: Event) -> str:
-        best = f"best {self.metric} {_fmt(event.best)}"
-        gain = gain_pct(event.best, event.baseline, self.direction)
+    def _remember(self, event: Event) -> None:
+        """Keep what only some events carry: a launch event has no best value."""
+        # A confirmation launch's result carries no progress (it is outside the budget).
+        progress = event.kind is not EventKind.RESULT or event.target > 0
+        if event.kind in (EventKind.START, EventKind.RESULT, EventKind.STOP) and progress:
+            self.best, self.baseline = event.best, event.baseline
+            self.launched, self.target = event.launched, event.target
+        self.parallel = max(self.parallel, len(self.running))
+
+    def eta(self) -> float | None:
+        """Seconds until the budget is spent, from the mean duration of trials so far."""
+        if not self.durations or self.target <= self.launched:
+            return None
+        mean = sum(self.durations) / len(self.durations)
+        left = self.target - self.launched
+        return mean * -(-left // max(1, self.parallel))
+
+    def _status(self) -> str:
+        best = f"best {self.metric} {_fmt(self.best)}"
+        gain = gain_pct(self.best, self.baseline, self.direction)
         if gain is not None:  # positive is better, whichever the direction
-            best += f" ({gain:+.1f}% vs baseline {_fmt(event.baseline)})"
-        running = (
-            f" | running: {', '.join(f'#{n}' for n in sorted(self.running))}"
-            if self.running
-            else ""
-        )
-        return best + self.sim + running
+            best += f" ({gain:+.1f}% vs baseline)"
+        running = "".join(f" | #{n} {phase}" for n, phase in sorted(self.running.items()))
+        eta = self.eta()
+        left = f" | ETA {seconds(eta)}" if eta is not None else ""
+        return best + self.sim + running + left
 
     def __call__(self, event: Event) -> None:
-        log = self.progress.console.print
+        # Wrapped by rich at spaces (the CLI's console soft-wraps: a terminal would cut words).
+        log = functools.partial(self.progress.console.print, soft_wrap=False)
+        self._remember(event)
         if event.kind is EventKind.START:
             self.progress.update(
-                self.task, total=event.target, completed=event.launched, status=self._status(event)
+                self.task, total=event.target, completed=event.launched, status=self._status()
             )
             if event.message:
                 log(f"[yellow]resume:[/] {event.message}")
         elif event.kind is EventKind.LAUNCH and event.number is not None:
-            self.running[event.number] = _config(event.config)
-            log(f"[cyan]launch[/] #{event.number}  {_config(event.config)}")
-            self.progress.update(self.task, status=self._status(event))
+            self.running[event.number] = "launching"
+            self.parallel = max(self.parallel, len(self.running))
+            log(f"[cyan]launch[/] #{event.number}  {escape(_config(event.config))}")
+            self.progress.update(self.task, status=self._status())
+        elif event.kind is EventKind.PHASE and event.number is not None:
+            if event.number in self.running:
+                self.running[event.number] = _PHASE_WORDS.get(event.message, event.message)
+                self.progress.update(self.task, status=self._status())
         elif event.kind is EventKind.SKIP:
             kind = f"{event.skip.kind.value}: " if event.skip is not None else ""
-            log(f"[dim]skip   #{event.number}  {kind}{event.message}[/]")
+            log(f"[dim]skip   #{event.number}  {escape(kind + event.message)}[/]")
         elif event.kind is EventKind.RETRY:
-            log(f"[magenta]retry  #{event.number}[/]  infrastructure failure: {event.message}")
+            log(
+                f"[magenta]retry  #{event.number}[/]  infrastructure failure: "
+                + escape(event.message)
+            )
         elif event.kind is EventKind.RESULT and event.number is not None:
             self.running.pop(event.number, None)
             r = event.result
+            if (
+                r is not None
+                and r.timings.total_s
+                and event.outcome
+                in (Outcome.OK, Outcome.SLO_VIOLATED, Outcome.CRASHED, Outcome.TIMEOUT)
+            ):
+                self.durations.append(r.timings.total_s)
             outcome = event.outcome or Outcome.CRASHED
             style = _STYLE.get(outcome, "white")
             if outcome in (Outcome.OK, Outcome.SLO_VIOLATED):
                 detail = f"{self.metric}={_fmt(event.value)}{self.sim}"
             elif r is not None and r.failure is not None:
-                detail = f"{r.failure.cause.value} at {r.failure.phase.value}: {r.failure.message}"
+                f = r.failure
+                detail = escape(f"{f.cause.value} at {f.phase.value}: {f.message}")
             else:
                 detail = ""
-            secs = f" ({r.timings.total_s:.0f}s)" if r is not None else ""
-            log(f"[{style}]{outcome.value:<8}[/] #{event.number}{secs}  {detail}")
-            self.progress.update(
-                self.task, completed=event.launched, total=event.target, status=self._status(event)
-            )
+            secs = f" ({seconds(r.timings.total_s)})" if r is not None else ""
+            note = f"  [dim]{escape(event.message)}[/]" if event.message else ""
+            log(f"[{style}]{outcome.value:<8}[/] #{event.number}{secs}  {detail}{note}")
+            if event.target:  # confirmation launches are outside the trial budget
+                self.progress.update(
+                    self.task, completed=event.launched, total=event.target, status=self._status()
+                )
+        elif event.kind is EventKind.CONFIRM:
+            log(f"[bold cyan]confirm[/] {escape(event.message)}")
+        elif event.kind is EventKind.VERDICT:
+            log(f"[bold]verdict:[/] {escape(event.message)}")
         elif event.kind is EventKind.STOP:
-            self.progress.update(self.task, completed=event.launched, status=self._status(event))
-            log(f"[bold]stopped:[/] {event.message}")
+            self.progress.update(self.task, completed=event.launched, status=self._status())
+            log(f"[bold]stopped:[/] {escape(event.message)}")

@@ -263,3 +263,36 @@ def test_engine_help_is_read_where_trials_run(case: Case) -> None:
     assert ex.engine_help(command) is None  # no --help command: nothing to read
     text = ex.engine_help(EngineSpec(name="collective"))
     assert text is not None and "--sizes" in text
+
+
+def test_the_window_hook_prunes_where_it_can_be_called_and_windows_come_back(
+    case: Case, tmp_path: Path
+) -> None:
+    ex = case.make()
+    seen: list[int] = []
+
+    def stop_after_the_first(index: int, flat: dict[str, float]) -> bool:
+        seen.append(index)
+        return True
+
+    spec = TrialSpec(
+        study="contract",
+        number=9,
+        engine="command",
+        params={},
+        argv=[sys.executable, str(TOY), "--port", "{port}"],
+        rules=load_rules("common"),
+        log_dir=str(tmp_path / "logs"),
+        limits=Limits(startup_s=30, benchmark_s=30, teardown_grace_s=2, gpu_release_s=0),
+        workload=Workload(
+            concurrency=1, num_requests=2, output_len=4, warmup_requests=0, windows=3
+        ),
+    )
+    result = ex.submit(spec, on_window=stop_after_the_first).result(timeout=WAIT_S)
+    if case.name == "local":  # trials run in this process: the hook prunes after one window
+        assert seen == [0]
+        assert result.outcome is Outcome.PRUNED and len(result.windows) == 1
+    else:  # trials run elsewhere: never called back, every window comes with the result
+        assert seen == []
+        assert result.outcome is Outcome.OK, result.failure
+        assert len(result.windows) == 3

@@ -19,9 +19,9 @@ import pytest
 from bench.steering import make_driver, toy_space
 from tests.conftest import AUTOTUNE
 
-pytestmark = pytest.mark.slow
+from autotune.study.ledger import decode_trial
 
-LAUNCHED = {"ok", "crashed", "timeout", "slo_violated"}
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(autouse=True)
@@ -54,6 +54,11 @@ RULES = [
     {"id": "toy.kv_pool", "pattern": r"Not enough memory\. Please try to increase",
      "cause": "kv_pool_oom"},
 ]
+
+
+def was_launched(t: optuna.trial.FrozenTrial) -> bool:
+    """A server was launched for it (also a trial the pruner stopped after its windows)."""
+    return decode_trial(t, "output_tok_s").launched
 
 
 def _cfg(backend: str = "a", x: float = 0.5, y: int = 2, buf: int = 8) -> dict[str, Any]:
@@ -199,7 +204,7 @@ def test_n_trials_launches_exactly_n_whatever_is_skipped(tmp_path: Path) -> None
     finally:
         driver.executor.shutdown()
     trials = driver.study.get_trials(deepcopy=False)
-    launched = [t for t in trials if t.user_attrs.get("outcome") in LAUNCHED]
+    launched = [t for t in trials if was_launched(t)]
     skipped = [t for t in trials if "skipped" in t.user_attrs]
     assert len(launched) == 7
     assert skipped, "the space was meant to produce skips"
@@ -211,26 +216,34 @@ def test_n_trials_launches_exactly_n_whatever_is_skipped(tmp_path: Path) -> None
     finally:
         again.executor.shutdown()
     trials = again.study.get_trials(deepcopy=False)
-    assert sum(t.user_attrs.get("outcome") in LAUNCHED for t in trials) == 9
+    assert sum(was_launched(t) for t in trials) == 9
 
 
 def test_a_repeated_configuration_reuses_its_measurement_and_an_exhausted_space_stops(
     tmp_path: Path,
 ) -> None:
-    """Two configurations in all: both are launched once, later proposals reuse the measurement
-    (no launch), and the study stops instead of asking forever."""
+    """Two configurations in all: each is launched at most ``max_launches_per_config`` times
+    (a repeat adds a sample), later proposals reuse the median of its launches (no launch),
+    and the study stops instead of asking forever."""
+    import statistics
+
     from autotune.study.driver import MAX_SKIPS_IN_A_ROW
 
     params = [{"name": "backend", "type": "categorical", "choices": ["a", "b"],
                "flag": "--backend"}]
     space = toy_space(tmp_path / "toy.yaml", parameters=params)
-    driver = make_driver(space, tmp_path / "studies" / "rep", study="rep", seed=0, n_trials=4,
-                         sampler="random")
+    driver = make_driver(space, tmp_path / "studies" / "rep", study="rep", seed=0, n_trials=10,
+                         sampler="random", max_launches_per_config=2, prune=False)
     driver.run()
     trials = _by_number(driver.study)
-    launched = [t for t in trials if t.user_attrs.get("outcome") in LAUNCHED]
-    assert sorted(t.user_attrs["config"]["backend"] for t in launched) == ["a", "b"]
-    reused = [t for t in trials if "measurement is reused" in (t.user_attrs.get("skipped") or "")]
-    assert len(reused) == MAX_SKIPS_IN_A_ROW
-    by_backend = {t.user_attrs["config"]["backend"]: t.value for t in launched}
-    assert all(t.value == by_backend[t.user_attrs["config"]["backend"]] for t in reused)
+    launched = [t for t in trials if was_launched(t)]
+    assert sorted(t.user_attrs["config"]["backend"] for t in launched) == ["a", "a", "b", "b"]
+    assert all("repeat_of" in t.user_attrs for t in launched[2:])
+    reused = [t for t in trials if "median of its launches is reused" in
+              (t.user_attrs.get("skipped") or "")]
+    assert trials[-MAX_SKIPS_IN_A_ROW:] == reused[-MAX_SKIPS_IN_A_ROW:]  # then it stopped
+    by_backend: dict[str, list[float]] = {}
+    for t in launched:
+        by_backend.setdefault(t.user_attrs["config"]["backend"], []).append(t.value)
+    assert all(t.value == statistics.median(by_backend[t.user_attrs["config"]["backend"]])
+               for t in reused)

@@ -67,8 +67,11 @@ def test_verify_campaign_simulated_end_to_end(tmp_path: Path, cli_env: dict[str,
     root = tmp_path / "studies"
     mlflow_uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     env = {**cli_env, "AUTOTUNE_SIM_SEED": "5"}
+    # One baseline launch and no confirmation: this test follows the campaign's trial numbers
+    # (tests/e2e/test_noise_e2e.py covers repeated baselines and confirmation).
     common = ["--space", str(space_file), "--study", "camp", "--simulate", "--executor", "local",
-              "--mlflow-uri", mlflow_uri, "--study-root", str(root), "--seed", "11"]
+              "--mlflow-uri", mlflow_uri, "--study-root", str(root), "--seed", "11",
+              "--baseline-launches", "1", "--no-confirm"]
 
     # 1. Create the study: the first trial is the baseline the space names.
     _start(common + ["--n-trials", "1"], tmp_path, env)
@@ -140,7 +143,11 @@ def test_verify_campaign_simulated_end_to_end(tmp_path: Path, cli_env: dict[str,
     client = mlflow.MlflowClient(tracking_uri=mlflow_uri)
     runs = [r for e in client.search_experiments() for r in client.search_runs([e.experiment_id])]
     children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    # Skipped proposals are child runs too (KILLED, role "skip"), never counted as launched.
+    skipped = [r for r in children if r.data.tags.get("autotune.role") == "skip"]
+    children = [r for r in children if r.data.tags.get("autotune.role") == "trial"]
     assert len(children) == N_TRIALS
+    assert len(skipped) == sum(1 for a in attrs if a.get("skipped"))
     causes = sorted(r.data.tags["autotune.cause"] for r in children
                     if r.data.tags.get("autotune.outcome") == "crashed")
     assert {"kv_pool_oom", "arch_unsupported", "assertion"} <= set(causes)

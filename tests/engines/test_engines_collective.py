@@ -6,12 +6,14 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from autotune.engines import CollectiveEngine
 from autotune.engines.collective_bench import METRICS_PREFIX, parse_size, percentile, size_label
 from autotune.errors import ConfigError
+from autotune.models import Cause, Phase
 from autotune.space.schema import EngineSpec
 
 PY = sys.executable
@@ -30,10 +32,17 @@ def test_argv_table() -> None:
     assert argv == [
         PY, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "8",
         "-m", "autotune.engines.collective_bench",
-        "--sizes", "42K", "--dtype", "bf16", "--iters", "200", "--warmup", "20",
+        "--sizes", "42K", "--dtype", "bf16", "--iters", "200", "--samples", "20",
+        "--warmup", "20", "--mode", "eager", "--allreduce", "nccl",
         "--iters", "500",
     ]  # fmt: skip
-    assert env == {"OMP_NUM_THREADS": "1", "NCCL_NVLS_ENABLE": "0", "NCCL_PROTO": "LL128"}
+    assert env == {
+        "OMP_NUM_THREADS": "1",
+        "NCCL_NVLS_ENABLE": "0",
+        "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+        "NVSHMEM_DISABLE_NVLS": "1",
+        "NCCL_PROTO": "LL128",
+    }
 
 
 def test_options_and_cpu_process_count() -> None:
@@ -47,8 +56,15 @@ def test_options_and_cpu_process_count() -> None:
 
 
 def test_nvls_stays_off_whatever_the_space_says() -> None:
-    _, env = collective(2).command("m", [], {"NCCL_NVLS_ENABLE": "1", "NCCL_ALGO": "NVLS"})
+    space_env = {
+        "NCCL_NVLS_ENABLE": "1",
+        "TORCH_SYMM_MEM_DISABLE_MULTICAST": "0",
+        "NVSHMEM_DISABLE_NVLS": "0",
+        "NCCL_ALGO": "NVLS",
+    }
+    _, env = collective(2).command("m", [], space_env)
     assert env["NCCL_NVLS_ENABLE"] == "0"
+    assert env["TORCH_SYMM_MEM_DISABLE_MULTICAST"] == env["NVSHMEM_DISABLE_NVLS"] == "1"
     assert env["NCCL_ALGO"] == "NVLS"  # other variables pass through untouched
 
 
@@ -61,6 +77,24 @@ def test_unknown_option_is_rejected() -> None:
     with pytest.raises(ConfigError) as info:
         collective(0, size="42K")
     assert info.value.field == "engine.options"
+
+
+@pytest.mark.parametrize(
+    ("gpus", "options", "field", "words"),
+    [
+        (2, {"allreduce": "custom"}, "engine.options.allreduce", "not one of nccl"),
+        (2, {"mode": "lazy"}, "engine.options.mode", "not one of eager, graph"),
+        (0, {"allreduce": "symm_mem_one_shot"}, "engine.options.allreduce", "needs CUDA GPUs"),
+        (0, {"mode": "graph"}, "engine.options.mode", "needs CUDA GPUs"),
+    ],
+)
+def test_bad_or_cpu_impossible_options(
+    gpus: int, options: dict[str, str], field: str, words: str
+) -> None:
+    with pytest.raises(ConfigError, match=words) as info:
+        collective(gpus, **options)
+    assert info.value.field == field
+    collective(2, allreduce="symm_mem_two_shot", mode="graph")  # fine with GPUs
 
 
 @pytest.mark.parametrize(
@@ -80,7 +114,7 @@ def test_percentile() -> None:
 
 
 def test_bench_runs_on_gloo_and_prints_one_metrics_line() -> None:
-    engine = collective(0, nproc=2, sizes="42K,64K", dtype="fp32", iters=5, warmup=1)
+    engine = collective(0, nproc=2, sizes="42K,64K", dtype="fp32", iters=5, samples=4, warmup=1)
     argv, env = engine.command("none", [], {})
     proc = subprocess.run(
         argv, env={**os.environ, **env}, capture_output=True, text=True, timeout=120, check=False
@@ -95,6 +129,36 @@ def test_bench_runs_on_gloo_and_prints_one_metrics_line() -> None:
         assert 0 < p50 <= p99
     assert metrics["latency_p50_us"] == metrics["allreduce_42k_p50_us"]
     assert metrics["latency_p99_us"] == metrics["allreduce_42k_p99_us"]
+    # The harness's own floor: a 1-element all-reduce timed the same way.
+    assert 0 < metrics["floor_p50_us"] <= metrics["floor_p99_us"]
+    assert metrics["iters_per_sample"] == 5
+    assert "nccl, eager, 5 per sample" in proc.stdout
+
+
+def test_symm_mem_on_cpu_fails_with_a_classified_error(tmp_path: Path) -> None:
+    # No CUDA here: the symmetric-memory all-reduce must refuse at once, in words the
+    # collective rules classify and blame on the --allreduce value.
+    from autotune.node.failures import classify
+    from autotune.rules import load_rules
+
+    engine = collective(0, nproc=2, sizes="42K", iters=2, samples=2, warmup=0)
+    argv, env = engine.command("none", ["--allreduce", "symm_mem_one_shot"], {})
+    proc = subprocess.run(
+        argv, env={**os.environ, **env}, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode != 0
+    assert "--allreduce symm_mem_one_shot needs CUDA GPUs" in proc.stderr
+    failure = classify(
+        (proc.stdout + proc.stderr).splitlines(),
+        load_rules("collective"),
+        phase=Phase.LAUNCH,
+        exit_code=proc.returncode,
+        argv=argv,
+        env=env,
+    )
+    assert failure.cause == Cause.ARCH_UNSUPPORTED
+    assert failure.rule == "collective.symm_mem_needs_cuda"
+    assert "--allreduce" in failure.blame
 
 
 def test_bench_rejects_bad_size() -> None:

@@ -51,7 +51,7 @@ milestones:
 rules:
   - id: echo.tile_too_large
     pattern: 'toy: tile x\*y=[\d.]+ too large'
-    cause: invalid_argument
+    cause: assertion
     hint: echo says the tile is too large; lower --x or --y
 """
 
@@ -132,7 +132,7 @@ def test_validate_diagnose_and_start_pick_the_new_engine_up(
     log.write_text(CRASH_LOG)
     assert main(["diagnose", str(log), "--json"]) == 0  # no --engine: guessed from its marks
     found = json.loads(capsys.readouterr().out)
-    assert (found["rule"], found["cause"]) == ("echo.tile_too_large", "invalid_argument")
+    assert (found["rule"], found["cause"]) == ("echo.tile_too_large", "assertion")
 
     root = tmp_path / "studies"
     args = ["start", "--space", str(space), "--executor", "local", "--no-mlflow"]
@@ -142,7 +142,9 @@ def test_validate_diagnose_and_start_pick_the_new_engine_up(
     by_outcome = {t.user_attrs.get("outcome"): t for t in trials}
     crashed = by_outcome["crashed"]  # the baseline: the echo rule and milestones explain it
     assert crashed.params == {"x": 3.0}
-    assert crashed.user_attrs["cause"] == "invalid_argument"
+    # (Not invalid_argument: a baseline failing so means a wrong command, and the study stops
+    # at once, deadends.Doom; this one must go on to the next trial.)
+    assert crashed.user_attrs["cause"] == "assertion"
     assert crashed.user_attrs["hint"].startswith("echo says the tile is too large")
     assert crashed.user_attrs["phase"] == "load"  # reached through the echo milestone
     ok = by_outcome["ok"]  # served, ready by the echo ready line

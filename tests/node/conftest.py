@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
+import os
+import socketserver
 import subprocess
+import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -52,7 +57,13 @@ def make_spec(tmp_path: Path) -> Callable[..., TrialSpec]:
                 | limits
             ),
             "workload": Workload(
-                **{"concurrency": 4, "num_requests": 8, "output_len": 16, "warmup_requests": 1}
+                **{
+                    "concurrency": 4,
+                    "num_requests": 8,
+                    "output_len": 16,
+                    "warmup_requests": 1,
+                    "windows": 1,
+                }
                 | workload
             ),
         }
@@ -85,6 +96,70 @@ def fixture_server() -> Iterator[Callable[..., str]]:
                 pass
             time.sleep(0.05)
         raise RuntimeError("fixture server did not start")
+
+    yield start
+    for proc in procs:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture
+def canned() -> Iterator[Callable[[Callable[[int], bytes]], str]]:
+    """A TCP server that answers request number i with the raw bytes ``respond(i)``, then
+    closes the connection; returns its base URL."""
+    servers: list[socketserver.ThreadingTCPServer] = []
+
+    def start(respond: Callable[[int], bytes]) -> str:
+        count = itertools.count()
+
+        class Handler(socketserver.StreamRequestHandler):
+            def handle(self) -> None:
+                length = 0
+                while (line := self.rfile.readline()) not in (b"\r\n", b""):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":")[1])
+                self.rfile.read(length)
+                self.wfile.write(respond(next(count)))
+
+        server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        server.daemon_threads = True
+        servers.append(server)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{server.server_address[1]}"
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def fixed_rate_sim() -> Iterator[Callable[..., str]]:
+    """The stand-in in its fixed-rate mode; returns its base URL once healthy."""
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(*, rate: float, ttft_ms: float) -> str:
+        port = free_port()
+        env = {
+            **os.environ,
+            "AUTOTUNE_SIM_STARTUP": "0.001",
+            "AUTOTUNE_SIM_FIXED_RATE": str(rate),
+            "AUTOTUNE_SIM_FIXED_TTFT_MS": str(ttft_ms),
+        }
+        argv = [sys.executable, "-m", "autotune.sim", "--model-path", "m", "--tp-size", "8",
+                "--log-level", "error", "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
+        proc = subprocess.Popen(argv, env=env, stderr=subprocess.DEVNULL)
+        procs.append(proc)
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(url + "/health", timeout=1).status_code == 200:
+                    return url
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("the stand-in did not start")
 
     yield start
     for proc in procs:

@@ -1,4 +1,5 @@
-"""The load generator against the fixture server, and its edge cases through MockTransport."""
+"""The load generator against the fixture server, the fixed-rate stand-in, and canned raw
+responses for its edge cases."""
 
 from __future__ import annotations
 
@@ -7,13 +8,13 @@ import threading
 import time
 from collections.abc import Callable
 
-import httpx
 import pytest
 
 from autotune.models import Workload
 from autotune.node import bench
 
 Start = Callable[..., str]
+Canned = Callable[[Callable[[int], bytes]], str]
 
 
 def _ordered(stats: object) -> bool:
@@ -107,22 +108,20 @@ def _sse(*objs: object, done: bool = True) -> bytes:
     return (body + ("data: [DONE]\n\n" if done else "")).encode()
 
 
-def _run(
-    handler: Callable[[httpx.Request], httpx.Response], n: int = 3, **workload: object
-) -> bench.BenchResult:
-    load = Workload(num_requests=n, concurrency=2, **workload)  # type: ignore[arg-type]
-    return bench.run_load(
-        "http://test",
-        load,
-        bench.make_prompts(load, n),
-        concurrency=2,
-        transport=httpx.MockTransport(handler),
-    )
+def _reply(status: int, body: bytes) -> bytes:
+    head = f"HTTP/1.1 {status} X\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    return head.encode() + body
 
 
-def test_422_counts_as_failed_and_zero_completed_does_not_divide() -> None:
+def _run(canned: Canned, respond: Callable[[int], bytes], n: int = 3) -> bench.BenchResult:
+    url = canned(respond)
+    load = Workload(num_requests=n, concurrency=2)
+    return bench.run_load(url, load, bench.make_prompts(load, n), concurrency=2)
+
+
+def test_422_counts_as_failed_and_zero_completed_does_not_divide(canned: Canned) -> None:
     body = b'{"detail": "Unexpected fields: ignore_eos"}'
-    result = _run(lambda r: httpx.Response(422, content=body))
+    result = _run(canned, lambda i: _reply(422, body))
     metrics = result.metrics()
     assert (metrics.completed, metrics.failed) == (0, 3)
     assert metrics.output_tok_s == 0.0 and metrics.request_s == 0.0
@@ -135,25 +134,23 @@ def test_zero_duration_does_not_divide() -> None:
     assert (metrics.output_tok_s, metrics.request_s, metrics.completed) == (0.0, 0.0, 0)
 
 
-def test_usage_beats_chunk_count() -> None:
+def test_usage_beats_chunk_count(canned: Canned) -> None:
     body = _sse(
         {"choices": [{"text": "ab"}]},
         {"choices": [{"text": "cd"}]},
         {"choices": [], "usage": {"completion_tokens": 5}},
     )
-    metrics = _run(lambda r: httpx.Response(200, content=body), n=2).metrics()
+    metrics = _run(canned, lambda i: _reply(200, body), n=2).metrics()
     assert metrics.output_tokens == 10 and metrics.completed == 2
 
 
-def test_error_in_stream_and_empty_response_fail() -> None:
-    calls = iter(range(100))
+def test_error_in_stream_and_empty_response_fail(canned: Canned) -> None:
+    def respond(i: int) -> bytes:
+        if i % 2:
+            return _reply(200, _sse({"error": "CB worker is dead"}, done=False))
+        return _reply(200, _sse({"choices": [{"text": ""}]}))
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        if next(calls) % 2:
-            return httpx.Response(200, content=_sse({"error": "CB worker is dead"}, done=False))
-        return httpx.Response(200, content=_sse({"choices": [{"text": ""}]}))
-
-    result = _run(handler, n=6)
+    result = _run(canned, respond, n=6)
     assert result.completed == 0 and result.failed == 6
     assert sorted(result.errors()) == [
         "error in stream: CB worker is dead",
@@ -161,12 +158,31 @@ def test_error_in_stream_and_empty_response_fail() -> None:
     ]
 
 
-def test_broken_stream_is_an_error() -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
-        raise httpx.RemoteProtocolError("peer closed connection", request=request)
-
-    result = _run(handler, n=2)
+def test_broken_stream_is_an_error(canned: Canned) -> None:
+    # Chunked framing cut off mid-body: the server died while streaming.
+    head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    result = _run(canned, lambda i: head + b"40\r\ndata: {", n=2)
     assert result.failed == 2 and result.errors()[0].startswith("RemoteProtocolError")
+
+
+def test_refused_connection_is_an_error() -> None:
+    load = Workload(num_requests=2, concurrency=2)
+    result = bench.run_load("http://127.0.0.1:9", load, bench.make_prompts(load, 2), concurrency=2)
+    assert result.failed == 2 and result.errors()[0].startswith("ConnectError")
+
+
+def test_client_reads_a_fixed_rate_server_truly(fixed_rate_sim: Callable[..., str]) -> None:
+    # The stand-in streams 40 tokens at 50 tok/s after 100 ms, whatever the load: the truth
+    # is known. Tolerances are loose (a shared CI machine); bench/loadgen.py holds the tight
+    # figures. A reading can only fall below the truth (the server keeps absolute deadlines).
+    url = fixed_rate_sim(rate=50, ttft_ms=100)
+    load = Workload(num_requests=16, concurrency=8, output_len=40, model="m")
+    metrics = bench.run_load(url, load, bench.make_prompts(load, 16), concurrency=8).metrics()
+    truth = 8 * 40 / (0.1 + 39 / 50)
+    assert metrics.completed == 16
+    assert 0.85 * truth < metrics.output_tok_s < 1.02 * truth
+    assert metrics.itl_ms is not None and 18.0 < metrics.itl_ms.p50 < 22.0
+    assert metrics.ttft_ms is not None and 100.0 <= metrics.ttft_ms.p50 < 250.0
 
 
 @pytest.mark.parametrize(

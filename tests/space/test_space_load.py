@@ -100,8 +100,6 @@ CASES: list[tuple[str, str, str | None, str]] = [
      "    map: {}  #<\n", "parameters[1].map", "'map' applies to categorical and bool"),
     ("bool-style-on-env", BASE + "  - name: b\n    type: bool\n    env: B\n"
      "    bool_style: value  #<\n", "parameters[1].bool_style", "applies to a bool parameter"),
-    ("memory-on-categorical", BASE + "  - name: b\n    type: categorical\n    choices: [x]\n"
-     "    flag: --b\n    memory: increasing  #<\n", "parameters[1].memory", "'memory'"),
     ("reserved-name", BASE + "  - {name: max, type: bool, flag: --m}  #<\n",
      "parameters[1].name", "'max' is reserved"),
     ("duplicate-param", BASE + "  - {name: a, type: bool, flag: --b}  #<\n",
@@ -114,7 +112,7 @@ CASES: list[tuple[str, str, str | None, str]] = [
      "parameters[1].when", "refers to 'b' itself"),
     ("when-cycle", BASE + "  - {name: b, type: bool, flag: --b, when: c}  #<\n"
      "  - {name: c, type: bool, flag: --c, when: b}\n", "parameters[1].when",
-     "conditions form a cycle: b -> c -> b"),
+     "conditions and bounds form a cycle: b -> c -> b"),
     ("when-syntax", BASE + "  - {name: b, type: bool, flag: --b, when: 'a >'}  #<\n",
      "parameters[1].when", "is not valid syntax"),
     ("when-attribute", BASE + "  - {name: b, type: bool, flag: --b, when: a.real}  #<\n",

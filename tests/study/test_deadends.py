@@ -4,21 +4,45 @@ from autotune.models import Cause, Failure, Phase
 from autotune.space.schema import StudySpec
 from autotune.study.deadends import DeadEnd, DeadEnds
 
-SPACE = StudySpec.model_validate({
-    "engine": {"name": "sglang"},
-    "model": "m",
-    "parameters": [
-        {"name": "bs", "type": "int", "flag": "--cuda-graph-max-bs", "low": 8, "high": 512,
-         "memory": "increasing"},
-        {"name": "buf", "type": "int", "env": "NCCL_BUFFSIZE", "low": 1, "high": 64,
-         "memory": "increasing"},
-        {"name": "policy", "type": "categorical", "flag": "--schedule-policy",
-         "choices": ["lpm", "fcfs"]},
-        {"name": "allreduce", "type": "categorical", "choices": ["nccl", "fusion"],
-         "map": {"nccl": {"args": ["--disable-custom-all-reduce"]},
-                 "fusion": {"args": ["--enable-flashinfer-allreduce-fusion"]}}},
-    ],
-})
+SPACE = StudySpec.model_validate(
+    {
+        "engine": {"name": "sglang"},
+        "model": "m",
+        "parameters": [
+            {
+                "name": "bs",
+                "type": "int",
+                "flag": "--cuda-graph-max-bs",
+                "low": 8,
+                "high": 512,
+                "memory": "increasing",
+            },
+            {
+                "name": "buf",
+                "type": "int",
+                "env": "NCCL_BUFFSIZE",
+                "low": 1,
+                "high": 64,
+                "memory": "increasing",
+            },
+            {
+                "name": "policy",
+                "type": "categorical",
+                "flag": "--schedule-policy",
+                "choices": ["lpm", "fcfs"],
+            },
+            {
+                "name": "allreduce",
+                "type": "categorical",
+                "choices": ["nccl", "fusion"],
+                "map": {
+                    "nccl": {"args": ["--disable-custom-all-reduce"]},
+                    "fusion": {"args": ["--enable-flashinfer-allreduce-fusion"]},
+                },
+            },
+        ],
+    }
+)
 
 
 def _fail(cause: Cause, blame: list[str] | None = None, permanent: bool = True) -> Failure:
@@ -61,3 +85,59 @@ def test_transient_failures_are_not_remembered_and_records_round_trip() -> None:
     d.add(2, cfg, _fail(Cause.CUDA_OOM))
     again = DeadEnds(SPACE, [DeadEnd.from_json(r) for r in d.to_json()])
     assert again.why({**cfg, "bs": 128}) == d.why({**cfg, "bs": 128}) is not None
+
+
+def test_a_categorical_memory_order_dominates() -> None:
+    spec = StudySpec.model_validate(
+        {
+            "engine": {"name": "sglang"},
+            "model": "m",
+            "parameters": [
+                {
+                    "name": "kv",
+                    "type": "categorical",
+                    "flag": "--kv-cache-dtype",
+                    "choices": ["fp8", "bf16", "fp32"],
+                    "memory": "increasing",
+                },
+                {
+                    "name": "bs",
+                    "type": "int",
+                    "flag": "--bs",
+                    "low": 8,
+                    "high": 512,
+                    "memory": "increasing",
+                },
+            ],
+        }
+    )
+    d = DeadEnds(spec)
+    d.add(2, {"kv": "bf16", "bs": 64}, _fail(Cause.KV_POOL_OOM))
+    assert d.why({"kv": "fp32", "bs": 64}) is not None
+    assert d.why({"kv": "fp32", "bs": 128}) is not None
+    assert d.why({"kv": "fp8", "bs": 512}) is None
+
+
+def test_doom_stops_on_a_broken_baseline_and_on_a_cause_every_launch_repeats() -> None:
+    from autotune.study.deadends import SAME_CAUSE_STOP, Doom
+
+    bad = Failure(
+        cause=Cause.INVALID_ARGUMENT,
+        phase=Phase.LAUNCH,
+        message="error: unrecognized arguments: --max-batchh 8",
+    )
+    doom = Doom()
+    reason = doom.observe(baseline=True, failure=bad, crashed=True)
+    assert reason is not None and "baseline failed with invalid_argument" in reason
+    assert "--max-batchh" in reason and "\n" not in reason
+
+    doom = Doom()
+    oom = _fail(Cause.CUDA_OOM)
+    for _ in range(SAME_CAUSE_STOP - 1):
+        assert doom.observe(baseline=False, failure=oom, crashed=True) is None
+    assert "cuda_oom" in (doom.observe(baseline=False, failure=oom, crashed=True) or "")
+
+    doom = Doom()  # one success in between: the cause does not repeat whatever the values
+    doom.observe(baseline=True, failure=None, crashed=False)
+    for _ in range(SAME_CAUSE_STOP + 2):
+        assert doom.observe(baseline=False, failure=oom, crashed=True) is None

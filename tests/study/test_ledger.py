@@ -68,6 +68,14 @@ FULL = TrialRecord(
     timings=Timings(total_s=12.0),
     cleanup=Cleanup(processes_left=1),
     retry_of=7,
+    windows=[{"output_tok_s": 120.0}, {"output_tok_s": 121.0}],
+    peak={"concurrency": 16, "survived": True},
+    repeat_of=2,
+    confirm_round=1,
+    confirm_key="trial 2",
+    pruned_saved_s=3.5,
+    gpu="8x NVIDIA H200",
+    engine_version="0.5.9",
 )
 
 

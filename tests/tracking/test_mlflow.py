@@ -27,7 +27,10 @@ INFO = StudyInfo(
     metric="output_tok_s",
     direction="maximize",
     simulated=True,
+    parameters=["chunked_prefill_size", "attention_backend"],
+    engine_version="0.5.9",
 )
+LAUNCHED_AT = 1_780_000_000.0  # an epoch instant: the run's start, never a metric
 
 
 def info(study: str, **fields: Any) -> StudyInfo:
@@ -53,7 +56,14 @@ def ok_result(number: int, log_path: Path | None = None, *, attempt: int = 0) ->
             output_tokens=2048,
             duration_s=8.0,
         ),
-        timings=Timings(launch_to_ready_s=40.0, benchmark_s=8.0, teardown_s=2.0, total_s=55.0),
+        timings=Timings(
+            launch_to_ready_s=40.0,
+            benchmark_s=8.0,
+            teardown_s=2.0,
+            total_s=55.0,
+            launched_at=LAUNCHED_AT,
+            clean_at=LAUNCHED_AT + 55.0,
+        ),
         cleanup=Cleanup(
             gpu_mem_before_mib=[1.0, 2.0], gpu_mem_after_mib=[3.0, 5.0], gpu_clean=True
         ),
@@ -123,6 +133,14 @@ def _study_roundtrip(uri: str, tmp_path: Path, server_log: Path, study: str) -> 
             causes={"kv_pool_oom": 1},
             best_trial=0,
             best_config={"chunked_prefill_size": 8192},
+            gain={
+                "pct": 25.0,
+                "ci95_pct": [12.5, 38.9],
+                "significant": True,
+                "launches": {"baseline": 4, "best": 3},
+            },
+            verdict="gain over the baseline +25.0% (95% CI +12.5% .. +38.9%, 3 vs 4 launches)",
+            confirmation={"rounds": 3, "launches": 12, "server_s": 360.0},
         )
     )
 
@@ -132,31 +150,59 @@ def _study_roundtrip(uri: str, tmp_path: Path, server_log: Path, study: str) -> 
     assert parent.data.tags["autotune.study"] == study
     assert parent.data.tags["autotune.simulated"] == "true"
     assert parent.data.tags["autotune.engine"] == "sglang"
-    assert parent.data.params["model"] == "moonshotai/Kimi-K2.5"
-    assert parent.data.params["objective_metric"] == "output_tok_s"
-    assert parent.data.params["storage"] == "postgresql://optuna:***@db:5432/optuna"
+    # Study settings apart from the configuration params (which every child shows).
+    assert parent.data.params["study.model"] == "moonshotai/Kimi-K2.5"
+    assert parent.data.params["study.objective_metric"] == "output_tok_s"
+    assert parent.data.params["study.storage"] == "postgresql://optuna:***@db:5432/optuna"
+    assert "model" not in parent.data.params
+    assert parent.data.tags["autotune.version.engine"] == "0.5.9"
+    assert parent.data.tags["autotune.version.mlflow"]
     assert parent.data.metrics["best_output_tok_s"] == 1000.0
     assert parent.data.metrics["baseline_output_tok_s"] == 800.0
     assert parent.data.metrics["gain_pct"] == 25.0
+    # The gain with its 95% interval over launches, and what confirmation cost.
+    assert parent.data.metrics["gain_ci95_lo_pct"] == 12.5
+    assert parent.data.metrics["gain_ci95_hi_pct"] == 38.9
+    assert parent.data.metrics["gain_significant"] == 1.0
+    assert parent.data.metrics["gain_launches_baseline"] == 4.0
+    assert parent.data.metrics["confirm_launches"] == 12.0
+    assert parent.data.tags["autotune.verdict"].startswith("gain over the baseline +25.0%")
     assert parent.data.metrics["n_cause_kv_pool_oom"] == 1.0
     assert parent.data.tags["autotune.best_trial"] == "0"
     assert "space.yaml" in [a.path for a in client.list_artifacts(parent.info.run_id)]
+    # The UI opens the experiment on its runs, not on the GenAI traces page.
+    exp = client.get_experiment(str(tracker.experiment_id))
+    assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
+    assert tracker.runs_url().split(" ")[0].endswith(f"#/experiments/{exp.experiment_id}/runs")
 
     ok, crashed = _children(client, tracker)
-    assert ok.info.run_name == "trial-0" and crashed.info.run_name == "trial-1"
+    assert ok.info.run_name == "baseline · trial 0 · ok · 1,000 output_tok_s"
+    assert crashed.info.run_name == "trial 1 · crashed: kv_pool_oom"
     assert ok.info.status == "FINISHED" and crashed.info.status == "FAILED"
+    # Real start and end: the trial ran 55 s.
+    assert ok.info.start_time == int(LAUNCHED_AT * 1000)
+    assert ok.info.end_time - ok.info.start_time == 55_000
     assert ok.data.params == {"chunked_prefill_size": "8192", "attention_backend": "fa3"}
+    # A parameter the configuration leaves unset shows as the engine's default.
+    assert crashed.data.params == {
+        "chunked_prefill_size": "16384",
+        "attention_backend": "(default)",
+    }
     assert ok.data.metrics["output_tok_s"] == 1000.0
     assert ok.data.metrics["ttft_p99_ms"] == 20.0
     assert ok.data.metrics["time_launch_to_ready_s"] == 40.0
     assert ok.data.metrics["cleanup_gpu_mem_after_mib"] == 5.0
+    assert not [m for m in ok.data.metrics if m.endswith("_at")]  # no epoch instants
     assert ok.data.tags["autotune.outcome"] == "ok"
     assert ok.data.tags["autotune.baseline"] == "true"
     assert ok.data.tags["autotune.trial"] == "0"
     assert ok.data.tags["autotune.simulated"] == "true"
     assert crashed.data.tags["autotune.cause"] == "kv_pool_oom"
     assert crashed.data.tags["autotune.phase"] == "memory_pool"
-    assert len(crashed.data.tags["autotune.hint"]) <= 500
+    # Cause, phase, message and the whole hint in the run's description.
+    note = crashed.data.tags["mlflow.note.content"]
+    assert "kv_pool_oom at memory_pool" in note and "KV cache pool could not" in note
+    assert ("lower --mem-fraction " * 60).strip() in note and SECRET not in note
     assert "autotune.hint" not in ok.data.tags
 
     text = _artifact_text(client, ok.info.run_id, "logs/trial-0.log", tmp_path / "dl")
@@ -207,7 +253,11 @@ def test_resume_reuses_parent_and_skips_logged_trials(store_uri: str, server_log
             again.log_trial(log(ok_result(1, attempt=1), {"x": 2}))  # an infra retry: new
     client = MlflowClient(tracking_uri=again.uri)
     names = sorted(r.info.run_name for r in _children(client, again))
-    assert names == ["trial-0", "trial-1", "trial-1-attempt-1"]
+    assert names == [
+        "trial 0 · ok · 1,000 output_tok_s",
+        "trial 1 · attempt 1 · ok · 1,001 output_tok_s",
+        "trial 1 · ok · 1,001 output_tok_s",
+    ]
     studies = client.search_runs([str(again.experiment_id)], "tags.`autotune.role` = 'study'")
     assert [r.data.tags["autotune.study"] for r in studies].count("resumed") == 1
 
@@ -290,3 +340,25 @@ def test_quiet_on_stdout(tmp_path: Path) -> None:
     assert proc.stdout == ""
     assert "INFO" not in proc.stderr
     assert (tmp_path / "mlflow" / "mlflow.db").is_file()
+
+
+def test_skipped_proposals_and_study_files(store_uri: str, tmp_path: Path) -> None:
+    from autotune.records import SkipKind, SkipLog, SkipRecord
+
+    tracker = MlflowTracker(store_uri)
+    tracker.start_study(info("skips"))
+    skip = SkipRecord(kind=SkipKind.CONSTRAINT, reason="breaks constraint x * y <= 5")
+    for _ in range(2):  # a resend (autotune sync) keeps it once
+        tracker.log_skip(SkipLog(study="skips", number=3, config={"x": 2}, skip=skip))
+    report = tmp_path / "report.html"
+    report.write_text("<html></html>")
+    tracker.log_artifacts([report, tmp_path / "missing.png"])
+    client = MlflowClient(tracking_uri=tracker.uri)
+    (run,) = _children(client, tracker)
+    assert run.info.run_name == "trial 3 · skipped: constraint"
+    assert run.info.status == "KILLED"
+    assert "breaks constraint x * y <= 5" in run.data.tags["mlflow.note.content"]
+    assert run.data.tags["autotune.role"] == "skip"
+    assert run.data.params["x"] == "2" and run.data.params["attention_backend"] == "(default)"
+    files = [a.path for a in client.list_artifacts(str(tracker.parent_run_id))]
+    assert "report.html" in files

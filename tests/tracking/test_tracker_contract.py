@@ -245,3 +245,32 @@ def test_unknown_tracker_is_a_config_error() -> None:
 
     with pytest.raises(ConfigError, match="known trackers: mlflow, none"):
         TRACKERS.get_class("wandb")
+
+
+def test_a_skip_logged_again_is_recorded_once(setup: Setup, tmp_path: Path) -> None:
+    from autotune.records import SkipKind, SkipLog, SkipRecord
+
+    study = _name()
+    tracker = setup.make(tmp_path)
+    with pytest.raises(TrackingError, match="before start_study"):
+        tracker.log_skip(
+            SkipLog(
+                study=study,
+                number=0,
+                skip=SkipRecord(kind=SkipKind.REPEAT, reason="same as 1", same_as=1),
+            )
+        )
+    tracker.start_study(_info(study))
+    skip = SkipLog(
+        study=study,
+        number=2,
+        config={"bs": 2},
+        skip=SkipRecord(kind=SkipKind.CONSTRAINT, reason="breaks bs <= 1"),
+    )
+    tracker.log_skip(skip)
+    tracker.log_skip(skip)  # autotune sync sends it again
+    tracker.log_artifacts([tmp_path / "absent.html"])  # a missing file is not an error
+    if setup.recorded is not None:
+        runs = _mlflow_runs(tracker, study)
+        skips = [r for r in runs if r.data.tags.get("autotune.role") == "skip"]  # type: ignore[attr-defined]
+        assert len(skips) == 1 and skips[0].info.status == "KILLED"  # type: ignore[attr-defined]

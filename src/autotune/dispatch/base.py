@@ -16,6 +16,7 @@ import abc
 import hashlib
 import logging
 import socket
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -34,6 +35,10 @@ if TYPE_CHECKING:
 _logger = logging.getLogger(__name__)
 
 LOG_LIMIT = 8 << 20  # bytes of a remote trial's log brought back to the driver
+
+# Called on the node after each measurement window with (index, Metrics.flat()); True stops
+# the trial (pruned). See node.runner.run_trial.
+WindowHook = Callable[[int, dict[str, float]], bool]
 
 
 @dataclass(frozen=True)
@@ -134,8 +139,16 @@ class Executor(abc.ABC):
         """How many trials of this study's size can run at once (at least 1)."""
 
     @abc.abstractmethod
-    def submit(self, spec: TrialSpec) -> Future[TrialResult]:
+    def submit(self, spec: TrialSpec, on_window: WindowHook | None = None) -> Future[TrialResult]:
         """Start one trial (or queue it until it fits).
+
+        Args:
+            spec: the trial.
+            on_window: called with each measurement window's ``(index, Metrics.flat())`` as it
+                is measured, where the executor can call back into the driver's process
+                (local); returning True stops the trial as pruned. An executor whose trials
+                run elsewhere (Ray) does not call it: the windows arrive with the result
+                (``TrialResult.windows``).
 
         Raises:
             DispatchError: the executor is shut down.

@@ -9,7 +9,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from autotune.dispatch.base import EXECUTORS, Executor, ExecutorOptions, study_key
+from autotune.dispatch.base import EXECUTORS, Executor, ExecutorOptions, WindowHook, study_key
 from autotune.errors import DispatchError, PlacementError
 from autotune.models import TrialResult, TrialSpec
 
@@ -71,6 +71,7 @@ class LocalExecutor(Executor):
         self._lock = threading.Lock()
         self._closed = False
         self._pool = ThreadPoolExecutor(self.parallel, thread_name_prefix="autotune-trial")
+        self._futures: set[Future[TrialResult]] = set()
 
     @classmethod
     def create(cls, options: ExecutorOptions) -> Self:
@@ -86,13 +87,16 @@ class LocalExecutor(Executor):
     def capacity(self) -> int:
         return self.parallel
 
-    def submit(self, spec: TrialSpec) -> Future[TrialResult]:
+    def submit(self, spec: TrialSpec, on_window: WindowHook | None = None) -> Future[TrialResult]:
         with self._lock:
             if self._closed:
                 raise DispatchError("the local executor is shut down")
-            return self._pool.submit(self._run, self.marked(spec))
+            future = self._pool.submit(self._run, self.marked(spec), on_window)
+            self._futures.add(future)
+        future.add_done_callback(self._futures.discard)
+        return future
 
-    def _run(self, spec: TrialSpec) -> TrialResult:
+    def _run(self, spec: TrialSpec, on_window: WindowHook | None = None) -> TrialResult:
         from autotune.node.runner import run_trial
 
         with self._lock:
@@ -103,7 +107,7 @@ class LocalExecutor(Executor):
                 spec = spec.model_copy(update={"env": env})
             _logger.info("trial %d starts (attempt %d)", spec.number, spec.attempt)
             try:
-                result = run_trial(spec)
+                result = run_trial(spec, on_window)
             except Exception as exc:  # run_trial raises only for a bug: name the trial
                 _logger.error("trial %d raised in run_trial", spec.number, exc_info=True)
                 raise DispatchError(
@@ -129,6 +133,18 @@ class LocalExecutor(Executor):
         return engine_help(get_engine(engine, simulate=simulate))
 
     def shutdown(self) -> None:
+        """Stop: trials still running (the driver stopped early, e.g. Ctrl-C) are torn down,
+        their servers killed, instead of being waited for."""
         with self._lock:
             self._closed = True
+            running = [f for f in self._futures if not f.done()]
+        if running:
+            from concurrent.futures import wait
+
+            from autotune.node.process import kill_own_servers
+
+            pending = set(running)
+            while pending:  # a server registered after a pass is killed by the next one
+                kill_own_servers()
+                pending = wait(pending, timeout=2.0).not_done
         self._pool.shutdown(wait=True, cancel_futures=True)

@@ -26,6 +26,7 @@ from autotune.dispatch.base import (
     LOG_LIMIT,
     Executor,
     ExecutorOptions,
+    WindowHook,
     infra_result,
     study_key,
 )
@@ -282,7 +283,9 @@ class RayExecutor(Executor):
 
     # -- placement -----------------------------------------------------------------------
 
-    def submit(self, spec: TrialSpec) -> Future[TrialResult]:
+    def submit(self, spec: TrialSpec, on_window: WindowHook | None = None) -> Future[TrialResult]:
+        # on_window is not called: the node cannot call back into the driver; the windows
+        # arrive with the result (TrialResult.windows), too late to save server time.
         out: Future[TrialResult] = Future()
         with self._lock:
             if self._closed:

@@ -3,8 +3,11 @@
 Each trial runs ``torch.distributed.run --standalone`` with ``collective_bench`` on the
 trial's GPUs and reads its ``AUTOTUNE_METRICS`` line. Options (``engine.options``):
 ``sizes`` (default ``42K``: SGLang's decode all-reduce for a hidden size of 7168 in bf16
-at a small batch), ``dtype``, ``iters``, ``warmup``, ``nproc`` (processes when
-``engine.gpus`` is 0, i.e. gloo on the CPU; default 2).
+at a small batch), ``dtype``, ``iters`` (all-reduces timed together per sample),
+``samples`` (per size), ``warmup``, ``mode`` (``eager`` or ``graph``: the all-reduces of a
+sample captured in a CUDA graph), ``allreduce`` (``nccl``, ``symm_mem_one_shot``,
+``symm_mem_two_shot``; a space may search it as the ``--allreduce`` flag), ``nproc``
+(processes when ``engine.gpus`` is 0, i.e. gloo on the CPU; default 2).
 """
 
 from __future__ import annotations
@@ -12,12 +15,22 @@ from __future__ import annotations
 from typing import ClassVar, Literal
 
 from autotune.engines.base import ENGINES, Engine
+from autotune.engines.collective_bench import IMPLEMENTATIONS, NO_MULTICAST
 from autotune.errors import ConfigError
 from autotune.space.schema import EngineSpec
 
-# NVLink SHARP (NVLS) multicast must stay off on the lent machines; a space cannot turn it on.
-ENFORCED_ENV = {"NCCL_NVLS_ENABLE": "0"}
-DEFAULTS: dict[str, str] = {"sizes": "42K", "dtype": "bf16", "iters": "200", "warmup": "20"}
+# NVLink SHARP (NVLS) multicast must stay off on the lent machines; a space cannot turn it on
+# (NCCL's, torch symmetric memory's and NVSHMEM's).
+ENFORCED_ENV = dict(NO_MULTICAST)
+DEFAULTS: dict[str, str] = {
+    "sizes": "42K",
+    "dtype": "bf16",
+    "iters": "200",
+    "samples": "20",
+    "warmup": "20",
+    "mode": "eager",
+    "allreduce": "nccl",
+}
 BENCH_MODULE = "autotune.engines.collective_bench"
 
 
@@ -40,6 +53,20 @@ class CollectiveEngine(Engine):
                 f"unknown options {unknown}; known: {sorted({*DEFAULTS, 'nproc'})}",
                 field="engine.options",
             )
+        choices = {"mode": ("eager", "graph"), "allreduce": IMPLEMENTATIONS}
+        for key, allowed in choices.items():
+            value = str(spec.options.get(key, DEFAULTS[key]))
+            if value not in allowed:
+                raise ConfigError(
+                    f"{key} {value!r} is not one of {', '.join(allowed)}",
+                    field=f"engine.options.{key}",
+                )
+            if spec.gpus == 0 and value in ("graph", "symm_mem_one_shot", "symm_mem_two_shot"):
+                raise ConfigError(
+                    f"{key} {value!r} needs CUDA GPUs and engine.gpus is 0 (gloo on the CPU); "
+                    f"set engine.gpus or use {key} {DEFAULTS[key]!r}",
+                    field=f"engine.options.{key}",
+                )
 
     def nproc(self) -> int:
         """Processes per trial: one per GPU, or ``options.nproc`` (default 2) on the CPU."""
@@ -58,7 +85,8 @@ class CollectiveEngine(Engine):
             "--nproc-per-node", str(self.nproc()),
             "-m", BENCH_MODULE,
             "--sizes", opts["sizes"], "--dtype", opts["dtype"],
-            "--iters", opts["iters"], "--warmup", opts["warmup"],
+            "--iters", opts["iters"], "--samples", opts["samples"], "--warmup", opts["warmup"],
+            "--mode", opts["mode"], "--allreduce", opts["allreduce"],
         ]  # fmt: skip
 
     def default_env(self) -> dict[str, str]:

@@ -1,13 +1,22 @@
 """All-reduce latency benchmark, run under ``torch.distributed.run`` (one process per GPU).
 
-For each message size it times ``all_reduce`` (CUDA events on GPUs, ``perf_counter`` with
-a synchronize otherwise), takes the slowest rank per iteration (a collective is as slow as
-its slowest member), and rank 0 prints one line::
+One all-reduce timed between barriers measures the harness (barrier, event record, launch
+latency) as much as the collective: on two NVLink H200s (2026-11-30) it read 63 us at 42 KB
+where 1000 calls back to back read 43 us and 100 calls in a CUDA graph 15 us. So, as
+nccl-tests does, a sample here is ``--iters`` all-reduces back to back timed together (CUDA
+events around the loop, or around the replay of a CUDA graph holding them with ``--mode
+graph``; ``perf_counter`` on a CPU), divided by ``--iters``; ``--samples`` samples per size,
+each the slowest rank's (a collective is as slow as its slowest member). A 1-element
+all-reduce, timed the same way, is the harness's own floor.
+
+``--allreduce`` picks the implementation: ``nccl`` (``torch.distributed.all_reduce`` on the
+process group: NCCL on GPUs, gloo on a CPU), or PyTorch's symmetric-memory all-reduce,
+``symm_mem_one_shot`` / ``symm_mem_two_shot`` (CUDA only; multicast always off). Rank 0
+prints one line::
 
     AUTOTUNE_METRICS {"allreduce_42k_p50_us": ..., "allreduce_42k_p99_us": ..., ...}
 
-``latency_p50_us``/``latency_p99_us`` repeat the first (primary) size. The backend is NCCL
-when CUDA is available, else gloo, so the same job runs on a CPU-only machine.
+``latency_p50_us``/``latency_p99_us`` repeat the first (primary) size.
 """
 
 from __future__ import annotations
@@ -19,9 +28,18 @@ import os
 import re
 import sys
 import time
+import warnings
+from collections.abc import Callable
 from typing import Any
 
 METRICS_PREFIX = "AUTOTUNE_METRICS "
+IMPLEMENTATIONS = ("nccl", "symm_mem_one_shot", "symm_mem_two_shot")
+# NVLink SHARP / multicast stays off on the lent machines, whoever launches this.
+NO_MULTICAST = {
+    "NCCL_NVLS_ENABLE": "0",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+    "NVSHMEM_DISABLE_NVLS": "1",
+}
 _UNITS = {"": 1, "B": 1, "K": 1024, "KB": 1024, "M": 1024**2, "MB": 1024**2}
 _DTYPES = {"bf16": 2, "fp16": 2, "fp32": 4}
 
@@ -59,77 +77,177 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument(
         "--sizes", type=size_list, default="42K", help="comma-separated message sizes, e.g. 42K,1M"
     )
     parser.add_argument("--dtype", default="bf16", choices=sorted(_DTYPES))
-    parser.add_argument("--iters", type=int, default=200)
-    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--iters", type=int, default=200, help="all-reduces per sample")
+    parser.add_argument("--samples", type=int, default=20, help="samples per size")
+    parser.add_argument("--warmup", type=int, default=20, help="untimed all-reduces per size")
+    parser.add_argument("--mode", choices=["eager", "graph"], default="eager")
+    parser.add_argument("--allreduce", choices=IMPLEMENTATIONS, default="nccl")
     parser.add_argument("--backend", choices=["auto", "nccl", "gloo"], default="auto")
     return parser.parse_args(argv)
 
 
+def _usage_error(args: argparse.Namespace, cuda: bool) -> str | None:
+    if args.iters < 1 or args.samples < 1 or args.warmup < 0:
+        return "need --iters >= 1, --samples >= 1 and --warmup >= 0"
+    if not cuda and args.allreduce != "nccl":
+        return (
+            f"--allreduce {args.allreduce} needs CUDA GPUs (torch symmetric memory); this "
+            "machine has none: use --allreduce nccl on a CPU"
+        )
+    if not cuda and args.mode == "graph":
+        return "--mode graph needs CUDA GPUs (a captured CUDA graph); use --mode eager on a CPU"
+    return None
+
+
+class _Runner:
+    """One implementation on one buffer size: ``op()`` all-reduces ``buf`` once."""
+
+    def __init__(self, impl: str, numel: int, dtype: Any, device: Any) -> None:
+        import torch
+        import torch.distributed as dist
+
+        self.dist, self.torch = dist, torch
+        self.impl = impl
+        if impl == "nccl":
+            self.buf = torch.zeros(numel, dtype=dtype, device=device)
+            self.out = self.buf
+            self.op: Callable[[], object] = lambda: dist.all_reduce(self.buf)
+            return
+        import torch.distributed._symmetric_memory as symm_mem
+
+        group = dist.group.WORLD
+        assert group is not None
+        name = group.group_name
+        if hasattr(symm_mem, "enable_symm_mem_for_group"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # deprecated (no longer needed) in newer torch
+                symm_mem.enable_symm_mem_for_group(name)
+        self.buf = symm_mem.empty(numel, dtype=dtype, device=device).zero_()
+        symm_mem.rendezvous(self.buf, name)
+        ops = torch.ops.symm_mem
+        if impl == "symm_mem_one_shot":
+            self.out = torch.zeros_like(self.buf)
+            self.op = lambda: ops.one_shot_all_reduce_out(self.buf, "sum", name, self.out)
+        else:
+            self.out = self.buf
+            self.op = lambda: ops.two_shot_all_reduce_(self.buf, "sum", name)
+
+    def correct(self, world: int, sync: Callable[[], None]) -> bool:
+        """One all-reduce of ones must give ``world`` everywhere."""
+        self.buf.fill_(1)
+        sync()
+        self.dist.barrier()
+        self.op()
+        sync()
+        ok = bool((self.out == world).all())
+        self.dist.barrier()  # every peer has read this buffer before it changes
+        self.buf.zero_()  # sums of zeros stay finite however many times they run
+        self.out.zero_()
+        return ok
+
+
+def _samples(
+    runner: _Runner, args: argparse.Namespace, cuda: bool, sync: Callable[[], None]
+) -> list[float]:
+    """Microseconds per all-reduce, one value per sample (this rank's)."""
+    torch, dist = runner.torch, runner.dist
+    graph = None
+    if args.mode == "graph":
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(3):  # NCCL needs eager calls on the capture stream first
+                runner.op()
+        torch.cuda.current_stream().wait_stream(stream)
+        sync()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(args.iters):
+                runner.op()
+        sync()
+    out: list[float] = []
+    for _ in range(args.samples):
+        dist.barrier()
+        sync()
+        if cuda:
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            if graph is not None:
+                graph.replay()
+            else:
+                for _ in range(args.iters):
+                    runner.op()
+            end.record()
+            end.synchronize()
+            out.append(start.elapsed_time(end) * 1000.0 / args.iters)  # ms -> us
+        else:
+            t0 = time.perf_counter()
+            for _ in range(args.iters):
+                runner.op()
+            out.append((time.perf_counter() - t0) * 1e6 / args.iters)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
+    os.environ.update(NO_MULTICAST)  # before torch and NCCL read them
     labels = [label for label, _ in args.sizes]
-    sizes = [nbytes for _, nbytes in args.sizes]
-    if args.iters < 1 or args.warmup < 0:
-        print("collective_bench: need --iters >= 1 and --warmup >= 0", file=sys.stderr)
-        return 2
 
     import torch
     import torch.distributed as dist
 
-    use_cuda = torch.cuda.is_available() and args.backend != "gloo"
-    backend = args.backend if args.backend != "auto" else ("nccl" if use_cuda else "gloo")
+    cuda = torch.cuda.is_available() and args.backend != "gloo"
+    problem = _usage_error(args, cuda)
+    if problem is not None:
+        print(f"collective_bench: error: {problem}", file=sys.stderr, flush=True)
+        return 2
+    backend = args.backend if args.backend != "auto" else ("nccl" if cuda else "gloo")
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    device = torch.device("cuda", local_rank) if use_cuda else torch.device("cpu")
-    if use_cuda:
+    device = torch.device("cuda", local_rank) if cuda else torch.device("cpu")
+    if cuda:
         torch.cuda.set_device(device)
     dist.init_process_group(backend=backend)
     rank, world = dist.get_rank(), dist.get_world_size()
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[args.dtype]
 
     def sync() -> None:
-        if use_cuda:
+        if cuda:
             torch.cuda.synchronize(device)
 
-    metrics: dict[str, Any] = {"world_size": world}
+    def measure(numel: int) -> list[float] | None:
+        runner = _Runner(args.allreduce, numel, dtype, device)
+        for _ in range(args.warmup):
+            runner.op()
+        # Correctness once: a broken transport must not pass as fast.
+        if not runner.correct(world, sync):
+            return None
+        mine = _samples(runner, args, cuda, sync)
+        # Per sample, the slowest rank's time is the collective's.
+        times = torch.tensor(mine, dtype=torch.float64, device=device)
+        dist.all_reduce(times, op=dist.ReduceOp.MAX)
+        return [float(x) for x in times.cpu().tolist()]
+
+    metrics: dict[str, Any] = {"world_size": world, "iters_per_sample": args.iters}
+    what = f"{world} ranks, {backend}, {args.allreduce}, {args.mode}, {args.iters} per sample"
     try:
-        for label, nbytes in zip(labels, sizes, strict=True):
+        floor = measure(1)
+        if floor is None:
+            print("collective_bench: wrong all_reduce result at 1 element", file=sys.stderr)
+            return 1
+        metrics["floor_p50_us"] = percentile(floor, 50)
+        metrics["floor_p99_us"] = percentile(floor, 99)
+        for label, nbytes in args.sizes:
             numel = max(1, nbytes // _DTYPES[args.dtype])
-            buf = torch.ones(numel, dtype=dtype, device=device)
-            for _ in range(args.warmup):
-                dist.all_reduce(buf)
-            # Correctness once: a broken transport must not pass as fast.
-            buf.fill_(1)
-            dist.all_reduce(buf)
-            sync()
-            if not bool((buf == world).all()):
+            worst = measure(numel)
+            if worst is None:
                 print(f"collective_bench: wrong all_reduce result at {label}", file=sys.stderr)
                 return 1
-            samples: list[float] = []
-            for _ in range(args.iters):
-                dist.barrier()
-                sync()
-                if use_cuda:
-                    start = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
-                    end = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
-                    start.record()
-                    dist.all_reduce(buf)
-                    end.record()
-                    end.synchronize()
-                    samples.append(start.elapsed_time(end) * 1000.0)  # ms -> us
-                else:
-                    t0 = time.perf_counter()
-                    dist.all_reduce(buf)
-                    sync()
-                    samples.append((time.perf_counter() - t0) * 1e6)
-            # Per iteration, the slowest rank's time is the collective's latency.
-            times = torch.tensor(samples, dtype=torch.float64, device=device)
-            dist.all_reduce(times, op=dist.ReduceOp.MAX)
-            worst = times.cpu().tolist()
             key = f"allreduce_{size_label(label)}"
             p50 = percentile(worst, 50)
             metrics[f"{key}_p50_us"] = p50
@@ -141,8 +259,8 @@ def main(argv: list[str] | None = None) -> int:
             )
             if rank == 0:
                 print(
-                    f"all_reduce {label} ({numel} x {args.dtype}, {world} ranks, {backend}): "
-                    f"p50 {p50:.1f} us, p99 {metrics[f'{key}_p99_us']:.1f} us",
+                    f"all_reduce {label} ({numel} x {args.dtype}; {what}): p50 {p50:.1f} us, "
+                    f"p99 {metrics[f'{key}_p99_us']:.1f} us (floor {metrics['floor_p50_us']:.1f})",
                     flush=True,
                 )
         primary = f"allreduce_{size_label(labels[0])}"

@@ -87,3 +87,18 @@ class CommandEngine(Engine):
 
     def gpus(self, args: list[str]) -> int:
         return self.spec.gpus
+
+    def help_command(self) -> list[str] | None:
+        """The command up to its first option, plus ``--help`` (``my-server serve --help``).
+
+        Options and placeholders are left out so that a command that ignores ``--help`` does
+        not start serving on a real port; preflight then finds no flags and checks nothing.
+        """
+        head: list[str] = []
+        for part in self.template:
+            if part.startswith("-") and part not in ("-m",) or "{" in part:
+                break
+            head.append(part)
+        if head and head[-1] == "-m":
+            head.pop()
+        return [*head, "--help"] if head else None

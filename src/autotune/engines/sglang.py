@@ -17,6 +17,10 @@ from autotune.space.schema import EngineSpec
 
 # The version assumed when the space does not name one (preflight warns about it).
 DEFAULT_VERSION = "0.5.9"
+SIMULATE_TIME_SCALE = "20"  # --simulate: simulated seconds per wall second (docs/simulator.md)
+# The stand-in's sim.settings.TIME_SCALE_ENV, spelt out: engines must not import the stand-in
+# (it is a separate server process; tests/test_layers.py), a test keeps the two equal.
+SIM_TIME_SCALE_ENV = "AUTOTUNE_SIM_TIME_SCALE"
 
 _TP = ("--tp-size", "--tensor-parallel-size")
 _DP = ("--dp-size", "--data-parallel-size")
@@ -141,6 +145,11 @@ class SGLangEngine(Engine):
         if has_flag(args, ("--enable-dp-attention",)):
             dp = 1
         return (tp or 1) * (pp or 1) * (dp or 1)
+
+    def default_env(self) -> dict[str, str]:
+        # The stand-in runs SIMULATE_TIME_SCALE times faster than the time it simulates, so
+        # a simulated study takes minutes; the node reports its figures unscaled.
+        return {SIM_TIME_SCALE_ENV: SIMULATE_TIME_SCALE} if self.simulate else {}
 
     def known_flags(self) -> set[str] | None:
         table = load_table("sglang", self.spec.version)

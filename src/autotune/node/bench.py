@@ -1,4 +1,8 @@
-"""The load generator: streaming requests over httpx at a fixed concurrency, and their metrics.
+"""The load generator: streaming requests at a fixed concurrency, and their metrics.
+
+Requests go through ``node/stream.py``, a minimal HTTP/1.1 client: each piece of a response
+is time-stamped on arrival, before parsing, and no per-chunk framework cost sits between the
+socket and the clock (bench/loadgen.py measures it against a raw-socket client).
 
 Two endpoints are understood: ``/v1/completions`` (OpenAI SSE, ``choices[0].text`` chunks,
 optional ``usage.completion_tokens``, optional ``[DONE]``) and ``/generate`` (SGLang native,
@@ -21,6 +25,7 @@ from typing import Any
 import httpx
 
 from autotune.models import Metrics, Stats, Workload
+from autotune.node import stream
 
 # Common short English words: about one token each in the usual BPE vocabularies.
 _WORDS = (
@@ -139,6 +144,91 @@ class BenchResult:
         )
 
 
+def _median(values: Sequence[float]) -> float:
+    return percentile(sorted(values), 50)
+
+
+def aggregate(windows: Sequence[Metrics]) -> Metrics:
+    """One Metrics for several windows on the same server: median rates and latency statistics
+    (each field of each distribution on its own), summed counts and durations.
+
+    Raises:
+        ValueError: no windows.
+    """
+    if not windows:
+        raise ValueError("no windows")
+    if len(windows) == 1:
+        return windows[0]
+
+    def stats(name: str) -> Stats | None:
+        present: list[Stats] = [s for w in windows if (s := getattr(w, name)) is not None]
+        if not present:
+            return None
+        return Stats(
+            **{k: _median([getattr(s, k) for s in present]) for k in ("mean", "p50", "p90", "p99")}
+        )
+
+    accepts = [w.accept_length for w in windows if w.accept_length is not None]
+    keys = sorted({k for w in windows for k in w.extra})
+    return Metrics(
+        output_tok_s=_median([w.output_tok_s for w in windows]),
+        request_s=_median([w.request_s for w in windows]),
+        ttft_ms=stats("ttft_ms"),
+        itl_ms=stats("itl_ms"),
+        e2e_ms=stats("e2e_ms"),
+        tpot_ms=stats("tpot_ms"),
+        completed=sum(w.completed for w in windows),
+        failed=sum(w.failed for w in windows),
+        output_tokens=sum(w.output_tokens for w in windows),
+        duration_s=sum(w.duration_s for w in windows),
+        accept_length=accepts[-1] if accepts else None,
+        extra={k: _median([w.extra[k] for w in windows if k in w.extra]) for k in keys},
+    )
+
+
+def unscale(metrics: Metrics, scale: float) -> Metrics:
+    """Metrics of a time-scaled stand-in in the seconds it simulates.
+
+    A stand-in running ``scale`` times faster than the time it simulates streams ``scale``
+    times more tokens per wall second: rates are divided by ``scale``, times multiplied.
+    """
+    if scale == 1.0:
+        return metrics
+
+    def slow(stats: Stats | None) -> Stats | None:
+        if stats is None:
+            return None
+        return Stats(
+            mean=stats.mean * scale,
+            p50=stats.p50 * scale,
+            p90=stats.p90 * scale,
+            p99=stats.p99 * scale,
+        )
+
+    return metrics.model_copy(
+        update={
+            "output_tok_s": metrics.output_tok_s / scale,
+            "request_s": metrics.request_s / scale,
+            "ttft_ms": slow(metrics.ttft_ms),
+            "itl_ms": slow(metrics.itl_ms),
+            "e2e_ms": slow(metrics.e2e_ms),
+            "tpot_ms": slow(metrics.tpot_ms),
+            "duration_s": metrics.duration_s * scale,
+        }
+    )
+
+
+def sim_time_scale(info: dict[str, Any] | None) -> float:
+    """The time scale a stand-in server reports (1.0 for any other server)."""
+    if not info or info.get("simulated") is not True:
+        return 1.0
+    sim = info.get("simulation")
+    scale = sim.get("time_scale") if isinstance(sim, dict) else None
+    if isinstance(scale, int | float) and not isinstance(scale, bool) and scale > 0:
+        return float(scale)
+    return 1.0
+
+
 def percentile(sorted_values: Sequence[float], q: float) -> float:
     """Linear-interpolated percentile ``q`` (0-100) of already sorted values."""
     if not sorted_values:
@@ -162,9 +252,9 @@ def stats_ms(seconds: Sequence[float]) -> Stats | None:
     )
 
 
-def _chunk_tokens(endpoint: str, obj: dict[str, Any], state: dict[str, Any]) -> int:
+def _chunk_tokens(generate: bool, obj: dict[str, Any], state: dict[str, Any]) -> int:
     """New tokens one SSE chunk brought; updates ``state['total']`` from usage when present."""
-    if endpoint == "/generate":
+    if generate:
         meta = obj.get("meta_info") or {}
         cumulative = meta.get("completion_tokens")
         if isinstance(cumulative, int):
@@ -182,48 +272,56 @@ def _chunk_tokens(endpoint: str, obj: dict[str, Any], state: dict[str, Any]) -> 
     return 1 if text else 0
 
 
-async def _one(
-    client: httpx.AsyncClient, url: str, workload: Workload, prompt: str
-) -> RequestRecord:
+async def _one(pool: stream.Pool, workload: Workload, body: bytes) -> RequestRecord:
     record = RequestRecord()
-    body = request_body(workload, prompt)
-    start = time.perf_counter()
-    last = start
     chunks = 0
     state: dict[str, Any] = {}
+    generate = workload.endpoint == "/generate"
+    start = time.perf_counter()
+    last = start
     try:
-        async with client.stream("POST", url, json=body) as response:
-            if response.status_code != 200:
-                text = (await response.aread()).decode("utf-8", errors="replace")
-                record.error = f"HTTP {response.status_code}: {' '.join(text.split())[:200]}"
+        async with pool.post(workload.endpoint, body) as response:
+            if response.status != 200:
+                text = (await response.read()).decode("utf-8", errors="replace")
+                record.error = f"HTTP {response.status}: {' '.join(text.split())[:200]}"
                 return record
-            async for raw in response.aiter_lines():
-                line = raw.strip()
-                if not line.startswith("data:"):
+            pending = b""
+            async for now, piece in response.pieces():
+                pending += piece
+                if b"\n" not in pending:
                     continue
-                data = line[5:].strip()
-                if data == "[DONE]":
-                    break
-                try:
-                    obj = json.loads(data)
-                except ValueError:  # recorded as this request's error
-                    record.error = f"bad stream chunk: {data[:120]}"
-                    return record
-                if isinstance(obj, dict) and obj.get("error"):
-                    record.error = f"error in stream: {str(obj['error'])[:200]}"
-                    return record
-                new = _chunk_tokens(workload.endpoint, obj, state) if isinstance(obj, dict) else 0
-                if new <= 0:
-                    continue
-                now = time.perf_counter()
-                chunks += 1
-                if record.ttft_s is None:
-                    record.ttft_s = now - start
-                else:
-                    record.itl_s.extend([(now - last) / new] * new)
-                last = now
-    except httpx.HTTPError as exc:
-        record.error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                *lines, pending = pending.split(b"\n")
+                for raw in lines:
+                    line = raw.strip()
+                    if not line.startswith(b"data:"):
+                        continue
+                    data = line[5:].strip()
+                    if data == b"[DONE]":
+                        break
+                    try:
+                        obj = json.loads(data)
+                    except ValueError:  # recorded as this request's error
+                        record.error = f"bad stream chunk: {data[:120].decode(errors='replace')}"
+                        return record
+                    if not isinstance(obj, dict):
+                        continue
+                    if obj.get("error"):
+                        record.error = f"error in stream: {str(obj['error'])[:200]}"
+                        return record
+                    new = _chunk_tokens(generate, obj, state)
+                    if new <= 0:
+                        continue
+                    # ``now``: when the bytes arrived, before any parsing.
+                    chunks += 1
+                    if record.ttft_s is None:
+                        record.ttft_s = now - start
+                    elif new == 1:
+                        record.itl_s.append(now - last)
+                    else:
+                        record.itl_s.extend([(now - last) / new] * new)
+                    last = now
+    except stream.StreamError as exc:
+        record.error = str(exc)
         return record
     record.end = time.perf_counter()
     record.e2e_s = record.end - start
@@ -243,7 +341,6 @@ async def run_load_async(
     concurrency: int,
     abort: Callable[[], bool] | None = None,
     limit_s: float | None = None,
-    transport: httpx.AsyncBaseTransport | None = None,
 ) -> BenchResult:
     """Send every prompt, at most ``concurrency`` at a time; stop early on ``abort()``.
 
@@ -254,26 +351,25 @@ async def run_load_async(
         concurrency: requests in flight at once.
         abort: polled every 50 ms; True cancels the requests still running.
         limit_s: wall-clock limit of the whole run (state ``timeout`` when reached).
-        transport: an httpx transport (tests pass ``httpx.MockTransport``).
     """
-    url = base_url.rstrip("/") + workload.endpoint
+    pool = stream.Pool(
+        base_url,
+        read_timeout_s=workload.request_timeout_s,
+        connect_timeout_s=min(30.0, workload.request_timeout_s),
+    )
+    # Encoded before the clock starts: request building is not the server's time.
+    bodies = [json.dumps(request_body(workload, p)).encode() for p in prompts]
     sem = asyncio.Semaphore(concurrency)
     records: list[RequestRecord] = []
-    timeout = httpx.Timeout(
-        workload.request_timeout_s, connect=min(30.0, workload.request_timeout_s)
-    )
-    limits = httpx.Limits(max_connections=concurrency + 2, max_keepalive_connections=concurrency)
-    start = time.perf_counter()
     state = "done"
-    async with httpx.AsyncClient(
-        timeout=timeout, limits=limits, transport=transport, trust_env=False
-    ) as client:
 
-        async def run(prompt: str) -> None:
-            async with sem:
-                records.append(await _one(client, url, workload, prompt))
+    async def run(body: bytes) -> None:
+        async with sem:
+            records.append(await _one(pool, workload, body))
 
-        tasks = [asyncio.create_task(run(p)) for p in prompts]
+    start = time.perf_counter()
+    try:
+        tasks = [asyncio.create_task(run(b)) for b in bodies]
         everything = asyncio.gather(*tasks, return_exceptions=True)
         while not everything.done():
             await asyncio.wait({everything}, timeout=0.05)
@@ -291,6 +387,8 @@ async def run_load_async(
         for outcome in everything.result() if not everything.cancelled() else []:
             if isinstance(outcome, Exception):
                 raise outcome
+    finally:
+        await pool.aclose()
     ends = [r.end for r in records if r.ok]
     finish = max(ends) if ends and state == "done" else time.perf_counter()
     return BenchResult(records, max(0.0, finish - start), state, requested=len(prompts))
@@ -304,7 +402,6 @@ def run_load(
     concurrency: int,
     abort: Callable[[], bool] | None = None,
     limit_s: float | None = None,
-    transport: httpx.AsyncBaseTransport | None = None,
 ) -> BenchResult:
     """Blocking wrapper of :func:`run_load_async` (runs its own event loop)."""
     return asyncio.run(
@@ -315,7 +412,6 @@ def run_load(
             concurrency=concurrency,
             abort=abort,
             limit_s=limit_s,
-            transport=transport,
         )
     )
 

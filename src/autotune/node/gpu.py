@@ -110,6 +110,25 @@ def snapshot(count: int | None = None, visible: str | None = None) -> list[float
     return used or None
 
 
+def describe(count: int | None = None, visible: str | None = None) -> str:
+    """The GPUs a trial runs on, for people: ``8x NVIDIA H200``; ``""`` without NVML."""
+    nvml = _load()
+    if nvml is None:
+        return ""
+    try:
+        names = []
+        for handle in _handles(nvml, count, visible):
+            name = nvml.nvmlDeviceGetName(handle)
+            names.append(name.decode() if isinstance(name, bytes) else str(name))
+    except Exception as exc:
+        _logger.debug("GPU names unavailable (%s: %s)", type(exc).__name__, exc)
+        return ""
+    counts: dict[str, int] = {}
+    for name in names:
+        counts[name] = counts.get(name, 0) + 1
+    return ", ".join(f"{n}x {name}" for name, n in counts.items())
+
+
 def is_clean(used: list[float] | None, threshold_mib: float | None = None) -> bool | None:
     """Whether every GPU is below the clean threshold; None when there is nothing to check."""
     if used is None:

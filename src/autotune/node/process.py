@@ -516,3 +516,18 @@ def reap_orphans(
         )
         reaped.append({**info, "killed": pids, "left": [p.pid for p in left]})
     return reaped
+
+
+def kill_own_servers(grace_s: float = 5.0, directory: Path | None = None) -> int:
+    """Kill the trial servers this process launched (a study stopped by Ctrl-C).
+
+    Their runners then see the server gone and return; the registry records are dropped by
+    the runners' own teardown. Returns how many servers were signalled.
+    """
+    me = os.getpid()
+    mine = [i for i in registered_servers(directory) if i.get("owner_pid") == me]
+    for info in mine:
+        procs = _processes_of(info)
+        if procs:
+            _kill(procs, grace_s)
+    return len(mine)

@@ -8,6 +8,7 @@ answering). :func:`wait_ready` combines both under the startup limit.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import threading
@@ -84,6 +85,9 @@ class LogWatcher(threading.Thread):
         with self._lock:
             if _ORDER.index(phase) > _ORDER.index(self.phase):
                 self.phase = phase
+                # Beside the log, for a progress view on the same host (best effort).
+                with contextlib.suppress(OSError):  # a read-only log folder: no progress note
+                    self.path.with_suffix(".phase").write_text(phase.value)
 
     def lines(self) -> list[str]:
         """The lines read so far (the last MAX_LINES of them)."""

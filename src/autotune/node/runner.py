@@ -2,6 +2,19 @@
 
 pre-check clean -> port -> launch -> ready -> warm up -> benchmark -> teardown -> classify.
 A trial-level failure is a result, never an exception; only bugs raise.
+
+The benchmark measures ``workload.windows`` windows on the same running server (relaunching
+is what costs; a window is cheap), so every result carries its own within-launch spread:
+``TrialResult.windows`` holds each window's ``Metrics.flat()`` in order and
+``TrialResult.metrics`` their aggregate (median rates and latency statistics, summed counts).
+Then the peak: a dedicated window at ``workload.peak_concurrency`` when it is above the
+concurrency, otherwise the last window. ``TrialResult.peak`` says whether the configuration
+survived it without failed requests; one that did not is no winner, though its windows stand.
+
+Intermediate values for a pruner: ``run_trial(spec, on_window=f)`` calls ``f(index, flat)``
+after each window, on the node, as it completes; ``True`` stops the trial (``pruned``). A
+caller that cannot reach the node's thread (a remote executor) reads the same values, in
+the same order, from ``TrialResult.windows`` when the result arrives.
 """
 
 from __future__ import annotations
@@ -14,6 +27,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +39,7 @@ from autotune.models import (
     Failure,
     Metrics,
     Outcome,
+    PeakLoad,
     Phase,
     Timings,
     TrialResult,
@@ -105,9 +120,16 @@ class _Verdict:
     permanent: bool = True
 
 
+WindowCallback = Callable[[int, dict[str, float]], bool]
+
+
 class _Trial:
-    def __init__(self, spec: TrialSpec) -> None:
+    def __init__(self, spec: TrialSpec, on_window: WindowCallback | None = None) -> None:
         self.spec = spec
+        self.on_window = on_window
+        self.windows: list[Metrics] = []
+        self.peak: PeakLoad | None = None
+        self.time_scale = 1.0  # a time-scaled stand-in's own clock; metrics are unscaled
         self.start = time.monotonic()
         self.node = socket.gethostname()
         self.log_path = Path(spec.log_dir) / f"trial-{spec.number:04d}-a{spec.attempt}.log"
@@ -155,6 +177,9 @@ class _Trial:
             simulated=self.spec.simulated,
             attempt=self.spec.attempt,
             server_info=server_info or {},
+            windows=[w.flat() for w in self.windows],
+            peak=self.peak,
+            gpu=gpu.describe(self.spec.gpus, self.visible) if self.spec.gpus else "",
         )
 
     def _infra(self, cause: Cause, message: str, hint: str) -> TrialResult:
@@ -251,6 +276,13 @@ class _Trial:
                 milestones=watcher.labels,
                 server_info=info,
             )
+        if verdict.kind == "pruned":
+            return self._result(
+                Outcome.PRUNED,
+                metrics=bench.aggregate(self.windows),
+                cleanup=cleanup,
+                milestones=watcher.labels,
+            )
         outcome, failure = self._failure(verdict, lines, watcher)
         return self._result(outcome, failure=failure, cleanup=cleanup, milestones=watcher.labels)
 
@@ -325,21 +357,19 @@ class _Trial:
             verdict = self._check_load(warm, watcher, health, Phase.WARMUP)
             if verdict is not None:
                 return verdict, None, None
+        self.time_scale = bench.sim_time_scale(bench.fetch_server_info(url))
         watcher.advance(Phase.BENCHMARK)
         start = time.monotonic()
-        result = bench.run_load(
-            url,
-            workload,
-            bench.make_prompts(workload, workload.num_requests),
-            concurrency=workload.concurrency,
-            abort=abort,
-            limit_s=spec.limits.benchmark_s,
-        )
-        self.times["benchmark_s"] = time.monotonic() - start
-        verdict = self._check_load(result, watcher, health, Phase.BENCHMARK)
+        try:
+            verdict = self._windows(url, watcher, health, abort)
+        finally:
+            self.times["benchmark_s"] = time.monotonic() - start
         if verdict is not None:
             return verdict, None, None
-        metrics = result.metrics()
+        metrics = bench.aggregate(self.windows)
+        if self.peak is not None and self.peak.dedicated:
+            extra = {**metrics.extra, "peak_failed_requests": float(self.peak.failed)}
+            metrics = metrics.model_copy(update={"extra": extra})
         info = bench.fetch_server_info(url)
         if info is not None:
             accept = bench.accept_length(info)
@@ -348,6 +378,53 @@ class _Trial:
             if len(json.dumps(info, default=str)) > MAX_SERVER_INFO:
                 info = {"truncated": True}
         return _Verdict("ok", Phase.BENCHMARK), metrics, info
+
+    def _windows(
+        self, url: str, watcher: LogWatcher, health: HealthPoller, abort: Callable[[], bool]
+    ) -> _Verdict | None:
+        """Measure ``workload.windows`` windows, then the peak; None when the result is ok.
+
+        A dedicated peak window that fails requests while the server stays up is not a
+        failure of the trial: its windows stand and ``self.peak.survived`` says False.
+        """
+        workload = self.spec.workload
+        dedicated = workload.peak > workload.concurrency
+        for index in range(workload.windows):
+            result = bench.run_load(
+                url,
+                workload,
+                bench.make_prompts(workload, workload.num_requests, kind=_window_kind(index)),
+                concurrency=workload.concurrency,
+                abort=abort,
+                limit_s=self.spec.limits.benchmark_s,
+            )
+            verdict = self._check_load(result, watcher, health, Phase.BENCHMARK)
+            last = index == workload.windows - 1
+            if last and not dedicated:
+                self.peak = _peak(
+                    result, workload.concurrency, dedicated=False, scale=self.time_scale
+                )
+            if verdict is not None:
+                return verdict
+            self.windows.append(bench.unscale(result.metrics(), self.time_scale))
+            if self.on_window is not None and self.on_window(index, self.windows[-1].flat()):
+                return _Verdict("pruned", Phase.BENCHMARK, message=f"pruned after window {index}")
+        if not dedicated:
+            return None
+        count = max(workload.num_requests, 2 * workload.peak)
+        result = bench.run_load(
+            url,
+            workload,
+            bench.make_prompts(workload, count, kind="peak"),
+            concurrency=workload.peak,
+            abort=abort,
+            limit_s=self.spec.limits.benchmark_s,
+        )
+        self.peak = _peak(result, workload.peak, dedicated=True, scale=self.time_scale)
+        verdict = self._check_load(result, watcher, health, Phase.BENCHMARK)
+        if verdict is not None and verdict.kind in ("bench_errors", "bench_timeout"):
+            return None  # the server is up: the windows stand, the peak says it failed
+        return verdict
 
     def _check_load(
         self, result: bench.BenchResult, watcher: LogWatcher, health: HealthPoller, phase: Phase
@@ -485,6 +562,28 @@ class _Trial:
         return Outcome.CRASHED, failure
 
 
+def _window_kind(index: int) -> str:
+    """Prompt set of window ``index``: each window its own, so a prefix cache warmed by one
+    window does not flatter the next (window 0 keeps the historical ``bench`` set)."""
+    return "bench" if index == 0 else f"bench-{index}"
+
+
+def _peak(
+    result: bench.BenchResult, concurrency: int, *, dedicated: bool, scale: float
+) -> PeakLoad:
+    survived = result.state == "done" and result.failed == 0
+    return PeakLoad(
+        concurrency=concurrency,
+        dedicated=dedicated,
+        survived=survived,
+        requested=result.requested,
+        completed=result.completed,
+        failed=result.requested - result.completed,
+        errors=result.errors(),
+        metrics=bench.unscale(result.metrics(), scale).flat() if result.completed else {},
+    )
+
+
 def _check_patterns(spec: TrialSpec) -> None:
     """Compile every regex before anything is launched, so a bad one cannot leak a server.
 
@@ -503,14 +602,18 @@ def _check_patterns(spec: TrialSpec) -> None:
             raise ValueError(f"{name}: not a valid regular expression: {exc}") from None
 
 
-def run_trial(spec: TrialSpec) -> TrialResult:
+def run_trial(spec: TrialSpec, on_window: WindowCallback | None = None) -> TrialResult:
     """Run one trial on this node and say how it ended.
 
     Launches ``spec.argv`` in its own process group, waits for readiness, warms up,
-    benchmarks, tears everything down (proving the node clean) and classifies any failure.
+    benchmarks in ``workload.windows`` windows (then the peak window), tears everything down
+    (proving the node clean) and classifies any failure.
 
     Args:
         spec: the trial, built by the driver.
+        on_window: called in this thread after each measured window with its index (from 0)
+            and its ``Metrics.flat()``; returning True stops the trial: outcome ``pruned``,
+            the windows so far kept, no peak window. It must not raise.
 
     Returns:
         The result; trial-level failures (crash, timeout, dirty node) are outcomes, not
@@ -519,4 +622,4 @@ def run_trial(spec: TrialSpec) -> TrialResult:
     Raises:
         ValueError: a pattern in the spec is not a valid regex (nothing is launched).
     """
-    return _Trial(spec).run()
+    return _Trial(spec, on_window).run()

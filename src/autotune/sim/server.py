@@ -13,6 +13,7 @@ import math
 import os
 import random
 import signal
+import socket
 import sys
 import threading
 import time
@@ -38,10 +39,11 @@ from autotune.sim.model import (
 from autotune.sim.nccl import NcclEnvError, parse_nccl_env
 from autotune.sim.plan import FAST_SCALE, plan_startup
 from autotune.sim.profiles import HardwareProfile, profile_from_env
+from autotune.sim.settings import SettingError, SimSettings, next_launch, settings_from_env
 
 SEED_ENV = "AUTOTUNE_SIM_SEED"
 STARTUP_ENV = "AUTOTUNE_SIM_STARTUP"
-NOISE_SIGMA = 0.02
+NOISE_CLAMP = 2.5  # a launch factor stays within exp(+-2.5 sigma)
 VOCAB = (
     "the model runs on eight GPUs and every layer waits for an allreduce across the bus while "
     "tokens stream out one by one to the client that measures them"
@@ -61,11 +63,14 @@ def startup_scale(env: dict[str, str]) -> float:
         return FAST_SCALE
 
 
-def launch_seed(argv: list[str], env: dict[str, str]) -> int:
-    """Seed of this launch: AUTOTUNE_SIM_SEED + the configuration; random without the variable."""
+def launch_seed(argv: list[str], env: dict[str, str], launch: int | None = None) -> int:
+    """Seed of this launch: AUTOTUNE_SIM_SEED + the configuration (+ the launch number from
+    the counter file, when one is set); random without the variable."""
     base = env.get(SEED_ENV)
     if base is None:
         return int.from_bytes(os.urandom(8), "big")
+    if launch is not None:
+        base = f"{base}:launch{launch}"
     skip = {"--host", "--port"}
     parts, i = [], 0
     while i < len(argv):
@@ -82,15 +87,29 @@ def launch_seed(argv: list[str], env: dict[str, str]) -> int:
 class SimState:
     """Shared state of the running server: readiness, the batch in flight, speculative stats."""
 
-    def __init__(self, launch: Launch, prof: HardwareProfile, seed: int, log: SglangLog) -> None:
+    def __init__(
+        self,
+        launch: Launch,
+        prof: HardwareProfile,
+        seed: int,
+        log: SglangLog,
+        settings: SimSettings | None = None,
+    ) -> None:
         self.launch, self.prof, self.log, self.seed = launch, prof, log, seed
+        self.settings = settings or SimSettings()
         self.cfg = launch.config
         rng = random.Random(seed)
-        self.noise = min(max(math.exp(rng.gauss(0.0, NOISE_SIGMA)), 0.95), 1.05)
+        sigma = self.settings.launch_sigma
+        bound = math.exp(NOISE_CLAMP * sigma)
+        self.noise = min(max(math.exp(rng.gauss(0.0, sigma)), 1 / bound), bound)
         self.phase = "starting"  # -> serving (HTTP up) -> ready (warm-up passed)
         self.lock = threading.Lock()
         self.active = 0
-        self.slots = threading.Semaphore(max_running_requests(self.cfg, prof))
+        self.inflight = 0  # requests received and not finished (queued ones included)
+        self.t0 = time.monotonic()
+        slots = max_running_requests(self.cfg, prof)
+        # A fixed-rate stream's truth must not depend on load: no admission limit then.
+        self.slots = threading.Semaphore(slots if self.settings.fixed_rate is None else 1 << 20)
         self.spec_tokens = 0
         self.spec_cycles = 0
         self.decoded = 0
@@ -98,14 +117,34 @@ class SimState:
 
     # ---- the model, at the current batch
 
+    def window_factor(self) -> float:
+        """The within-launch factor now: redrawn every ``window_period_s`` simulated seconds."""
+        sigma = self.settings.window_sigma
+        if sigma <= 0:
+            return 1.0
+        sim_now = (time.monotonic() - self.t0) * self.settings.time_scale
+        epoch = int(sim_now // self.settings.window_period_s)
+        bound = math.exp(NOISE_CLAMP * sigma)
+        draw = math.exp(random.Random(f"{self.seed}:window{epoch}").gauss(0.0, sigma))
+        return min(max(draw, 1 / bound), bound)
+
+    # Simulated seconds (what the server reports); the stream divides them by the time scale.
     def interval_s(self, batch: int) -> float:
-        return token_interval_ms(batch, self.cfg, self.prof) * self.noise / 1000.0
+        if self.settings.fixed_rate is not None:
+            return 1.0 / self.settings.fixed_rate
+        ms = token_interval_ms(batch, self.cfg, self.prof)
+        return ms * self.noise * self.window_factor() / 1000.0
 
     def cycle_s(self, batch: int) -> float:
-        return spec_cycle_ms(batch, self.cfg, self.prof) * self.noise / 1000.0
+        return (
+            spec_cycle_ms(batch, self.cfg, self.prof) * self.noise * self.window_factor() / 1000.0
+        )
 
     def ttft_s(self, prompt_tokens: int) -> float:
-        return prefill_ms(prompt_tokens, self.cfg, self.prof) * self.noise / 1000.0
+        if self.settings.fixed_rate is not None:
+            return self.settings.fixed_ttft_ms / 1000.0
+        ms = prefill_ms(prompt_tokens, self.cfg, self.prof)
+        return ms * self.noise * self.window_factor() / 1000.0
 
     def accept_length(self) -> float:
         with self.lock:
@@ -117,28 +156,36 @@ class SimState:
     def generate(self, prompt_tokens: int, max_new: int, rid: str) -> Iterator[list[str]]:
         """Yield the new tokens of each step, at the modelled times (blocking)."""
         rng = random.Random(f"{self.seed}:{rid}")
+        oom = self.settings.oom_above
+        with self.lock:
+            self.inflight += 1
+            over = oom is not None and self.inflight > oom
+        if over:
+            self._die_of_oom()
         self.slots.acquire()
         with self.lock:
             self.active += 1
             self.requests += 1
+        scale = self.settings.time_scale
+        fixed = self.settings.fixed_rate is not None
         try:
             start = time.monotonic()
-            deadline = start + self.ttft_s(prompt_tokens)
+            deadline = start + self.ttft_s(prompt_tokens) / scale
             _sleep_until(deadline)
             produced = 0
             if max_new > 0:
                 produced = 1
                 yield [self._token(rng)]
-            spec = self.cfg.spec
+            spec = None if fixed else self.cfg.spec
             while produced < max_new:
                 with self.lock:
                     batch = self.active
-                jitter = rng.uniform(0.97, 1.03)
+                jitter = 1.0 if fixed else rng.uniform(0.97, 1.03)
                 if spec is None:
-                    deadline += self.interval_s(batch) * jitter
+                    deadline += self.interval_s(batch) * jitter / scale
                     n = 1
                 else:
-                    deadline += self.cycle_s(batch) * jitter
+                    deadline += self.cycle_s(batch) * jitter / scale
                     n = _sample_accept(rng, spec)
                     with self.lock:
                         self.spec_tokens += n
@@ -151,7 +198,32 @@ class SimState:
         finally:
             with self.lock:
                 self.active -= 1
+                self.inflight -= 1
             self.slots.release()
+
+    def _die_of_oom(self) -> None:
+        """SGLang's runtime KV exhaustion: the scheduler raises, the parent SIGKILLs itself."""
+        sched = f"{SRT}/managers/scheduler.py"
+        frames = [
+            frame(sched, 2950, "run_scheduler_process", "scheduler.event_loop_overlap()"),
+            frame(sched, 1012, "event_loop_overlap", "batch = self.get_next_batch_to_run()"),
+            frame(sched, 1820, "update_running_batch", "raise RuntimeError("),
+        ]
+        self.log.line(
+            "Scheduler hit an exception: "
+            + traceback_text(
+                frames, "RuntimeError: Decode out of memory. Try to lower your batch size."
+            ),
+            rank="TP0",
+            level="error",
+        )
+        self.log.line(
+            "Received sigquit from a child process. It usually means the child failed.",
+            rank=None,
+            level="error",
+        )
+        sys.stderr.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
 
     def _token(self, rng: random.Random) -> str:
         return " " + rng.choice(VOCAB)
@@ -222,6 +294,14 @@ class SimState:
                 "gpu": prof.gpu_name,
                 "noise_factor": round(self.noise, 5),
                 "modelled": modelled,
+                "time_scale": self.settings.time_scale,
+                "launch_noise_sigma": self.settings.launch_sigma,
+                "window_noise_sigma": self.settings.window_sigma,
+                "flags_ignored": self.settings.flags_ignored,
+                "fixed_rate_tok_s": self.settings.fixed_rate,
+                "fixed_ttft_ms": self.settings.fixed_ttft_ms
+                if self.settings.fixed_rate is not None
+                else None,
             },
         )
         return info
@@ -263,6 +343,12 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # request lines are logged the uvicorn way in _log_request
+
+    def setup(self) -> None:
+        super().setup()
+        # As uvicorn does: without it, Nagle holds the first token behind the header block
+        # until the client's delayed ACK (up to 40 ms), a TTFT no real server has.
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def _log_request(self, code: int) -> None:
         host, port = self.client_address[:2]
@@ -482,6 +568,12 @@ class Handler(BaseHTTPRequestHandler):
             return None
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver's listen backlog is 5: 64 clients connecting at once would see SYNs dropped
+    # and retried a second later, a TTFT no real server (uvicorn: 2048) has.
+    request_queue_size = 2048
+
+
 def _main_process_error(log: SglangLog, error: str, where: tuple[int, str]) -> int:
     frames = [
         frame(
@@ -513,6 +605,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyError as exc:
         sys.stderr.write(f"error: {exc.args[0]}\n")
         return 2
+    try:
+        settings = settings_from_env(env)
+    except SettingError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
     log = SglangLog(ns.log_level)
     nccl_error: NcclEnvError | None = None
     try:
@@ -534,10 +631,19 @@ def main(argv: list[str] | None = None) -> int:
     for warning in launch.warnings:
         log.line(warning, rank=None, level="warning")
 
-    state = SimState(launch, prof, launch_seed(argv, env), log)
+    if settings.flags_ignored:
+        # Performance from the default configuration whatever the flags: only noise differs.
+        default = build_parser().parse_args(["--model-path", ns.model_path])
+        launch = Launch(
+            ns=ns,
+            config=to_launch(default, {}, parse_nccl_env({})).config,
+            warnings=launch.warnings,
+        )
+    number = next_launch(settings.launches) if settings.launches else None
+    state = SimState(launch, prof, launch_seed(argv, env, number), log, settings)
     handler = type("SimHandler", (Handler,), {"sim": state})
     try:
-        httpd = ThreadingHTTPServer((ns.host, ns.port), handler)
+        httpd = _Server((ns.host, ns.port), handler)
     except OSError as exc:
         log.line(
             f"ERROR:    [Errno {exc.errno}] error while attempting to bind on address "
@@ -547,13 +653,19 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 1
     httpd.daemon_threads = True
-    threading.Thread(target=httpd.serve_forever, name="http", daemon=True).start()
+    # shutdown() waits for the next poll: 0.5 s by default, the whole of a teardown.
+    threading.Thread(target=httpd.serve_forever, args=(0.05,), name="http", daemon=True).start()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
 
     plan = plan_startup(
-        launch, prof, scale=startup_scale(env), nccl_error=nccl_error, port=ns.port, pid=os.getpid()
+        launch,
+        prof,
+        scale=startup_scale(env) / settings.time_scale,
+        nccl_error=nccl_error,
+        port=ns.port,
+        pid=os.getpid(),
     )
     for event in plan.events:
         if stop.wait(event.wait_s):

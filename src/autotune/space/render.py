@@ -20,6 +20,10 @@ __all__ = ["active", "format_value", "order", "render", "render_value", "violati
 def order(spec: StudySpec) -> list[Parameter]:
     """Parameters in dependency order: each after those its ``when`` names (else file order)."""
     deps = {p.name: compiled(p.when).names if p.when else frozenset() for p in spec.parameters}
+    for p in spec.parameters:  # a bound taken from another parameter: that one first
+        ref = p.ref()
+        if ref is not None:
+            deps[p.name] = deps[p.name] | {ref[1]}
     by_name = {p.name: p for p in spec.parameters}
     return [by_name[name] for name in topo_order(deps)]
 
@@ -99,7 +103,7 @@ def format_value(param: Parameter, value: Any) -> str:
 
 def _float_text(value: float, param: Parameter) -> str:
     """Shortest text without float noise: 0.45 + 8 * 0.05 -> ``0.85``, not 0.8500000000000001."""
-    if param.step is not None and param.low is not None:
+    if param.step is not None and isinstance(param.low, int | float):
         k = round((value - param.low) / param.step)
         decimals = max(_decimals(param.step), _decimals(param.low))
         value = round(param.low + k * param.step, decimals)

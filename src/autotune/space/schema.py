@@ -12,6 +12,7 @@ Validators raise ``LocatedError`` (a ``ValueError`` that names the key it is abo
 from __future__ import annotations
 
 import keyword
+from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any, Literal
 
@@ -63,6 +64,16 @@ class Launch(_Strict):
         return value
 
 
+class ParamRef(_Strict):
+    """A bound taken from another parameter's value: ``high: {param: NCCL_MAX_NCHANNELS}``."""
+
+    param: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """The parameter whose value (in the same configuration) is this bound."""
+
+
+Bound = float | ParamRef
+
+
 class Parameter(_Strict):
     """One searched setting: a launch flag or an environment variable.
 
@@ -85,10 +96,10 @@ class Parameter(_Strict):
     """Environment variable that receives the value, e.g. NCCL_BUFFSIZE."""
     map: dict[str, Launch] | None = None
     """Per value (key as in choices; true/false for bool): the args and env it adds."""
-    low: float | None = None
-    """Smallest value (int/float)."""
-    high: float | None = None
-    """Largest value (int/float); high - low must be a multiple of step."""
+    low: Bound | None = None
+    """Smallest value (int/float), or ``{param: NAME}``: another parameter's value."""
+    high: Bound | None = None
+    """Largest value (int/float), or ``{param: NAME}``; high - low must be a multiple of step."""
     step: float | None = None
     """Grid step (int/float)."""
     log: bool = False
@@ -100,7 +111,8 @@ class Parameter(_Strict):
     when: str | None = None
     """Condition over other parameters; when false the parameter is not suggested, not set."""
     memory: Literal["increasing", "decreasing"] | None = None
-    """A larger value uses more (increasing) or less (decreasing) GPU memory."""
+    """A larger value uses more (increasing) or less (decreasing) GPU memory; for a
+    categorical parameter, a later choice in ``choices`` is the larger one."""
     description: str = ""
     """Free text, shown in reports."""
 
@@ -165,20 +177,19 @@ class Parameter(_Strict):
                 "'bool_style' applies to a bool parameter with a 'flag' (remove it)",
                 ("bool_style",),
             )
-        if self.memory is not None and self.type not in ("int", "float", "bool"):
-            raise LocatedError(
-                "'memory' (monotone in memory use) applies to int, float and bool parameters",
-                ("memory",),
-            )
+
         if self.log and self.type not in ("int", "float"):
             raise LocatedError("'log' applies to int and float parameters (remove it)", ("log",))
         return self
 
     def _check_range(self) -> None:
-        low, high, step = self.low, self.high, self.step
-        if low is None or high is None:
-            missing = "low" if low is None else "high"
+        if self.low is None or self.high is None:
+            missing = "low" if self.low is None else "high"
             raise LocatedError(f"a {self.type} parameter needs 'low' and 'high' (add '{missing}')")
+        if isinstance(self.low, ParamRef) or isinstance(self.high, ParamRef):
+            self._check_ref_range()
+            return
+        low, high, step = self.low, self.high, self.step
         if low > high:
             raise LocatedError(
                 f"low ({low:g}) is greater than high ({high:g}) (swap them)", ("low",)
@@ -217,6 +228,50 @@ class Parameter(_Strict):
                 ("high",),
             )
 
+    def _check_ref_range(self) -> None:
+        """A range with a bound from another parameter: checks that need only this one."""
+        if isinstance(self.low, ParamRef) and isinstance(self.high, ParamRef):
+            raise LocatedError(
+                "only one of 'low' and 'high' may name another parameter (give the other a "
+                "number)",
+                ("low",),
+            )
+        if self.step is not None:
+            raise LocatedError(
+                "'step' cannot be combined with a bound taken from another parameter "
+                "(drop 'step')",
+                ("step",),
+            )
+        if self.choices is not None:
+            raise LocatedError(
+                f"'choices' is for categorical parameters (use low/high for {self.type})",
+                ("choices",),
+            )
+        for key in ("low", "high"):
+            value = getattr(self, key)
+            if isinstance(value, ParamRef):
+                if value.param == self.name:
+                    raise LocatedError(
+                        f"'{key}' of {self.name!r} names {self.name!r} itself (name another "
+                        "parameter or give a number)",
+                        (key, "param"),
+                    )
+                continue
+            if self.type == "int" and float(value) != int(value):
+                raise LocatedError(
+                    f"'{key}' of an int parameter must be a whole number, got {value:g}", (key,)
+                )
+            if key == "low" and self.log and value <= 0:
+                raise LocatedError(f"log scale needs low > 0, got {value:g}", ("low",))
+
+    def ref(self) -> tuple[str, str] | None:
+        """``("low"|"high", other parameter)`` when a bound is another parameter's value."""
+        for key in ("low", "high"):
+            value = getattr(self, key)
+            if isinstance(value, ParamRef):
+                return key, value.param
+        return None
+
     def values(self) -> list[Scalar]:
         """The finite value set of a categorical or bool parameter."""
         if self.type == "bool":
@@ -233,10 +288,14 @@ class Parameter(_Strict):
             return False
         if self.type == "int" and float(value) != int(value):
             return False
-        assert self.low is not None and self.high is not None
-        if not self.low <= value <= self.high:
+        # A bound from another parameter is checked by StudySpec.in_range, which sees both.
+        if isinstance(self.low, int | float) and value < self.low:
             return False
-        return self.step is None or _on_grid(value, self.low, self.step)
+        if isinstance(self.high, int | float) and value > self.high:
+            return False
+        if self.step is None or not isinstance(self.low, int | float):
+            return True
+        return _on_grid(value, self.low, self.step)
 
 
 def _on_grid(value: float, low: float, step: float) -> bool:
@@ -400,6 +459,7 @@ class StudySpec(_Strict):
                     ("parameters", i, "name"),
                 )
         self._check_expressions(names)
+        self._check_refs()
         if self.baseline:
             by_name = {p.name: p for p in self.parameters}
             for key, value in self.baseline.items():
@@ -415,7 +475,117 @@ class StudySpec(_Strict):
                         f"{_describe(by_name[key])} (widen the parameter or fix the baseline)",
                         ("baseline", key),
                     )
+                self._check_baseline_ref(by_name[key], value)
         return self
+
+    def _check_baseline_ref(self, p: Parameter, value: Any) -> None:
+        ref = p.ref()
+        if ref is None or self.baseline is None:
+            return
+        key, other = ref
+        if other not in self.baseline:
+            raise LocatedError(
+                f"baseline sets {p.name!r} but not {other!r}, whose value is its {key} "
+                f"(add {other} to the baseline or drop {p.name})",
+                ("baseline", p.name),
+            )
+        bound = self.baseline[other]
+        if (key == "high" and value > bound) or (key == "low" and value < bound):
+            word = "above" if key == "high" else "below"
+            raise LocatedError(
+                f"baseline value {value!r} of {p.name!r} is {word} the baseline's "
+                f"{other}={bound!r}, its {key} (fix the baseline)",
+                ("baseline", p.name),
+            )
+
+    def _check_refs(self) -> None:
+        """Bounds taken from another parameter: it exists, is numeric like this one, is active
+        whenever this one is, and leaves a non-empty range for every value it can take."""
+        by_name = {p.name: p for p in self.parameters}
+        for i, p in enumerate(self.parameters):
+            ref = p.ref()
+            if ref is None:
+                continue
+            key, name = ref
+            at: tuple[str | int, ...] = ("parameters", i, key, "param")
+            other = by_name.get(name)
+            if other is None:
+                raise LocatedError(
+                    f"'{key}' names unknown parameter {name!r}{_did_you_mean(name, by_name)} "
+                    f"(known: {', '.join(by_name)})",
+                    at,
+                )
+            if other.type != p.type:
+                raise LocatedError(
+                    f"'{key}' of {p.name!r} ({p.type}) names {name!r}, a {other.type} "
+                    f"parameter (a bound must be a {p.type} parameter)",
+                    at,
+                )
+            if other.ref() is not None:
+                raise LocatedError(
+                    f"{name!r} has a bound from another parameter itself; chains of bounds are "
+                    f"not supported (give {name} numbers)",
+                    at,
+                )
+            if other.when is not None and other.when != p.when:
+                raise LocatedError(
+                    f"{name!r} is conditional (when: {other.when}), so {p.name!r} could have "
+                    f"no {key}; give {p.name} the same 'when' or a number",
+                    at,
+                )
+            lo, _ = self.static_range(p)
+            o_low, o_high = self.static_range(other)
+            if key == "high" and isinstance(p.low, int | float) and p.low > o_low:
+                raise LocatedError(
+                    f"low ({p.low:g}) is above {name}'s smallest value ({o_low:g}), which "
+                    f"would leave {p.name} no value (use low: {o_low:g} or less)",
+                    ("parameters", i, "low"),
+                )
+            if key == "low" and isinstance(p.high, int | float) and p.high < o_high:
+                raise LocatedError(
+                    f"high ({p.high:g}) is below {name}'s largest value ({o_high:g}), which "
+                    f"would leave {p.name} no value (use high: {o_high:g} or more)",
+                    ("parameters", i, "high"),
+                )
+            if p.log and lo <= 0:
+                raise LocatedError(
+                    f"log scale needs low > 0, but {name} can be {lo:g}", ("parameters", i, "log")
+                )
+
+    def static_range(self, p: Parameter) -> tuple[float, float]:
+        """The widest range an int/float parameter can take (a bound from another parameter
+        is that parameter's own range end)."""
+        low, high = p.low, p.high
+        if isinstance(low, ParamRef):
+            low = self.parameter(low.param).low
+        if isinstance(high, ParamRef):
+            high = self.parameter(high.param).high
+        assert isinstance(low, int | float) and isinstance(high, int | float)
+        return float(low), float(high)
+
+    def range_in(self, p: Parameter, values: Mapping[str, Any]) -> tuple[float, float]:
+        """The range of ``p`` given the values chosen so far (its bound parameter's value)."""
+        low, high = self.static_range(p)
+        ref = p.ref()
+        if ref is not None and ref[1] in values:
+            bound = float(values[ref[1]])
+            if ref[0] == "high":
+                high = bound
+            else:
+                low = bound
+        return low, high
+
+    def in_range(self, config: Mapping[str, Any]) -> list[str]:
+        """Values of ``config`` outside the range that another parameter's value sets."""
+        out = []
+        for p in self.parameters:
+            ref = p.ref()
+            if ref is None or p.name not in config or ref[1] not in config:
+                continue
+            low, high = self.range_in(p, config)
+            if not low <= config[p.name] <= high:
+                out.append(f"{p.name}={config[p.name]!r} is outside {low:g}..{high:g}")
+        return out
 
     def _check_expressions(self, names: list[str]) -> None:
         from autotune.space.expr import parse, topo_order
@@ -436,13 +606,17 @@ class StudySpec(_Strict):
                     at,
                 )
             deps[p.name] = expr.names
+        for p in self.parameters:
+            ref = p.ref()
+            if ref is not None and ref[1] in known:
+                deps[p.name] = deps[p.name] | {ref[1]}
         try:
             topo_order(deps)
         except ValueError as exc:
             first = str(exc).split(" -> ")[0]
             raise LocatedError(
-                f"conditions form a cycle: {exc} (break it: one of them must not depend on the "
-                "others)",
+                f"conditions and bounds form a cycle: {exc} (break it: one of them must not "
+                "depend on the others)",
                 ("parameters", names.index(first), "when"),
             ) from None
         for i, text in enumerate(self.constraints):
@@ -491,5 +665,7 @@ def _did_you_mean(name: str, known: Any) -> str:
 def _describe(p: Parameter) -> str:
     if p.type in ("int", "float"):
         step = f" step {p.step:g}" if p.step is not None else ""
-        return f"range {p.low:g}..{p.high:g}{step}"
+        low = p.low.param if isinstance(p.low, ParamRef) else f"{p.low:g}"
+        high = p.high.param if isinstance(p.high, ParamRef) else f"{p.high:g}"
+        return f"range {low}..{high}{step}"
     return f"values {p.values()!r}"

@@ -52,12 +52,12 @@ def suggest(
         if p.when is not None and not compiled(p.when).holds(values):
             continue
         if fixed is None:
-            values[p.name] = _ask(trial, p)
+            values[p.name] = _ask(trial, spec, p, values)
             continue
         if p.name not in fixed:
             continue
         want = normalize(p, fixed[p.name])
-        got = _ask(trial, p)
+        got = _ask(trial, spec, p, values)
         if got != want or isinstance(got, bool) != isinstance(want, bool):
             raise StudyError(
                 f"trial {getattr(trial, 'number', '?')}: parameter {p.name!r} came back as "
@@ -76,31 +76,37 @@ def normalize(param: Parameter, value: Any) -> Any:
     return value
 
 
-def distribution(param: Parameter) -> BaseDistribution:
-    """The Optuna distribution of one parameter."""
-    if param.type == "int":
-        assert param.low is not None and param.high is not None
-        return IntDistribution(
-            int(param.low), int(param.high), log=param.log, step=int(param.step or 1)
-        )
-    if param.type == "float":
-        assert param.low is not None and param.high is not None
-        return FloatDistribution(param.low, param.high, log=param.log, step=param.step)
+def distribution(
+    param: Parameter, spec: StudySpec | None = None, values: Mapping[str, Any] | None = None
+) -> BaseDistribution:
+    """The Optuna distribution of one parameter.
+
+    A bound taken from another parameter (``high: {param: M}``) needs ``spec``: it is M's
+    value in ``values`` when given, else the widest range M allows.
+    """
+    if param.type in ("int", "float"):
+        if spec is not None:
+            low, high = spec.range_in(param, values or {})
+        else:
+            assert isinstance(param.low, int | float) and isinstance(param.high, int | float)
+            low, high = float(param.low), float(param.high)
+        if param.type == "int":
+            return IntDistribution(int(low), int(high), log=param.log, step=int(param.step or 1))
+        return FloatDistribution(low, high, log=param.log, step=param.step)
     return CategoricalDistribution(param.values())
 
 
 def distributions(spec: StudySpec) -> dict[str, BaseDistribution]:
     """Every parameter's distribution, e.g. for ``study.add_trial`` or importance plots."""
-    return {p.name: distribution(p) for p in spec.parameters}
+    return {p.name: distribution(p, spec) for p in spec.parameters}
 
 
-def _ask(trial: BaseTrial, p: Parameter) -> Any:
-    if p.type == "int":
-        assert p.low is not None and p.high is not None
-        return trial.suggest_int(
-            p.name, int(p.low), int(p.high), step=int(p.step or 1), log=p.log
-        )
-    if p.type == "float":
-        assert p.low is not None and p.high is not None
-        return trial.suggest_float(p.name, p.low, p.high, step=p.step, log=p.log)
+def _ask(trial: BaseTrial, spec: StudySpec, p: Parameter, values: Mapping[str, Any]) -> Any:
+    # Bounds taken from another parameter are that parameter's value, chosen before this one
+    # (render.order): Optuna then samples inside the range that value leaves.
+    d = distribution(p, spec, values)
+    if isinstance(d, IntDistribution):
+        return trial.suggest_int(p.name, d.low, d.high, step=d.step, log=d.log)
+    if isinstance(d, FloatDistribution):
+        return trial.suggest_float(p.name, d.low, d.high, step=d.step, log=d.log)
     return trial.suggest_categorical(p.name, p.values())

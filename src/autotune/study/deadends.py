@@ -6,8 +6,12 @@ Three kinds of memory, all persisted in the study (they survive resume):
 - a blamed value: a failure rule named the flag or variable responsible (FlashInfer fusion on
   an unsupported architecture), so no configuration with that parameter value is launched;
 - memory dominance: after a memory failure, a configuration that uses at least as much memory
-  on every parameter declared monotone (``memory: increasing|decreasing``) and equals the
-  crashed one on every other parameter cannot fit either.
+  on every parameter declared monotone (``memory: increasing|decreasing``; a categorical
+  one in the order of its choices) and equals the crashed one on every other parameter cannot
+  fit either.
+
+Also ``Doom``: a study whose every launch will fail (its baseline's command is wrong, or one
+cause repeats from the first launch on) is stopped with one line that says why.
 """
 
 from __future__ import annotations
@@ -98,13 +102,13 @@ class DeadEnds:
                 return f"{held} caused {r.cause} in trial {r.trial}"
             if r.memory and self._dominates(config, r.config):
                 return (
-                    f"uses at least as much memory as trial {r.trial}, "
-                    f"which failed with {r.cause}"
+                    f"uses at least as much memory as trial {r.trial}, which failed with {r.cause}"
                 )
         return None
 
     def _dominates(self, config: Mapping[str, Any], crashed: Mapping[str, Any]) -> bool:
         monotone = {p.name: p.memory for p in self.spec.parameters if p.memory}
+        rank = {p.name: p.values() for p in self.spec.parameters if p.type == "categorical"}
         if not monotone or set(config) != set(crashed):
             return False
         for name, value in config.items():
@@ -113,7 +117,12 @@ class DeadEnds:
             if direction is None:
                 if not same_value(value, other):
                     return False
-            elif direction == "increasing":
+                continue
+            if name in rank:  # categorical: its order in choices is its memory order
+                value, other = _index(rank[name], value), _index(rank[name], other)
+                if value is None or other is None:
+                    return False
+            if direction == "increasing":
                 if value < other:
                     return False
             elif value > other:
@@ -124,5 +133,58 @@ class DeadEnds:
         return [r.to_json() for r in self.records]
 
 
+def _index(choices: list[Any], value: Any) -> int | None:
+    for i, c in enumerate(choices):
+        if same_value(c, value):
+            return i
+    return None
+
+
 def _same_config(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return set(a) == set(b) and all(same_value(a[k], b[k]) for k in a)
+
+
+# Causes that no searched value can fix when the baseline hits them: the command itself is
+# wrong (a misspelled flag, a missing package), so every configuration will fail the same way.
+COMMAND_CAUSES = frozenset({Cause.INVALID_ARGUMENT, Cause.IMPORT_ERROR})
+SAME_CAUSE_STOP = 5  # launches in a row, from the first, failing with one cause: stop
+
+
+class Doom:
+    """Notices a study that cannot succeed, so it stops at once with one line saying why.
+
+    A baseline that fails with ``invalid_argument`` or ``import_error`` (the command is wrong,
+    not a value), or the first launches all failing with the same cause (3 for those causes,
+    ``SAME_CAUSE_STOP`` for others) with no success in between.
+    """
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+        self._causes: list[str | None] = []  # per launch: None = ran
+        self._first_message = ""
+
+    def observe(self, *, baseline: bool, failure: Failure | None, crashed: bool) -> str | None:
+        """Learn one launched trial; returns the reason to stop, once there is one."""
+        cause = (failure.cause.value if failure else Cause.UNKNOWN.value) if crashed else None
+        if crashed and not self._causes and failure is not None:
+            self._first_message = failure.message or (failure.evidence or [""])[0]
+        self._causes.append(cause)
+        if self.reason is not None:
+            return self.reason
+        said = f": {self._first_message}" if self._first_message else ""
+        if baseline and crashed and failure is not None and failure.cause in COMMAND_CAUSES:
+            msg = failure.message or (failure.evidence or [""])[0]
+            self.reason = (
+                f"the baseline failed with {failure.cause.value}{': ' + msg if msg else ''}; "
+                "every configuration shares that command, so fix the space (engine command, "
+                "fixed args, flag names) and start again"
+            )
+        elif cause is not None and None not in self._causes:
+            same = all(c == cause for c in self._causes)
+            need = 3 if cause in COMMAND_CAUSES else SAME_CAUSE_STOP
+            if same and len(self._causes) >= need:
+                self.reason = (
+                    f"all {len(self._causes)} launches so far failed with {cause}{said}; "
+                    "the cause repeats whatever the values, so fix it and start again"
+                )
+        return self.reason

@@ -22,7 +22,7 @@ from typing import Any
 
 import optuna
 
-from autotune.dispatch.base import Executor
+from autotune.dispatch.base import Executor, WindowHook
 from autotune.engines.base import Engine
 from autotune.errors import StudyError
 from autotune.models import Limits, Outcome, Rule, TrialResult, TrialSpec
@@ -30,6 +30,7 @@ from autotune.records import (
     CRASHES,
     LAUNCHED,
     SkipKind,
+    SkipLog,
     SkipRecord,
     StudyInfo,
     StudyRecord,
@@ -41,11 +42,15 @@ from autotune.redact import redact_argv, redact_env
 from autotune.space.render import render, violations
 from autotune.space.schema import StudySpec
 from autotune.space.suggest import suggest
-from autotune.study.deadends import DeadEnds
+from autotune.study import evidence
+from autotune.study.confirm import BASELINE as CONFIRM_BASELINE
+from autotune.study.confirm import Candidate, Confirmation, ConfirmOptions, Sample, confirm
+from autotune.study.deadends import DeadEnds, Doom
 from autotune.study.events import Event, EventKind
 from autotune.study.ledger import Ledger
 from autotune.study.outcome import CRASH
-from autotune.study.steering import CrashRisk, SteeringOptions
+from autotune.study.prune import IncumbentPruner, margin_for
+from autotune.study.steering import SteeringOptions, make_risk
 from autotune.study.storage import make_sampler, open_storage, storage_url, study_lock
 from autotune.study.tell import tell_repeat, tell_result, tell_skip
 from autotune.tracking.base import Tracker
@@ -74,6 +79,17 @@ class DriverOptions:
     heartbeat_s: float = 30.0
     # Crash-risk steering (study/steering.py): on by default; SteeringOptions(enabled=False) off.
     steering: SteeringOptions = field(default_factory=SteeringOptions)
+    # Noise (study/noise.py): the baseline's launches at the start (launch-to-launch spread),
+    # and how often one configuration may be launched when the sampler proposes it again
+    # (each a new sample); past that, the median of its launches is reused.
+    baseline_launches: int = 3
+    max_launches_per_config: int = 3
+    # Confirmation (study/confirm.py): the top ``confirm`` candidates and the baseline are
+    # relaunched interleaved at the end; 0 turns it off.
+    confirm: int = 3
+    confirm_rounds: tuple[int, int] = (3, 5)  # (min, max) rounds
+    # Early stopping on per-window intermediate values (study/prune.py).
+    prune: bool = True
 
 
 @dataclass
@@ -91,6 +107,7 @@ class _Loop:
     stopping: bool = False
     stop_reason: str = "budget reached"
     last_beat: float = field(default_factory=time.monotonic)
+    phases: dict[int, str] = field(default_factory=dict)  # trial number -> last phase seen
 
 
 class Driver:
@@ -130,25 +147,46 @@ class Driver:
         self.log_dir = self.options.study_dir / "logs"
         self.log_dir.mkdir(exist_ok=True)
         self.storage = open_storage(storage_url(options.storage, options.study_dir))
+        # What the pruner compares a running trial with (refreshed after every result).
+        self._incumbent: float | None = None
+        self._launch_cv: float | None = None
+        self._baseline_median: float | None = None
         self.study = self._open_study()
         self.ledger = Ledger(self.study)
         self.deadends = DeadEnds(spec, self.ledger.dead_ends())
-        self.risk = CrashRisk(spec, options.steering, seed=options.seed)
+        self.risk = make_risk(spec, options.steering, seed=options.seed)
+        self.doom = Doom()  # a study that cannot succeed stops at once, saying why
         self.model_path = engine.prepare(spec.model)
         self.rules = [Rule(**r.model_dump()) for r in spec.rules] + engine.failure_rules()
+        self.interrupted = False  # set by interrupt() (Ctrl-C), from a signal handler
+
+    def interrupt(self) -> None:
+        """Stop now (Ctrl-C): launch nothing more, tear the running trials down and record
+        them as interrupted; ``run`` then returns. Safe to call from a signal handler."""
+        self.interrupted = True
 
     # -- study ------------------------------------------------------------------------------
 
     def _open_study(self) -> optuna.Study:
         o = self.options
         sampler = make_sampler(o.sampler, o.seed, self.parallel)
+        pruner: optuna.pruners.BasePruner = optuna.pruners.NopPruner()
+        if o.prune:
+            pruner = IncumbentPruner(
+                lambda: self._incumbent,
+                self.spec.objective.direction,
+                lambda: margin_for(self._launch_cv),
+            )
         try:
-            study = optuna.load_study(study_name=o.study, storage=self.storage, sampler=sampler)
+            study = optuna.load_study(
+                study_name=o.study, storage=self.storage, sampler=sampler, pruner=pruner
+            )
         except KeyError:  # a new study
             study = optuna.create_study(
                 study_name=o.study,
                 storage=self.storage,
                 sampler=sampler,
+                pruner=pruner,
                 direction=self.spec.objective.direction,
             )
             ledger = Ledger(study)
@@ -164,7 +202,9 @@ class Driver:
                 )
             )
             if self.spec.baseline is not None:
-                ledger.enqueue(self.spec.baseline, baseline=True)
+                # Several launches of the baseline: the study's launch-to-launch noise.
+                for _ in range(max(1, o.baseline_launches)):
+                    ledger.enqueue(self.spec.baseline, baseline=True)
             return study
         self._check_resume(Ledger(study).study_record())
         return study
@@ -243,6 +283,9 @@ class Driver:
         loop = self._begin()
         while True:
             self._stop(loop)
+            if self.interrupted:
+                self._abort(loop)
+                break
             while self._room(loop):
                 self._propose(loop)
             if loop.skips >= MAX_SKIPS_IN_A_ROW:
@@ -269,6 +312,8 @@ class Driver:
                 run_id=self.ledger.study_record().tracker_run,
                 parallel=self.parallel,
                 storage=storage_url(o.storage, o.study_dir),
+                parameters=[p.name for p in spec.parameters],
+                engine_version=spec.engine.version or "",
             )
         )
         if run_id:
@@ -280,11 +325,23 @@ class Driver:
         loop = _Loop(
             target=o.n_trials or spec.budget.trials,
             deadline=(time.monotonic() + limit) if (limit := spec.budget.time_limit_s) else None,
-            launched=sum(t.launched for t in trials),
+            launched=sum(t.launched and t.confirm_round is None for t in trials),
         )
+        self._refresh_incumbent(trials)
         message = f"{recovered} interrupted trial(s) queued again" if recovered else ""
         self._emit(loop, EventKind.START, trials=trials, message=message)
         return loop
+
+    def _abort(self, loop: _Loop) -> None:
+        """Record the running trials as interrupted (queued again for the resume), then tear
+        them down: their late results are not told."""
+        loop.stop_reason = "interrupted"
+        if loop.inflight:
+            self.ledger.recover_interrupted()
+            for fut in loop.inflight:
+                fut.cancel()
+            loop.inflight.clear()
+            self.executor.shutdown()
 
     def _stop(self, loop: _Loop) -> None:
         """Decide whether to stop launching (the trials in flight still finish)."""
@@ -296,6 +353,8 @@ class Driver:
         streak = self.spec.budget.max_crash_streak
         if streak and loop.crash_streak >= streak:
             loop.stopping, loop.stop_reason = True, f"{loop.crash_streak} crashes in a row"
+        if self.doom.reason:
+            loop.stopping, loop.stop_reason = True, self.doom.reason
 
     def _room(self, loop: _Loop) -> bool:
         """Whether to propose another configuration now."""
@@ -317,12 +376,22 @@ class Driver:
         enqueued = fixed is not None  # the baseline or a recovered trial: asked for by name
         earlier = None if enqueued else self.ledger.measured(config)
         if earlier is not None:
-            # A configuration already measured (small discrete spaces): reuse its value
-            # instead of paying for a launch; the sampler sees the same result.
-            loop.skips += 1
-            repeat = tell_repeat(self.study, self.ledger, trial, config, earlier)
-            self._emit_skip(trial, config, repeat)
-            return
+            group = evidence.gather(self.ledger.trials(), self.spec.objective.metric).get(
+                evidence.config_key(config)
+            )
+            launches = len(group.trials) + len(group.failures) if group else 1
+            if launches >= self.options.max_launches_per_config or earlier.outcome != Outcome.OK:
+                # Launched enough (small discrete spaces): reuse the median of its launches
+                # instead of paying for another; the sampler sees the same result.
+                loop.skips += 1
+                median = group.median if group is not None else None
+                repeat = tell_repeat(self.study, self.ledger, trial, config, earlier, median)
+                self._emit_skip(trial, config, repeat)
+                return
+            # Proposed again: a new launch adds a sample (one lucky launch must not stay the
+            # best); bounded by max_launches_per_config, so an exhausted space still stops.
+            self.ledger.mark_repeat(trial._trial_id, earlier.number)
+            enqueued = True  # measured before: no need to ask the crash-risk model
         skip = self._screen(config, enqueued)
         if skip is not None:
             loop.skips += 1
@@ -330,7 +399,8 @@ class Driver:
             self._emit_skip(trial, config, skip)
             return
         loop.skips = 0
-        self._launch(loop, trial, config)
+        # Only the sampler's proposals may be pruned: enqueued ones were asked for.
+        self._launch(loop, trial, config, prunable=fixed is None)
         self.on_event(Event(EventKind.LAUNCH, trial.number, config))
 
     def _screen(self, config: dict[str, Any], enqueued: bool) -> SkipRecord | None:
@@ -354,21 +424,42 @@ class Driver:
         config: dict[str, Any],
         attempt: int = 0,
         avoid: list[str] | None = None,
+        prunable: bool = False,
     ) -> None:
         ts = self.build_spec(trial.number, config, attempt=attempt)
         if avoid:
             ts = ts.model_copy(update={"avoid_nodes": avoid})
-        loop.inflight[self.executor.submit(ts)] = (trial, config)
+        hook = self._window_hook(trial) if prunable and self.options.prune else None
+        loop.inflight[self.executor.submit(ts, on_window=hook)] = (trial, config)
         _logger.info("trial %d launched (attempt %d): %s", trial.number, attempt, config)
 
     def _collect(self, loop: _Loop) -> None:
         """Wait (up to a second) for results; tell the finished trials; keep heartbeats."""
         done, _ = wait(list(loop.inflight), timeout=1.0, return_when=FIRST_COMPLETED)
+        self._phases(loop)
         if time.monotonic() - loop.last_beat > self.options.heartbeat_s:
             self._heartbeat(loop)
         for fut in done:
             trial, config = loop.inflight.pop(fut)
             self._finish(loop, trial, config, fut.result())
+
+    def _phases(self, loop: _Loop) -> None:
+        """Tell the progress view where running trials are (launch, load, warmup, benchmark).
+
+        The node notes each phase beside the trial's log; only trials on this host (or a
+        shared log folder) are seen: elsewhere the view just says the trial is running.
+        """
+        for trial, _config in loop.inflight.values():
+            notes = sorted(self.log_dir.glob(f"trial-{trial.number:04d}-a*.phase"))
+            if not notes:
+                continue
+            try:
+                phase = notes[-1].read_text().strip()
+            except OSError:  # being rewritten or gone: read at the next pass
+                continue
+            if phase and loop.phases.get(trial.number) != phase:
+                loop.phases[trial.number] = phase
+                self.on_event(Event(EventKind.PHASE, trial.number, message=phase))
 
     def _heartbeat(self, loop: _Loop) -> None:
         for trial, _config in loop.inflight.values():
@@ -409,10 +500,18 @@ class Driver:
         _logger.info(
             "trial %d: %s%s, value %s", trial.number, told.outcome.value, cause, told.value
         )
-        if told.outcome in LAUNCHED:
+        if told.outcome in LAUNCHED or result.windows:  # a pruned trial was launched too
             loop.launched += 1
-            self.risk.observe(config, told.outcome in CRASHES)
+        if told.outcome in LAUNCHED:
+            crashed = told.outcome in CRASHES
+            self.risk.observe(config, crashed)
+            baseline = self.ledger.is_baseline(trial._trial_id)
+            self.doom.observe(baseline=baseline, failure=result.failure, crashed=crashed)
+            test = self.risk.ablation(config, self.spec.baseline) if crashed else None
+            if test is not None:  # tell a crash's cause from a value that never ran
+                self.ledger.enqueue(test)
         loop.crash_streak = loop.crash_streak + 1 if told.outcome in CRASHES else 0
+        self._refresh_incumbent()
         self._emit(
             loop,
             EventKind.RESULT,
@@ -425,15 +524,155 @@ class Driver:
 
     def _end(self, loop: _Loop) -> None:
         _logger.info("study %r stops: %s", self.options.study, loop.stop_reason)
+        if self.options.confirm > 0 and self.spec.baseline is not None:
+            self._confirm()
         self._reap()
         trials = self.ledger.trials()
-        self.tracker.finish(self.ledger.summary(trials))
+        summary = self.ledger.summary(trials)
+        self.tracker.finish(summary)
+        self.on_event(Event(EventKind.VERDICT, message=summary.verdict))
         self._emit(loop, EventKind.STOP, trials=trials, message=loop.stop_reason)
+
+    # -- noise, pruning, confirmation (study/noise.py, prune.py, confirm.py, evidence.py) --
+
+    def _refresh_incumbent(self, trials: list[TrialRecord] | None = None) -> None:
+        """The best median so far and the launch noise: what the pruner compares with."""
+        trials = self.ledger.trials() if trials is None else trials
+        groups = evidence.gather(trials, self.spec.objective.metric)
+        top = evidence.ranked(groups, self.spec.objective.direction)
+        self._incumbent = top[0].median if top else None
+        self._launch_cv = evidence.noise_model(groups).launch_cv
+        base = evidence.baseline_of(groups)
+        self._baseline_median = base.median if base is not None else None
+
+    def _window_hook(self, trial: optuna.Trial) -> WindowHook:
+        """Per-window intermediate values to Optuna; True (stop) when the pruner says so."""
+        metric = self.spec.objective.metric
+
+        def hook(index: int, flat: dict[str, float]) -> bool:
+            value = flat.get(metric)
+            if value is None:
+                return False
+            try:
+                trial.report(float(value), step=index)
+                return bool(trial.should_prune())
+            except Exception:  # runs on the trial's thread: never break the trial
+                _logger.warning("pruning check of trial %s failed", trial.number, exc_info=True)
+                return False
+
+        return hook
+
+    def _confirm(self) -> Confirmation | None:
+        """Relaunch the top candidates and the baseline, interleaved; store the record."""
+        o = self.options
+        groups = evidence.gather(self.ledger.trials(), self.spec.objective.metric)
+        base = evidence.baseline_of(groups)
+        top = [g for g in evidence.ranked(groups, self.spec.objective.direction) if g is not base]
+        if base is None or not top:
+            return None
+        waiting = self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,))
+        if waiting:
+            # Optuna hands out queued trials first: a confirmation launch would get one of
+            # them. They run when the study is resumed with a larger budget; confirm then.
+            self.on_event(
+                Event(
+                    EventKind.CONFIRM,
+                    message=f"not confirming: {len(waiting)} queued trial(s) still wait for "
+                    "the budget (resume with a larger --n-trials)",
+                )
+            )
+            return None
+        candidates = [
+            Candidate(f"trial {g.first_trial}", g.config, g.first_trial) for g in top[: o.confirm]
+        ]
+        earlier = self.ledger.confirmation()
+        if earlier is not None and [c.key for c in earlier.candidates] == [
+            c.key for c in candidates
+        ]:
+            # Resumed with nothing new at the top: the earlier rounds still answer.
+            self.on_event(
+                Event(EventKind.CONFIRM, message="already confirmed: the same candidates lead")
+            )
+            return earlier
+        configs = {c.key: c.config for c in candidates}
+        configs[CONFIRM_BASELINE] = base.config
+        self.on_event(
+            Event(
+                EventKind.CONFIRM,
+                message=f"confirming {', '.join(configs)} in interleaved rounds",
+            )
+        )
+        lo, hi = o.confirm_rounds
+        record = confirm(
+            candidates,
+            lambda c, round_no: self._measure_once(configs[c.key], c.key, round_no),
+            self.spec.objective.direction,
+            ConfirmOptions(min_rounds=lo, max_rounds=hi),
+        )
+        self.ledger.write_confirmation(record)
+        return record
+
+    def _measure_once(self, config: dict[str, Any], key: str, round_no: int) -> Sample:
+        """One confirmation launch: an Optuna trial of its own, launched now and waited for."""
+        self.ledger.enqueue(
+            config,
+            baseline=key == CONFIRM_BASELINE,
+            confirm_round=round_no,
+            confirm_key=key,
+        )
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Heartbeat of storage", UserWarning)
+            trial = self.study.ask()
+        config = suggest(trial, self.spec, fixed=self.ledger.fixed_params(trial._trial_id))
+        self.on_event(Event(EventKind.LAUNCH, trial.number, config, message=f"confirm {key}"))
+        attempt = 0
+        while True:
+            result = self.executor.submit(self.build_spec(trial.number, config, attempt)).result()
+            if result.outcome is not Outcome.INFRA or attempt >= self.options.max_infra_retries:
+                break
+            attempt += 1
+        command = self.real_command(config)
+        told = tell_result(
+            self.study, self.ledger, self.deadends, self.spec, trial, config, result, command
+        )
+        self.tracker.log_trial(
+            TrialLog(
+                study=self.options.study,
+                result=told.result,
+                config=config,
+                argv=command[0],
+                env=command[1],
+                baseline=key == CONFIRM_BASELINE,
+            )
+        )
+        metric = self.spec.objective.metric
+        value = told.value if told.outcome is Outcome.OK else None
+        reason = "" if value is not None else told.outcome.value
+        if result.failure is not None and value is None:
+            reason = f"{told.outcome.value}: {result.failure.cause.value}"
+        if result.peak is not None and not result.peak.survived:
+            value, reason = None, f"{result.peak.failed} failed requests at peak load"
+        self.on_event(
+            Event(
+                EventKind.RESULT,
+                trial.number,
+                config,
+                result=result,
+                outcome=told.outcome,
+                value=value,
+                message=f"confirm {key}, round {round_no}",
+            )
+        )
+        windows = tuple(float(w[metric]) for w in result.windows if metric in w)
+        return Sample(value, windows, result.timings.total_s, trial.number, reason)
 
     # -- events -----------------------------------------------------------------------------
 
     def _emit_skip(self, trial: optuna.Trial, config: dict[str, Any], skip: SkipRecord) -> None:
         _logger.info("trial %d not launched (%s): %s", trial.number, skip.kind.value, skip.reason)
+        self.tracker.log_skip(
+            SkipLog(study=self.options.study, number=trial.number, config=config, skip=skip)
+        )
         self.on_event(
             Event(
                 EventKind.SKIP,
@@ -456,9 +695,10 @@ class Driver:
         **fields: Any,
     ) -> None:
         """An event with the study's progress: launched, target, best and baseline values."""
-        trials = self.ledger.trials() if trials is None else trials
-        best = self.ledger.best(trials)
-        base = self.ledger.baseline(trials)
+        if trials is not None:
+            self._refresh_incumbent(trials)
+        # The best median so far against the baseline's median (the verdict, with its
+        # interval, comes at the end).
         self.on_event(
             Event(
                 kind,
@@ -466,8 +706,8 @@ class Driver:
                 config or {},
                 launched=loop.launched,
                 target=loop.target,
-                best=best.value if best else None,
-                baseline=base.value if base is not None and base.outcome is Outcome.OK else None,
+                best=self._incumbent,
+                baseline=self._baseline_median,
                 **fields,
             )
         )

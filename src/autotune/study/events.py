@@ -17,7 +17,10 @@ class EventKind(StrEnum):
     LAUNCH = "launch"  # a configuration was sent to the executor
     SKIP = "skip"  # a proposal was not launched (``skip`` says why)
     RETRY = "retry"  # an infrastructure failure: the trial runs again, elsewhere
+    PHASE = "phase"  # a running trial reached a phase (``message``: a models.Phase value)
     RESULT = "result"  # a launched trial finished and was told
+    CONFIRM = "confirm"  # confirmation rounds begin (``message`` names the candidates)
+    VERDICT = "verdict"  # the study's answer: the gain and its interval in plain words
     STOP = "stop"  # the loop ended (``message`` says why)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import math
+import statistics
 import warnings
 from collections import Counter
 from collections.abc import Mapping
@@ -33,8 +34,9 @@ from autotune.records import (
     StudyRecord,
     StudySummary,
     TrialRecord,
-    gain_pct,
 )
+from autotune.study import evidence
+from autotune.study.confirm import Confirmation
 from autotune.study.deadends import DeadEnd
 
 _logger = logging.getLogger(__name__)
@@ -52,6 +54,14 @@ _STUDY_DERIVED = frozenset({"name", "metric", "direction"})
 _DEAD_ENDS = "dead_ends"  # list of DeadEnd.to_json() (study/deadends.py)
 # Optuna's own system attribute: the parameters an enqueued trial was asked to use.
 _FIXED_PARAMS = "fixed_params"
+
+
+def is_enqueued(trial: FrozenTrial) -> bool:
+    """Whether a trial was asked for with fixed parameters (enqueued), not sampled.
+
+    For the sampler, which sees only the frozen trial Optuna hands it.
+    """
+    return _FIXED_PARAMS in trial.system_attrs
 
 
 def trial_attrs(record: TrialRecord) -> dict[str, Any]:
@@ -210,15 +220,38 @@ class Ledger:
     # -- writing trials ----------------------------------------------------------------
 
     def enqueue(
-        self, config: Mapping[str, Any], *, baseline: bool = False, retry_of: int | None = None
+        self,
+        config: Mapping[str, Any],
+        *,
+        baseline: bool = False,
+        retry_of: int | None = None,
+        confirm_round: int | None = None,
+        confirm_key: str | None = None,
     ) -> None:
-        """Queue ``config`` to be proposed next (the baseline, or an interrupted trial's)."""
+        """Queue ``config`` to be proposed next (the baseline, an interrupted trial's, or a
+        confirmation launch)."""
         user: dict[str, Any] = {}
         if baseline:
             user["baseline"] = True
         if retry_of is not None:
             user["retry_of"] = retry_of
+        if confirm_round is not None:
+            user["confirm_round"] = confirm_round
+            user["confirm_key"] = confirm_key
         self.study.enqueue_trial(dict(config), user_attrs=user)
+
+    def mark_repeat(self, trial_id: int, earlier: int) -> None:
+        """Mark a running trial as a relaunch of ``earlier``'s configuration (a new sample)."""
+        self._storage.set_trial_user_attr(trial_id, "repeat_of", earlier)
+
+    def write_confirmation(self, record: Confirmation) -> None:
+        """Store the confirmation rounds (study/confirm.py) on the study."""
+        self.study.set_user_attr("confirmation", record.to_json())
+
+    def confirmation(self) -> Confirmation | None:
+        """The study's confirmation record, if it ran one."""
+        raw = self.study_record().confirmation
+        return Confirmation.from_json(raw) if raw else None
 
     def fixed_params(self, trial_id: int) -> dict[str, Any] | None:
         """The parameters an enqueued trial was asked to use, or None for a sampled one."""
@@ -268,6 +301,8 @@ class Ledger:
                 continue
             fixed = t.system_attrs.get(_FIXED_PARAMS) or t.params
             self.enqueue(fixed, baseline=bool(t.user_attrs.get("baseline")), retry_of=t.number)
+            # (an interrupted confirmation launch is queued as a plain one: confirmation
+            # itself runs again from the start on resume)
             n += 1
         return n
 
@@ -301,16 +336,59 @@ class Ledger:
                 return decode_trial(t, self.study_record().metric)
         return None
 
-    def best(self, trials: list[TrialRecord] | None = None) -> TrialRecord | None:
-        """The best ``ok`` trial by the objective (ties: the earlier one), or None."""
-        direction = self.study_record().direction
+    def verdict(self, trials: list[TrialRecord] | None = None) -> evidence.Verdict:
+        """The study's answer: the winner, its gain with an interval, the noise."""
+        study = self.study_record()
         trials = self.trials() if trials is None else trials
-        ok = [r for r in trials if r.outcome == Outcome.OK and r.value is not None]
-        if not ok:
+        return evidence.verdict(trials, study.metric, study.direction, self.confirmation())
+
+    def best(
+        self, trials: list[TrialRecord] | None = None, v: evidence.Verdict | None = None
+    ) -> TrialRecord | None:
+        """The configuration to recommend: the winner, by the median of its launches.
+
+        Its record is that of its first launch, with ``value`` the median of its confirmation
+        launches when there were any, else of its launches. When a baseline ran and nothing
+        beat it beyond noise, this is the baseline. Ties go to the earlier trial.
+        """
+        trials = self.trials() if trials is None else trials
+        v = self.verdict(trials) if v is None else v
+        if v.winner is None or v.winner.first_trial is None:
             return None
-        sign = -1.0 if direction == "maximize" else 1.0
-        # Ties go to the earlier trial: it was found first and has been seen to work longest.
-        return min(ok, key=lambda r: (sign * (r.value or 0.0), r.number))
+        first = next((r for r in trials if r.number == v.winner.first_trial), None)
+        if first is None:
+            return None
+        values = v.winner.confirm_values or v.winner.values
+        value = float(statistics.median(values)) if values else first.value
+        return first.model_copy(update={"value": value})
+
+    def ranked(
+        self, n: int, trials: list[TrialRecord] | None = None, *, answer_first: bool = True
+    ) -> list[TrialRecord]:
+        """Up to ``n`` configurations, best first, by the median of their launches.
+
+        Each is its first launch's record with ``value`` that median; a configuration launched
+        several times is one entry; only eligible ones (measured, never failed under the
+        workload). ``answer_first``: the first is :meth:`best`, the study's answer (the
+        baseline when nothing beat it beyond noise), then the others.
+        """
+        trials = self.trials() if trials is None else trials
+        study = self.study_record()
+        out: list[TrialRecord] = []
+        if answer_first:
+            top = self.best(trials)
+            if top is None:
+                return []
+            out.append(top)
+        for group in evidence.ranked(evidence.gather(trials, study.metric), study.direction):
+            if len(out) >= n:
+                break
+            if group.first_trial is None or any(r.number == group.first_trial for r in out):
+                continue
+            first = next((r for r in trials if r.number == group.first_trial), None)
+            if first is not None:
+                out.append(first.model_copy(update={"value": group.median}))
+        return out[:n]
 
     def baseline(self, trials: list[TrialRecord] | None = None) -> TrialRecord | None:
         """The baseline trial (the first ``ok`` one if it ran more than once), or None."""
@@ -322,12 +400,22 @@ class Ledger:
         return (ok or marked)[0]
 
     def summary(self, trials: list[TrialRecord] | None = None) -> StudySummary:
-        """Counts and headline numbers of the study."""
+        """Counts and headline numbers of the study, with the gain and its interval."""
         study = self.study_record()
         trials = self.trials() if trials is None else trials
-        top = self.best(trials)
+        v = self.verdict(trials)
+        top = self.best(trials, v)
         base = self.baseline(trials)
-        base_value = base.value if base is not None and base.outcome == Outcome.OK else None
+        base_value = v.baseline.median if v.baseline is not None else None
+        confirmation = None
+        if study.confirmation:
+            raw = study.confirmation
+            confirmation = {
+                "rounds": raw.get("rounds"),
+                "stop_reason": raw.get("stop_reason"),
+                "winner": raw.get("winner"),
+                **(raw.get("cost") or {}),
+            }
         return StudySummary(
             study=study.name,
             metric=study.metric,
@@ -340,8 +428,16 @@ class Ledger:
             best_config=dict(top.config) if top else None,
             baseline_trial=base.number if base else None,
             baseline_value=base_value,
-            gain_pct=gain_pct(top.value if top else None, base_value, study.direction),
+            gain_pct=v.gain.pct if v.gain is not None else None,
             simulated=study.simulated,
+            gain=v.gain.to_json() if v.gain is not None else None,
+            beats_baseline=v.beats_baseline,
+            verdict=v.text(),
+            confirmed=v.confirmed,
+            confirmation=confirmation,
+            search_best_trial=v.best.first_trial if v.best is not None else None,
+            noise=v.noise.to_json(),
+            pruned_saved_s=round(sum(t.pruned_saved_s or 0.0 for t in trials), 3),
         )
 
 

@@ -19,6 +19,7 @@ from autotune.models import Outcome, TrialResult
 CRASH = "crash"
 SLO = "slo"
 SKIP = "skip"
+PEAK = "peak"  # failed requests at the workload's peak load
 
 
 @dataclass(frozen=True)

@@ -1,19 +1,22 @@
-"""Crash-risk steering: do not launch what the study's own history says will crash.
+"""Crash steering: do not launch what the study's own history says will crash.
 
 TPE already learns from crashes (they are told PRUNED with a violated constraint, see
-``outcome.py``), but only as one half of its good/bad split, so it keeps proposing near the
+``tell.py``), but only as one half of its good/bad split, so it keeps proposing near the
 crashed region, and the best configurations often sit right at its edge (more memory, bigger
-batches). Every launch costs minutes on a GPU node, so before a proposal is launched this
-model estimates its crash probability from the trials launched so far and rejects it when
-the estimate is high. A rejected proposal is recorded as skipped with the reason and told to
-Optuna like a crash, so the sampler learns from it too.
+batches). Every launch costs minutes on a GPU node, so before a proposal is launched a model
+of the crashes so far may refuse it. A refused proposal is recorded as skipped
+(``predicted_crash``) with the reason and told to Optuna as infeasible, so the sampler learns
+from it too; the baseline and other enqueued trials are never refused.
 
-The model is a distance-weighted k-nearest-neighbour vote over the configurations launched so
-far (numeric parameters scaled to [0, 1], on a log scale where the parameter is ``log``;
-categorical ones one-hot), smoothed towards the study's overall crash rate. It only acts after
-enough evidence (``min_launched`` launched, ``min_crashes`` crashed), lets a small share of
-risky proposals through (``explore``), and never rejects more than ``max_streak`` proposals in
-a row, so it cannot lock the study out of its space.
+The default model, ``CrashRegions``, learns *why* each crash happened: conditions on one or
+two parameter values that the crashed configuration meets and no configuration that ran
+meets, with numeric thresholds half-way to the nearest run. It refuses only what every such
+explanation of some crash covers, so nothing is refused for being near a crash that another
+parameter caused (the earlier nearest-neighbour vote, ``CrashRisk``, did that: kept as
+``model="knn"`` to be measured against). When a crash's only explanation is a categorical or
+bool value that never ran, ``ablation`` proposes the baseline with just that value, once, to
+tell the value from its company. ``max_streak`` caps refusals in a row, so no model can lock
+a study out of its space. The defaults were chosen on ``bench/search`` (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -24,20 +27,44 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from autotune.space.schema import Parameter, StudySpec
+from autotune.space.schema import Parameter, StudySpec, same_value
+
+PREFIX = "predicted crash"  # skip reasons start with this
 
 
 @dataclass(frozen=True)
 class SteeringOptions:
-    """When and how hard to steer (the defaults were chosen on bench/steering.py)."""
+    """When and how hard to steer (the defaults were chosen on ``bench/search``).
+
+    ``model``: ``regions`` (crash regions learned as explanations, ``CrashRegions``) or
+    ``knn`` (the earlier nearest-neighbour vote, ``CrashRisk``; kept to be measured against).
+    """
 
     enabled: bool = True
-    threshold: float = 0.25  # reject at or above this predicted crash probability
-    k: int = 3  # neighbours that vote
-    min_launched: int = 8
-    min_crashes: int = 2
-    explore: float = 0.05  # share of risky proposals launched anyway
+    model: str = "regions"
+    threshold: float = 0.25  # knn: reject at or above this predicted crash probability
+    k: int = 3  # knn: neighbours that vote
+    min_launched: int = 8  # knn
+    min_crashes: int = 2  # knn
+    agree: float = 1.0  # regions: share of a crash's explanations that must cover a proposal
+    corroborated: int = 0  # regions: an explanation that this many crashes meet is enough (0: off)
+    max_size: int = 2  # regions: most parameters in one explanation
+    boundary: bool = True  # regions: thresholds half-way to the nearest run, not at the crash
+    ablations: int = 4  # regions: launches that test a crash's one-value explanation (0: off)
+    explore: float = 0.0  # share of risky proposals launched anyway
     max_streak: int = 20  # rejections in a row before one is launched regardless
+
+
+def make_risk(
+    spec: StudySpec, options: SteeringOptions | None = None, seed: int | None = None
+) -> CrashRisk | CrashRegions:
+    """The crash model ``options.model`` names."""
+    options = options or SteeringOptions()
+    if options.model == "knn":
+        return CrashRisk(spec, options, seed)
+    if options.model == "regions":
+        return CrashRegions(spec, options, seed)
+    raise ValueError(f"unknown steering model {options.model!r}; use regions or knn")
 
 
 class CrashRisk:
@@ -64,6 +91,12 @@ class CrashRisk:
         self._points.append(self._encode(config))
         self._crashed.append(crashed)
 
+    def ablation(
+        self, crashed: Mapping[str, Any], baseline: Mapping[str, Any] | None
+    ) -> dict[str, Any] | None:
+        """The nearest-neighbour vote proposes no tests (see ``CrashRegions.ablation``)."""
+        return None
+
     @property
     def ready(self) -> bool:
         """Whether there is enough evidence to predict."""
@@ -84,7 +117,7 @@ class CrashRisk:
         return (votes + prior) / (sum(weights) + 1.0)
 
     def check(self, config: Mapping[str, Any]) -> str | None:
-        """Why ``config`` should not be launched (one line, with the predicted probability),
+        """Why ``config`` should not be launched (a reason starting with "predicted crash"),
         or None to launch it. Call once per proposal; a None counts as a launch."""
         o = self.options
         p = self.probability(config) if o.enabled else None
@@ -96,7 +129,7 @@ class CrashRisk:
             return None
         self._streak += 1
         return (
-            f"predicted crash p={p:.2f} (nearest of {len(self._points)} launched configurations "
+            f"{PREFIX} p={p:.2f} (nearest of {len(self._points)} launched configurations "
             f"crashed; threshold {o.threshold:g})"
         )
 
@@ -105,22 +138,245 @@ class CrashRisk:
     def _encode(self, config: Mapping[str, Any]) -> list[float]:
         out: list[float] = []
         for p in self.spec.parameters:
-            out.extend(_features(p, config.get(p.name), p.name in config))
+            out.extend(_features(self.spec, p, config.get(p.name), p.name in config))
         return out
 
 
-def _features(p: Parameter, value: Any, active: bool) -> list[float]:
+Literal = tuple[str, str, Any]  # (parameter, "eq" | "ge" | "le", value)
+
+
+class CrashRegions:
+    """Learns which parameter values explain each crash, and refuses what they all predict.
+
+    An *explanation* of a crashed configuration is a condition on one parameter (or, when no
+    single one fits, on two) that the crashed configuration meets and that no configuration
+    which ran meets: ``mem >= 0.85``, ``attention == 'fa3'``, ``graph_bs >= 256 and mem >=
+    0.8``. Conditions are built from the crashed configuration's own values (``==`` for
+    categorical and bool values, ``>=`` and ``<=`` for numbers). A proposal is refused when it
+    meets at least ``agree`` of the explanations of some crash: with the default 1.0, only when
+    every explanation the evidence still allows says it crashes. Explanations the study's
+    successes rule out vanish, so a region is learned from a crash or two, and nothing is
+    refused for being merely *near* a crash that a different parameter caused.
+
+    Args:
+        spec: the space (parameter kinds).
+        options: see ``SteeringOptions`` (``agree``, ``max_size``, ``explore``, ``max_streak``).
+        seed: seed of the exploration draws.
+    """
+
+    def __init__(
+        self, spec: StudySpec, options: SteeringOptions | None = None, seed: int | None = None
+    ) -> None:
+        self.spec = spec
+        self.options = options or SteeringOptions()
+        self._rng = random.Random(seed)
+        self._ok: list[dict[str, Any]] = []
+        self._crashes: list[dict[str, Any]] = []
+        self._explanations: list[list[tuple[Literal, ...]]] | None = None
+        self._corroborated: list[tuple[Literal, ...]] = []  # met by several crashes
+        self._ablations = 0
+        self._streak = 0
+        self._numeric = {p.name for p in spec.parameters if p.type in ("int", "float")}
+
+    def observe(self, config: Mapping[str, Any], crashed: bool) -> None:
+        """Learn the outcome of one launched configuration."""
+        (self._crashes if crashed else self._ok).append(dict(config))
+        self._explanations = None
+
+    def explanations(self) -> list[list[tuple[Literal, ...]]]:
+        """Per crash, its explanations still consistent with every success (may be empty)."""
+        if self._explanations is None:
+            self._explanations = [self._explain(c) for c in self._crashes]
+            need = self.options.corroborated
+            self._corroborated = [
+                e
+                for expl in self._explanations
+                for e in expl
+                # Pairs of values only: one value met by two crashes may just be a value
+                # never run (ablation tests those), and numeric thresholds from one crash are
+                # fuzzy; two values that crashed together twice and never ran are a region.
+                if need
+                and len(e) > 1
+                and all(lit[1] == "eq" for lit in e)
+                and sum(all(_meets(lit, c) for lit in e) for c in self._crashes) >= need
+            ]
+        return self._explanations
+
+    def _explain(self, crash: dict[str, Any]) -> list[tuple[Literal, ...]]:
+        literals = self._literals(crash)
+        # A bit mask per literal of the successes that meet it; an explanation must meet none.
+        masks = [
+            sum(1 << i for i, ok in enumerate(self._ok) if _meets(lit, ok)) for lit in literals
+        ]
+        singles: list[tuple[Literal, ...]] = [
+            (lit,) for lit, m in zip(literals, masks, strict=True) if m == 0
+        ]
+        found: list[tuple[Literal, ...]]
+        if singles or self.options.max_size < 2:
+            found = singles
+        else:
+            found = [
+                (literals[i], literals[j])
+                for i in range(len(literals))
+                for j in range(i + 1, len(literals))
+                if literals[i][0] != literals[j][0] and masks[i] & masks[j] == 0
+            ]
+        if not self.options.boundary:
+            return found
+        return [self._widen(e) for e in found]
+
+    def _widen(self, e: tuple[Literal, ...]) -> tuple[Literal, ...]:
+        """Move each numeric threshold half-way to the nearest configuration that ran.
+
+        ``max_batch >= 795`` after a crash at 795, when 180 ran with the explanation's other
+        conditions met, becomes ``max_batch >= 378`` (half-way on the log scale): the region's
+        edge lies somewhere between the two, and the crash's own value is its far side.
+        """
+        out = list(e)
+        for k, (name, op, value) in enumerate(e):
+            if op == "eq":
+                continue
+            others = [lit for j, lit in enumerate(e) if j != k]
+            near = [
+                ok[name]
+                for ok in self._ok
+                if name in ok
+                and all(_meets(lit, ok) for lit in others)
+                and not isinstance(ok[name], bool)
+                and isinstance(ok[name], int | float)
+            ]
+            side = [x for x in near if (x < value if op == "ge" else x > value)]
+            if not side:
+                continue
+            edge = max(side) if op == "ge" else min(side)
+            out[k] = (name, op, self._middle(name, edge, value))
+        widened = tuple(out)
+        if any(all(_meets(lit, ok) for lit in widened) for ok in self._ok):
+            return e  # a configuration that ran lies inside: keep the crash's own values
+        return widened
+
+    def _middle(self, name: str, a: float, b: float) -> float:
+        p = self.spec.parameter(name)
+        if p.log and a > 0 and b > 0:
+            mid = math.sqrt(a * b)
+        else:
+            mid = (a + b) / 2
+        # Strictly past the configuration that ran, so that it stays outside the region.
+        return mid if mid != a else b
+
+    def _literals(self, crash: dict[str, Any]) -> list[Literal]:
+        out: list[Literal] = []
+        for name, value in crash.items():
+            if name in self._numeric and not isinstance(value, bool):
+                out += [(name, "ge", value), (name, "le", value)]
+            else:
+                out.append((name, "eq", value))
+        return out
+
+    def ablation(
+        self, crashed: Mapping[str, Any], baseline: Mapping[str, Any] | None
+    ) -> dict[str, Any] | None:
+        """A configuration that tests the crash's simplest explanation, or None.
+
+        When one value alone explains a crash only because no configuration with it ever ran
+        (``backend == 'x'`` after one crash with backend x), that explanation would refuse every
+        configuration with the value, the optimum too. The baseline with that one value
+        changed tells the two apart at the cost of one launch: it runs (the value is not the
+        cause; the explanation is dropped) or it crashes (the region is confirmed).
+        """
+        if (
+            not self.options.enabled
+            or baseline is None
+            or self._ablations >= self.options.ablations
+        ):
+            return None
+        singles = [e[0] for e in self._explain(dict(crashed)) if len(e) == 1]
+        # Numeric thresholds are what a crash region's edge looks like; only a categorical or
+        # bool value that no run ever had is worth a launch to test.
+        if not 0 < len(singles) <= 2 or singles[0][1] != "eq" or len(singles) > 1:
+            return None
+        name, _, value = singles[0]
+        if name not in baseline:
+            return None
+        test = {**baseline, name: value}
+        if any(_same(test, c) for c in (*self._ok, *self._crashes)):
+            return None
+        self._ablations += 1
+        return test
+
+    def probability(self, config: Mapping[str, Any]) -> float | None:
+        """The largest share of one crash's explanations that ``config`` meets (None: no
+        crash explained yet)."""
+        best: float | None = None
+        for expl in self.explanations():
+            if not expl:
+                continue
+            hit = sum(all(_meets(lit, config) for lit in e) for e in expl) / len(expl)
+            best = hit if best is None else max(best, hit)
+        return best
+
+    def check(self, config: Mapping[str, Any]) -> str | None:
+        """Why ``config`` should not be launched (starts with "predicted crash"), or None."""
+        o = self.options
+        if not o.enabled or self._streak >= o.max_streak:
+            self._streak = 0
+            return None
+        why: str | None = None
+        for expl in self.explanations():
+            hits = [e for e in expl if all(_meets(lit, config) for lit in e)]
+            if hits and len(hits) >= o.agree * len(expl):
+                more = f" (1 of {len(expl)} explanations)" if len(expl) > 1 else ""
+                why = f"{_conj(hits[0])}, as in a crashed configuration{more}"
+                break
+        if why is None:
+            for e in self._corroborated:
+                if all(_meets(lit, config) for lit in e):
+                    why = f"{_conj(e)}, as in several crashed configurations"
+                    break
+        if why is None or self._rng.random() < o.explore:
+            self._streak = 0
+            return None
+        self._streak += 1
+        return f"{PREFIX}: {why}; no configuration that ran had it"
+
+
+def _meets(lit: Literal, config: Mapping[str, Any]) -> bool:
+    name, op, value = lit
+    if name not in config:
+        return False
+    x = config[name]
+    if op == "eq":
+        return same_value(x, value)
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return False
+    return bool(x >= value) if op == "ge" else bool(x <= value)
+
+
+def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    return set(a) == set(b) and all(same_value(a[k], b[k]) for k in a)
+
+
+def _conj(e: tuple[Literal, ...]) -> str:
+    return " and ".join(_show(lit) for lit in e)
+
+
+def _show(lit: Literal) -> str:
+    name, op, value = lit
+    return f"{name} {dict(eq='==', ge='>=', le='<=')[op]} {value!r}"
+
+
+def _features(spec: StudySpec, p: Parameter, value: Any, active: bool) -> list[float]:
     if p.type in ("categorical", "bool"):
         # One-hot scaled so that two different values are at distance 1, like numeric ends.
         scale = 1.0 / math.sqrt(2.0)
-        return [scale if active and value == v and type(value) is type(v) else 0.0
-                for v in p.values()]
+        return [
+            scale if active and value == v and type(value) is type(v) else 0.0 for v in p.values()
+        ]
     # int/float: position in the range (log scale where the parameter is log), plus whether
     # the parameter is active at all (conditional parameters).
     if not active or isinstance(value, bool) or not isinstance(value, int | float):
         return [0.0, 0.0]
-    low = float(p.low if p.low is not None else 0.0)
-    high = float(p.high if p.high is not None else 1.0)
+    low, high = spec.static_range(p)
     x = float(value)
     if p.log and low > 0 and x > 0:
         low, high, x = math.log(low), math.log(high), math.log(x)
@@ -128,4 +384,4 @@ def _features(p: Parameter, value: Any, active: bool) -> list[float]:
     return [min(1.0, max(0.0, (x - low) / span)) if span > 0 else 0.0, 1.0]
 
 
-__all__ = ["CrashRisk", "SteeringOptions"]
+__all__ = ["CrashRegions", "CrashRisk", "PREFIX", "SteeringOptions", "make_risk"]

@@ -14,6 +14,7 @@ import optuna
 import psutil
 
 from autotune.errors import ConfigError, StudyError
+from autotune.study.sampler import LOCAL_SHARE, LocalTPESampler
 
 
 def storage_url(storage: str | None, study_dir: Path) -> str:
@@ -27,6 +28,8 @@ def open_storage(url: str) -> optuna.storages.BaseStorage:
     Raises:
         StudyError: the storage cannot be opened.
     """
+    if url == ":memory:":  # Optuna's in-process storage (bench/search: nothing survives)
+        return optuna.storages.InMemoryStorage()
     kwargs: dict[str, Any] = {"heartbeat_interval": 60, "grace_period": 600}
     if url.startswith("sqlite"):
         kwargs["engine_kwargs"] = {"connect_args": {"timeout": 60}}
@@ -46,13 +49,15 @@ def make_sampler(name: str, seed: int | None, parallel: int) -> optuna.samplers.
         return optuna.samplers.RandomSampler(seed=seed)
     if name == "tpe":
         # constant_liar: with several trials in flight, do not propose what is already running.
-        return optuna.samplers.TPESampler(
+        tpe = optuna.samplers.TPESampler(
             seed=seed,
             constant_liar=parallel > 1,
             n_startup_trials=5,
             multivariate=True,
             group=True,
         )
+        # Half the proposals move the best configuration a little (chosen on bench/search).
+        return LocalTPESampler(tpe, local=LOCAL_SHARE, seed=seed)
     raise ConfigError(f"unknown sampler {name!r}; use tpe or random", field="--sampler")
 
 

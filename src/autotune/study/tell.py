@@ -20,7 +20,8 @@ from autotune.records import CRASHES, SkipKind, SkipRecord, TrialRecord
 from autotune.space.schema import StudySpec
 from autotune.study.deadends import DeadEnds
 from autotune.study.ledger import Ledger
-from autotune.study.outcome import SKIP, verdict
+from autotune.study.outcome import PEAK, SKIP, verdict
+from autotune.study.prune import saved_seconds
 
 _EVIDENCE_KEPT = 20  # evidence lines stored per trial (the log has the rest)
 
@@ -53,6 +54,8 @@ def _record(
         log_path=result.log_path,
         simulated=result.simulated,
         node=result.node,
+        gpu=result.gpu,
+        engine_version=str(result.server_info.get("version") or ""),
         attempts=result.attempt,
         timings=result.timings,
         cleanup=result.cleanup,
@@ -63,6 +66,8 @@ def _record(
         evidence=f.evidence[:_EVIDENCE_KEPT] if f else [],
         message=(f.message or (f.evidence[0] if f.evidence else "")) if f else "",
         blame=blame,
+        windows=result.windows,
+        peak=result.peak.model_dump(mode="json") if result.peak is not None else None,
     )
 
 
@@ -116,8 +121,17 @@ def tell_result(
         if dead is not None:
             ledger.write_dead_ends(deadends.records)
             blame = [f"{k}={val!r}" for k, val in dead.blame.items()]
-    ledger.write_trial(trial._trial_id, _record(trial, config, result, v.outcome, command, blame))
-    for name, amount in v.constraints.items():
+    record = _record(trial, config, result, v.outcome, command, blame)
+    if v.outcome is Outcome.PRUNED and result.windows:  # stopped early by the pruner
+        w = spec.workload
+        saved = saved_seconds(result.windows, w.windows, w.peak > w.concurrency)
+        record = record.model_copy(update={"pruned_saved_s": saved})
+    ledger.write_trial(trial._trial_id, record)
+    constraints = dict(v.constraints)
+    if result.peak is not None and v.outcome is Outcome.OK:
+        # Failed requests at peak load: its windows stand, but it can never win.
+        constraints[PEAK] = 0.0 if result.peak.survived else 1.0
+    for name, amount in constraints.items():
         trial.set_constraint(name, float(amount))
     if v.state == TrialState.COMPLETE:
         study.tell(trial, v.value)
@@ -158,17 +172,25 @@ def tell_repeat(
     trial: optuna.Trial,
     config: dict[str, Any],
     earlier: TrialRecord,
+    value: float | None = None,
 ) -> SkipRecord:
-    """Record a proposal already measured by ``earlier``: Optuna is told the same result."""
-    skip = SkipRecord(
-        kind=SkipKind.REPEAT,
-        reason=f"same configuration as trial {earlier.number}: its measurement is reused",
-        same_as=earlier.number,
+    """Record a proposal already measured by ``earlier``: Optuna is told the same result.
+
+    ``value``: what to tell (the median of the configuration's launches); ``earlier``'s own
+    value when None.
+    """
+    several = value is not None and value != earlier.value
+    reason = (
+        f"same configuration as trial {earlier.number}, launched enough: "
+        "the median of its launches is reused"
+        if several
+        else f"same configuration as trial {earlier.number}: its measurement is reused"
     )
+    skip = SkipRecord(kind=SkipKind.REPEAT, reason=reason, same_as=earlier.number)
     ledger.write_trial(trial._trial_id, _skip_record(trial, config, skip))
     for name, amount in earlier.constraints.items():
         trial.set_constraint(name, amount)
-    study.tell(trial, earlier.value)
+    study.tell(trial, value if value is not None else earlier.value)
     return skip
 
 

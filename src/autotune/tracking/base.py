@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from autotune._registry import Registry
-from autotune.records import StudyInfo, StudySummary, TrialLog
+from autotune.records import SkipLog, StudyInfo, StudySummary, TrialLog
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,22 @@ class Tracker(abc.ABC):
 
         Raises:
             TrackingError: the backend failed, or ``start_study`` was not called.
+        """
+
+    @abc.abstractmethod
+    def log_skip(self, log: SkipLog) -> None:
+        """Record a proposal that was not launched, with its reason (every proposal is seen).
+
+        Raises:
+            TrackingError: the backend failed, or ``start_study`` was not called.
+        """
+
+    @abc.abstractmethod
+    def log_artifacts(self, paths: list[Path]) -> None:
+        """Attach files to the study's record (report, plots, launch script).
+
+        Raises:
+            TrackingError: the backend failed.
         """
 
     @abc.abstractmethod

@@ -5,9 +5,19 @@ The only module of autotune that imports ``mlflow``. It talks to the store throu
 studies and threads cannot step on one "active run". Every MLflow error leaves this module
 as ``TrackingError``.
 
-Layout in MLflow: experiment ``autotune``; parent run named after the study, tagged
-``autotune.study=<name>``, ``autotune.role=study``; children ``trial-<n>`` tagged
-``mlflow.parentRunId``, ``autotune.trial``, ``autotune.attempt``, ``autotune.outcome`` ...
+Layout in MLflow (what a person sees in the UI): experiment ``autotune``, marked as a model
+development experiment so that it opens on its runs (MLflow 3 opens unmarked experiments on
+the GenAI traces page). The parent run is named after the study, its settings are params
+prefixed ``study.``, its tags say the versions and git revision, and at the end it holds the
+space file, the HTML report, the plots and the best launch script. Each proposal is a child
+run named for people (``trial 5 · ok · 187.8 output_tok_s``, ``baseline · trial 0 · ok ·
+113.2 output_tok_s``, ``trial 1 · crashed: assertion``, ``trial 2 · skipped: constraint``)
+with its real start and end, the whole configuration as params (a parameter the
+configuration leaves unset shows ``(default)``), only measurements as metrics, and cause,
+phase, message and hint in full in its description. Tags: ``autotune.study``,
+``autotune.role`` (study, trial, skip), ``autotune.trial``, ``autotune.attempt``,
+``autotune.outcome``, ``autotune.baseline``, ``autotune.simulated``, and for failures
+``autotune.cause``, ``autotune.phase``. Skipped proposals end KILLED, failures FAILED.
 """
 
 from __future__ import annotations
@@ -26,8 +36,10 @@ from pathlib import Path
 from typing import Any
 
 from autotune.errors import AutotuneError, TrackingError
+from autotune.fmt import clean
+from autotune.fmt import metric as fmt_metric
 from autotune.models import Outcome, TrialResult
-from autotune.records import StudyInfo, StudySummary, TrialLog
+from autotune.records import SkipLog, StudyInfo, StudySummary, TrialLog
 from autotune.redact import redact_obj, redact_text
 from autotune.tracking.base import TRACKERS, Tracker, TrackerOptions
 
@@ -45,6 +57,7 @@ for _chatty in ("mlflow", "alembic"):
 
 _logger = logging.getLogger(__name__)
 
+KIND = "custom_model_development"
 _MAX_KEY = 250  # MLflow's limit on param/metric/tag names
 _MAX_PARAM = 6000  # ... on param values
 _MAX_TAG = 5000  # below MLflow's 8000 on tag values
@@ -58,6 +71,10 @@ TAG_TRIAL = "autotune.trial"
 TAG_ATTEMPT = "autotune.attempt"
 TAG_LOGGED = "autotune.logged"  # set last: a child without it was interrupted and is redone
 TAG_PARENT = "mlflow.parentRunId"
+TAG_NOTE = "mlflow.note.content"  # the run's description in the UI
+UNSET = "(default)"  # a parameter the configuration leaves to the engine
+# Timing fields that are instants (epoch seconds), not measurements: never metrics.
+_INSTANTS = frozenset({"launched_at", "ready_at", "clean_at"})
 
 
 def resolve_uri(uri: str | None, cwd: Path | None = None) -> tuple[str, str | None]:
@@ -140,6 +157,8 @@ class MlflowTracker(Tracker):
         self.parent_run_id: str | None = None  # returned by start_study; the ledger keeps it
         self._study: str | None = None
         self._simulated = False
+        self._metric = "value"
+        self._parameters: list[str] = []
         self._lock = threading.Lock()  # the driver may log finished trials from several threads
 
     @classmethod
@@ -166,6 +185,17 @@ class MlflowTracker(Tracker):
         if exp.lifecycle_stage == "deleted":
             self.client.restore_experiment(exp.experiment_id)
         return str(exp.experiment_id)
+
+    def _mark_experiment(self, experiment_id: str) -> None:
+        # MLflow 3 opens an unmarked experiment on its (empty) GenAI traces page.
+        self.client.set_experiment_tag(experiment_id, "mlflow.experimentKind", KIND)
+
+    def runs_url(self) -> str:
+        """Where a person sees the study's runs: the UI page of the experiment's runs."""
+        page = f"#/experiments/{self.experiment_id}/runs"
+        if self.uri.startswith(("http://", "https://")):
+            return f"{self.uri.rstrip('/')}/{page}"
+        return f"http://127.0.0.1:5000/{page} (after: mlflow ui --backend-store-uri {self.uri})"
 
     def _find_parent(self, study: str, run_id: str | None) -> Any | None:
         if run_id:
@@ -203,14 +233,18 @@ class MlflowTracker(Tracker):
         study = info.study
         with self._lock, _wrapped(f"starting study {study!r}"):
             self.experiment_id = self._ensure_experiment()
+            self._mark_experiment(self.experiment_id)
             self._study = study
             self._simulated = info.simulated
+            self._metric = info.metric
+            self._parameters = list(info.parameters)
             run = self._find_parent(study, info.run_id)
             tags = {
                 TAG_STUDY: study,
                 TAG_ROLE: "study",
                 "autotune.simulated": _flag(self._simulated),
                 "autotune.engine": info.engine,
+                **_versions(info.engine_version),
             }
             note = info.description
             if self._simulated:
@@ -236,14 +270,15 @@ class MlflowTracker(Tracker):
 
     @staticmethod
     def _study_params(info: StudyInfo) -> dict[str, str]:
+        # "study." keeps them apart from the configuration params in the runs table.
         params = {
-            "objective_metric": info.metric,
-            "objective_direction": info.direction,
-            "engine": info.engine,
-            "model": info.model,
-            "parallel": info.parallel,
-            "space_file": info.space_file,
-            "storage": info.storage or None,
+            "study.objective_metric": info.metric,
+            "study.objective_direction": info.direction,
+            "study.engine": info.engine,
+            "study.model": info.model,
+            "study.parallel": info.parallel,
+            "study.space_file": info.space_file,
+            "study.storage": info.storage or None,
         }
         return {k: _param_value(v) for k, v in params.items() if v is not None}
 
@@ -262,16 +297,23 @@ class MlflowTracker(Tracker):
         with self._lock, _wrapped(f"logging trial {result.number}"):
             if self._already_logged(result.number, result.attempt):
                 return
-            name = f"trial-{result.number}"
-            if result.attempt:
-                name += f"-attempt-{result.attempt}"
+            timings = result.timings
+            start = timings.launched_at or (time.time() - timings.total_s)
+            end = timings.clean_at or (start + timings.total_s)
+            tags = self._trial_tags(result, log.baseline)
+            note = _trial_note(result)
+            if note:
+                tags[TAG_NOTE] = note
             run = self.client.create_run(
-                self.experiment_id, run_name=name, tags=self._trial_tags(result, log.baseline)
+                self.experiment_id,
+                run_name=self._trial_name(result, log.baseline),
+                tags=tags,
+                start_time=int(start * 1000),
             )
             run_id = run.info.run_id
             self._log_batch(
                 run_id,
-                params={_name(k): _param_value(v) for k, v in log.config.items()},
+                params=self._config_params(log.config),
                 metrics=self._trial_metrics(result),
             )
             with tempfile.TemporaryDirectory(prefix="autotune-mlflow-") as tmp:
@@ -283,8 +325,66 @@ class MlflowTracker(Tracker):
                 trial_json = Path(tmp) / "trial.json"
                 trial_json.write_text(json.dumps(record, indent=2, default=str), encoding="utf-8")
                 self.client.log_artifact(run_id, str(trial_json))
+            if result.gpu:  # the study's hardware, on its parent too
+                self.client.set_tag(str(self.parent_run_id), "autotune.gpu", result.gpu)
             self.client.set_tag(run_id, TAG_LOGGED, "true")
-            self.client.set_terminated(run_id, status=_status(result.outcome))
+            self.client.set_terminated(
+                run_id, status=_status(result.outcome), end_time=int(end * 1000)
+            )
+
+    def _trial_name(self, result: TrialResult, baseline: bool) -> str:
+        """``trial 5 · ok · 187.8 output_tok_s``; the baseline says so first."""
+        parts = ["baseline", f"trial {result.number}"] if baseline else [f"trial {result.number}"]
+        if result.attempt:
+            parts.append(f"attempt {result.attempt}")
+        metric = self._metric
+        value = result.metrics.flat().get(metric) if result.metrics is not None else None
+        if result.outcome in (Outcome.OK, Outcome.SLO_VIOLATED) and value is not None:
+            parts += [result.outcome.value, f"{fmt_metric(value)} {metric}"]
+        elif result.failure is not None:
+            parts.append(f"{result.outcome.value}: {result.failure.cause.value}")
+        else:
+            parts.append(result.outcome.value)
+        return " · ".join(parts)
+
+    def _config_params(self, config: dict[str, Any]) -> dict[str, str]:
+        """The whole configuration: a parameter it leaves unset shows ``(default)``."""
+        params = {_name(k): UNSET for k in self._parameters}
+        params.update({_name(k): _param_value(clean(v)) for k, v in config.items()})
+        return params
+
+    def log_skip(self, log: SkipLog) -> None:
+        """A proposal that was not launched: a KILLED child run whose description says why."""
+        if self.parent_run_id is None or self.experiment_id is None:
+            raise TrackingError("MLflow: log_skip called before start_study")
+        with self._lock, _wrapped(f"logging skipped proposal {log.number}"):
+            if self._already_logged(log.number, 0):
+                return
+            tags = {
+                TAG_PARENT: str(self.parent_run_id),
+                TAG_STUDY: str(self._study),
+                TAG_ROLE: "skip",
+                TAG_TRIAL: str(log.number),
+                TAG_ATTEMPT: "0",
+                "autotune.outcome": Outcome.PRUNED.value,
+                "autotune.skip_kind": log.skip.kind.value,
+                "autotune.simulated": _flag(self._simulated),
+                TAG_NOTE: redact_text(f"Not launched ({log.skip.kind.value}): {log.skip.reason}"),
+            }
+            name = f"trial {log.number} · skipped: {log.skip.kind.value}"
+            run = self.client.create_run(self.experiment_id, run_name=name, tags=tags)
+            self._log_batch(run.info.run_id, params=self._config_params(log.config))
+            self.client.set_tag(run.info.run_id, TAG_LOGGED, "true")
+            self.client.set_terminated(run.info.run_id, status="KILLED")
+
+    def log_artifacts(self, paths: list[Path]) -> None:
+        """Attach files (report, plots, launch script) to the study's parent run."""
+        if self.parent_run_id is None:
+            return
+        with self._lock, _wrapped("attaching the study's files"):
+            for path in paths:
+                if path.is_file():
+                    self.client.log_artifact(self.parent_run_id, str(path))
 
     def _already_logged(self, number: int, attempt: int) -> bool:
         runs = self.client.search_runs(
@@ -324,6 +424,8 @@ class MlflowTracker(Tracker):
                 tags["autotune.message"] = _tag_value(redact_text(failure.message), _MAX_HINT)
         if result.node:
             tags["autotune.node"] = _tag_value(result.node)
+        if result.gpu:
+            tags["autotune.gpu"] = _tag_value(result.gpu)
         return tags
 
     @staticmethod
@@ -332,7 +434,7 @@ class MlflowTracker(Tracker):
         if result.metrics is not None:
             metrics.update(result.metrics.flat())
         for key, value in result.timings.model_dump().items():
-            if value is not None:
+            if value is not None and key not in _INSTANTS:
                 metrics[f"time_{key}"] = float(value)
         cleanup = result.cleanup
         metrics["cleanup_processes_left"] = float(cleanup.processes_left)
@@ -365,6 +467,24 @@ class MlflowTracker(Tracker):
         if summary.best_trial is not None:
             tags["autotune.best_trial"] = str(summary.best_trial)
             tags["autotune.best_config"] = _tag_value(json.dumps(summary.best_config or {}))
+        if summary.gain is not None:  # the gain with its 95% interval over launches
+            lo, hi = summary.gain["ci95_pct"]
+            for name, value in (("gain_ci95_lo_pct", lo), ("gain_ci95_hi_pct", hi)):
+                if value is not None:
+                    metrics[name] = float(value)
+            metrics["gain_significant"] = 1.0 if summary.gain["significant"] else 0.0
+            launches = summary.gain["launches"]
+            metrics["gain_launches_baseline"] = float(launches["baseline"])
+            metrics["gain_launches_best"] = float(launches["best"])
+            tags["autotune.gain_significant"] = str(bool(summary.gain["significant"])).lower()
+        if summary.verdict:
+            tags["autotune.verdict"] = _tag_value(summary.verdict)
+        if summary.confirmation:
+            for key in ("rounds", "launches", "server_s"):
+                if isinstance(summary.confirmation.get(key), int | float):
+                    metrics[f"confirm_{key}"] = float(summary.confirmation[key])
+        if summary.pruned_saved_s:
+            metrics["pruned_saved_s"] = summary.pruned_saved_s
         with self._lock, _wrapped("finishing the study run"):
             self._log_batch(self.parent_run_id, metrics=metrics, tags=tags)
             self.client.set_terminated(self.parent_run_id, status="FINISHED")
@@ -405,3 +525,48 @@ def _redact_file(src: Path, dst: Path) -> None:
     ):
         for line in fin:
             fout.write(redact_text(line))
+
+
+def _trial_note(result: TrialResult) -> str:
+    """The run's description: outcome, cause, phase, message, hint and evidence, in full."""
+    f = result.failure
+    if f is None:
+        return ""
+    lines = [f"**{result.outcome.value}**: {f.cause.value} at {f.phase.value}"]
+    if f.message:
+        lines.append(f"\n{f.message}")
+    if f.hint:
+        lines.append(f"\n**Hint:** {f.hint}")
+    if f.evidence:
+        lines.append("\n**Evidence:**\n```\n" + "\n".join(f.evidence[:20]) + "\n```")
+    return redact_text("\n".join(lines))[:_MAX_TAG]
+
+
+def _versions(engine_version: str) -> dict[str, str]:
+    """Tags for the parent: autotune, MLflow and engine versions, and the git revision."""
+    import subprocess
+    from importlib.metadata import PackageNotFoundError, version
+
+    tags: dict[str, str] = {}
+    for package in ("autotune", "mlflow", "optuna"):
+        try:
+            tags[f"autotune.version.{package}"] = version(package)
+        except PackageNotFoundError:  # not installed here: no tag
+            continue
+    if engine_version:
+        tags["autotune.version.engine"] = engine_version
+    try:
+        here = Path(__file__).resolve().parent
+        rev = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "--short=12", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):  # no git, or not a checkout: no tag
+        rev = ""
+    if rev:
+        tags["mlflow.source.git.commit"] = rev
+        tags["autotune.git"] = rev
+    return tags

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from autotune.errors import TrackingError
-from autotune.records import StudyInfo, StudySummary, TrialLog
+from autotune.records import SkipLog, StudyInfo, StudySummary, TrialLog
 from autotune.tracking.base import TRACKERS, Tracker, TrackerOptions
 
 
@@ -35,6 +37,14 @@ class NullTracker(Tracker):
         """
         if not self._started:
             raise TrackingError("log_trial called before start_study")
+
+    def log_skip(self, log: SkipLog) -> None:
+        """Record nothing (``start_study`` must have been called)."""
+        if not self._started:
+            raise TrackingError("log_skip called before start_study")
+
+    def log_artifacts(self, paths: list[Path]) -> None:
+        """Record nothing."""
 
     def finish(self, summary: StudySummary) -> None:
         """Record nothing."""

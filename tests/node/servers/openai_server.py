@@ -3,7 +3,8 @@
 Serves ``/health`` (503 until started), ``/v1/completions`` (OpenAI SSE) and ``/generate``
 (SGLang-style SSE with cumulative ``meta_info.completion_tokens``) at a fixed token rate, logs
 SGLang-like milestones, and can misbehave on request: die or log a fatal line after N
-requests, reject unknown fields with 422, leave orphan children behind.
+requests, reject unknown fields with 422, answer 503 above N requests in flight, leave orphan
+children behind.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ ARGS: argparse.Namespace
 STARTED = threading.Event()
 LOCK = threading.Lock()
 COUNT = 0
+ACTIVE = 0
 
 # The grandchild escapes the process group (setsid) and the tree (its parent exits at once),
 # and ignores SIGTERM: only SIGKILL by PID found through the inherited environment gets it.
@@ -79,7 +81,7 @@ class Handler(BaseHTTPRequestHandler):
             self._json(404, {"detail": "not found"})
 
     def do_POST(self) -> None:
-        global COUNT
+        global COUNT, ACTIVE
         length = int(self.headers.get("Content-Length", "0"))
         body = json.loads(self.rfile.read(length) or b"{}")
         if self.path not in ("/v1/completions", "/generate"):
@@ -91,6 +93,22 @@ class Handler(BaseHTTPRequestHandler):
         with LOCK:
             COUNT += 1
             number = COUNT
+        if ARGS.reject_above:
+            with LOCK:
+                ACTIVE += 1
+                over = ACTIVE > ARGS.reject_above
+            try:
+                if over:
+                    self._json(503, {"error": {"message": "out of memory at this load"}})
+                else:
+                    self._stream(body, number)
+            finally:
+                with LOCK:
+                    ACTIVE -= 1
+            return
+        self._stream(body, number)
+
+    def _stream(self, body: dict, number: int) -> None:
         if ARGS.die_after and number > ARGS.die_after:
             log("Scheduler hit an exception: Traceback (most recent call last):")
             log('  File "scheduler.py", line 1, in event_loop')
@@ -150,6 +168,9 @@ def main() -> None:
     parser.add_argument("--die-after", type=int, default=0)
     parser.add_argument("--fatal-after", type=int, default=0)
     parser.add_argument(
+        "--reject-above", type=int, default=0, help="503 while more requests are in flight"
+    )
+    parser.add_argument(
         "--fatal-line", default="Decode out of memory. Try to lower your batch size."
     )
     parser.add_argument("--accept-length", type=float, default=None)
@@ -161,6 +182,7 @@ def main() -> None:
     for kind in ARGS.spawn:
         spawn(kind)
     log("Load weight begin. avail mem=70.00 GB")
+    ThreadingHTTPServer.request_queue_size = 1024  # not socketserver's 5: clients connect at once
     server = ThreadingHTTPServer((ARGS.host, ARGS.port), Handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()

@@ -1,0 +1,187 @@
+"""How often does autotune claim a gain? Two stand-in servers with launch noise, many seeds.
+
+Each run is a whole ``autotune start --simulate`` (a subprocess: real Optuna SQLite storage,
+the local executor, the stand-in SGLang server time-scaled) on a small space of two SGLang
+flags, with the stand-in's launch-to-launch noise at ``--noise`` (default 8%):
+
+- ``null``: ``AUTOTUNE_SIM_FLAGS_IGNORED=1``, every configuration performs like the default;
+  a claimed gain is a false claim;
+- ``real``: the flags act (``--max-running-requests`` decides how many of 16 streams run at
+  once: 2 for the baseline, up to 16), a real optimum of about 2-4x; a claim is right.
+
+The baseline is launched three times, two more configurations are searched, and the top two
+are confirmed against the baseline in interleaved rounds (``--confirm 2``). For each seed
+it prints the verdict, the gain with its 95% interval and the confirmation's cost, then how
+often a gain was claimed in each scenario. Figures are from the stand-in: simulated.
+
+    .venv/bin/python bench/noise_claims.py --seeds 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+AUTOTUNE = [sys.executable, "-m", "autotune.cli"]
+BASELINE = {"max_running_requests": 2, "cuda_graph_max_bs": 512}
+SPACE: dict[str, Any] = {
+    "name": "noise",
+    "engine": {"name": "sglang", "version": "0.5.9", "gpus": 8},
+    "model": "/models/Kimi-K2.5-INT4",
+    "fixed": {"args": ["--tp-size", "8", "--trust-remote-code", "--mem-fraction-static", "0.55"]},
+    "parameters": [
+        {
+            "name": "max_running_requests",
+            "type": "categorical",
+            "choices": [2, 4, 8, 16],
+            "flag": "--max-running-requests",
+        },
+        {
+            "name": "cuda_graph_max_bs",
+            "type": "categorical",
+            "choices": [128, 256, 512],
+            "flag": "--cuda-graph-max-bs",
+        },
+    ],
+    "baseline": BASELINE,
+    "workload": {
+        "concurrency": 16,
+        "num_requests": 16,
+        "prompt_len": 64,
+        "output_len": 32,
+        "warmup_requests": 1,
+        "windows": 2,
+    },
+    "budget": {"trials": 5},
+}
+
+
+def run_study(
+    workdir: Path,
+    env: dict[str, str],
+    *,
+    flags_ignored: bool,
+    seed: int,
+    noise: float = 0.08,
+    confirm: int = 2,
+    rounds: int = 3,
+) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """One study in ``workdir``: ``status --json``, ``export --format json``, start's stdout."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    space_file = workdir / "noise.yaml"
+    space_file.write_text(yaml.safe_dump(SPACE, sort_keys=False))
+    root = workdir / "studies"
+    env = {
+        **env,
+        "AUTOTUNE_SIM_LAUNCH_NOISE": str(noise),
+        "AUTOTUNE_SIM_FLAGS_IGNORED": "1" if flags_ignored else "0",
+        "AUTOTUNE_SIM_SEED": str(seed),
+        "AUTOTUNE_SIM_LAUNCHES": str(workdir / "launches"),
+    }
+    where = ["--study", "s", "--study-root", str(root)]
+    start = subprocess.run(
+        AUTOTUNE
+        + [
+            "start",
+            "--space",
+            str(space_file),
+            *where,
+            "--simulate",
+            "--executor",
+            "local",
+            "--no-mlflow",
+            "--seed",
+            str(seed),
+            "--confirm",
+            str(confirm),
+            "--confirm-rounds",
+            str(rounds),
+        ],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if start.returncode != 0:
+        raise RuntimeError(start.stdout[-3000:] + start.stderr[-3000:])
+    status = subprocess.run(
+        AUTOTUNE + ["status", *where, "--json"],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    export = subprocess.run(
+        AUTOTUNE + ["export", *where, "--format", "json"],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return json.loads(status.stdout), json.loads(export.stdout), start.stdout
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--first-seed", type=int, default=1)
+    p.add_argument("--noise", type=float, default=0.08)
+    p.add_argument("--scenarios", default="null,real")
+    args = p.parse_args()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    claims: dict[str, list[bool]] = {}
+    print(f"stand-in launch noise {args.noise:.0%}; SIMULATED figures")
+    print(
+        f"{'scenario':>8} {'seed':>4} {'claimed':>7} {'gain':>8} {'95% CI':>20} "
+        f"{'confirm launches':>16} {'server s':>8} {'exported':>9} {'wall s':>6}"
+    )
+    with tempfile.TemporaryDirectory(prefix="noise-claims-") as tmp:
+        env["AUTOTUNE_NODE_STATE"] = str(Path(tmp) / "node-state")
+        for scenario in args.scenarios.split(","):
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
+                t0 = time.monotonic()
+                status, exported, _ = run_study(
+                    Path(tmp) / f"{scenario}-{seed}",
+                    env,
+                    flags_ignored=scenario == "null",
+                    seed=seed,
+                    noise=args.noise,
+                )
+                s = status["summary"]
+                gain = s["gain"] or {}
+                lo, hi = gain.get("ci95_pct") or [None, None]
+                ci = f"{lo:+.1f}%..{hi:+.1f}%" if lo is not None and hi is not None else "-"
+                claimed = bool(gain.get("significant"))
+                claims.setdefault(scenario, []).append(claimed)
+                conf = s.get("confirmation") or {}
+                what = "baseline" if exported["is_baseline"] else f"trial {exported['trial']}"
+                pct = f"{gain['pct']:+.1f}%" if "pct" in gain else "-"
+                print(
+                    f"{scenario:>8} {seed:>4} {str(claimed):>7} {pct:>8} {ci:>20} "
+                    f"{conf.get('launches', 0):>16} {conf.get('server_s', 0):>8.0f} "
+                    f"{what:>9} {time.monotonic() - t0:>6.0f}",
+                    flush=True,
+                )
+    print()
+    for scenario, got in claims.items():
+        kind = "wrongly (false claims)" if scenario == "null" else "rightly"
+        print(f"{scenario}: a gain was claimed {kind} in {sum(got)} of {len(got)} studies")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,235 @@
+"""Benchmark of search strategies: how close to the optimum, at what cost in crashes.
+
+For each landscape (bench/search/landscapes.py; ``verify`` is search_spaces/verify.yaml through
+the stand-in's performance model, in-process) and seed, each strategy launches up to
+``--trials`` configurations. Reported per strategy: the best configuration found after 10, 20,
+30 and 60 launches as % of the landscape's optimum (the noise-free value of the configuration
+the study itself would pick, i.e. the best *measured* one), the seeds reaching 95% within 30
+launches, crashes among the first 30 launches, and server-seconds wasted on them (each
+landscape has a launch cost model). Landscapes marked held out are reported separately and
+were not used to choose the defaults.
+
+    .venv/bin/python -m bench.search --quick            # CI: under a minute
+    .venv/bin/python -m bench.search --seeds 10 --trials 60
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import optuna
+from bench.search.harness import Launch, run_driver, run_grid, run_tiers, run_tpe_fail
+from bench.search.landscapes import LANDSCAPES, Landscape
+
+CHECKPOINTS = (10, 20, 30, 60)
+NAMES = [la.name for la in LANDSCAPES] + ["verify"]
+
+
+def by_name(name: str) -> Landscape:
+    """A landscape by name (``verify`` is built on first use: its optimum takes a minute)."""
+    if name == "verify":
+        from bench.search.verify import VERIFY
+
+        return VERIFY
+    for land in LANDSCAPES:
+        if land.name == name:
+            return land
+    raise SystemExit(f"unknown landscape {name!r}; known: {', '.join(NAMES)}")
+
+
+def _steer(**kw: Any) -> Any:
+    from autotune.study.steering import SteeringOptions
+
+    return SteeringOptions(**kw)
+
+
+# The driver's TPE before local moves (autotune <= this change), for the candidates below.
+PLAIN = {"n_startup_trials": 5, "multivariate": True, "group": True}
+
+STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
+    # autotune's defaults: TPE with local moves (study/sampler.py) + crash regions.
+    "autotune": lambda land, s, n: run_driver(land, s, n),
+    # the previous defaults: plain TPE + the 3-nearest-neighbour vote.
+    "previous": lambda land, s, n: run_driver(
+        land, s, n, tpe=PLAIN, steering=_steer(model="knn", explore=0.05)
+    ),
+    "tpe-nosteer": lambda land, s, n: run_driver(
+        land, s, n, tpe=PLAIN, steering=_steer(enabled=False)
+    ),
+    "regions-plain-tpe": lambda land, s, n: run_driver(land, s, n, tpe=PLAIN),
+    "local-0.3": lambda land, s, n: run_driver(land, s, n, tpe=PLAIN, local=0.3),
+    "step-0.06": lambda land, s, n: run_driver(land, s, n, tpe=PLAIN, local=0.5, step=0.06),
+    "step-0.2": lambda land, s, n: run_driver(land, s, n, tpe=PLAIN, local=0.5, step=0.2),
+    "anneal-30": lambda land, s, n: run_driver(land, s, n, tpe=PLAIN, local=0.5, anneal=30),
+    "anneal-30-0.2": lambda land, s, n: run_driver(
+        land, s, n, tpe=PLAIN, local=0.5, step=0.2, anneal=30
+    ),
+    "bisect-0.5": lambda land, s, n: run_driver(land, s, n, tpe=PLAIN, local=0.5, bisect=0.5),
+    "local-0.7": lambda land, s, n: run_driver(land, s, n, tpe=PLAIN, local=0.7),
+    "agree-0.5": lambda land, s, n: run_driver(land, s, n, steering=_steer(agree=0.5)),
+    "agree-0.75": lambda land, s, n: run_driver(land, s, n, steering=_steer(agree=0.75)),
+    "corroborated-2": lambda land, s, n: run_driver(land, s, n, steering=_steer(corroborated=2)),
+    "no-boundary": lambda land, s, n: run_driver(land, s, n, steering=_steer(boundary=False)),
+    "no-ablation": lambda land, s, n: run_driver(land, s, n, steering=_steer(ablations=0)),
+    "single-only": lambda land, s, n: run_driver(land, s, n, steering=_steer(max_size=1)),
+    "tpe-startup10": lambda land, s, n: run_driver(
+        land, s, n, tpe={**PLAIN, "n_startup_trials": 10}, local=0.5
+    ),
+    "random": lambda land, s, n: run_driver(
+        land, s, n, sampler="random", steering=_steer(enabled=False)
+    ),
+    "tiers": run_tiers,
+    "grid": run_grid,
+    "tpe-fail": run_tpe_fail,
+}
+# What the docs' main table compares (the rest are candidates measured while choosing).
+MAIN = "autotune,previous,tpe-nosteer,random,tiers,grid,tpe-fail"
+
+
+@dataclass(frozen=True)
+class Score:
+    landscape: str
+    strategy: str
+    seed: int
+    pct: dict[int, float]  # launches -> % of optimum of the best measured configuration so far
+    crashes30: int
+    wasted30_s: float
+    seconds: float
+
+
+def score(land: Landscape, strategy: str, seed: int, launches: list[Launch], secs: float) -> Score:
+    opt = land.optimum()
+    pct: dict[int, float] = {}
+    for n in CHECKPOINTS:
+        best: Launch | None = None
+        for la in launches[:n]:
+            if la.value is not None and (best is None or la.value > (best.value or 0.0)):
+                best = la
+        pct[n] = 100.0 * (best.truth or 0.0) / opt if best is not None else 0.0
+    first = launches[:30]
+    return Score(
+        land.name,
+        strategy,
+        seed,
+        pct,
+        sum(la.crashed for la in first),
+        sum(la.seconds for la in first if la.crashed),
+        secs,
+    )
+
+
+def table(scores: list[Score], strategies: list[str], title: str) -> str:
+    rows = [
+        f"\n{title}",
+        "| landscape | strategy | % opt @10 | @20 | @30 | @60 | seeds >= 95% @30 "
+        "| crashes /30 | wasted server-s /30 |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for land in dict.fromkeys(s.landscape for s in scores):
+        for strat in strategies:
+            mine = [s for s in scores if s.landscape == land and s.strategy == strat]
+            if not mine:
+                continue
+            m = {n: statistics.mean(s.pct[n] for s in mine) for n in CHECKPOINTS}
+            hit = sum(s.pct[30] >= 95.0 for s in mine)
+            rows.append(
+                f"| {land} | {strat} | {m[10]:.1f} | {m[20]:.1f} | {m[30]:.1f} | {m[60]:.1f} | "
+                f"{hit}/{len(mine)} | {statistics.mean(s.crashes30 for s in mine):.1f} | "
+                f"{statistics.mean(s.wasted30_s for s in mine):.0f} |"
+            )
+    return "\n".join(rows)
+
+
+def summary(scores: list[Score], strategies: list[str], title: str) -> str:
+    rows = [
+        f"\n{title}",
+        "| strategy | mean % opt @30 | landscapes meeting 8/10 @95% | worst "
+        "landscape seeds >= 95% | crashes /30 (mean) | wasted server-s /30 |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for strat in strategies:
+        mine = [s for s in scores if s.strategy == strat]
+        if not mine:
+            continue
+        lands = dict.fromkeys(s.landscape for s in mine)
+        share = {
+            la: sum(s.pct[30] >= 95.0 for s in mine if s.landscape == la)
+            / sum(1 for s in mine if s.landscape == la)
+            for la in lands
+        }
+        meeting = sum(v >= 0.8 for v in share.values())
+        rows.append(
+            f"| {strat} | {statistics.mean(s.pct[30] for s in mine):.1f} | {meeting}/{len(lands)}"
+            f" | {min(share.values()) * 100:.0f}% | "
+            f"{statistics.mean(s.crashes30 for s in mine):.2f} | "
+            f"{statistics.mean(s.wasted30_s for s in mine):.0f} |"
+        )
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--first-seed", type=int, default=0)
+    ap.add_argument("--trials", type=int, default=60)
+    ap.add_argument("--strategies", default=MAIN, help=f"known: {', '.join(STRATEGIES)}")
+    ap.add_argument("--landscapes", default=",".join(NAMES))
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="3 landscapes x 2 seeds x 30 launches, autotune and random (CI)",
+    )
+    ap.add_argument("-v", "--verbose", action="store_true", help="one line per run")
+    a = ap.parse_args(argv)
+    if a.quick:
+        a.seeds, a.trials, a.strategies = 2, 30, "autotune,random"
+        a.landscapes = "box,catnum,five"
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    strategies = a.strategies.split(",")
+    unknown = [s for s in strategies if s not in STRATEGIES]
+    if unknown:
+        print(f"unknown strategy {unknown[0]!r}; known: {', '.join(STRATEGIES)}", file=sys.stderr)
+        return 2
+    lands = [by_name(n) for n in a.landscapes.split(",")]
+    scores: list[Score] = []
+    start = time.monotonic()
+    for land in lands:
+        for seed in range(a.first_seed, a.first_seed + a.seeds):
+            for strat in strategies:
+                t = time.monotonic()
+                launches = STRATEGIES[strat](land, seed, a.trials)
+                s = score(land, strat, seed, launches, time.monotonic() - t)
+                scores.append(s)
+                if a.verbose:
+                    print(
+                        f"{land.name:12s} {strat:12s} seed {seed:2d} "
+                        f"@30 {s.pct[30]:5.1f}% crashes {s.crashes30:2d} "
+                        f"({s.seconds:.1f} s)",
+                        flush=True,
+                    )
+    tuned = [s for s in scores if not by_name(s.landscape).held_out]
+    held = [s for s in scores if by_name(s.landscape).held_out]
+    print(
+        f"{a.seeds} seeds x {a.trials} launches, landscapes {a.landscapes}; in-process, "
+        f"no servers (simulated figures); {time.monotonic() - start:.0f} s"
+    )
+    if tuned:
+        print(table(tuned, strategies, "Landscapes the defaults were chosen on"))
+        print(summary(tuned, strategies, "Summary (tuning set)"))
+    if held:
+        print(table(held, strategies, "Held-out landscapes (not used to choose defaults)"))
+        print(summary(held, strategies, "Summary (held out)"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,262 @@
+"""Runs one strategy on one landscape and one seed; returns the launches in order.
+
+autotune's own strategies run the real ``study.Driver`` (Optuna study, ``space.suggest``, dead
+ends, steering, repeat reuse, the baseline first) with an in-process executor that answers
+each ``TrialSpec`` from the landscape instead of starting a server, over Optuna's in-memory
+storage. The competitors (grid, one-at-a-time tiers, TPE told crashes as FAIL) are plain loops
+written the way their tools run them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+import tempfile
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import optuna
+import yaml
+from bench.search.landscapes import Landscape, Point, grid, levels
+
+from autotune.dispatch.base import WindowHook
+from autotune.models import Cause, Failure, Metrics, Outcome, Phase, TrialResult, TrialSpec
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One launched configuration and what it did."""
+
+    config: dict[str, Any]
+    value: float | None  # measured
+    truth: float | None
+    crashed: bool
+    seconds: float
+
+
+Evaluate = Callable[[dict[str, Any], random.Random], Point]
+
+
+class InProcessExecutor:
+    """An executor whose trials are answered by a function, at once, in this process."""
+
+    def __init__(self, evaluate: Callable[[TrialSpec], Point], seed: int) -> None:
+        self.evaluate = evaluate
+        self.launches: list[Launch] = []
+
+    def capacity(self) -> int:
+        return 1
+
+    def submit(self, spec: TrialSpec, on_window: WindowHook | None = None) -> Future[TrialResult]:
+        # A landscape answers with one value, no measurement windows: nothing to prune on.
+        point = self.evaluate(spec)
+        self.launches.append(
+            Launch(dict(spec.params), point.value, point.truth, point.value is None, point.seconds)
+        )
+        fut: Future[TrialResult] = Future()
+        fut.set_result(to_result(spec, point))
+        return fut
+
+    def shutdown(self) -> None:
+        pass
+
+    def reap_orphans(self, log_dir: str) -> None:  # no servers: nothing to reap
+        pass
+
+
+def to_result(spec: TrialSpec, point: Point) -> TrialResult:
+    """What the node would have returned for this launch."""
+    if point.value is not None:
+        return TrialResult(
+            study=spec.study,
+            number=spec.number,
+            outcome=Outcome.OK,
+            metrics=Metrics(output_tok_s=point.value, completed=1),
+            simulated=True,
+        )
+    timeout = point.cause == Cause.STARTUP_TIMEOUT
+    failure = Failure(
+        cause=Cause(point.cause),
+        phase=Phase(point.phase),
+        evidence=[point.message],
+        message=point.message,
+    )
+    return TrialResult(
+        study=spec.study,
+        number=spec.number,
+        outcome=Outcome.TIMEOUT if timeout else Outcome.CRASHED,
+        failure=failure,
+        simulated=True,
+    )
+
+
+def run_driver(
+    land: Landscape,
+    seed: int,
+    trials: int,
+    *,
+    sampler: str = "tpe",
+    steering: Any = None,
+    tpe: dict[str, Any] | None = None,
+    local: float | None = None,
+    step: float = 0.12,
+    anneal: int = 0,
+    bisect: float = 0.0,
+) -> list[Launch]:
+    """autotune's real proposal path on ``land`` (``steering``: SteeringOptions or None;
+    ``tpe``: TPESampler arguments to try instead of the driver's, for candidates)."""
+    from autotune.engines import get_engine
+    from autotune.space.load import load_text
+    from autotune.study import driver as driver_module
+    from autotune.study.driver import Driver, DriverOptions
+    from autotune.tracking.none import NullTracker
+
+    if tpe is not None or local is not None:
+        original = driver_module.make_sampler
+
+        def candidate(name: str, s: int | None, parallel: int) -> optuna.samplers.BaseSampler:
+            from autotune.study.sampler import LocalTPESampler
+
+            inner = (
+                optuna.samplers.TPESampler(seed=s, **tpe)
+                if tpe is not None
+                else original(name, s, parallel)
+            )
+            return (
+                LocalTPESampler(inner, local=local, step=step, anneal=anneal, bisect=bisect, seed=s)
+                if local
+                else inner
+            )
+
+        driver_module.make_sampler = candidate  # type: ignore[assignment]
+        try:
+            return run_driver(land, seed, trials, sampler=sampler, steering=steering)
+        finally:
+            driver_module.make_sampler = original
+
+    spec = load_text(yaml.safe_dump(land.space(trials), sort_keys=False), f"<{land.name}>")
+    rng = random.Random(seed * 7919 + 1)
+    executor = InProcessExecutor(lambda ts: land.evaluate(dict(ts.params), rng), seed)
+    engine = get_engine(spec.engine)
+    with tempfile.TemporaryDirectory(prefix="autotune-bench-") as tmp:
+        options = DriverOptions(
+            study=f"{land.name}-{seed}",
+            study_dir=Path(tmp),
+            storage=":memory:",
+            seed=seed,
+            sampler=sampler,
+            # The proposal path alone, as the figures in docs/benchmarks.md were measured: one
+            # baseline launch, a repeated proposal reuses its measurement, no confirmation
+            # rounds (launch noise and confirmation have their own benches: noise_claims.py).
+            baseline_launches=1,
+            max_launches_per_config=1,
+            confirm=0,
+        )
+        if steering is not None:
+            options.steering = steering
+        driver = Driver(
+            spec,
+            engine=engine,
+            real_engine=engine,
+            executor=executor,
+            tracker=NullTracker(),
+            options=options,
+        )
+        driver.run()
+    return executor.launches
+
+
+# -- competitors --------------------------------------------------------------------------
+
+
+def run_tpe_fail(land: Landscape, seed: int, trials: int) -> list[Launch]:
+    """Optuna TPE with crashes told as FAIL (auto-tuning-vllm): every proposal is launched."""
+    from autotune.space.load import load_text
+    from autotune.space.suggest import suggest
+
+    spec = load_text(yaml.safe_dump(land.space(trials), sort_keys=False), f"<{land.name}>")
+    rng = random.Random(seed * 7919 + 1)
+    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=seed))
+    study.enqueue_trial(dict(land.baseline))
+    out: list[Launch] = []
+    while len(out) < trials:
+        trial = study.ask()
+        fixed = study._storage.get_trial_system_attrs(trial._trial_id).get("fixed_params")
+        config = suggest(trial, spec, fixed=fixed)
+        p = land.evaluate(config, rng)
+        out.append(Launch(config, p.value, p.truth, p.value is None, p.seconds))
+        if p.value is None:
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        else:
+            study.tell(trial, p.value)
+    return out
+
+
+def run_tiers(land: Landscape, seed: int, trials: int) -> list[Launch]:
+    """SGLang auto_benchmark's tiers: one parameter at a time from the baseline, then the
+    first three parameters crossed, then the full product (5 levels per numeric parameter)."""
+    rng = random.Random(seed * 7919 + 1)
+    base = dict(land.baseline)
+    one_at_a_time = [{**base, p["name"]: v} for p in land.parameters for v in levels(p, 5)]
+    first3 = ({**base, **c} for c in grid(land.parameters[:3], 5))
+    queue = itertools.chain([base], one_at_a_time, first3, grid(land.parameters, 5))
+    return _launch_unique(land, queue, trials, rng)
+
+
+def run_grid(land: Landscape, seed: int, trials: int) -> list[Launch]:
+    """vLLM auto_tune's grid: the full product of 3 levels per parameter, in file order, after
+    the baseline; shuffled per seed so that seeds differ."""
+    rng = random.Random(seed * 7919 + 1)
+    order = random.Random(seed)
+    size = math.prod(len(levels(p, 3)) for p in land.parameters)
+    cells: Iterable[dict[str, Any]]
+    if size <= 20_000:
+        listed = list(grid(land.parameters, 3))
+        order.shuffle(listed)
+        cells = listed
+    else:  # too many cells to list: draw them in random order
+        cells = (
+            {p["name"]: order.choice(levels(p, 3)) for p in land.parameters} for _ in range(100_000)
+        )
+    base = dict(land.baseline)
+    return _launch_unique(land, itertools.chain([base], cells), trials, rng)
+
+
+def _launch_unique(
+    land: Landscape, queue: Iterable[dict[str, Any]], trials: int, rng: random.Random
+) -> list[Launch]:
+    seen: list[dict[str, Any]] = []
+    out: list[Launch] = []
+    for config in queue:
+        config = {k: v for k, v in config.items() if not _inactive(land, k, config)}
+        for p in land.parameters:  # a parameter that just became active: its first level
+            if p.get("when") and p["name"] not in config and not _inactive(land, p["name"], config):
+                config[p["name"]] = levels(p, 5)[0]
+        if config in seen or not _in_bounds(land, config):
+            continue
+        seen.append(config)
+        p = land.evaluate(config, rng)
+        out.append(Launch(config, p.value, p.truth, p.value is None, p.seconds))
+        if len(out) >= trials:
+            break
+    return out
+
+
+def _inactive(land: Landscape, name: str, config: dict[str, Any]) -> bool:
+    for p in land.parameters:
+        if p["name"] == name and p.get("when"):
+            return not config.get(p["when"])
+    return False
+
+
+def _in_bounds(land: Landscape, config: dict[str, Any]) -> bool:
+    for p in land.parameters:
+        high = p.get("high")
+        if isinstance(high, dict) and p["name"] in config:
+            if config[p["name"]] > config[high["param"]]:
+                return False
+    return True

@@ -1,0 +1,159 @@
+"""The study's plots as PNG files: history by trial number, importances, outcomes.
+
+Drawn with matplotlib directly (Optuna's plots number only the trials they keep and mark
+themselves experimental on stderr). Every plot of a simulated study says so in its title.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import optuna
+
+from autotune.insights import importances, marginal_effects, trust_note
+from autotune.report import SIMULATED_LABEL, is_simulated, objective, rows, summary
+
+_COLOR = {
+    "ok": "tab:green",
+    "slo_violated": "gold",
+    "crashed": "tab:red",
+    "timeout": "tab:orange",
+    "pruned": "silver",
+    "infra": "tab:purple",
+}
+_DPI = 110
+
+
+def _plt() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def write_plots(study: optuna.Study, out: Path) -> list[Path]:
+    """Write ``optimization_history.png``, ``param_importances.png`` (two ok trials or more,
+    and a varying parameter) and ``outcomes.png``; returns the files written."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, draw in (
+        ("optimization_history.png", _history),
+        ("param_importances.png", _importances),
+        ("outcomes.png", _outcomes),
+    ):
+        fig = draw(study)
+        if fig is None:
+            continue
+        path = out / name
+        fig.savefig(path, dpi=_DPI)
+        _plt().close(fig)
+        written.append(path)
+    return written
+
+
+def _suffix(study: optuna.Study) -> str:
+    return f" {SIMULATED_LABEL}" if is_simulated(study) else ""
+
+
+def _history(study: optuna.Study) -> Any:
+    """Each launched trial by its number: ok values, the best so far, failures along the base."""
+    plt = _plt()
+    from matplotlib.ticker import MaxNLocator
+
+    metric, direction = objective(study)
+    all_rows = [r for r in rows(study) if r.label not in ("running", "waiting")]
+    ok = [r for r in all_rows if r.outcome == "ok" and r.value is not None]
+    if not ok:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    ax.scatter(
+        [r.number for r in ok], [r.value for r in ok], color="tab:blue", label=metric, zorder=3
+    )
+    best_x, best_y, best = [], [], None
+    for r in ok:
+        value = r.value or 0.0
+        if best is None or (value > best if direction == "maximize" else value < best):
+            best = value
+        best_x.append(r.number)
+        best_y.append(best)
+    ax.step(best_x, best_y, where="post", color="tab:red", label="best so far")
+    base = next((r for r in ok if r.baseline), None)
+    if base is not None:
+        ax.axhline(base.value or 0.0, color="grey", linestyle="--", linewidth=1, label="baseline")
+    failed = [r for r in all_rows if r.outcome in ("crashed", "timeout", "slo_violated")]
+    if failed:
+        low = min(r.value or 0.0 for r in ok)
+        ax.scatter(
+            [r.number for r in failed],
+            [low * 0.98] * len(failed),
+            marker="x",
+            color=[_COLOR.get(r.label, "grey") for r in failed],
+            label="failed (no value)",
+            zorder=3,
+        )
+    ax.set_xlabel("trial number")
+    ax.set_ylabel(metric)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.legend(loc="best", fontsize=8)
+    ax.set_title(f"{study.study_name}: {metric} ({direction}) by trial{_suffix(study)}")
+    fig.tight_layout()
+    return fig
+
+
+def _importances(study: optuna.Study) -> Any:
+    """fANOVA importances beside each parameter's marginal effect (spread of mean values)."""
+    effects = marginal_effects(study)
+    if not effects:
+        return None
+    plt = _plt()
+    metric, _direction = objective(study)
+    imp = importances(study)
+    names = [e.param for e in effects][::-1]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 0.5 * len(names) + 2), sharey=True)
+    right.barh(
+        names, [next(e.spread for e in effects if e.param == n) for n in names], color="tab:blue"
+    )
+    right.set_xlabel(f"marginal effect: spread of mean {metric}")
+    left.barh(names, [imp.get(n, 0.0) for n in names], color="tab:grey")
+    left.set_xlabel("fANOVA importance (0 or absent: not assessable)")
+    note = trust_note(study)
+    title = f"{study.study_name}: what the parameters are worth{_suffix(study)}"
+    fig.suptitle(title + (f"\n{note}" if note else ""), fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def _outcomes(study: optuna.Study) -> Any:
+    """Outcome counts; a failure-cause panel only when something failed."""
+    counts = summary(study)
+    if not counts.trials:
+        return None
+    plt = _plt()
+    from matplotlib.ticker import MaxNLocator
+
+    causes = sorted(counts.causes.items(), key=lambda kv: -kv[1])
+    if causes:
+        fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    else:
+        fig, left = plt.subplots(figsize=(6, 4))
+        right = None
+    outcomes = sorted(counts.outcomes.items(), key=lambda kv: -kv[1])
+    left.bar(
+        [k for k, _ in outcomes],
+        [n for _, n in outcomes],
+        color=[_COLOR.get(k, "grey") for k, _ in outcomes],
+    )
+    left.set_title("outcomes")
+    left.yaxis.set_major_locator(MaxNLocator(integer=True))
+    if right is not None:
+        right.barh([k for k, _ in causes][::-1], [n for _, n in causes][::-1], color="tab:red")
+        right.set_title("failure and skip causes")
+        right.xaxis.set_major_locator(MaxNLocator(integer=True))
+    fig.suptitle(f"{study.study_name}: {counts.trials} trials{_suffix(study)}")
+    fig.tight_layout()
+    return fig

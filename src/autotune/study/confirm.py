@@ -1,0 +1,320 @@
+"""Confirmation before a winner: relaunch the top candidates and the baseline, interleaved.
+
+The search picks its best configuration from single, noisy launches, so the best of many is
+biased upwards (the winner's curse): on a space where no flag matters, *some* configuration
+always measures a few percent above the baseline. Confirmation measures the top K candidates
+again, side by side with the baseline in rounds (baseline, A, B, C, baseline, B, C, A, ...), so
+slow drifts of the machine hit everyone alike, and only these fresh launches decide:
+
+- a candidate whose launch fails (crash, failed requests at the workload's peak load) is out;
+- after ``min_rounds``, candidates clearly worse than the leader are dropped (cheaper rounds);
+- it stops when the ranking is settled (one candidate left and its gain over the baseline is
+  either clear at a strict interim level or clearly too small to matter), else at
+  ``max_rounds``;
+- the winner is the candidate with the best confirmed median; its gain over the baseline
+  comes with an interval over launches (study/noise.py), Bonferroni-adjusted for the K
+  candidates; when that interval does not lie above zero the baseline stays the answer.
+
+It is written against a small ``measure`` callable (one launch, one value) so that the same
+code runs with an in-process fake in unit tests and with the real executor in the driver.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from autotune.study.noise import LEVEL, Direction, Gain, better, gain
+
+BASELINE = "baseline"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A configuration to confirm; ``key`` names it in records (``baseline``, ``trial 12``)."""
+
+    key: str
+    config: dict[str, Any]
+    trial: int | None = None  # the search trial it came from
+
+
+@dataclass(frozen=True)
+class Sample:
+    """What one confirmation launch measured.
+
+    ``value`` is None when the launch produced no valid value (crashed, timed out, failed
+    requests at peak load, missed an SLO); ``reason`` then says why.
+    """
+
+    value: float | None
+    windows: tuple[float, ...] = ()
+    server_s: float = 0.0
+    trial: int | None = None
+    reason: str = ""
+
+
+# One launch of a candidate in a given round -> what it measured. Must not raise for a
+# configuration's failure (return a Sample with value None).
+Measure = Callable[[Candidate, int], Sample]
+
+
+@dataclass(frozen=True)
+class ConfirmOptions:
+    """How hard to confirm."""
+
+    min_rounds: int = 3
+    max_rounds: int = 5
+    level: float = LEVEL
+    # A leader whose gain cannot exceed this (upper bound, percent) has settled as "no gain".
+    min_gain_pct: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not 2 <= self.min_rounds <= self.max_rounds:
+            raise ValueError("confirmation needs 2 <= min_rounds <= max_rounds")
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One confirmation launch, in order."""
+
+    round: int
+    key: str
+    value: float | None
+    server_s: float
+    trial: int | None = None
+    reason: str = ""
+
+
+@dataclass
+class Confirmation:
+    """The outcome of a confirmation, JSON-able with ``to_json``.
+
+    ``best``: the candidate with the best confirmed median (None: every candidate failed).
+    ``winner``: ``best`` if its gain is significant, else ``baseline``.
+    """
+
+    direction: Direction
+    candidates: list[Candidate]
+    launches: list[Launch] = field(default_factory=list)
+    dropped: dict[str, str] = field(default_factory=dict)
+    rounds: int = 0
+    stop_reason: str = ""
+    best: str | None = None
+    winner: str = BASELINE
+    gain: Gain | None = None
+
+    def values(self, key: str) -> list[float]:
+        return [x.value for x in self.launches if x.key == key and x.value is not None]
+
+    def median(self, key: str) -> float | None:
+        v = self.values(key)
+        return float(statistics.median(v)) if v else None
+
+    @property
+    def cost_launches(self) -> int:
+        return len(self.launches)
+
+    @property
+    def cost_server_s(self) -> float:
+        return sum(x.server_s for x in self.launches)
+
+    def winner_candidate(self) -> Candidate | None:
+        """The winning candidate, or None when the baseline stays the answer."""
+        return next((c for c in self.candidates if c.key == self.winner), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "direction": self.direction,
+            "candidates": [
+                {"key": c.key, "trial": c.trial, "config": c.config} for c in self.candidates
+            ],
+            "launches": [
+                {
+                    "round": x.round,
+                    "key": x.key,
+                    "value": x.value,
+                    "server_s": round(x.server_s, 3),
+                    "trial": x.trial,
+                    "reason": x.reason,
+                }
+                for x in self.launches
+            ],
+            "dropped": dict(self.dropped),
+            "rounds": self.rounds,
+            "stop_reason": self.stop_reason,
+            "best": self.best,
+            "winner": self.winner,
+            "gain": self.gain.to_json() if self.gain else None,
+            "cost": {"launches": self.cost_launches, "server_s": round(self.cost_server_s, 3)},
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Confirmation:
+        out = cls(
+            direction=data["direction"],
+            candidates=[
+                Candidate(c["key"], dict(c["config"]), c.get("trial")) for c in data["candidates"]
+            ],
+            launches=[
+                Launch(
+                    x["round"],
+                    x["key"],
+                    x["value"],
+                    x["server_s"],
+                    x.get("trial"),
+                    x.get("reason", ""),
+                )
+                for x in data["launches"]
+            ],
+            dropped=dict(data.get("dropped") or {}),
+            rounds=int(data.get("rounds", 0)),
+            stop_reason=str(data.get("stop_reason", "")),
+            best=data.get("best"),
+            winner=str(data.get("winner", BASELINE)),
+        )
+        out.gain = Gain.from_json(data["gain"]) if data.get("gain") else None
+        return out
+
+    def table_rows(self) -> list[tuple[str, int, float | None, str]]:
+        """``(key, launches, median, status)`` for the baseline and each candidate."""
+        out = []
+        for key in [BASELINE, *(c.key for c in self.candidates)]:
+            status = self.dropped.get(key, "")
+            if key == self.winner and key != BASELINE:
+                status = "winner"
+            elif key == BASELINE and self.winner == BASELINE:
+                status = "kept (nothing beat it beyond noise)"
+            n = sum(1 for x in self.launches if x.key == key)
+            out.append((key, n, self.median(key), status))
+        return out
+
+
+def _order(active: Sequence[str], round_no: int) -> list[str]:
+    """Baseline first, then the candidates rotated by one each round (no fixed neighbour)."""
+    if not active:
+        return [BASELINE]
+    k = (round_no - 1) % len(active)
+    return [BASELINE, *active[k:], *active[:k]]
+
+
+def _best_key(keys: Sequence[str], medians: dict[str, float], direction: Direction) -> str:
+    sign = 1.0 if direction == "maximize" else -1.0
+    return max(keys, key=lambda k: sign * medians[k])
+
+
+def confirm(
+    candidates: Sequence[Candidate],
+    measure: Measure,
+    direction: Direction,
+    options: ConfirmOptions | None = None,
+    *,
+    on_launch: Callable[[Launch], None] | None = None,
+) -> Confirmation:
+    """Relaunch ``candidates`` and the baseline in interleaved rounds and pick the winner.
+
+    Args:
+        candidates: the top configurations of the search (the baseline is measured too; do
+            not include it here).
+        measure: launches one configuration once and returns what it measured.
+        direction: the objective's direction.
+        options: rounds and levels.
+        on_launch: called after every launch (progress display).
+
+    Returns:
+        The record of every launch, the dropped candidates with their reasons, the winner and
+        the gain with its interval.
+    """
+    opts = options or ConfirmOptions()
+    keys = [c.key for c in candidates]
+    if BASELINE in keys or len(set(keys)) != len(keys):
+        raise ValueError("candidate keys must be unique and not 'baseline'")
+    by_key = {c.key: c for c in candidates}
+    baseline = Candidate(BASELINE, {})
+    result = Confirmation(direction=direction, candidates=list(candidates))
+    active = list(keys)
+    k = max(1, len(candidates))
+    looks = opts.max_rounds - opts.min_rounds + 1
+    # Interim decisions are taken at a stricter level, so that stopping as soon as an interval
+    # happens to clear zero does not add false claims (Bonferroni over the looks).
+    interim = 1 - (1 - opts.level) / looks
+    drop_level = 1 - (1 - opts.level) / k
+
+    for round_no in range(1, opts.max_rounds + 1):
+        for key in _order(active, round_no):
+            if key != BASELINE and key not in active:
+                continue
+            s = measure(by_key.get(key, baseline), round_no)
+            value = s.value if s.value is not None and math.isfinite(s.value) else None
+            launch = Launch(round_no, key, value, s.server_s, s.trial, s.reason)
+            result.launches.append(launch)
+            if on_launch is not None:
+                on_launch(launch)
+            if value is None and key != BASELINE:
+                # A winner must survive every launch: one failure disqualifies.
+                active.remove(key)
+                result.dropped[key] = f"failed in round {round_no}: {s.reason or 'no value'}"
+        result.rounds = round_no
+        if not active:
+            result.stop_reason = "every candidate failed"
+            break
+        if round_no < opts.min_rounds:
+            continue
+        base = result.values(BASELINE)
+        measured = {key: result.values(key) for key in active}
+        medians = {key: float(statistics.median(v)) for key, v in measured.items() if v}
+        if not medians or len(base) < 2:
+            continue
+        leader = _best_key(list(medians), medians, direction)
+        for key in list(active):
+            if (
+                key != leader
+                and len(measured[key]) >= 2
+                and better(measured[leader], measured[key], direction, drop_level)
+            ):
+                active.remove(key)
+                result.dropped[key] = f"clearly worse than {leader} (round {round_no})"
+        if len(active) > 1:
+            continue
+        g = gain(base, measured[leader], direction, candidates=k, level=interim)
+        if g.significant:
+            result.stop_reason = f"{leader} beats the baseline at a strict interim level"
+            break
+        if g.ci95_pct[1] < opts.min_gain_pct:
+            result.stop_reason = f"{leader} cannot beat the baseline by {opts.min_gain_pct:g}%"
+            break
+    else:
+        result.stop_reason = f"{opts.max_rounds} rounds (the most allowed)"
+
+    decide(result, [c.key for c in candidates], k, opts.level)
+    return result
+
+
+def decide(result: Confirmation, keys: list[str], k: int, level: float) -> None:
+    """Pick the best confirmed median among the survivors and decide whether it won."""
+    survivors = [key for key in keys if key not in result.dropped or "worse" in result.dropped[key]]
+    medians = {key: result.median(key) for key in survivors}
+    measured = {key: m for key, m in medians.items() if m is not None}
+    base = result.values(BASELINE)
+    if not measured or not base:
+        result.best, result.winner, result.gain = None, BASELINE, None
+        return
+    best = _best_key(list(measured), measured, result.direction)
+    result.best = best
+    result.gain = gain(base, result.values(best), result.direction, candidates=k, level=level)
+    result.winner = best if result.gain.significant else BASELINE
+
+
+__all__ = [
+    "BASELINE",
+    "Candidate",
+    "ConfirmOptions",
+    "Confirmation",
+    "Launch",
+    "Measure",
+    "Sample",
+    "confirm",
+    "decide",
+]

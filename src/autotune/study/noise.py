@@ -1,0 +1,352 @@
+"""How much of a measured gain is real: a per-study noise model and a gain with its interval.
+
+A server launched twice with the same flags does not measure the same twice: the launch is the
+unit of noise (memory layout, clocks, a neighbour on a shared machine), and windows measured on
+one running server only see the smaller within-launch part. So every comparison here is between
+*launches* (one value per launch: the median of its windows), never between windows.
+
+The interval is Welch's t-interval on the logarithm of the per-launch values: a ratio of
+geometric means, so the same relative noise gives the same width on any scale. The choice was
+made by a calibration check (``bench/gain_ci_calibration.py``, figures in docs/benchmarks.md):
+with 8% log-normal launch noise and 3-6 launches a side, Welch's interval covered the true gain
+in 94.6-96.5% of 1000 draws (97% with 10% of launches 25% slow), a percentile bootstrap of
+the median ratio in 91% at three launches a side (88%, with 5.5% false claims, with those
+outliers: resampling three launches never sees a spread wider than theirs), and a rank
+interval (Hodges-Lehmann) does not exist at 95% with three launches a side. Welch's and the
+bootstrap's claim a real 3x gain every time. A winner picked among several candidates is
+compared at a Bonferroni-adjusted level (``candidates``), so that the chance that any of them
+is claimed on noise stays within 5%.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Direction = Literal["maximize", "minimize"]
+
+# Default confidence of the reported interval.
+LEVEL = 0.95
+
+
+# -- Student's t, stdlib only (no scipy dependency for one quantile) ------------------------------
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the incomplete beta function (modified Lentz)."""
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-14:
+            break
+    return h
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    ln = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x)
+    front = math.exp(ln + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def t_cdf(t: float, df: float) -> float:
+    """P(T <= t) for Student's t with ``df`` degrees of freedom."""
+    tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t >= 0 else tail
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The ``p`` quantile of Student's t with ``df`` degrees of freedom (bisection)."""
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"p must be in (0, 1), got {p}")
+    if p < 0.5:
+        return -t_quantile(1.0 - p, df)
+    lo, hi = 0.0, 1.0
+    while t_cdf(hi, df) < p:
+        hi *= 2.0
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        if t_cdf(mid, df) < p:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-10:
+            break
+    return (lo + hi) / 2.0
+
+
+# -- samples -------------------------------------------------------------------------------------
+
+
+def launch_value(windows: Sequence[float]) -> float:
+    """One launch's value: the median of its windows (a slow first window does not drag it)."""
+    if not windows:
+        raise ValueError("a launch needs at least one window")
+    return float(statistics.median(windows))
+
+
+def _log_sd(values: Sequence[float]) -> float | None:
+    if len(values) < 2 or any(v <= 0 for v in values):
+        return None
+    return statistics.stdev(math.log(v) for v in values)
+
+
+@dataclass(frozen=True)
+class NoiseModel:
+    """The study's measured noise, as relative spreads (standard deviation of log values).
+
+    ``launch_cv``: from one launch to the next of the same configuration (the baseline, launched
+    several times at the start, plus every other configuration launched more than once).
+    ``window_cv``: between windows on one running server, pooled over launches.
+    """
+
+    launch_cv: float | None
+    window_cv: float | None
+    launches: int
+    windows: int
+
+    @classmethod
+    def from_launches(cls, groups: Sequence[Sequence[Sequence[float]]]) -> NoiseModel:
+        """Build from ``groups`` (one per configuration) of launches (each a list of windows).
+
+        The launch spread is pooled over every configuration launched at least twice, so a
+        configuration relaunched later sharpens it; only positive values count (logs).
+        """
+        num, den = 0.0, 0
+        wnum, wden = 0.0, 0
+        n_launch = n_window = 0
+        for launches in groups:
+            values = [launch_value(w) for w in launches if w]
+            n_launch += len(values)
+            sd = _log_sd(values)
+            if sd is not None:
+                num += sd * sd * (len(values) - 1)
+                den += len(values) - 1
+            for windows in launches:
+                n_window += len(windows)
+                wsd = _log_sd(windows)
+                if wsd is not None:
+                    wnum += wsd * wsd * (len(windows) - 1)
+                    wden += len(windows) - 1
+        return cls(
+            launch_cv=math.sqrt(num / den) if den else None,
+            window_cv=math.sqrt(wnum / wden) if wden else None,
+            launches=n_launch,
+            windows=n_window,
+        )
+
+    def detectable_pct(self, n_baseline: int, n_best: int, level: float = LEVEL) -> float | None:
+        """The smallest gain (percent) the interval could tell from zero with these launch counts.
+
+        None when the launch noise is unknown (fewer than two launches of anything).
+        """
+        if self.launch_cv is None or n_baseline < 2 or n_best < 2:
+            return None
+        se = self.launch_cv * math.sqrt(1 / n_baseline + 1 / n_best)
+        df = n_baseline + n_best - 2
+        return (math.exp(t_quantile(1 - (1 - level) / 2, df) * se) - 1) * 100
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "launch_cv": self.launch_cv,
+            "window_cv": self.window_cv,
+            "launches": self.launches,
+            "windows": self.windows,
+        }
+
+
+# -- the gain ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Gain:
+    """The winner's gain over the baseline, in percent (positive is better in either direction).
+
+    Maximize: ``best / baseline - 1``; minimize: ``1 - best / baseline`` (a latency halved is
+    +50%), as ``report.gain_pct``.
+
+    ``ci95_pct`` is the interval at ``level`` (0.95 unless several candidates were compared, then
+    each at 1 - 0.05/candidates so that the family stays at 95%). ``significant``: the whole
+    interval lies above zero. ``launches``: per-launch values used on each side.
+    """
+
+    pct: float
+    ci95_pct: tuple[float, float]
+    significant: bool
+    baseline_launches: int
+    best_launches: int
+    level: float = LEVEL
+    method: str = "welch-t on log per-launch values"
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"pct", "ci95_pct": [lo, hi], "significant", "launches": {"baseline", "best"}}``."""
+        lo, hi = self.ci95_pct
+        return {
+            "pct": round(self.pct, 3),
+            "ci95_pct": [_json_float(lo), _json_float(hi)],
+            "significant": self.significant,
+            "launches": {"baseline": self.baseline_launches, "best": self.best_launches},
+            "level": round(self.level, 5),
+            "method": self.method,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Gain:
+        lo, hi = data["ci95_pct"]
+        return cls(
+            pct=float(data["pct"]),
+            ci95_pct=(_from_json_float(lo), _from_json_float(hi)),
+            significant=bool(data["significant"]),
+            baseline_launches=int(data["launches"]["baseline"]),
+            best_launches=int(data["launches"]["best"]),
+            level=float(data.get("level", LEVEL)),
+            method=str(data.get("method", "")),
+        )
+
+    def interval_text(self) -> str:
+        """``+12.3% (95% CI +4.1% .. +20.9%, 5 vs 5 launches)``."""
+        lo, hi = self.ci95_pct
+        return (
+            f"{self.pct:+.1f}% (95% CI {_pct(lo)} .. {_pct(hi)}, "
+            f"{self.best_launches} vs {self.baseline_launches} launches)"
+        )
+
+    def sentence(self) -> str:
+        """The verdict in plain words."""
+        if self.significant:
+            return f"gain over the baseline {self.interval_text()}"
+        return f"no configuration beat the baseline beyond noise: {self.interval_text()}"
+
+
+def _pct(value: float) -> str:
+    return f"{value:+.1f}%" if math.isfinite(value) else ("+inf" if value > 0 else "-inf")
+
+
+def _json_float(value: float) -> float | None:
+    return round(value, 3) if math.isfinite(value) else None
+
+
+def _from_json_float(value: float | None) -> float:
+    return float(value) if value is not None else math.nan
+
+
+def log_ratio_interval(
+    baseline: Sequence[float], best: Sequence[float], level: float = LEVEL
+) -> tuple[float, float, float]:
+    """``(estimate, lo, hi)`` of log(best / baseline), Welch's interval on log values.
+
+    With one launch on a side there is no spread from that side; the other side's spread stands
+    in for it (the same server, the same machine), and with one launch on both the interval is
+    unbounded.
+    """
+    lb = [math.log(v) for v in baseline]
+    lc = [math.log(v) for v in best]
+    est = statistics.fmean(lc) - statistics.fmean(lb)
+    vb = statistics.variance(lb) if len(lb) > 1 else None
+    vc = statistics.variance(lc) if len(lc) > 1 else None
+    if vb is None and vc is None:
+        return est, -math.inf, math.inf
+    vb = vc if vb is None else vb
+    vc = vb if vc is None else vc
+    assert vb is not None and vc is not None
+    sb, sc = vb / len(lb), vc / len(lc)
+    se2 = sb + sc
+    if se2 == 0:
+        return est, est, est
+    # Welch-Satterthwaite degrees of freedom; a side with one launch contributes none of its own.
+    parts = [s * s / (n - 1) for s, n in ((sb, len(lb)), (sc, len(lc))) if n > 1]
+    df = max(1.0, se2 * se2 / sum(parts))
+    half = t_quantile(1 - (1 - level) / 2, df) * math.sqrt(se2)
+    return est, est - half, est + half
+
+
+def gain(
+    baseline: Sequence[float],
+    best: Sequence[float],
+    direction: Direction,
+    *,
+    candidates: int = 1,
+    level: float = LEVEL,
+) -> Gain:
+    """The gain of ``best`` over ``baseline`` (per-launch values) with its interval.
+
+    Args:
+        baseline: one value per baseline launch (positive).
+        best: one value per launch of the winner (positive).
+        direction: the objective's direction; the gain is positive when ``best`` is better.
+        candidates: how many configurations the winner was picked from on these launches
+            (Bonferroni: each interval at ``1 - (1 - level) / candidates``).
+        level: the family's confidence.
+
+    Raises:
+        ValueError: an empty side or a non-positive value.
+    """
+    if not baseline or not best:
+        raise ValueError("the gain needs at least one launch of the baseline and of the best")
+    if any(v <= 0 for v in (*baseline, *best)):
+        raise ValueError("per-launch values must be positive (the interval is on their logs)")
+    each = 1 - (1 - level) / max(1, candidates)
+    est, lo, hi = log_ratio_interval(baseline, best, each)
+    if direction == "minimize":  # smaller is better: the gain is the relative drop, 1 - c/b
+        pct, lo_pct, hi_pct = (-_expm1_pct(x) for x in (est, hi, lo))
+    else:  # larger is better: the relative rise, c/b - 1
+        pct, lo_pct, hi_pct = (_expm1_pct(x) for x in (est, lo, hi))
+    return Gain(
+        pct=pct,
+        ci95_pct=(lo_pct, hi_pct),
+        significant=lo_pct > 0,
+        baseline_launches=len(baseline),
+        best_launches=len(best),
+        level=each,
+    )
+
+
+def _expm1_pct(x: float) -> float:
+    if x == math.inf:
+        return math.inf
+    if x == -math.inf:
+        return -100.0
+    return math.expm1(x) * 100.0
+
+
+def better(a: Sequence[float], b: Sequence[float], direction: Direction, level: float) -> bool:
+    """Whether ``a`` is better than ``b`` beyond noise (interval of the ratio excludes 1)."""
+    _, lo, hi = log_ratio_interval(b, a, level)
+    return lo > 0 if direction == "maximize" else hi < 0
+
+
+__all__ = [
+    "Gain",
+    "NoiseModel",
+    "better",
+    "gain",
+    "launch_value",
+    "log_ratio_interval",
+    "t_quantile",
+]

@@ -1,0 +1,119 @@
+"""Confirmation with an in-process measurer: interleaving, drops, adaptive stop, the verdict."""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+import pytest
+
+from autotune.study.confirm import (
+    BASELINE,
+    Candidate,
+    Confirmation,
+    ConfirmOptions,
+    Sample,
+    confirm,
+)
+
+
+class Fake:
+    """Launches are draws around a true value per key, with log-normal launch noise."""
+
+    def __init__(
+        self,
+        truth: dict[str, float],
+        noise: float = 0.08,
+        seed: int = 0,
+        fail: dict[str, int] | None = None,
+    ) -> None:
+        self.truth = truth
+        self.noise = noise
+        self.rng = random.Random(seed)
+        self.fail = fail or {}  # key -> round in which its launch fails
+        self.calls: list[tuple[str, int]] = []
+
+    def __call__(self, c: Candidate, round_no: int) -> Sample:
+        self.calls.append((c.key, round_no))
+        if self.fail.get(c.key) == round_no:
+            return Sample(None, server_s=1.0, reason="2 failed requests at peak load")
+        v = self.truth[c.key] * math.exp(self.rng.gauss(0.0, self.noise))
+        return Sample(v, server_s=10.0, trial=len(self.calls))
+
+
+def _cands(*keys: str) -> list[Candidate]:
+    return [Candidate(k, {"x": i}, trial=i) for i, k in enumerate(keys)]
+
+
+def test_rounds_interleave_baseline_first_and_rotate_the_candidates() -> None:
+    fake = Fake({BASELINE: 100, "A": 100, "B": 100, "C": 100})
+    confirm(_cands("A", "B", "C"), fake, "maximize", ConfirmOptions(3, 3))
+    order = [k for k, _ in fake.calls]
+    assert order == [BASELINE, "A", "B", "C", BASELINE, "B", "C", "A", BASELINE, "C", "A", "B"]
+
+
+def test_a_real_3x_optimum_wins_with_a_significant_gain_and_stops_early() -> None:
+    fake = Fake({BASELINE: 100, "A": 300, "B": 100, "C": 101}, seed=1)
+    res = confirm(_cands("A", "B", "C"), fake, "maximize", ConfirmOptions(3, 6))
+    assert res.winner == "A" and res.best == "A"
+    assert res.gain is not None and res.gain.significant and res.gain.ci95_pct[0] > 100
+    assert res.rounds == 3, res.stop_reason  # settled at the first look
+    assert set(res.dropped) == {"B", "C"} and "clearly worse" in res.dropped["B"]
+    assert res.cost_launches == 12 and res.cost_server_s == pytest.approx(120.0)
+
+
+def test_equal_configurations_keep_the_baseline_and_use_more_rounds() -> None:
+    fake = Fake({BASELINE: 100, "A": 100, "B": 100, "C": 100}, seed=2)
+    res = confirm(_cands("A", "B", "C"), fake, "maximize", ConfirmOptions(3, 5))
+    assert res.winner == BASELINE and res.best in {"A", "B", "C"}
+    assert res.gain is not None and not res.gain.significant
+    assert res.rounds == 5 and "rounds" in res.stop_reason
+
+
+def test_null_false_claims_stay_below_5_percent_over_seeds() -> None:
+    claims = 0
+    for seed in range(150):
+        fake = Fake({BASELINE: 100, "A": 100, "B": 100, "C": 100}, seed=seed)
+        res = confirm(_cands("A", "B", "C"), fake, "maximize", ConfirmOptions(3, 4))
+        claims += res.winner != BASELINE
+    assert claims / 150 <= 0.05
+
+
+def test_a_failed_launch_disqualifies_even_the_fastest() -> None:
+    fake = Fake({BASELINE: 100, "A": 300, "B": 200, "C": 100}, seed=3, fail={"A": 2})
+    res = confirm(_cands("A", "B", "C"), fake, "maximize", ConfirmOptions(3, 5))
+    assert "A" in res.dropped and "peak load" in res.dropped["A"]
+    assert res.winner == "B"
+    assert ("A", 3) not in fake.calls  # never launched again
+
+
+def test_every_candidate_failing_keeps_the_baseline() -> None:
+    fake = Fake({BASELINE: 100, "A": 300}, fail={"A": 1})
+    res = confirm(_cands("A"), fake, "maximize", ConfirmOptions(3, 5))
+    assert res.winner == BASELINE and res.best is None and res.gain is None
+    assert res.stop_reason == "every candidate failed" and res.rounds == 1
+
+
+def test_minimize_direction_picks_the_lowest_median() -> None:
+    fake = Fake({BASELINE: 100, "A": 40, "B": 90}, seed=4)
+    res = confirm(_cands("A", "B"), fake, "minimize", ConfirmOptions(3, 5))
+    assert res.winner == "A" and res.gain is not None and res.gain.pct > 40
+
+
+def test_record_round_trips_through_json() -> None:
+    fake = Fake({BASELINE: 100, "A": 300, "B": 100}, seed=5)
+    res = confirm(_cands("A", "B"), fake, "maximize", ConfirmOptions(3, 4))
+    data: dict[str, Any] = res.to_json()
+    back = Confirmation.from_json(data)
+    assert back.winner == res.winner and back.cost_launches == res.cost_launches
+    assert back.gain is not None and back.gain.pct == pytest.approx(res.gain.pct, abs=1e-2)  # type: ignore[union-attr]
+    rows = {r[0]: r for r in back.table_rows()}
+    assert rows["A"][3] == "winner" and rows[BASELINE][1] == 3
+
+
+def test_bad_options_and_keys_are_refused() -> None:
+    with pytest.raises(ValueError):
+        ConfirmOptions(1, 3)
+    with pytest.raises(ValueError):
+        confirm([Candidate(BASELINE, {})], Fake({BASELINE: 1}), "maximize")

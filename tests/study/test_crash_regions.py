@@ -1,0 +1,75 @@
+"""The crash-region model: explanations learned from crashes and the successes around them."""
+
+from __future__ import annotations
+
+from autotune.space.schema import StudySpec
+from autotune.study.steering import PREFIX, CrashRegions, SteeringOptions, make_risk
+
+SPACE = StudySpec.model_validate(
+    {
+        "engine": {"name": "sglang"},
+        "model": "m",
+        "parameters": [
+            {"name": "backend", "type": "categorical", "flag": "--b", "choices": ["a", "b", "c"]},
+            {"name": "bs", "type": "int", "flag": "--bs", "low": 1, "high": 512, "log": True},
+            {"name": "mem", "type": "float", "flag": "--mem", "low": 0.5, "high": 0.95},
+        ],
+    }
+)
+
+
+def test_a_categorical_value_is_learned_from_one_crash() -> None:
+    m = CrashRegions(SPACE)
+    for bs, mem, backend in [(8, 0.6, "a"), (64, 0.9, "b"), (512, 0.5, "a"), (2, 0.95, "b")]:
+        m.observe({"backend": backend, "bs": bs, "mem": mem}, crashed=False)
+    m.observe({"backend": "c", "bs": 16, "mem": 0.7}, crashed=True)
+    reason = m.check({"backend": "c", "bs": 400, "mem": 0.55})
+    assert reason is not None and reason.startswith(PREFIX) and "backend == 'c'" in reason
+    assert m.check({"backend": "a", "bs": 16, "mem": 0.7}) is None
+
+
+def test_a_box_is_learned_as_two_parameters_once_each_alone_has_run() -> None:
+    m = CrashRegions(SPACE)
+    # Large batches ran with little memory and much memory ran with small batches.
+    for i, (bs, mem) in enumerate([(8, 0.6), (512, 0.6), (8, 0.95), (300, 0.7), (16, 0.9)]):
+        m.observe({"backend": "ab"[i % 2], "bs": bs, "mem": mem}, crashed=False)
+    m.observe({"backend": "b", "bs": 400, "mem": 0.9}, crashed=True)
+    assert m.check({"backend": "b", "bs": 500, "mem": 0.92}) is not None
+    # The box's edges are learned half-way between the crash and the runs beside it:
+    # bs >= 80 (16 ran with mem 0.9; log scale) and mem >= 0.75 (0.6 ran with bs 512).
+    assert m.check({"backend": "b", "bs": 100, "mem": 0.8}) is not None
+    assert m.check({"backend": "b", "bs": 512, "mem": 0.72}) is None
+    assert m.check({"backend": "b", "bs": 60, "mem": 0.95}) is None
+    narrow = CrashRegions(SPACE, SteeringOptions(boundary=False))
+    for i, (bs, mem) in enumerate([(8, 0.6), (512, 0.6), (8, 0.95), (300, 0.7), (16, 0.9)]):
+        narrow.observe({"backend": "ab"[i % 2], "bs": bs, "mem": mem}, crashed=False)
+    narrow.observe({"backend": "b", "bs": 400, "mem": 0.9}, crashed=True)
+    assert narrow.check({"backend": "b", "bs": 100, "mem": 0.8}) is None  # only beyond 400, 0.9
+
+
+def test_nothing_is_refused_for_distance_to_an_unrelated_crash() -> None:
+    """The 3-NN vote refused configurations at 97-99.8% of the optimum next to a crash that
+    another parameter caused; explanations do not."""
+    m = CrashRegions(SPACE)
+    for bs, mem, backend in [(64, 0.8, "a"), (64, 0.8, "b"), (128, 0.85, "a"), (32, 0.6, "c")]:
+        m.observe({"backend": backend, "bs": bs, "mem": mem}, crashed=False)
+    m.observe({"backend": "c", "bs": 128, "mem": 0.85}, crashed=True)
+    # Every explanation needs backend c (with a large batch or much memory): b is launched.
+    assert m.check({"backend": "b", "bs": 128, "mem": 0.85}) is None
+    assert m.check({"backend": "c", "bs": 40, "mem": 0.65}) is None  # c, but below its edges
+    knn = make_risk(SPACE, SteeringOptions(model="knn", min_launched=2, min_crashes=1, explore=0.0))
+    for bs, mem, backend in [(64, 0.8, "a"), (64, 0.8, "b"), (128, 0.85, "a"), (32, 0.6, "c")]:
+        knn.observe({"backend": backend, "bs": bs, "mem": mem}, crashed=False)
+    knn.observe({"backend": "c", "bs": 128, "mem": 0.85}, crashed=True)
+    assert knn.check({"backend": "c", "bs": 100, "mem": 0.84}) is not None  # the old model did
+
+
+def test_the_streak_limit_and_switch_hold() -> None:
+    m = CrashRegions(SPACE, SteeringOptions(max_streak=2))
+    m.observe({"backend": "a", "bs": 8, "mem": 0.6}, crashed=False)
+    m.observe({"backend": "c", "bs": 8, "mem": 0.6}, crashed=True)
+    doomed = {"backend": "c", "bs": 8, "mem": 0.6}
+    assert [m.check(doomed) is None for _ in range(3)] == [False, False, True]
+    off = CrashRegions(SPACE, SteeringOptions(enabled=False))
+    off.observe({"backend": "c", "bs": 8, "mem": 0.6}, crashed=True)
+    assert off.check(doomed) is None

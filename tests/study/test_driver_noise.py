@@ -1,0 +1,135 @@
+"""The driver's noise handling on the real driver and the toy server: repeated baselines,
+early stopping on windows, confirmation rounds, the verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from bench.steering import make_driver, toy_space
+
+from autotune.models import Outcome
+from autotune.study.events import Event, EventKind
+from autotune.study.ledger import Ledger
+
+FAST = {"backend": "a", "x": 1.0, "y": 5}  # 100 * (1 + x*y/5) = 200 tok/s, the toy's fastest
+
+
+@pytest.fixture(autouse=True)
+def _node_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AUTOTUNE_NODE_STATE", str(tmp_path / "node-state"))
+
+
+def test_baseline_launches_pruning_and_confirmation(tmp_path: Path) -> None:
+    params = [
+        {"name": "backend", "type": "categorical", "choices": ["a", "b"], "flag": "--backend"},
+        {"name": "x", "type": "float", "low": 0.1, "high": 1.0, "step": 0.1, "flag": "--x"},
+        {"name": "y", "type": "int", "low": 1, "high": 5, "flag": "--y"},
+    ]
+    space = toy_space(
+        tmp_path / "toy.yaml",
+        parameters=params,
+        baseline=FAST,
+        workload={
+            "concurrency": 1,
+            "num_requests": 2,
+            "prompt_len": 4,
+            "output_len": 12,
+            "warmup_requests": 0,
+            "windows": 3,
+        },
+    )
+    driver = make_driver(
+        space,
+        tmp_path / "study",
+        n_trials=8,
+        seed=2,
+        sampler="random",
+        baseline_launches=3,
+        confirm=1,
+        confirm_rounds=(2, 2),
+    )
+    driver.study.enqueue_trial({**FAST, "backend": "b"})  # 1.1x the baseline: a candidate
+    try:
+        driver.run()
+    finally:
+        driver.executor.shutdown()
+    trials = Ledger(driver.study).trials()
+    search = [t for t in trials if t.confirm_round is None]
+    confirm = [t for t in trials if t.confirm_round is not None]
+
+    # Three launches of the baseline first; the budget counts launches, not confirmation.
+    assert [t.baseline for t in search[:3]] == [True] * 3
+    assert all(t.outcome is Outcome.OK and len(t.windows) == 3 for t in search[:3])
+    assert sum(t.launched for t in search) == 8
+
+    # Slow configurations were stopped after their first window(s) and the time saved counted.
+    pruned = [t for t in search if t.outcome is Outcome.PRUNED and t.windows]
+    assert pruned, [(t.number, t.outcome, t.value) for t in search]
+    for t in pruned:
+        assert 1 <= len(t.windows) < 3 and (t.pruned_saved_s or 0) > 0
+        assert t.windows[0]["output_tok_s"] < 0.85 * 200
+    summary = Ledger(driver.study).summary()
+    saved = sum(t.pruned_saved_s or 0 for t in pruned)
+    assert summary.pruned_saved_s == pytest.approx(saved, abs=1e-3)
+
+    # Confirmation: baseline then the candidate, two rounds, recorded with its cost.
+    assert [(t.confirm_round, t.confirm_key == "baseline") for t in confirm] == [
+        (1, True),
+        (1, False),
+        (2, True),
+        (2, False),
+    ]
+    record = Ledger(driver.study).confirmation()
+    assert record is not None and record.rounds == 2 and record.cost_launches == 4
+    assert summary.confirmed and summary.confirmation is not None
+    assert summary.gain is not None and summary.verdict
+
+    # Run again with the same budget: nothing new leads, so no new confirmation launches.
+    again = make_driver(
+        space,
+        tmp_path / "study",
+        n_trials=8,
+        seed=2,
+        sampler="random",
+        baseline_launches=3,
+        confirm=1,
+        confirm_rounds=(2, 2),
+    )
+    events: list[Event] = []
+    again.on_event = events.append
+    try:
+        again.run()
+    finally:
+        again.executor.shutdown()
+    assert len(Ledger(again.study).trials()) == len(trials)
+    assert any(
+        e.kind is EventKind.CONFIRM and e.message.startswith("already confirmed") for e in events
+    )
+
+
+def test_confirmation_waits_while_queued_trials_wait(tmp_path: Path) -> None:
+    """Optuna hands out queued trials first: with a queued trial left over (budget 2),
+    confirming would launch it under the wrong name, so it says why it does not."""
+    space = toy_space(tmp_path / "toy.yaml", baseline=FAST)
+    driver = make_driver(
+        space,
+        tmp_path / "study",
+        n_trials=2,
+        seed=0,
+        baseline_launches=1,
+        confirm=1,
+        confirm_rounds=(2, 2),
+    )
+    driver.study.enqueue_trial({**FAST, "backend": "b"})  # launched: the candidate
+    driver.study.enqueue_trial({**FAST, "y": 4})  # left waiting by the budget
+    events: list[Event] = []
+    driver.on_event = events.append
+    try:
+        driver.run()
+    finally:
+        driver.executor.shutdown()
+    trials = Ledger(driver.study).trials()
+    assert sum(t.launched for t in trials) == 2 and Ledger(driver.study).confirmation() is None
+    (note,) = [e for e in events if e.kind is EventKind.CONFIRM]
+    assert note.message.startswith("not confirming: 1 queued trial(s)")

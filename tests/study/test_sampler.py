@@ -1,0 +1,65 @@
+"""TPE with local moves: some proposals are the best configuration with a value or two moved."""
+
+from __future__ import annotations
+
+import warnings
+
+import optuna
+
+from autotune.study.sampler import LocalTPESampler
+
+SPACE = {
+    "a": optuna.distributions.IntDistribution(1, 1024, log=True),
+    "b": optuna.distributions.FloatDistribution(0.0, 1.0),
+    "c": optuna.distributions.CategoricalDistribution(["x", "y", "z"]),
+}
+
+
+def _ask(study: optuna.Study) -> dict[str, object]:
+    trial = study.ask()
+    return {
+        "a": trial.suggest_int("a", 1, 1024, log=True),
+        "b": trial.suggest_float("b", 0.0, 1.0),
+        "c": trial.suggest_categorical("c", ["x", "y", "z"]),
+    }
+
+
+def _study(local: float) -> optuna.Study:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        tpe = optuna.samplers.TPESampler(seed=0, n_startup_trials=5, multivariate=True)
+    study = optuna.create_study(
+        direction="maximize", sampler=LocalTPESampler(tpe, local=local, after=4, seed=0)
+    )
+    best = {"a": 64, "b": 0.5, "c": "y"}
+    study.add_trial(optuna.trial.create_trial(params=best, distributions=SPACE, value=10.0))
+    for i in range(4):
+        params = {"a": 2 + i, "b": 0.1 * i, "c": "x"}
+        study.add_trial(optuna.trial.create_trial(params=params, distributions=SPACE, value=1.0))
+    return study
+
+
+def test_local_moves_change_one_or_two_values_of_the_best() -> None:
+    study = _study(local=1.0)
+    best = {"a": 64, "b": 0.5, "c": "y"}
+    for _ in range(20):
+        config = _ask(study)
+        changed = [k for k in best if config[k] != best[k]]
+        assert 1 <= len(changed) <= 2, config
+        if "a" in changed:  # a small step on a log scale, not a jump across the range
+            assert 8 <= int(config["a"]) <= 512  # type: ignore[call-overload]
+
+
+def test_without_local_moves_it_is_tpe() -> None:
+    study = _study(local=0.0)
+    configs = [_ask(study) for _ in range(10)]
+    near = [
+        c for c in configs if sum(c[k] != v for k, v in {"a": 64, "b": 0.5, "c": "y"}.items()) <= 2
+    ]
+    assert len(near) < 10
+
+
+def test_an_enqueued_trial_is_never_moved() -> None:
+    study = _study(local=1.0)
+    study.enqueue_trial({"a": 3, "b": 0.9, "c": "z"})
+    assert _ask(study) == {"a": 3, "b": 0.9, "c": "z"}

@@ -1,0 +1,177 @@
+"""The tracking server goes down mid-study: the study goes on, and ``autotune sync`` sends
+what MLflow missed. A real ``mlflow server`` process is killed and restarted."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import optuna
+import pytest
+from bench.steering import toy_space
+from mlflow.tracking import MlflowClient
+
+SCRIPT = Path(sys.executable).with_name("autotune")
+pytestmark = pytest.mark.slow  # two mlflow server boots and a study: about a minute
+
+
+@contextmanager
+def _server(root: Path, port: int) -> Iterator[str]:
+    """An ``mlflow server`` on ``port`` over the store in ``root`` (kept across restarts)."""
+    log = (root / "server.log").open("a")
+    proc = subprocess.Popen(
+        [
+            str(Path(sys.executable).with_name("mlflow")),
+            "server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+            "--backend-store-uri",
+            f"sqlite:///{root / 'mlflow.db'}",
+            "--artifacts-destination",
+            str(root / "artifacts"),
+        ],
+        cwd=root,
+        env={**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None, (root / "server.log").read_text()[-2000:]
+            try:
+                if httpx.get(f"{url}/health", timeout=1.0).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "mlflow server not healthy within 120 s"
+            time.sleep(0.25)
+        yield url
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=10)
+        log.close()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _runs(url: str) -> list[object]:
+    client = MlflowClient(tracking_uri=url)
+    exp = client.get_experiment_by_name("autotune")
+    if exp is None:
+        return []
+    return list(client.search_runs([exp.experiment_id], max_results=1000))
+
+
+def test_server_killed_mid_study_then_sync(tmp_path: Path) -> None:
+    root = tmp_path / "mlflow"
+    root.mkdir()
+    port = _free_port()
+    space = toy_space(tmp_path / "toy.yaml", trials=4)
+    env = {**os.environ, "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "5"}
+    with _server(root, port) as url:
+        study = subprocess.Popen(
+            [
+                str(SCRIPT),
+                "start",
+                "--space",
+                str(space),
+                "--executor",
+                "local",
+                "--mlflow-uri",
+                url,
+                "--seed",
+                "3",
+                "-q",
+            ],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 180
+        while not [r for r in _runs(url) if r.data.tags.get("autotune.role") == "trial"]:
+            assert study.poll() is None, study.communicate()
+            assert time.monotonic() < deadline, "no trial reached MLflow"
+            time.sleep(0.5)
+    # The server is gone (killed) while the study still has trials to run.
+    out, err = study.communicate(timeout=600)
+    assert study.returncode == 0, err
+    assert "the study goes on" in err and "autotune sync --study toy" in err
+    assert "pending" in out and "Traceback" not in err
+    stored = optuna.load_study(
+        study_name="toy", storage=f"sqlite:///{tmp_path / 'studies' / 'toy' / 'study.db'}"
+    )
+    numbers = sorted(t.number for t in stored.get_trials(deepcopy=False))
+    any_ok = any(t.user_attrs.get("outcome") == "ok" for t in stored.trials)
+    assert (
+        len(
+            [
+                t
+                for t in stored.trials
+                if t.user_attrs.get("outcome") in ("ok", "crashed", "timeout", "slo_violated")
+            ]
+        )
+        == 4
+    )  # nothing lost
+
+    # The server is back (slow on a busy machine: a generous timeout for the catch-up).
+    env = {**env, "MLFLOW_HTTP_REQUEST_TIMEOUT": "120", "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2"}
+    with _server(root, port) as url:
+        sync = subprocess.run(
+            [str(SCRIPT), "sync", "--study", "toy", "--mlflow-uri", url],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert sync.returncode == 0, sync.stderr
+        assert "#/experiments/" in sync.stdout
+        runs = _runs(url)
+        children = [r for r in runs if r.data.tags.get("autotune.role") in ("trial", "skip")]
+        logged = sorted(int(r.data.tags["autotune.trial"]) for r in children)
+        assert logged == numbers  # every proposal, each once
+        parent = next(r for r in runs if r.data.tags.get("autotune.role") == "study")
+        assert parent.info.status == "FINISHED"
+        files = {a.path for a in MlflowClient(url).list_artifacts(parent.info.run_id)}
+        assert {"report.html", "optimization_history.png", "toy.yaml"} <= files or (
+            {"report.html", "toy.yaml"} <= files and not any_ok
+        )
+        assert ("best.sh" in files) == any_ok  # the best launch script, when there is a best
+        # A second sync sends nothing twice.
+        again = subprocess.run(
+            [str(SCRIPT), "sync", "--study", "toy", "--mlflow-uri", url],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert again.returncode == 0, again.stderr
+        assert len(
+            [r for r in _runs(url) if r.data.tags.get("autotune.role") in ("trial", "skip")]
+        ) == len(children)

@@ -171,3 +171,24 @@ def test_simulate_runs_the_stand_in_time_scaled() -> None:
     # A space may still ask for real time.
     _, env = get_engine(spec, simulate=True).command("m", [], {"AUTOTUNE_SIM_TIME_SCALE": "1"})
     assert env["AUTOTUNE_SIM_TIME_SCALE"] == "1"
+
+
+def test_sigterm_to_any_thread_stops_the_server(launch_sim) -> None:  # type: ignore[no-untyped-def]
+    # The kernel may hand a process-wide SIGTERM to any thread; send it to a non-main thread
+    # on purpose (tgkill) and the server must still shut down.
+    import ctypes
+    import os
+    import platform
+    import signal
+
+    numbers = {"x86_64": 234, "aarch64": 131}
+    if platform.machine() not in numbers:
+        pytest.skip(f"tgkill syscall number unknown on {platform.machine()}")
+    server = launch_sim()
+    pid = server.proc.pid
+    threads = [int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid]
+    assert threads, "the server runs an HTTP thread"
+    libc = ctypes.CDLL(None, use_errno=True)
+    assert libc.syscall(numbers[platform.machine()], pid, threads[0], signal.SIGTERM) == 0
+    assert server.proc.wait(timeout=5) == 0
+    assert "Shutting down" in server.log()

@@ -192,3 +192,18 @@ def test_sigterm_to_any_thread_stops_the_server(launch_sim) -> None:  # type: ig
     assert libc.syscall(numbers[platform.machine()], pid, threads[0], signal.SIGTERM) == 0
     assert server.proc.wait(timeout=5) == 0
     assert "Shutting down" in server.log()
+
+
+def test_stop_request_takes_no_lock_and_ends_a_wait() -> None:
+    import threading
+
+    from autotune.sim.server import _Stop
+
+    stop = _Stop()
+    assert stop.wait(0.01) is False
+    threading.Timer(0.05, stop.request).start()
+    start = time.monotonic()
+    assert stop.wait(10.0) is True and time.monotonic() - start < 2.0
+    # A signal handler may run while the main thread is anywhere, locks held included: the
+    # request is a plain attribute write.
+    assert not any(isinstance(v, type(threading.Lock())) for v in vars(stop).values())

@@ -42,6 +42,8 @@ NO_MULTICAST = {
 }
 _UNITS = {"": 1, "B": 1, "K": 1024, "KB": 1024, "M": 1024**2, "MB": 1024**2}
 _DTYPES = {"bf16": 2, "fp16": 2, "fp32": 4}
+# Message sizes are rounded to this many bytes (symmetric memory needs 4-byte alignment).
+_ALIGN = 16
 
 
 def parse_size(text: str) -> int:
@@ -236,14 +238,17 @@ def main(argv: list[str] | None = None) -> int:
     metrics: dict[str, Any] = {"world_size": world, "iters_per_sample": args.iters}
     what = f"{world} ranks, {backend}, {args.allreduce}, {args.mode}, {args.iters} per sample"
     try:
-        floor = measure(1)
+        # The floor is the smallest message every implementation takes: the symmetric-memory
+        # kernels refuse sizes that are not a multiple of 4 bytes (seen on the H200).
+        floor_numel = max(1, _ALIGN // _DTYPES[args.dtype])
+        floor = measure(floor_numel)
         if floor is None:
-            print("collective_bench: wrong all_reduce result at 1 element", file=sys.stderr)
+            print("collective_bench: wrong all_reduce result at the floor size", file=sys.stderr)
             return 1
         metrics["floor_p50_us"] = percentile(floor, 50)
         metrics["floor_p99_us"] = percentile(floor, 99)
         for label, nbytes in args.sizes:
-            numel = max(1, nbytes // _DTYPES[args.dtype])
+            numel = max(_ALIGN, nbytes - nbytes % _ALIGN) // _DTYPES[args.dtype]
             worst = measure(numel)
             if worst is None:
                 print(f"collective_bench: wrong all_reduce result at {label}", file=sys.stderr)

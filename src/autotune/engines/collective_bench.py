@@ -6,7 +6,7 @@ where 1000 calls back to back read 43 us and 100 calls in a CUDA graph 15 us. So
 nccl-tests does, a sample here is ``--iters`` all-reduces back to back timed together (CUDA
 events around the loop, or around the replay of a CUDA graph holding them with ``--mode
 graph``; ``perf_counter`` on a CPU), divided by ``--iters``; ``--samples`` samples per size,
-each the slowest rank's (a collective is as slow as its slowest member). A 1-element
+each the slowest rank's (a collective is as slow as its slowest member). A 16-byte
 all-reduce, timed the same way, is the harness's own floor.
 
 ``--allreduce`` picks the implementation: ``nccl`` (``torch.distributed.all_reduce`` on the

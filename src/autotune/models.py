@@ -151,7 +151,7 @@ class Limits(_Frozen):
     """Time limits of one trial."""
 
     startup_s: float = Field(600.0, gt=0)
-    benchmark_s: float = Field(900.0, gt=0)
+    benchmark_s: float = Field(900.0, gt=0)  # each measurement window, the warm-up, a job
     teardown_grace_s: float = Field(10.0, ge=0)
     gpu_release_s: float = Field(120.0, ge=0)
 

@@ -80,5 +80,5 @@ for impl in ("nccl", "symm_mem_one_shot", "symm_mem_two_shot"):
         print(f"| {impl} | {mode} | " + " | ".join(cells) + f" | {len(ok)}/{len(mine)} |")
 print()
 print("microseconds per all-reduce (bf16); p50/p99 over samples of ITERS back-to-back calls,")
-print("median (min-max) over launches; floor: a 1-element all-reduce timed the same way.")
+print("median (min-max) over launches; floor: a 16-byte all-reduce timed the same way.")
 EOF

@@ -174,3 +174,39 @@ def test_simulate_runs_the_stand_in_time_scaled() -> None:
     # A space may still ask for real time.
     _, env = get_engine(spec, simulate=True).command("m", [], {"AUTOTUNE_SIM_TIME_SCALE": "1"})
     assert env["AUTOTUNE_SIM_TIME_SCALE"] == "1"
+
+
+def test_sigterm_to_any_thread_stops_the_server(launch_sim) -> None:  # type: ignore[no-untyped-def]
+    # The kernel may hand a process-wide SIGTERM to any thread; send it to a non-main thread
+    # on purpose (tgkill) and the server must still shut down.
+    import ctypes
+    import os
+    import platform
+    import signal
+
+    numbers = {"x86_64": 234, "aarch64": 131}
+    if platform.machine() not in numbers:
+        pytest.skip(f"tgkill syscall number unknown on {platform.machine()}")
+    server = launch_sim()
+    pid = server.proc.pid
+    threads = [int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid]
+    assert threads, "the server runs an HTTP thread"
+    libc = ctypes.CDLL(None, use_errno=True)
+    assert libc.syscall(numbers[platform.machine()], pid, threads[0], signal.SIGTERM) == 0
+    assert server.proc.wait(timeout=5) == 0
+    assert "Shutting down" in server.log()
+
+
+def test_stop_request_takes_no_lock_and_ends_a_wait() -> None:
+    import threading
+
+    from autotune.sim.server import _Stop
+
+    stop = _Stop()
+    assert stop.wait(0.01) is False
+    threading.Timer(0.05, stop.request).start()
+    start = time.monotonic()
+    assert stop.wait(10.0) is True and time.monotonic() - start < 2.0
+    # A signal handler may run while the main thread is anywhere, locks held included: the
+    # request is a plain attribute write.
+    assert not any(isinstance(v, type(threading.Lock())) for v in vars(stop).values())

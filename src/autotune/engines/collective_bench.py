@@ -6,7 +6,7 @@ where 1000 calls back to back read 43 us and 100 calls in a CUDA graph 15 us. So
 nccl-tests does, a sample here is ``--iters`` all-reduces back to back timed together (CUDA
 events around the loop, or around the replay of a CUDA graph holding them with ``--mode
 graph``; ``perf_counter`` on a CPU), divided by ``--iters``; ``--samples`` samples per size,
-each the slowest rank's (a collective is as slow as its slowest member). A 1-element
+each the slowest rank's (a collective is as slow as its slowest member). A 16-byte
 all-reduce, timed the same way, is the harness's own floor.
 
 ``--allreduce`` picks the implementation: ``nccl`` (``torch.distributed.all_reduce`` on the
@@ -42,6 +42,8 @@ NO_MULTICAST = {
 }
 _UNITS = {"": 1, "B": 1, "K": 1024, "KB": 1024, "M": 1024**2, "MB": 1024**2}
 _DTYPES = {"bf16": 2, "fp16": 2, "fp32": 4}
+# Message sizes are rounded to this many bytes (symmetric memory needs 4-byte alignment).
+_ALIGN = 16
 
 
 def parse_size(text: str) -> int:
@@ -236,14 +238,17 @@ def main(argv: list[str] | None = None) -> int:
     metrics: dict[str, Any] = {"world_size": world, "iters_per_sample": args.iters}
     what = f"{world} ranks, {backend}, {args.allreduce}, {args.mode}, {args.iters} per sample"
     try:
-        floor = measure(1)
+        # The floor is the smallest message every implementation takes: the symmetric-memory
+        # kernels refuse sizes that are not a multiple of 4 bytes (seen on the H200).
+        floor_numel = max(1, _ALIGN // _DTYPES[args.dtype])
+        floor = measure(floor_numel)
         if floor is None:
-            print("collective_bench: wrong all_reduce result at 1 element", file=sys.stderr)
+            print("collective_bench: wrong all_reduce result at the floor size", file=sys.stderr)
             return 1
         metrics["floor_p50_us"] = percentile(floor, 50)
         metrics["floor_p99_us"] = percentile(floor, 99)
         for label, nbytes in args.sizes:
-            numel = max(1, nbytes // _DTYPES[args.dtype])
+            numel = max(_ALIGN, nbytes - nbytes % _ALIGN) // _DTYPES[args.dtype]
             worst = measure(numel)
             if worst is None:
                 print(f"collective_bench: wrong all_reduce result at {label}", file=sys.stderr)

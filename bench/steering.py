@@ -43,8 +43,12 @@ def toy_space(
 ) -> Path:
     """Write a space file for the toy server (default: the steering space) and return it."""
     params = parameters or [
-        {"name": "backend", "type": "categorical", "choices": ["a", "b", "c", "d"],
-         "flag": "--backend"},
+        {
+            "name": "backend",
+            "type": "categorical",
+            "choices": ["a", "b", "c", "d"],
+            "flag": "--backend",
+        },
         {"name": "x", "type": "float", "low": 0.0, "high": 1.0, "flag": "--x"},
         {"name": "y", "type": "int", "low": 1, "high": 8, "flag": "--y"},
     ]
@@ -58,8 +62,13 @@ def toy_space(
         "model": "toy",
         "parameters": params,
         "objective": {"metric": "output_tok_s", "direction": "maximize"},
-        "workload": {"concurrency": 1, "num_requests": 2, "prompt_len": 4, "output_len": 12,
-                     "warmup_requests": 0},
+        "workload": {
+            "concurrency": 1,
+            "num_requests": 2,
+            "prompt_len": 4,
+            "output_len": 12,
+            "warmup_requests": 0,
+        },
         "budget": {"trials": trials},
         **extra,
     }
@@ -79,8 +88,12 @@ def make_driver(space_file: Path, study_dir: Path, **options: Any) -> Any:
     engine = get_engine(spec.engine)
     opts = DriverOptions(study=options.pop("study", "toy"), study_dir=study_dir, **options)
     return Driver(
-        spec, engine=engine, real_engine=engine, executor=LocalExecutor(0, 1),
-        tracker=NullTracker(), options=opts,
+        spec,
+        engine=engine,
+        real_engine=engine,
+        executor=LocalExecutor(0, 1),
+        tracker=NullTracker(),
+        options=opts,
     )
 
 
@@ -115,7 +128,9 @@ def run_one(method: str, seed: int, trials: int, work: Path) -> Run:
     space = toy_space(folder / "toy.yaml", trials=trials)
     start = time.monotonic()
     driver = make_driver(
-        space, folder / "study", seed=seed,
+        space,
+        folder / "study",
+        seed=seed,
         sampler="random" if method == "random" else "tpe",
         steering=SteeringOptions(enabled=method == "tpe+steering"),
     )
@@ -124,11 +139,20 @@ def run_one(method: str, seed: int, trials: int, work: Path) -> Run:
     finally:
         driver.executor.shutdown()
     outcomes = launched_outcomes(driver.study)
-    ok = [t.value for t in driver.study.get_trials(deepcopy=False)
-          if t.user_attrs.get("outcome") == "ok" and t.value is not None]
+    ok = [
+        t.value
+        for t in driver.study.get_trials(deepcopy=False)
+        if t.user_attrs.get("outcome") == "ok" and t.value is not None
+    ]
     skipped = sum(1 for t in Ledger(driver.study).trials() if t.skip is not None)
-    return Run(method, seed, crash_share(outcomes), max(ok, default=None), skipped,
-               time.monotonic() - start)
+    return Run(
+        method,
+        seed,
+        crash_share(outcomes),
+        max(ok, default=None),
+        skipped,
+        time.monotonic() - start,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -145,17 +169,21 @@ def main(argv: list[str] | None = None) -> int:
             for method in a.methods.split(","):
                 r = run_one(method, seed, a.trials, Path(tmp))
                 runs.append(r)
-                print(f"seed {seed} {method:13s} crash share {r.share:.2f}  best "
-                      f"{r.best or 0:7.1f} tok/s  skipped {r.skipped:3d}  {r.seconds:5.1f} s",
-                      flush=True)
+                print(
+                    f"seed {seed} {method:13s} crash share {r.share:.2f}  best "
+                    f"{r.best or 0:7.1f} tok/s  skipped {r.skipped:3d}  {r.seconds:5.1f} s",
+                    flush=True,
+                )
     print(f"\ncrash share of launched trials 11..{a.trials}, mean over {a.seeds} seeds")
     print("| method | crash share | best tok/s (mean) | skipped (mean) |")
     print("| --- | --- | --- | --- |")
     for method in a.methods.split(","):
         mine = [r for r in runs if r.method == method]
-        print(f"| {method} | {statistics.mean(r.share for r in mine):.2f} | "
-              f"{statistics.mean(r.best or 0 for r in mine):.1f} | "
-              f"{statistics.mean(r.skipped for r in mine):.1f} |")
+        print(
+            f"| {method} | {statistics.mean(r.share for r in mine):.2f} | "
+            f"{statistics.mean(r.best or 0 for r in mine):.1f} | "
+            f"{statistics.mean(r.skipped for r in mine):.1f} |"
+        )
     return 0
 
 

@@ -298,6 +298,8 @@ def test_export_a_chosen_trial_and_refuse_one_that_did_not_run_ok(study: optuna.
         export(study, "sh", trial=1)
     with pytest.raises(StudyError, match="no such trial"):
         export(study, "sh", trial=99)
+
+
 def _probe(
     script: str,
     tmp_path: Path,

@@ -42,17 +42,29 @@ def held_port() -> Iterator[int]:
 # buf > 48: KV-pool OOM (memory failure, buf declared memory: increasing);
 # x * y > 5: an unexplained traceback (unknown cause: only the exact configuration is dead).
 PARAMS: list[dict[str, Any]] = [
-    {"name": "backend", "type": "categorical", "choices": ["a", "b", "c", "d"],
-     "flag": "--backend"},
+    {
+        "name": "backend",
+        "type": "categorical",
+        "choices": ["a", "b", "c", "d"],
+        "flag": "--backend",
+    },
     {"name": "x", "type": "float", "low": 0.0, "high": 1.0, "step": 0.1, "flag": "--x"},
     {"name": "y", "type": "int", "low": 1, "high": 8, "flag": "--y"},
     {"name": "buf", "type": "int", "low": 1, "high": 64, "flag": "--buf", "memory": "increasing"},
 ]
 RULES = [
-    {"id": "toy.no_kernel", "pattern": "no kernel for backend", "cause": "arch_unsupported",
-     "blame": ["--backend"], "hint": "drop this backend on this device"},
-    {"id": "toy.kv_pool", "pattern": r"Not enough memory\. Please try to increase",
-     "cause": "kv_pool_oom"},
+    {
+        "id": "toy.no_kernel",
+        "pattern": "no kernel for backend",
+        "cause": "arch_unsupported",
+        "blame": ["--backend"],
+        "hint": "drop this backend on this device",
+    },
+    {
+        "id": "toy.kv_pool",
+        "pattern": r"Not enough memory\. Please try to increase",
+        "cause": "kv_pool_oom",
+    },
 ]
 
 
@@ -66,8 +78,9 @@ def _cfg(backend: str = "a", x: float = 0.5, y: int = 2, buf: int = 8) -> dict[s
 
 
 def _by_number(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
-    done = [t for t in study.get_trials(deepcopy=False)
-            if t.state != optuna.trial.TrialState.WAITING]  # enqueued, never asked
+    done = [
+        t for t in study.get_trials(deepcopy=False) if t.state != optuna.trial.TrialState.WAITING
+    ]  # enqueued, never asked
     return sorted(done, key=lambda t: t.number)
 
 
@@ -76,15 +89,15 @@ def test_dead_ends_are_never_launched_again_and_survive_resume(tmp_path: Path) -
     study_dir = tmp_path / "studies" / "dead"
     driver = make_driver(space, study_dir, study="dead", seed=3, n_trials=6)
     queue = [
-        _cfg("c", y=1),             # 0 crashes: arch_unsupported, blames backend=c
-        _cfg("c", x=0.2, y=3),      # 1 skipped: backend=c is blamed
-        _cfg("a", x=0.8, y=8),      # 2 crashes: unknown (x*y > 5), not a memory failure
-        _cfg("a", x=0.8, y=8),      # 3 skipped: the exact configuration crashed
-        _cfg("a", buf=56),          # 4 crashes: kv_pool_oom
-        _cfg("a", buf=60),          # 5 skipped: more memory than trial 4 on every knob
-        _cfg("b", buf=60),          # 6 launched (and crashes): backend is not monotone
-        _cfg("a", buf=40),          # 7 launched (ok): less memory than trial 4
-        _cfg("a", x=0.7, y=8),      # 8 launched (crash): only the exact config was dead
+        _cfg("c", y=1),  # 0 crashes: arch_unsupported, blames backend=c
+        _cfg("c", x=0.2, y=3),  # 1 skipped: backend=c is blamed
+        _cfg("a", x=0.8, y=8),  # 2 crashes: unknown (x*y > 5), not a memory failure
+        _cfg("a", x=0.8, y=8),  # 3 skipped: the exact configuration crashed
+        _cfg("a", buf=56),  # 4 crashes: kv_pool_oom
+        _cfg("a", buf=60),  # 5 skipped: more memory than trial 4 on every knob
+        _cfg("b", buf=60),  # 6 launched (and crashes): backend is not monotone
+        _cfg("a", buf=40),  # 7 launched (ok): less memory than trial 4
+        _cfg("a", x=0.7, y=8),  # 8 launched (crash): only the exact config was dead
     ]
     for cfg in queue:
         driver.study.enqueue_trial(cfg)
@@ -95,8 +108,17 @@ def test_dead_ends_are_never_launched_again_and_survive_resume(tmp_path: Path) -
 
     trials = _by_number(driver.study)
     outcomes = [t.user_attrs.get("outcome") for t in trials]
-    assert outcomes == ["crashed", "pruned", "crashed", "pruned", "crashed", "pruned", "crashed",
-                        "ok", "crashed"], [t.user_attrs.get("message") for t in trials]
+    assert outcomes == [
+        "crashed",
+        "pruned",
+        "crashed",
+        "pruned",
+        "crashed",
+        "pruned",
+        "crashed",
+        "ok",
+        "crashed",
+    ], [t.user_attrs.get("message") for t in trials]
     causes = [t.user_attrs.get("cause") for t in trials]
     assert causes[0] == "arch_unsupported" and trials[0].user_attrs["blame"] == ["backend='c'"]
     assert causes[2] == "unknown" and "blame" not in trials[2].user_attrs
@@ -121,20 +143,42 @@ def test_dead_ends_are_never_launched_again_and_survive_resume(tmp_path: Path) -
     # now are skipped without a launch; one harmless configuration is launched.
     storage = f"sqlite:///{(study_dir / 'study.db').resolve()}"
     study = optuna.load_study(study_name="dead", storage=storage)
-    for cfg in (_cfg("c", x=0.9, y=1, buf=2), _cfg("a", x=0.8, y=8), _cfg("a", buf=64),
-                _cfg("b", x=0.1, y=1)):
+    for cfg in (
+        _cfg("c", x=0.9, y=1, buf=2),
+        _cfg("a", x=0.8, y=8),
+        _cfg("a", buf=64),
+        _cfg("b", x=0.1, y=1),
+    ):
         study.enqueue_trial(cfg)
     env = {"AUTOTUNE_NODE_STATE": str(tmp_path / "node-state"), "PYTHONUNBUFFERED": "1"}
     import os
 
     proc = subprocess.run(
-        AUTOTUNE + ["start", "--space", str(space), "--study", "dead", "--n-trials", "7",
-                    "--executor", "local", "--no-mlflow", "--study-root",
-                    str(tmp_path / "studies"), "--seed", "3"],
-        cwd=tmp_path, env={**os.environ, **env}, capture_output=True, text=True, timeout=180,
+        AUTOTUNE
+        + [
+            "start",
+            "--space",
+            str(space),
+            "--study",
+            "dead",
+            "--n-trials",
+            "7",
+            "--executor",
+            "local",
+            "--no-mlflow",
+            "--study-root",
+            str(tmp_path / "studies"),
+            "--seed",
+            "3",
+        ],
+        cwd=tmp_path,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    after = _by_number(optuna.load_study(study_name="dead", storage=storage))[len(trials):]
+    after = _by_number(optuna.load_study(study_name="dead", storage=storage))[len(trials) :]
     assert [t.user_attrs.get("outcome") for t in after] == ["pruned", "pruned", "pruned", "ok"]
     assert "backend='c' caused arch_unsupported in trial 0" in after[0].user_attrs["skipped"]
     assert "same configuration as trial 2" in after[1].user_attrs["skipped"]
@@ -144,27 +188,36 @@ def test_dead_ends_are_never_launched_again_and_survive_resume(tmp_path: Path) -
 def test_infra_failures_are_retried_and_never_blamed_on_the_configuration(
     tmp_path: Path, held_port: int
 ) -> None:
-    params = PARAMS[:3] + [{
-        "name": "clash", "type": "categorical", "choices": ["none", "once", "always"],
-        "map": {
-            "none": {},
-            # The server binds a port another process holds: a real EADDRINUSE.
-            "once": {"args": ["--clash-port", str(held_port),
-                              "--clash-once", str(tmp_path / "clashed-once")]},
-            "always": {"args": ["--clash-port", str(held_port)]},
-        },
-    }]
+    params = PARAMS[:3] + [
+        {
+            "name": "clash",
+            "type": "categorical",
+            "choices": ["none", "once", "always"],
+            "map": {
+                "none": {},
+                # The server binds a port another process holds: a real EADDRINUSE.
+                "once": {
+                    "args": [
+                        "--clash-port",
+                        str(held_port),
+                        "--clash-once",
+                        str(tmp_path / "clashed-once"),
+                    ]
+                },
+                "always": {"args": ["--clash-port", str(held_port)]},
+            },
+        }
+    ]
     space = toy_space(tmp_path / "toy.yaml", parameters=params, rules=RULES)
     study_dir = tmp_path / "studies" / "infra"
-    driver = make_driver(space, study_dir, study="infra", seed=1, n_trials=3,
-                         max_infra_retries=2)
+    driver = make_driver(space, study_dir, study="infra", seed=1, n_trials=3, max_infra_retries=2)
     queue = [
-        {"backend": "a", "x": 0.5, "y": 2, "clash": "once"},    # 0 infra, retried, then ok
+        {"backend": "a", "x": 0.5, "y": 2, "clash": "once"},  # 0 infra, retried, then ok
         {"backend": "a", "x": 0.5, "y": 2, "clash": "always"},  # 1 infra x3: given up
         {"backend": "a", "x": 0.5, "y": 2, "clash": "always"},  # 2 not a dead end: tried again
-        {"backend": "b", "x": 0.5, "y": 2, "clash": "none"},    # 3 ok
-        {"backend": "b", "x": 0.6, "y": 2, "clash": "none"},    # 4 ok: the third launch
-        {"backend": "b", "x": 0.7, "y": 2, "clash": "none"},    # 5 not reached: budget is 3
+        {"backend": "b", "x": 0.5, "y": 2, "clash": "none"},  # 3 ok
+        {"backend": "b", "x": 0.6, "y": 2, "clash": "none"},  # 4 ok: the third launch
+        {"backend": "b", "x": 0.7, "y": 2, "clash": "none"},  # 5 not reached: budget is 3
     ]
     for cfg in queue:
         driver.study.enqueue_trial(cfg)
@@ -183,10 +236,16 @@ def test_infra_failures_are_retried_and_never_blamed_on_the_configuration(
     # Every attempt really launched a server and left its log; retries are not trials.
     logs = sorted(p.name for p in (study_dir / "logs").glob("trial-*.log"))
     assert logs == [
-        "trial-0000-a0.log", "trial-0000-a1.log",
-        "trial-0001-a0.log", "trial-0001-a1.log", "trial-0001-a2.log",
-        "trial-0002-a0.log", "trial-0002-a1.log", "trial-0002-a2.log",
-        "trial-0003-a0.log", "trial-0004-a0.log",
+        "trial-0000-a0.log",
+        "trial-0000-a1.log",
+        "trial-0001-a0.log",
+        "trial-0001-a1.log",
+        "trial-0001-a2.log",
+        "trial-0002-a0.log",
+        "trial-0002-a1.log",
+        "trial-0002-a2.log",
+        "trial-0003-a0.log",
+        "trial-0004-a0.log",
     ]
     assert "Address already in use" in (study_dir / "logs" / "trial-0000-a0.log").read_text()
 
@@ -195,7 +254,10 @@ def test_n_trials_launches_exactly_n_whatever_is_skipped(tmp_path: Path) -> None
     # Half of the backends are blamed after one crash and every y > 4 breaks a constraint:
     # many proposals are skipped, yet the study launches exactly --n-trials servers.
     space = toy_space(
-        tmp_path / "toy.yaml", parameters=PARAMS[:3], rules=RULES, constraints=["y <= 4"],
+        tmp_path / "toy.yaml",
+        parameters=PARAMS[:3],
+        rules=RULES,
+        constraints=["y <= 4"],
     )
     study_dir = tmp_path / "studies" / "budget"
     driver = make_driver(space, study_dir, study="budget", seed=5, n_trials=7)
@@ -229,21 +291,34 @@ def test_a_repeated_configuration_reuses_its_measurement_and_an_exhausted_space_
 
     from autotune.study.driver import MAX_SKIPS_IN_A_ROW
 
-    params = [{"name": "backend", "type": "categorical", "choices": ["a", "b"],
-               "flag": "--backend"}]
+    params = [
+        {"name": "backend", "type": "categorical", "choices": ["a", "b"], "flag": "--backend"}
+    ]
     space = toy_space(tmp_path / "toy.yaml", parameters=params)
-    driver = make_driver(space, tmp_path / "studies" / "rep", study="rep", seed=0, n_trials=10,
-                         sampler="random", max_launches_per_config=2, prune=False)
+    driver = make_driver(
+        space,
+        tmp_path / "studies" / "rep",
+        study="rep",
+        seed=0,
+        n_trials=10,
+        sampler="random",
+        max_launches_per_config=2,
+        prune=False,
+    )
     driver.run()
     trials = _by_number(driver.study)
     launched = [t for t in trials if was_launched(t)]
     assert sorted(t.user_attrs["config"]["backend"] for t in launched) == ["a", "a", "b", "b"]
     assert all("repeat_of" in t.user_attrs for t in launched[2:])
-    reused = [t for t in trials if "median of its launches is reused" in
-              (t.user_attrs.get("skipped") or "")]
+    reused = [
+        t
+        for t in trials
+        if "median of its launches is reused" in (t.user_attrs.get("skipped") or "")
+    ]
     assert trials[-MAX_SKIPS_IN_A_ROW:] == reused[-MAX_SKIPS_IN_A_ROW:]  # then it stopped
     by_backend: dict[str, list[float]] = {}
     for t in launched:
         by_backend.setdefault(t.user_attrs["config"]["backend"], []).append(t.value)
-    assert all(t.value == statistics.median(by_backend[t.user_attrs["config"]["backend"]])
-               for t in reused)
+    assert all(
+        t.value == statistics.median(by_backend[t.user_attrs["config"]["backend"]]) for t in reused
+    )

@@ -85,7 +85,9 @@ def loopback(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Loopback]:
     cluster = Cluster(
         initialize_head=True,
         head_node_args={
-            "num_cpus": 1, "num_gpus": 0, "include_dashboard": False,
+            "num_cpus": 1,
+            "num_gpus": 0,
+            "include_dashboard": False,
             "_system_config": SYSTEM_CONFIG,
         },
     )
@@ -108,8 +110,12 @@ def connected(loopback: Loopback) -> Iterator[Loopback]:
     """This test process as a Ray driver of the cluster."""
     import ray
 
-    ray.init(address=loopback.address, log_to_driver=False, configure_logging=False,
-             logging_level="ERROR")
+    ray.init(
+        address=loopback.address,
+        log_to_driver=False,
+        configure_logging=False,
+        logging_level="ERROR",
+    )
     try:
         yield loopback
     finally:
@@ -117,6 +123,7 @@ def connected(loopback: Loopback) -> Iterator[Loopback]:
 
 
 # -- helpers -------------------------------------------------------------------------------
+
 
 def servers(study: str) -> list[psutil.Process]:
     """Live stand-in servers of ``study`` (marked by the study's name in their environment)."""
@@ -158,16 +165,32 @@ def small_space(tmp_path: Path, **fixed: Any) -> Path:
 
 def start_cmd(loopback: Loopback, tmp_path: Path, study: str, n: int, *extra: str) -> list[str]:
     return AUTOTUNE + [
-        "start", "--space", str(small_space(tmp_path)), "--study", study, "--simulate",
-        "--executor", "ray", "--ray-address", loopback.address, "--n-trials", str(n),
-        "--mlflow-uri", f"sqlite:///{tmp_path / 'mlflow.db'}",
-        "--study-root", str(tmp_path / "studies"), "--seed", "5", *extra,
+        "start",
+        "--space",
+        str(small_space(tmp_path)),
+        "--study",
+        study,
+        "--simulate",
+        "--executor",
+        "ray",
+        "--ray-address",
+        loopback.address,
+        "--n-trials",
+        str(n),
+        "--mlflow-uri",
+        f"sqlite:///{tmp_path / 'mlflow.db'}",
+        "--study-root",
+        str(tmp_path / "studies"),
+        "--seed",
+        "5",
+        *extra,
     ]
 
 
 def launch(cmd: list[str], tmp_path: Path, env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
 
 
 def finish(proc: subprocess.Popen[str]) -> str:
@@ -181,8 +204,12 @@ def launched_trials(tmp_path: Path, study: str) -> tuple[list[optuna.trial.Froze
     storage = f"sqlite:///{tmp_path / 'studies' / study / 'study.db'}"
     trials = optuna.load_study(study_name=study, storage=storage).get_trials()
     assert not [t.number for t in trials if t.state.name == "RUNNING"]
-    done = [t for t in trials if t.user_attrs.get("outcome") in
-            {Outcome.OK, Outcome.CRASHED, Outcome.TIMEOUT, Outcome.SLO_VIOLATED, Outcome.INFRA}]
+    done = [
+        t
+        for t in trials
+        if t.user_attrs.get("outcome")
+        in {Outcome.OK, Outcome.CRASHED, Outcome.TIMEOUT, Outcome.SLO_VIOLATED, Outcome.INFRA}
+    ]
 
     import mlflow
 
@@ -221,17 +248,30 @@ print("AUTOTUNE_METRICS " + json.dumps({"mask": mask, "gpus": len(gpus), "togeth
 
 def job_spec(tmp_path: Path, number: int, gpus: int, barrier: Path, n: int, **kw: Any) -> TrialSpec:
     return TrialSpec(
-        study="placement", number=number, engine="command", params={}, mode="job",
-        argv=[sys.executable, "-c", JOB, str(barrier), str(n)], gpus=gpus,
-        log_dir=str(tmp_path / "logs"), limits=Limits(benchmark_s=90), **kw,
+        study="placement",
+        number=number,
+        engine="command",
+        params={},
+        mode="job",
+        argv=[sys.executable, "-c", JOB, str(barrier), str(n)],
+        gpus=gpus,
+        log_dir=str(tmp_path / "logs"),
+        limits=Limits(benchmark_s=90),
+        **kw,
     )
 
 
 def test_capacity_is_whole_trials_per_node_and_a_trial_too_big_is_refused(
     connected: Loopback,
 ) -> None:
-    for gpus, parallel, want in [(8, None, 2), (4, None, 4), (3, None, 4), (1, None, 16),
-                                 (4, 3, 3), (4, 9, 4)]:
+    for gpus, parallel, want in [
+        (8, None, 2),
+        (4, None, 4),
+        (3, None, 4),
+        (1, None, 16),
+        (4, 3, 3),
+        (4, 9, 4),
+    ]:
         ex = RayExecutor(gpus, address=connected.address, parallel=parallel)
         try:
             assert ex.capacity() == want, (gpus, parallel)
@@ -279,6 +319,7 @@ def test_trials_get_disjoint_gpus_on_nodes_that_fit_and_avoid_a_node(
 
 # -- whole studies through the CLI -----------------------------------------------------------
 
+
 def test_a_trial_that_can_never_fit_is_refused_before_the_study_starts(
     loopback: Loopback, tmp_path: Path, cli_env: dict[str, str]
 ) -> None:
@@ -287,8 +328,9 @@ def test_a_trial_that_can_never_fit_is_refused_before_the_study_starts(
     (tmp_path / "big.yaml").write_text(yaml.safe_dump(space))
     cmd = start_cmd(loopback, tmp_path, "ray-too-big", 1)
     cmd[cmd.index("--space") + 1] = str(tmp_path / "big.yaml")
-    proc = subprocess.run(cmd, cwd=tmp_path, env=cli_env, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        cmd, cwd=tmp_path, env=cli_env, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "needs 16 GPUs on one node" in proc.stderr
     assert f"largest node marked {GPU_NODE_RESOURCE} has 8" in proc.stderr

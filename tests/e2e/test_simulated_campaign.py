@@ -25,34 +25,49 @@ from autotune.study.deadends import DeadEnd, DeadEnds
 pytestmark = pytest.mark.slow
 
 LAUNCHED = {"ok", "crashed", "timeout", "slo_violated"}
-BASE = {"cuda_graph_max_bs": 512, "mem_fraction_static": 0.55, "allreduce": "nccl",
-        "moe_a2a_backend": "none", "speculative": False}
-STARVED_NCCL = {"NCCL_MIN_NCHANNELS": 1, "NCCL_MAX_NCHANNELS": 2, "NCCL_BUFFSIZE": 131072,
-                "NCCL_NTHREADS": 64}
+BASE = {
+    "cuda_graph_max_bs": 512,
+    "mem_fraction_static": 0.55,
+    "allreduce": "nccl",
+    "moe_a2a_backend": "none",
+    "speculative": False,
+}
+STARVED_NCCL = {
+    "NCCL_MIN_NCHANNELS": 1,
+    "NCCL_MAX_NCHANNELS": 2,
+    "NCCL_BUFFSIZE": 131072,
+    "NCCL_NTHREADS": 64,
+}
 # The campaign, one experiment at a time, as it was run by hand (trial numbers 1..7).
 EXPERIMENTS: list[dict[str, Any]] = [
-    {**BASE, "cuda_graph_max_bs": 128},                       # 1 the win (+9% in the article)
-    {**BASE, "cuda_graph_max_bs": 256, **STARVED_NCCL},       # 2 kv_pool_oom
-    {**BASE, "allreduce": "flashinfer_fusion"},               # 3 no SM120 kernel
-    {**BASE, "allreduce": "custom"},                          # 4 runs, 38 tok/s
-    {**BASE, "allreduce": "symm_mem"},                        # 5 KeyError: 12
-    {**BASE, "moe_a2a_backend": "flashinfer"},                # 6 assertion, then OOM
-    {**BASE, "speculative": True, "spec_steps": 2, "spec_topk": 1,
-     "spec_draft_tokens": 3},                                 # 7 EAGLE-3: slower (60 tok/s)
+    {**BASE, "cuda_graph_max_bs": 128},  # 1 the win (+9% in the article)
+    {**BASE, "cuda_graph_max_bs": 256, **STARVED_NCCL},  # 2 kv_pool_oom
+    {**BASE, "allreduce": "flashinfer_fusion"},  # 3 no SM120 kernel
+    {**BASE, "allreduce": "custom"},  # 4 runs, 38 tok/s
+    {**BASE, "allreduce": "symm_mem"},  # 5 KeyError: 12
+    {**BASE, "moe_a2a_backend": "flashinfer"},  # 6 assertion, then OOM
+    {
+        **BASE,
+        "speculative": True,
+        "spec_steps": 2,
+        "spec_topk": 1,
+        "spec_draft_tokens": 3,
+    },  # 7 EAGLE-3: slower (60 tok/s)
 ]
 # What a person might try next; every one is a known dead end by then (trial numbers 8..11).
 PROBES: list[dict[str, Any]] = [
     {**BASE, "cuda_graph_max_bs": 128, "allreduce": "flashinfer_fusion"},  # blamed value
-    {**BASE, "cuda_graph_max_bs": 256, **STARVED_NCCL},                    # exact repeat
-    {**BASE, **STARVED_NCCL},                     # bigger graphs, same starved NCCL: dominated
+    {**BASE, "cuda_graph_max_bs": 256, **STARVED_NCCL},  # exact repeat
+    {**BASE, **STARVED_NCCL},  # bigger graphs, same starved NCCL: dominated
     {**BASE, "mem_fraction_static": 0.6, "moe_a2a_backend": "flashinfer"},  # blamed value
 ]
 N_TRIALS = 12  # baseline + 7 experiments + 4 proposed by TPE
 
 
 def _start(args: list[str], cwd: Path, env: dict[str, str]) -> str:
-    proc = subprocess.run(AUTOTUNE + ["start", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        AUTOTUNE + ["start", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc.stdout
 
@@ -60,8 +75,9 @@ def _start(args: list[str], cwd: Path, env: dict[str, str]) -> str:
 def test_verify_campaign_simulated_end_to_end(tmp_path: Path, cli_env: dict[str, str]) -> None:
     space = yaml.safe_load((ROOT / "search_spaces" / "verify.yaml").read_text())
     # Single-stream decode, as the campaign measured it; few tokens so a trial takes seconds.
-    space["workload"].update(concurrency=1, num_requests=2, prompt_len=32, output_len=48,
-                             warmup_requests=1)
+    space["workload"].update(
+        concurrency=1, num_requests=2, prompt_len=32, output_len=48, warmup_requests=1
+    )
     space_file = tmp_path / "verify.yaml"
     space_file.write_text(yaml.safe_dump(space, sort_keys=False))
     root = tmp_path / "studies"
@@ -69,9 +85,24 @@ def test_verify_campaign_simulated_end_to_end(tmp_path: Path, cli_env: dict[str,
     env = {**cli_env, "AUTOTUNE_SIM_SEED": "5"}
     # One baseline launch and no confirmation: this test follows the campaign's trial numbers
     # (tests/e2e/test_noise_e2e.py covers repeated baselines and confirmation).
-    common = ["--space", str(space_file), "--study", "camp", "--simulate", "--executor", "local",
-              "--mlflow-uri", mlflow_uri, "--study-root", str(root), "--seed", "11",
-              "--baseline-launches", "1", "--no-confirm"]
+    common = [
+        "--space",
+        str(space_file),
+        "--study",
+        "camp",
+        "--simulate",
+        "--executor",
+        "local",
+        "--mlflow-uri",
+        mlflow_uri,
+        "--study-root",
+        str(root),
+        "--seed",
+        "11",
+        "--baseline-launches",
+        "1",
+        "--no-confirm",
+    ]
 
     # 1. Create the study: the first trial is the baseline the space names.
     _start(common + ["--n-trials", "1"], tmp_path, env)
@@ -148,6 +179,9 @@ def test_verify_campaign_simulated_end_to_end(tmp_path: Path, cli_env: dict[str,
     children = [r for r in children if r.data.tags.get("autotune.role") == "trial"]
     assert len(children) == N_TRIALS
     assert len(skipped) == sum(1 for a in attrs if a.get("skipped"))
-    causes = sorted(r.data.tags["autotune.cause"] for r in children
-                    if r.data.tags.get("autotune.outcome") == "crashed")
+    causes = sorted(
+        r.data.tags["autotune.cause"]
+        for r in children
+        if r.data.tags.get("autotune.outcome") == "crashed"
+    )
     assert {"kv_pool_oom", "arch_unsupported", "assertion"} <= set(causes)

@@ -32,8 +32,14 @@ def _node_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _study(tmp_path: Path, name: str, sampler: str, steer: bool) -> optuna.Study:
     space = toy_space(tmp_path / f"{name}.yaml", trials=TRIALS)
-    driver = make_driver(space, tmp_path / name, study=name, seed=SEED, sampler=sampler,
-                         steering=SteeringOptions(enabled=steer))
+    driver = make_driver(
+        space,
+        tmp_path / name,
+        study=name,
+        seed=SEED,
+        sampler=sampler,
+        steering=SteeringOptions(enabled=steer),
+    )
     try:
         driver.run()
     finally:

@@ -18,9 +18,7 @@ from autotune.space.schema import StudySpec
 
 P = "  - {name: a, type: int, low: 1, high: 8, flag: --a}\n"
 # The same space in block style, for cases that mark a line inside a parameter.
-BLOCK = BASE.replace(
-    P, "  - name: a\n    type: int\n    low: 1\n    high: 8\n    flag: --a\n"
-)
+BLOCK = BASE.replace(P, "  - name: a\n    type: int\n    low: 1\n    high: 8\n    flag: --a\n")
 
 CASES: list[tuple[str, str, str | None, str]] = [
     # id, yaml (with #< on the expected line), field, message fragment
@@ -31,114 +29,312 @@ CASES: list[tuple[str, str, str | None, str]] = [
     ("scalar-document", "just text  #<\n", None, "not a mapping"),
     ("null-document", "null  #<\n", None, "not a mapping"),
     ("two-documents", BASE + "---  #<\nmodel: n\n", None, "more than one YAML document"),
-    ("python-tag", BASE.replace("model: m", "model: !!python/object:os.system x  #<"),
-     "model", "YAML tag 'tag:yaml.org,2002:python/object:os.system' is not allowed"),
-    ("custom-tag", BASE.replace("model: m", "model: !foo x  #<"), "model",
-     "YAML tag '!foo' is not allowed"),
+    (
+        "python-tag",
+        BASE.replace("model: m", "model: !!python/object:os.system x  #<"),
+        "model",
+        "YAML tag 'tag:yaml.org,2002:python/object:os.system' is not allowed",
+    ),
+    (
+        "custom-tag",
+        BASE.replace("model: m", "model: !foo x  #<"),
+        "model",
+        "YAML tag '!foo' is not allowed",
+    ),
     ("set-tag", BASE + "rules: !!set {a, b}  #<\n", "rules", "is not allowed"),
-    ("binary-tag", BASE + "description: !!binary aGVsbG8=  #<\n", "description",
-     "is not allowed"),
+    ("binary-tag", BASE + "description: !!binary aGVsbG8=  #<\n", "description", "is not allowed"),
     ("tag-on-key", BASE + "!foo x: 1  #<\n", None, "is not allowed"),
     ("duplicate-key", BASE + "model: n  #<\n", "model", "duplicate key 'model', first on line 2"),
-    ("duplicate-nested-key", BLOCK.replace("  - name: a\n", "  - name: a\n    name: b  #<\n"),
-     "parameters[0].name", "duplicate key 'name'"),
-    ("int-key", BASE + "1: x  #<\n", None,
-     "key '1' is a number in YAML, not a string (quote it: '1')"),
+    (
+        "duplicate-nested-key",
+        BLOCK.replace("  - name: a\n", "  - name: a\n    name: b  #<\n"),
+        "parameters[0].name",
+        "duplicate key 'name'",
+    ),
+    (
+        "int-key",
+        BASE + "1: x  #<\n",
+        None,
+        "key '1' is a number in YAML, not a string (quote it: '1')",
+    ),
     ("bool-key", BASE + "yes: x  #<\n", None, "key 'yes' is a boolean in YAML"),
     ("null-key", BASE + "~: x  #<\n", None, "key '~' is null in YAML"),
     ("list-key", BASE + "? [a, b]  #<\n: x\n", None, "a key must be a plain string"),
-    ("recursive-alias", BASE + "description: &a [*a]  #<\n", "description[0]",
-     "contains it (recursive)"),
+    (
+        "recursive-alias",
+        BASE + "description: &a [*a]  #<\n",
+        "description[0]",
+        "contains it (recursive)",
+    ),
     ("merge-not-mapping", BASE + "fixed:\n  <<: 3  #<\n", "fixed", "'<<' needs a mapping"),
-    ("unknown-top-key", BASE + "paramters: []  #<\n", "paramters",
-     "unknown key 'paramters'; did you mean 'parameters'?"),
-    ("unknown-param-key", BASE.replace("flag: --a}", "flag: --a,\n      lo: 0}  #<"),
-     "parameters[0].lo", "unknown key 'lo'; did you mean 'low'?"),
-    ("unknown-engine-key", "engine: {name: sglang, gpu: 8}  #<\nmodel: m\nparameters:\n" + P,
-     "engine.gpu", "did you mean 'gpus'?"),
-    ("unknown-workload-key", BASE + "workload:\n  concurency: 4  #<\n", "workload.concurency",
-     "did you mean 'concurrency'?"),
+    (
+        "unknown-top-key",
+        BASE + "paramters: []  #<\n",
+        "paramters",
+        "unknown key 'paramters'; did you mean 'parameters'?",
+    ),
+    (
+        "unknown-param-key",
+        BASE.replace("flag: --a}", "flag: --a,\n      lo: 0}  #<"),
+        "parameters[0].lo",
+        "unknown key 'lo'; did you mean 'low'?",
+    ),
+    (
+        "unknown-engine-key",
+        "engine: {name: sglang, gpu: 8}  #<\nmodel: m\nparameters:\n" + P,
+        "engine.gpu",
+        "did you mean 'gpus'?",
+    ),
+    (
+        "unknown-workload-key",
+        BASE + "workload:\n  concurency: 4  #<\n",
+        "workload.concurency",
+        "did you mean 'concurrency'?",
+    ),
     ("source-key", BASE + "source: x.yaml  #<\n", "source", "'source' is set by autotune"),
-    ("missing-model", "engine: {name: sglang}  #<\nparameters:\n" + P, "model",
-     "required key 'model' is missing (add it: Model path or hub id"),
-    ("missing-type", BASE + "  - {name: b, flag: --b}  #<\n", "parameters[1].type",
-     "required key 'type' is missing"),
-    ("wrong-scalar-type", BLOCK.replace("low: 1", "low: abc  #<"), "parameters[0].low",
-     "Input should be a valid number"),
-    ("wrong-literal", BLOCK.replace("type: int", "type: integer  #<"), "parameters[0].type",
-     "(got 'integer'; did you mean 'int'?)"),
-    ("bad-pattern", BLOCK.replace("name: a", "name: 2a  #<"), "parameters[0].name",
-     "does not match"),
-    ("mapping-expected", "engine: sglang  #<\nmodel: m\nparameters:\n" + P, "engine",
-     "expected a mapping of keys here: name, version"),
-    ("list-expected", BASE.replace("parameters:\n" + P, "parameters: a  #<\n"), "parameters",
-     "expected a list"),
-    ("empty-parameters", BASE.replace("parameters:\n" + P, "parameters: []  #<\n"),
-     "parameters", "at least 1 item"),
-    ("union-choice", BASE + "  - {name: c, type: categorical, flag: --c, choices: [[1]]}  #<\n",
-     "parameters[1].choices[0]", "a valid string or a valid integer"),
+    (
+        "missing-model",
+        "engine: {name: sglang}  #<\nparameters:\n" + P,
+        "model",
+        "required key 'model' is missing (add it: Model path or hub id",
+    ),
+    (
+        "missing-type",
+        BASE + "  - {name: b, flag: --b}  #<\n",
+        "parameters[1].type",
+        "required key 'type' is missing",
+    ),
+    (
+        "wrong-scalar-type",
+        BLOCK.replace("low: 1", "low: abc  #<"),
+        "parameters[0].low",
+        "Input should be a valid number",
+    ),
+    (
+        "wrong-literal",
+        BLOCK.replace("type: int", "type: integer  #<"),
+        "parameters[0].type",
+        "(got 'integer'; did you mean 'int'?)",
+    ),
+    (
+        "bad-pattern",
+        BLOCK.replace("name: a", "name: 2a  #<"),
+        "parameters[0].name",
+        "does not match",
+    ),
+    (
+        "mapping-expected",
+        "engine: sglang  #<\nmodel: m\nparameters:\n" + P,
+        "engine",
+        "expected a mapping of keys here: name, version",
+    ),
+    (
+        "list-expected",
+        BASE.replace("parameters:\n" + P, "parameters: a  #<\n"),
+        "parameters",
+        "expected a list",
+    ),
+    (
+        "empty-parameters",
+        BASE.replace("parameters:\n" + P, "parameters: []  #<\n"),
+        "parameters",
+        "at least 1 item",
+    ),
+    (
+        "union-choice",
+        BASE + "  - {name: c, type: categorical, flag: --c, choices: [[1]]}  #<\n",
+        "parameters[1].choices[0]",
+        "a valid string or a valid integer",
+    ),
     ("nan", BLOCK.replace("high: 8", "high: .nan  #<"), "parameters[0].high", "finite number"),
-    ("two-targets", BASE + "  - {name: b, type: int, low: 1, high: 2, flag: --b, env: B}  #<\n",
-     "parameters[1]", "give exactly one of 'flag', 'env' or 'map'"),
-    ("low-above-high", BASE + "  - name: b\n    type: int\n    low: 9  #<\n    high: 2\n"
-     "    flag: --b\n", "parameters[1].low", "low (9) is greater than high (2) (swap them)"),
-    ("step-not-dividing", BASE + "  - name: b\n    type: int\n    low: 64\n    high: 500  #<\n"
-     "    step: 32\n    flag: --b\n", "parameters[1].high", "(use high: 480)"),
-    ("float-step", BASE + "  - name: b\n    type: float\n    low: 0.1\n    high: 0.95  #<\n"
-     "    step: 0.1\n    flag: --b\n", "parameters[1].high", "(use high: 0.9)"),
-    ("log-low-zero", BASE + "  - name: b\n    type: float\n    low: 0  #<\n    high: 1\n"
-     "    log: true\n    flag: --b\n", "parameters[1].low", "log scale needs low > 0"),
-    ("int-fraction", BASE + "  - name: b\n    type: int\n    low: 1\n    high: 2.5  #<\n"
-     "    flag: --b\n", "parameters[1].high", "must be a whole number"),
-    ("choices-on-int", BASE + "  - name: b\n    type: int\n    low: 1\n    high: 2\n"
-     "    choices: [1]  #<\n    flag: --b\n", "parameters[1].choices", "'choices' is for"),
-    ("equal-choices", BASE + "  - name: b\n    type: categorical\n    choices:\n      - 1\n"
-     "      - true  #<\n    flag: --b\n", "parameters[1].choices[1]", "which are equal"),
-    ("map-missing", BASE + "  - name: b\n    type: categorical\n    choices: [x, y]\n"
-     "    map:  #<\n      x: {args: [--x]}\n", "parameters[1].map", "missing ['y']"),
-    ("map-on-int", BASE + "  - name: b\n    type: int\n    low: 1\n    high: 2\n"
-     "    map: {}  #<\n", "parameters[1].map", "'map' applies to categorical and bool"),
-    ("bool-style-on-env", BASE + "  - name: b\n    type: bool\n    env: B\n"
-     "    bool_style: value  #<\n", "parameters[1].bool_style", "applies to a bool parameter"),
-    ("reserved-name", BASE + "  - {name: max, type: bool, flag: --m}  #<\n",
-     "parameters[1].name", "'max' is reserved"),
-    ("duplicate-param", BASE + "  - {name: a, type: bool, flag: --b}  #<\n",
-     "parameters[1].name", "duplicate parameter name 'a'"),
-    ("when-unknown", BASE + "  - {name: b, type: bool, flag: --b, when: aa > 1}  #<\n",
-     "parameters[1].when", "condition names unknown parameter 'aa'; did you mean 'a'?"),
-    ("when-unquoted-string", BASE + "  - {name: b, type: bool, flag: --b, when: a == x}  #<\n",
-     "parameters[1].when", "quote strings"),
-    ("when-self", BASE + "  - {name: b, type: bool, flag: --b, when: not b}  #<\n",
-     "parameters[1].when", "refers to 'b' itself"),
-    ("when-cycle", BASE + "  - {name: b, type: bool, flag: --b, when: c}  #<\n"
-     "  - {name: c, type: bool, flag: --c, when: b}\n", "parameters[1].when",
-     "conditions and bounds form a cycle: b -> c -> b"),
-    ("when-syntax", BASE + "  - {name: b, type: bool, flag: --b, when: 'a >'}  #<\n",
-     "parameters[1].when", "is not valid syntax"),
-    ("when-attribute", BASE + "  - {name: b, type: bool, flag: --b, when: a.real}  #<\n",
-     "parameters[1].when", "uses attribute access"),
-    ("constraint-call", BASE + "constraints:\n  - a < 4\n  - __import__('os')  #<\n",
-     "constraints[1]", "a call to __import__"),
-    ("constraint-unknown", BASE + "constraints: [b < 4]  #<\n", "constraints[0]",
-     "constraint names unknown parameter 'b'"),
-    ("baseline-range", BASE + "baseline:\n  a: 9  #<\n", "baseline.a",
-     "baseline value 9 of 'a' is outside its range 1..8"),
-    ("baseline-unknown", BASE + "baseline:\n  a: 2\n  aa: 1  #<\n", "baseline.aa",
-     "baseline names unknown parameter 'aa'; did you mean 'a'?"),
-    ("baseline-type", BASE + "  - {name: b, type: bool, flag: --b}\nbaseline:\n  b: 1  #<\n",
-     "baseline.b", "values [False, True]"),
-    ("baseline-off-grid", BASE + "  - {name: b, type: int, low: 0, high: 8, step: 2, env: B}\n"
-     "baseline:\n  b: 3  #<\n", "baseline.b", "range 0..8 step 2"),
-    ("unknown-engine", "engine:\n  name: sglangx  #<\nmodel: m\nparameters:\n" + P,
-     "engine.name", "unknown engine 'sglangx'; did you mean 'sglang'?"),
-    ("bad-rule-regex", BASE + "rules:\n  - id: r\n    pattern: '(('  #<\n    cause: unknown\n",
-     "rules[0].pattern", "not a valid regular expression"),
-    ("bad-rule-cause", BASE + "rules:\n  - {id: r, pattern: x, cause: oom}  #<\n",
-     "rules[0].cause", "Input should be"),
-    ("bad-workload", BASE + "workload:\n  concurrency: 0  #<\n", "workload.concurrency",
-     "greater than or equal to 1"),
-    ("bad-direction", BASE + "objective: {direction: maximise}  #<\n", "objective.direction",
-     "did you mean 'maximize'?"),
+    (
+        "two-targets",
+        BASE + "  - {name: b, type: int, low: 1, high: 2, flag: --b, env: B}  #<\n",
+        "parameters[1]",
+        "give exactly one of 'flag', 'env' or 'map'",
+    ),
+    (
+        "low-above-high",
+        BASE + "  - name: b\n    type: int\n    low: 9  #<\n    high: 2\n    flag: --b\n",
+        "parameters[1].low",
+        "low (9) is greater than high (2) (swap them)",
+    ),
+    (
+        "step-not-dividing",
+        BASE + "  - name: b\n    type: int\n    low: 64\n    high: 500  #<\n"
+        "    step: 32\n    flag: --b\n",
+        "parameters[1].high",
+        "(use high: 480)",
+    ),
+    (
+        "float-step",
+        BASE + "  - name: b\n    type: float\n    low: 0.1\n    high: 0.95  #<\n"
+        "    step: 0.1\n    flag: --b\n",
+        "parameters[1].high",
+        "(use high: 0.9)",
+    ),
+    (
+        "log-low-zero",
+        BASE + "  - name: b\n    type: float\n    low: 0  #<\n    high: 1\n"
+        "    log: true\n    flag: --b\n",
+        "parameters[1].low",
+        "log scale needs low > 0",
+    ),
+    (
+        "int-fraction",
+        BASE + "  - name: b\n    type: int\n    low: 1\n    high: 2.5  #<\n    flag: --b\n",
+        "parameters[1].high",
+        "must be a whole number",
+    ),
+    (
+        "choices-on-int",
+        BASE + "  - name: b\n    type: int\n    low: 1\n    high: 2\n"
+        "    choices: [1]  #<\n    flag: --b\n",
+        "parameters[1].choices",
+        "'choices' is for",
+    ),
+    (
+        "equal-choices",
+        BASE + "  - name: b\n    type: categorical\n    choices:\n      - 1\n"
+        "      - true  #<\n    flag: --b\n",
+        "parameters[1].choices[1]",
+        "which are equal",
+    ),
+    (
+        "map-missing",
+        BASE + "  - name: b\n    type: categorical\n    choices: [x, y]\n"
+        "    map:  #<\n      x: {args: [--x]}\n",
+        "parameters[1].map",
+        "missing ['y']",
+    ),
+    (
+        "map-on-int",
+        BASE + "  - name: b\n    type: int\n    low: 1\n    high: 2\n    map: {}  #<\n",
+        "parameters[1].map",
+        "'map' applies to categorical and bool",
+    ),
+    (
+        "bool-style-on-env",
+        BASE + "  - name: b\n    type: bool\n    env: B\n    bool_style: value  #<\n",
+        "parameters[1].bool_style",
+        "applies to a bool parameter",
+    ),
+    (
+        "reserved-name",
+        BASE + "  - {name: max, type: bool, flag: --m}  #<\n",
+        "parameters[1].name",
+        "'max' is reserved",
+    ),
+    (
+        "duplicate-param",
+        BASE + "  - {name: a, type: bool, flag: --b}  #<\n",
+        "parameters[1].name",
+        "duplicate parameter name 'a'",
+    ),
+    (
+        "when-unknown",
+        BASE + "  - {name: b, type: bool, flag: --b, when: aa > 1}  #<\n",
+        "parameters[1].when",
+        "condition names unknown parameter 'aa'; did you mean 'a'?",
+    ),
+    (
+        "when-unquoted-string",
+        BASE + "  - {name: b, type: bool, flag: --b, when: a == x}  #<\n",
+        "parameters[1].when",
+        "quote strings",
+    ),
+    (
+        "when-self",
+        BASE + "  - {name: b, type: bool, flag: --b, when: not b}  #<\n",
+        "parameters[1].when",
+        "refers to 'b' itself",
+    ),
+    (
+        "when-cycle",
+        BASE + "  - {name: b, type: bool, flag: --b, when: c}  #<\n"
+        "  - {name: c, type: bool, flag: --c, when: b}\n",
+        "parameters[1].when",
+        "conditions and bounds form a cycle: b -> c -> b",
+    ),
+    (
+        "when-syntax",
+        BASE + "  - {name: b, type: bool, flag: --b, when: 'a >'}  #<\n",
+        "parameters[1].when",
+        "is not valid syntax",
+    ),
+    (
+        "when-attribute",
+        BASE + "  - {name: b, type: bool, flag: --b, when: a.real}  #<\n",
+        "parameters[1].when",
+        "uses attribute access",
+    ),
+    (
+        "constraint-call",
+        BASE + "constraints:\n  - a < 4\n  - __import__('os')  #<\n",
+        "constraints[1]",
+        "a call to __import__",
+    ),
+    (
+        "constraint-unknown",
+        BASE + "constraints: [b < 4]  #<\n",
+        "constraints[0]",
+        "constraint names unknown parameter 'b'",
+    ),
+    (
+        "baseline-range",
+        BASE + "baseline:\n  a: 9  #<\n",
+        "baseline.a",
+        "baseline value 9 of 'a' is outside its range 1..8",
+    ),
+    (
+        "baseline-unknown",
+        BASE + "baseline:\n  a: 2\n  aa: 1  #<\n",
+        "baseline.aa",
+        "baseline names unknown parameter 'aa'; did you mean 'a'?",
+    ),
+    (
+        "baseline-type",
+        BASE + "  - {name: b, type: bool, flag: --b}\nbaseline:\n  b: 1  #<\n",
+        "baseline.b",
+        "values [False, True]",
+    ),
+    (
+        "baseline-off-grid",
+        BASE + "  - {name: b, type: int, low: 0, high: 8, step: 2, env: B}\n"
+        "baseline:\n  b: 3  #<\n",
+        "baseline.b",
+        "range 0..8 step 2",
+    ),
+    (
+        "unknown-engine",
+        "engine:\n  name: sglangx  #<\nmodel: m\nparameters:\n" + P,
+        "engine.name",
+        "unknown engine 'sglangx'; did you mean 'sglang'?",
+    ),
+    (
+        "bad-rule-regex",
+        BASE + "rules:\n  - id: r\n    pattern: '(('  #<\n    cause: unknown\n",
+        "rules[0].pattern",
+        "not a valid regular expression",
+    ),
+    (
+        "bad-rule-cause",
+        BASE + "rules:\n  - {id: r, pattern: x, cause: oom}  #<\n",
+        "rules[0].cause",
+        "Input should be",
+    ),
+    (
+        "bad-workload",
+        BASE + "workload:\n  concurrency: 0  #<\n",
+        "workload.concurrency",
+        "greater than or equal to 1",
+    ),
+    (
+        "bad-direction",
+        BASE + "objective: {direction: maximise}  #<\n",
+        "objective.direction",
+        "did you mean 'maximize'?",
+    ),
 ]
 
 
@@ -148,8 +344,9 @@ def _expected_line(text: str) -> int:
     return lines[0]
 
 
-@pytest.mark.parametrize(("text", "field", "fragment"), [c[1:] for c in CASES],
-                         ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("text", "field", "fragment"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
 def test_error_names_file_line_and_field(text: str, field: str | None, fragment: str) -> None:
     with pytest.raises(ConfigError) as info:
         load_text(text, "t.yaml")

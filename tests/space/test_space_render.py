@@ -67,28 +67,54 @@ RENDER: list[tuple[dict[str, Any], list[str], dict[str, str]]] = [
     ({"fusion": False}, [*FIXED_ARGS, "--fusion", "false"], FIXED_ENV),
     ({"cumem": True}, FIXED_ARGS, {**FIXED_ENV, "NCCL_CUMEM_ENABLE": "1"}),
     ({"cumem": False}, FIXED_ARGS, {**FIXED_ENV, "NCCL_CUMEM_ENABLE": "0"}),
-    ({"allreduce": "nccl"}, [*FIXED_ARGS, "--disable-custom-all-reduce"],
-     {**FIXED_ENV, "NCCL_ALGO": "Ring"}),
+    (
+        {"allreduce": "nccl"},
+        [*FIXED_ARGS, "--disable-custom-all-reduce"],
+        {**FIXED_ENV, "NCCL_ALGO": "Ring"},
+    ),
     ({"allreduce": "custom"}, FIXED_ARGS, FIXED_ENV),
     ({"allreduce": "symm"}, [*FIXED_ARGS, "--enable-torch-symm-mem"], FIXED_ENV),
     ({"spec": False, "steps": 3, "topk": 2, "draft": 6, "deep": 1}, FIXED_ARGS, FIXED_ENV),
     (
         {"spec": True, "steps": 3, "topk": 2, "draft": 6, "deep": 1},
-        [*FIXED_ARGS, "--speculative-algorithm", "EAGLE3", "--speculative-num-steps", "3",
-         "--speculative-eagle-topk", "2", "--speculative-num-draft-tokens", "6"],
+        [
+            *FIXED_ARGS,
+            "--speculative-algorithm",
+            "EAGLE3",
+            "--speculative-num-steps",
+            "3",
+            "--speculative-eagle-topk",
+            "2",
+            "--speculative-num-draft-tokens",
+            "6",
+        ],
         {**FIXED_ENV, "DEEP": "1"},
     ),
     (
         {"spec": True, "steps": 3, "topk": 1, "draft": 4, "deep": 1},
-        [*FIXED_ARGS, "--speculative-algorithm", "EAGLE3", "--speculative-num-steps", "3",
-         "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"],
+        [
+            *FIXED_ARGS,
+            "--speculative-algorithm",
+            "EAGLE3",
+            "--speculative-num-steps",
+            "3",
+            "--speculative-eagle-topk",
+            "1",
+            "--speculative-num-draft-tokens",
+            "4",
+        ],
         FIXED_ENV,
     ),
     # file order, whatever the order of the configuration
     (
         {"allreduce": "symm", "bs": 64, "graphs": True},
-        [*FIXED_ARGS, "--cuda-graph-max-bs", "64", "--disable-cuda-graph",
-         "--enable-torch-symm-mem"],
+        [
+            *FIXED_ARGS,
+            "--cuda-graph-max-bs",
+            "64",
+            "--disable-cuda-graph",
+            "--enable-torch-symm-mem",
+        ],
         FIXED_ENV,
     ),
     ({"not_a_parameter": 1}, FIXED_ARGS, FIXED_ENV),
@@ -134,10 +160,14 @@ def test_active(spec: StudySpec, config: dict[str, Any], expected: dict[str, Any
 
 VIOLATIONS = [
     ({"spec": True, "steps": 3, "topk": 2, "draft": 6}, []),
-    ({"spec": True, "steps": 1, "topk": 2, "draft": 6},
-     ["draft - 1 <= topk + (steps - 1) * topk ** 2"]),
-    ({"spec": True, "steps": 3, "topk": 1, "draft": 8},
-     ["draft - 1 <= topk + (steps - 1) * topk ** 2", "topk != 1 or draft == steps + 1"]),
+    (
+        {"spec": True, "steps": 1, "topk": 2, "draft": 6},
+        ["draft - 1 <= topk + (steps - 1) * topk ** 2"],
+    ),
+    (
+        {"spec": True, "steps": 3, "topk": 1, "draft": 8},
+        ["draft - 1 <= topk + (steps - 1) * topk ** 2", "topk != 1 or draft == steps + 1"],
+    ),
     ({"spec": False, "steps": 3, "topk": 1, "draft": 8}, []),  # inactive: skipped
     ({"spec": True, "topk": 1, "draft": 8}, []),  # steps unset: skipped
     ({"bs": 16, "graphs": True}, ["bs >= 32 or not graphs"]),
@@ -153,8 +183,15 @@ def test_violations(spec: StudySpec, config: dict[str, Any], expected: list[str]
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("bs", 1024), ("bs", "128"), ("mem", 0.47), ("proto", "Simple"), ("graphs", 1),
-     ("allreduce", "mscclpp"), ("bs", True)],
+    [
+        ("bs", 1024),
+        ("bs", "128"),
+        ("mem", 0.47),
+        ("proto", "Simple"),
+        ("graphs", 1),
+        ("allreduce", "mscclpp"),
+        ("bs", True),
+    ],
 )
 def test_values_outside_the_space_are_refused(spec: StudySpec, name: str, value: Any) -> None:
     with pytest.raises(ConfigError, match=f"not a value of parameter '{name}'"):
@@ -181,16 +218,26 @@ def test_order_puts_conditions_first(space: Callable[[str], StudySpec]) -> None:
     )
     assert [p.name for p in order(spec)] == ["a", "b", "c", "d"]
     assert active(spec, {"a": True, "b": True, "c": True, "d": False}) == {
-        "c": True, "b": True, "a": True, "d": False
+        "c": True,
+        "b": True,
+        "a": True,
+        "d": False,
     }
     assert active(spec, {"a": False, "b": True, "c": True}) == {"a": False}
 
 
 @pytest.mark.parametrize(
     ("name", "value", "text"),
-    [("bs", 64, "64"), ("mem", 0.6000000000000001, "0.6"), ("lr", 0.5, "0.5"),
-     ("lr", 2e-05, "2e-05"), ("fusion", True, "true"), ("cumem", False, "0"),
-     ("threads", 2.5, "2.5"), ("proto", "LL", "LL")],
+    [
+        ("bs", 64, "64"),
+        ("mem", 0.6000000000000001, "0.6"),
+        ("lr", 0.5, "0.5"),
+        ("lr", 2e-05, "2e-05"),
+        ("fusion", True, "true"),
+        ("cumem", False, "0"),
+        ("threads", 2.5, "2.5"),
+        ("proto", "LL", "LL"),
+    ],
 )
 def test_format_value(spec: StudySpec, name: str, value: Any, text: str) -> None:
     assert format_value(spec.parameter(name), value) == text

@@ -58,15 +58,26 @@ def test_verify_is_the_campaign() -> None:
     assert spec.baseline is not None
     args, env = render(spec, spec.baseline)
     assert args == [
-        "--tp-size", "8", "--trust-remote-code", "--cuda-graph-max-bs", "512",
-        "--mem-fraction-static", "0.55", "--disable-custom-all-reduce", "--moe-a2a-backend",
+        "--tp-size",
+        "8",
+        "--trust-remote-code",
+        "--cuda-graph-max-bs",
+        "512",
+        "--mem-fraction-static",
+        "0.55",
+        "--disable-custom-all-reduce",
+        "--moe-a2a-backend",
         "none",
     ]
     assert env == {}  # NCCL defaults in the baseline
     # the campaign's 9% win and its fewer-channels experiment are inside the space
     assert spec.parameter("cuda_graph_max_bs").contains(128)
-    campaign = {"NCCL_MIN_NCHANNELS": 1, "NCCL_MAX_NCHANNELS": 2, "NCCL_BUFFSIZE": 131072,
-                "NCCL_NTHREADS": 64}
+    campaign = {
+        "NCCL_MIN_NCHANNELS": 1,
+        "NCCL_MAX_NCHANNELS": 2,
+        "NCCL_BUFFSIZE": 131072,
+        "NCCL_NTHREADS": 64,
+    }
     assert all(spec.parameter(k).contains(v) for k, v in campaign.items())
     assert violations(spec, campaign) == []
     assert violations(spec, {"NCCL_MIN_NCHANNELS": 4, "NCCL_MAX_NCHANNELS": 2}) == [

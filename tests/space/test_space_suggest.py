@@ -61,7 +61,8 @@ def test_suggest_in_a_real_study(spec: StudySpec, tmp_path: Path, sampler: str) 
     # sqlite for one (what the driver uses), memory for the other: sqlite is slow here.
     storage = f"sqlite:///{tmp_path / 'study.db'}" if sampler == "random" else None
     chosen = (
-        optuna.samplers.RandomSampler(seed=1) if sampler == "random"
+        optuna.samplers.RandomSampler(seed=1)
+        if sampler == "random"
         else optuna.samplers.TPESampler(seed=1, n_startup_trials=5)
     )
     study = optuna.create_study(storage=storage, sampler=chosen, direction="maximize")
@@ -75,9 +76,7 @@ def test_suggest_in_a_real_study(spec: StudySpec, tmp_path: Path, sampler: str) 
 
     study.optimize(objective, n_trials=20)
     assert seen_spec == {False, True}
-    again = (
-        optuna.load_study(study_name=study.study_name, storage=storage) if storage else study
-    )
+    again = optuna.load_study(study_name=study.study_name, storage=storage) if storage else study
     assert len(again.trials) == 20
     for trial in again.trials:
         for name, dist in trial.distributions.items():
@@ -136,7 +135,9 @@ def test_add_trial_with_distributions(spec: StudySpec) -> None:
     # distributions() is what a driver needs to record a config it did not ask for
     study = optuna.create_study()
     params = {"bs": 128, "spec": False}
-    study.add_trial(optuna.trial.create_trial(
-        params=params, distributions={k: distributions(spec)[k] for k in params}, value=1.0
-    ))
+    study.add_trial(
+        optuna.trial.create_trial(
+            params=params, distributions={k: distributions(spec)[k] for k in params}, value=1.0
+        )
+    )
     assert study.trials[0].params == params

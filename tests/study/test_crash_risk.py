@@ -3,16 +3,25 @@ from __future__ import annotations
 from autotune.space.schema import StudySpec
 from autotune.study.steering import CrashRisk, SteeringOptions
 
-SPACE = StudySpec.model_validate({
-    "engine": {"name": "sglang"},
-    "model": "m",
-    "parameters": [
-        {"name": "backend", "type": "categorical", "flag": "--b", "choices": ["a", "b", "c"]},
-        {"name": "bs", "type": "int", "flag": "--bs", "low": 1, "high": 512, "log": True},
-        {"name": "spec", "type": "bool", "flag": "--spec"},
-        {"name": "steps", "type": "int", "flag": "--steps", "low": 1, "high": 5, "when": "spec"},
-    ],
-})
+SPACE = StudySpec.model_validate(
+    {
+        "engine": {"name": "sglang"},
+        "model": "m",
+        "parameters": [
+            {"name": "backend", "type": "categorical", "flag": "--b", "choices": ["a", "b", "c"]},
+            {"name": "bs", "type": "int", "flag": "--bs", "low": 1, "high": 512, "log": True},
+            {"name": "spec", "type": "bool", "flag": "--spec"},
+            {
+                "name": "steps",
+                "type": "int",
+                "flag": "--steps",
+                "low": 1,
+                "high": 5,
+                "when": "spec",
+            },
+        ],
+    }
+)
 
 
 def _history(risk: CrashRisk) -> None:

@@ -61,8 +61,9 @@ _COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
 
 
 def _round(value: Any, ndigits: Any = None) -> Any:
-    if ndigits is not None and (isinstance(ndigits, bool) or not isinstance(ndigits, int)
-                                or abs(ndigits) > 32):
+    if ndigits is not None and (
+        isinstance(ndigits, bool) or not isinstance(ndigits, int) or abs(ndigits) > 32
+    ):
         raise ValueError("round() digits must be an integer within -32..32")
     return round(value) if ndigits is None else round(value, ndigits)
 
@@ -79,8 +80,13 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
 # YAML spellings of the constants, reserved: no parameter may take these names.
 LITERAL_NAMES: dict[str, Any] = {"true": True, "false": False, "none": None}
 _ARITY: dict[str, tuple[int, int]] = {
-    "min": (2, 64), "max": (2, 64), "abs": (1, 1), "int": (1, 1), "float": (1, 1),
-    "round": (1, 2), "log2": (1, 1),
+    "min": (2, 64),
+    "max": (2, 64),
+    "abs": (1, 1),
+    "int": (1, 1),
+    "float": (1, 1),
+    "round": (1, 2),
+    "log2": (1, 1),
 }
 
 # What a rejected node is called in the error message.
@@ -323,10 +329,12 @@ class _Eval:
             return None
         # Strings only concatenate; repetition ("x" * 10**9) could exhaust memory.
         if isinstance(left, str) or isinstance(right, str):
-            if not (isinstance(node.op, ast.Add) and isinstance(left, str)
-                    and isinstance(right, str)):
-                raise TypeError(f"unsupported operand types {type(left).__name__} and "
-                                f"{type(right).__name__}")
+            if not (
+                isinstance(node.op, ast.Add) and isinstance(left, str) and isinstance(right, str)
+            ):
+                raise TypeError(
+                    f"unsupported operand types {type(left).__name__} and {type(right).__name__}"
+                )
         else:
             _number(left, "arithmetic")
             _number(right, "arithmetic")
@@ -394,7 +402,7 @@ def topo_order(deps: Mapping[str, Iterable[str]]) -> list[str]:
         if state.get(name) == 2:
             return
         if state.get(name) == 1:
-            cycle = path[path.index(name):] + [name]
+            cycle = path[path.index(name) :] + [name]
             raise ValueError(" -> ".join(cycle))
         state[name] = 1
         for dep in deps.get(name, ()):

@@ -101,8 +101,9 @@ def _read(path: str | Path) -> tuple[str, str]:
     try:
         raw = Path(path).read_bytes()
     except OSError as exc:
-        raise ConfigError(f"cannot read the file: {exc.strerror} (check the path)", file=source) \
-            from None
+        raise ConfigError(
+            f"cannot read the file: {exc.strerror} (check the path)", file=source
+        ) from None
     if len(raw) > MAX_BYTES:
         raise ConfigError(
             f"file is {len(raw)} bytes (a space file is at most {MAX_BYTES})", file=source
@@ -159,8 +160,9 @@ class _Loader(yaml.SafeLoader):  # type: ignore[misc]
 
 def _parse_yaml(text: str, source: str) -> tuple[dict[str, Any], dict[_Path, int]]:
     if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
-        raise ConfigError(f"text is over {MAX_BYTES} bytes (a space file is a page of YAML)",
-                          file=source)
+        raise ConfigError(
+            f"text is over {MAX_BYTES} bytes (a space file is a page of YAML)", file=source
+        )
     loader: _Loader | None = None
     try:
         loader = _Loader(text)  # the reader refuses control characters right here
@@ -173,25 +175,29 @@ def _parse_yaml(text: str, source: str) -> tuple[dict[str, Any], dict[_Path, int
         if exc.problem == "but found another document":
             raise ConfigError(
                 "the file holds more than one YAML document (keep one; remove the '---')",
-                file=source, line=line,
+                file=source,
+                line=line,
             ) from None
         problem = " ".join(filter(None, [exc.context, exc.problem]))
         raise ConfigError(
             f"invalid YAML: {problem} (check indentation, colons and quotes on this line)",
-            file=source, line=line,
+            file=source,
+            line=line,
         ) from None
     except yaml.YAMLError as exc:  # reader errors: control characters, bad encoding
         raise ConfigError(f"invalid YAML: {exc}".replace("\n", " "), file=source) from None
     except RecursionError:
-        raise ConfigError(f"nesting is too deep (at most {MAX_DEPTH} levels)", file=source) \
-            from None
+        raise ConfigError(
+            f"nesting is too deep (at most {MAX_DEPTH} levels)", file=source
+        ) from None
     finally:
         if loader is not None:
             loader.dispose()
     if node is None:
         raise ConfigError(
             "the file is empty (a space file is a mapping with engine:, model:, parameters:)",
-            file=source, line=1,
+            file=source,
+            line=1,
         )
     builder = _Builder(source)
     data = builder.build(node, (), 0)
@@ -200,7 +206,8 @@ def _parse_yaml(text: str, source: str) -> tuple[dict[str, Any], dict[_Path, int
         raise ConfigError(
             f"the document is {kind}, not a mapping (start with keys such as 'engine:', "
             "'model:', 'parameters:')",
-            file=source, line=node.start_mark.line + 1,
+            file=source,
+            line=node.start_mark.line + 1,
         )
     return data, builder.lines
 
@@ -229,7 +236,8 @@ class _Builder:
         if self.nodes > MAX_NODES:
             raise self.fail(
                 f"the document expands to more than {MAX_NODES} values (too many aliases)",
-                node, path,
+                node,
+                path,
             )
         if depth > MAX_DEPTH:
             raise self.fail(f"nesting is too deep (at most {MAX_DEPTH} levels)", node, path)
@@ -270,14 +278,16 @@ class _Builder:
                 return self.constructor.construct_yaml_bool(node)
             return None
         except (ValueError, KeyError) as exc:
-            raise self.fail(f"{node.value!r} is not a valid {tag[len(_TAG):]}: {exc}", node,
-                            path) from None
+            raise self.fail(
+                f"{node.value!r} is not a valid {tag[len(_TAG) :]}: {exc}", node, path
+            ) from None
 
     def _tag_error(self, node: yaml.Node, path: _Path) -> ConfigError:
         return self.fail(
             f"YAML tag {node.tag!r} is not allowed (space files hold plain mappings, lists, "
             "strings, numbers and booleans; remove the tag)",
-            node, path,
+            node,
+            path,
         )
 
     def _mapping(self, node: yaml.MappingNode, path: _Path, depth: int) -> dict[str, Any]:
@@ -287,9 +297,9 @@ class _Builder:
         for key_node, value_node in node.value:
             if key_node.tag != f"{_TAG}merge":
                 continue
-            sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [
-                value_node
-            ]
+            sources = (
+                value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+            )
             for source_node in sources:
                 if not isinstance(source_node, yaml.MappingNode):
                     raise self.fail("'<<' needs a mapping or a list of mappings", value_node, path)
@@ -302,9 +312,9 @@ class _Builder:
             key = self._key(key_node, path)
             if key in own:
                 raise ConfigError(
-                    f"duplicate key {key!r}, first on line {self.lines[(*path, key)]} "
-                    "(keep one)",
-                    file=self.source, line=key_node.start_mark.line + 1,
+                    f"duplicate key {key!r}, first on line {self.lines[(*path, key)]} (keep one)",
+                    file=self.source,
+                    line=key_node.start_mark.line + 1,
                     field=_field((*path, key)),
                 )
             self.lines[(*path, key)] = key_node.start_mark.line + 1
@@ -327,7 +337,8 @@ class _Builder:
         kind = "a boolean" if isinstance(value, bool) else "null" if value is None else "a number"
         raise self.fail(
             f"key {node.value!r} is {kind} in YAML, not a string (quote it: '{node.value}')",
-            node, path,
+            node,
+            path,
         )
 
 
@@ -351,8 +362,9 @@ def _translate(
     out = []
     for path, errs in grouped.items():
         err, _ = errs[0]
-        if len(errs) > 1 and all(e["type"].endswith("_type") or "parsing" in e["type"]
-                                 for e, _ in errs):
+        if len(errs) > 1 and all(
+            e["type"].endswith("_type") or "parsing" in e["type"] for e, _ in errs
+        ):
             # One value failed every member of a union (str | int | float | bool).
             wanted = " or ".join(e["msg"].removeprefix("Input should be ") for e, _ in errs)
             message = f"Input should be {wanted} (got {_show(err['input'])})"
@@ -496,5 +508,11 @@ def _engine_errors(data: dict[str, Any], lines: dict[_Path, int], source: str) -
         return []
     close = difflib.get_close_matches(name, known, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
-    return [_error(f"unknown engine {name!r}{hint} (known: {', '.join(known)})",
-                   ("engine", "name"), lines, source)]
+    return [
+        _error(
+            f"unknown engine {name!r}{hint} (known: {', '.join(known)})",
+            ("engine", "name"),
+            lines,
+            source,
+        )
+    ]

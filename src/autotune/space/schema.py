@@ -232,14 +232,12 @@ class Parameter(_Strict):
         """A range with a bound from another parameter: checks that need only this one."""
         if isinstance(self.low, ParamRef) and isinstance(self.high, ParamRef):
             raise LocatedError(
-                "only one of 'low' and 'high' may name another parameter (give the other a "
-                "number)",
+                "only one of 'low' and 'high' may name another parameter (give the other a number)",
                 ("low",),
             )
         if self.step is not None:
             raise LocatedError(
-                "'step' cannot be combined with a bound taken from another parameter "
-                "(drop 'step')",
+                "'step' cannot be combined with a bound taken from another parameter (drop 'step')",
                 ("step",),
             )
         if self.choices is not None:

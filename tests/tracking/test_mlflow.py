@@ -362,3 +362,21 @@ def test_skipped_proposals_and_study_files(store_uri: str, tmp_path: Path) -> No
     assert run.data.params["x"] == "2" and run.data.params["attention_backend"] == "(default)"
     files = [a.path for a in client.list_artifacts(str(tracker.parent_run_id))]
     assert "report.html" in files
+
+
+def test_each_window_is_a_step_of_a_stepped_metric(store_uri: str) -> None:
+    tracker = MlflowTracker(store_uri)
+    tracker.start_study(info("windows"))
+    windows = [{"output_tok_s": v, "ttft_p50_ms": 5.0} for v in (900.0, 1000.0, 1100.0)]
+    result = ok_result(0).model_copy(update={"windows": windows})
+    tracker.log_trial(log(result, {"x": 1}))
+    client = MlflowClient(tracking_uri=tracker.uri)
+    (run,) = _children(client, tracker)
+    history = client.get_metric_history(run.info.run_id, "output_tok_s_by_window")
+    assert [(m.step, m.value) for m in sorted(history, key=lambda m: m.step)] == [
+        (0, 900.0),
+        (1, 1000.0),
+        (2, 1100.0),
+    ]
+    # The aggregate keeps its own name, one value.
+    assert len(client.get_metric_history(run.info.run_id, "output_tok_s")) == 1

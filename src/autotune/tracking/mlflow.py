@@ -316,6 +316,7 @@ class MlflowTracker(Tracker):
                 params=self._config_params(log.config),
                 metrics=self._trial_metrics(result),
             )
+            self._log_windows(run_id, result, start)
             with tempfile.TemporaryDirectory(prefix="autotune-mlflow-") as tmp:
                 if result.log_path and Path(result.log_path).is_file():
                     redacted = Path(tmp) / Path(result.log_path).name
@@ -427,6 +428,20 @@ class MlflowTracker(Tracker):
         if result.gpu:
             tags["autotune.gpu"] = _tag_value(result.gpu)
         return tags
+
+    def _log_windows(self, run_id: str, result: TrialResult, start: float) -> None:
+        """Each measurement window's objective and throughput as a stepped metric
+        (``<metric>_by_window``, step = window), so the UI charts how a launch warmed up or
+        degraded; the aggregate stays under the metric's own name."""
+        keys = dict.fromkeys([self._metric, "output_tok_s"])
+        stepped = [
+            Metric(_name(f"{key}_by_window"), float(w[key]), int(start * 1000) + step, step)
+            for key in keys
+            for step, w in enumerate(result.windows)
+            if isinstance(w.get(key), int | float) and math.isfinite(w[key])
+        ]
+        for i in range(0, len(stepped), _BATCH):
+            self.client.log_batch(run_id, metrics=stepped[i : i + _BATCH])
 
     @staticmethod
     def _trial_metrics(result: TrialResult) -> dict[str, float]:

@@ -32,10 +32,12 @@ def test_argv_table() -> None:
     assert argv == [
         PY, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "8",
         "-m", "autotune.engines.collective_bench",
-        "--sizes", "42K", "--dtype", "bf16", "--iters", "200", "--samples", "20",
+        "--sizes", "42K", "--dtype", "bf16", "--samples", "20",
         "--warmup", "20", "--mode", "eager", "--allreduce", "nccl",
         "--iters", "500",
     ]  # fmt: skip
+    # A searched option replaces the default instead of following it (each said once).
+    assert argv.count("--iters") == 1
     assert env == {
         "OMP_NUM_THREADS": "1",
         "NCCL_NVLS_ENABLE": "0",

@@ -89,6 +89,18 @@ class CollectiveEngine(Engine):
             "--mode", opts["mode"], "--allreduce", opts["allreduce"],
         ]  # fmt: skip
 
+    def command(
+        self, model: str, args: list[str], env: dict[str, str]
+    ) -> tuple[list[str], dict[str, str]]:
+        # A searched option (``--allreduce``) replaces the default one instead of following
+        # it, so the exported command says each option once.
+        argv, full_env = super().command(model, args, env)
+        cut = argv.index(BENCH_MODULE) + 1
+        end = len(self.base_command(model))
+        given = {a.split("=", 1)[0] for a in argv[end:] if a.startswith("--")}
+        defaults = [x for i in range(cut, end, 2) if argv[i] not in given for x in argv[i : i + 2]]
+        return argv[:cut] + defaults + argv[end:], full_env
+
     def default_env(self) -> dict[str, str]:
         # One thread per rank: torchrun's own default, stated so it does not warn.
         return {"OMP_NUM_THREADS": "1", **ENFORCED_ENV}

@@ -52,7 +52,7 @@ from autotune.study.outcome import CRASH
 from autotune.study.prune import IncumbentPruner, margin_for
 from autotune.study.steering import SteeringOptions, make_risk
 from autotune.study.storage import make_sampler, open_storage, storage_url, study_lock
-from autotune.study.tell import tell_repeat, tell_result, tell_skip
+from autotune.study.tell import Told, tell_repeat, tell_result, tell_skip
 from autotune.tracking.base import Tracker
 
 _logger = logging.getLogger(__name__)
@@ -482,20 +482,7 @@ class Driver:
             )
             self.on_event(Event(EventKind.RETRY, trial.number, config, result, message=message))
             return
-        command = self.real_command(config)
-        told = tell_result(
-            self.study, self.ledger, self.deadends, self.spec, trial, config, result, command
-        )
-        self.tracker.log_trial(
-            TrialLog(
-                study=self.options.study,
-                result=told.result,
-                config=config,
-                argv=command[0],
-                env=command[1],
-                baseline=self.ledger.is_baseline(trial._trial_id),
-            )
-        )
+        told = self._record(trial, config, result, self.ledger.is_baseline(trial._trial_id))
         cause = f" ({result.failure.cause.value})" if result.failure else ""
         _logger.info(
             "trial %d: %s%s, value %s", trial.number, told.outcome.value, cause, told.value
@@ -521,6 +508,26 @@ class Driver:
             outcome=told.outcome,
             value=told.value,
         )
+
+    def _record(
+        self, trial: optuna.Trial, config: dict[str, Any], result: TrialResult, baseline: bool
+    ) -> Told:
+        """Tell a launched trial's result (study, ledger, dead ends) and log it to the tracker."""
+        command = self.real_command(config)
+        told = tell_result(
+            self.study, self.ledger, self.deadends, self.spec, trial, config, result, command
+        )
+        self.tracker.log_trial(
+            TrialLog(
+                study=self.options.study,
+                result=told.result,
+                config=config,
+                argv=command[0],
+                env=command[1],
+                baseline=baseline,
+            )
+        )
+        return told
 
     def _end(self, loop: _Loop) -> None:
         _logger.info("study %r stops: %s", self.options.study, loop.stop_reason)
@@ -631,20 +638,7 @@ class Driver:
             if result.outcome is not Outcome.INFRA or attempt >= self.options.max_infra_retries:
                 break
             attempt += 1
-        command = self.real_command(config)
-        told = tell_result(
-            self.study, self.ledger, self.deadends, self.spec, trial, config, result, command
-        )
-        self.tracker.log_trial(
-            TrialLog(
-                study=self.options.study,
-                result=told.result,
-                config=config,
-                argv=command[0],
-                env=command[1],
-                baseline=key == CONFIRM_BASELINE,
-            )
-        )
+        told = self._record(trial, config, result, key == CONFIRM_BASELINE)
         metric = self.spec.objective.metric
         value = told.value if told.outcome is Outcome.OK else None
         reason = "" if value is not None else told.outcome.value

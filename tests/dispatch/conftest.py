@@ -26,12 +26,13 @@ class LocalRay:
         self.state = state  # the node state folder its workers use (fixed when they start)
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="module")
 def local_ray() -> Iterator[LocalRay]:
-    """One local Ray instance for tests/dispatch (Ray starts slowly); its own temp folder.
+    """One local Ray instance per test module (Ray starts slowly); its own temp folder.
 
-    Package-scoped: it is shut down before other packages' tests start Ray instances of their
-    own (``ray.init`` twice in one process fails).
+    Module-scoped: it is shut down before other modules' tests start Ray instances of their
+    own (``ray.init`` twice in one process fails; a "package" scope did not end it in a full
+    run, the tests folders being plain directories).
 
     Executors built while it runs join it (``RayExecutor`` does not start or stop an
     instance it did not start), so each test pays for a trial, not for a Ray start.

@@ -110,6 +110,9 @@ def connected(loopback: Loopback) -> Iterator[Loopback]:
     """This test process as a Ray driver of the cluster."""
     import ray
 
+    if ray.is_initialized():
+        # An instance another test module of this process joined or left: drive this cluster.
+        ray.shutdown()
     ray.init(
         address=loopback.address,
         log_to_driver=False,

@@ -1,7 +1,8 @@
 """A study with confirmation on an H200: `transformers serve`, real launch noise, real rounds.
 
-The baseline (`transformers serve` defaults) is launched three times, TPE searches, and the
-top three candidates are relaunched interleaved with the baseline until the ranking settles.
+The baseline (`transformers serve` defaults) is launched three times, the search runs over
+`tests/gpu/h200-confirm.yaml`, and the top two candidates are relaunched interleaved with the
+baseline until the ranking settles.
 What it found (rounds, medians, the gain with its 95% interval, the cost) is written to
 $AUTOTUNE_GPU_OUT for docs/gpu-results.md. Run with tests/gpu/run.sh on the H200:
 
@@ -23,10 +24,19 @@ pytestmark = pytest.mark.gpu
 CLI = [sys.executable, "-m", "autotune.cli"]
 
 
-def _cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        CLI + args, cwd=cwd, env=env, capture_output=True, text=True, timeout=1500
-    )
+def _cli(
+    args: list[str], env: dict[str, str], cwd: Path, console: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    if console is None:
+        proc = subprocess.run(
+            CLI + args, cwd=cwd, env=env, capture_output=True, text=True, timeout=1500
+        )
+    else:  # written as it runs: a run cut short by a time limit still leaves its console
+        with console.open("w") as f:
+            code = subprocess.run(
+                CLI + args, cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT, timeout=1500
+            ).returncode
+        proc = subprocess.CompletedProcess(CLI + args, code, console.read_text(), "")
     sys.stdout.write(proc.stdout[-20000:])
     sys.stderr.write(proc.stderr[-5000:])
     return proc
@@ -40,12 +50,12 @@ def test_h200_study_with_confirmation_reports_a_gain_with_its_interval(tmp_path:
         "AUTOTUNE_NODE_STATE": str(tmp_path / "node-state"),
     }
     where = ["--study", "h200-confirm", "--study-root", str(tmp_path / "studies")]
-    n = os.environ.get("AUTOTUNE_GPU_TRIALS", "10")
+    n = os.environ.get("AUTOTUNE_GPU_TRIALS", "8")
     start = _cli(
         [
             "start",
             "--space",
-            str(ROOT / "search_spaces" / "h200.yaml"),
+            str(ROOT / "tests" / "gpu" / "h200-confirm.yaml"),
             *where,
             "--executor",
             "local",
@@ -57,14 +67,15 @@ def test_h200_study_with_confirmation_reports_a_gain_with_its_interval(tmp_path:
             "--baseline-launches",
             "3",
             "--confirm",
-            "3",
+            "2",
             "--confirm-rounds",
-            "5",
+            "4",
+            *os.environ.get("AUTOTUNE_GPU_START_ARGS", "").split(),
         ],
         env,
         tmp_path,
+        out / "h200-confirm-console.txt",
     )
-    (out / "h200-confirm-console.txt").write_text(start.stdout)
     assert start.returncode == 0
     status = _cli(["status", *where, "--json"], env, tmp_path)
     assert status.returncode == 0

@@ -255,3 +255,40 @@ def test_a_skip_kind_from_a_newer_version_is_read_with_a_warning(
         (trial,) = Ledger(study).trials()
     assert trial.skip is not None and trial.skip.kind is SkipKind.CONSTRAINT
     assert "future" in caplog.text
+
+
+def test_a_confirmed_study_shows_the_baseline_from_its_confirmation_launches(
+    tmp_path: Path,
+) -> None:
+    """The winner's figure is its confirmed median; the baseline beside it must come from the
+    same rounds, or "1,095 vs baseline 66" would not match the +1249% printed next to it."""
+    from autotune.study.confirm import BASELINE, Candidate, Confirmation, Launch, decide
+
+    study = _study(tmp_path)
+    ledger = Ledger(study)
+    ledger.write_study(StudyRecord(name="s", metric="tok_s"))
+    base, best = {"bs": 8}, {"bs": 16}
+
+    def add(config: dict[str, Any], value: float, **extra: Any) -> None:
+        record = TrialRecord(
+            number=0,
+            state="COMPLETE",
+            outcome=Outcome.OK,
+            config=config,
+            metrics={"tok_s": value},
+            **extra,
+        )
+        _add(study, trial_attrs(record), value=value)
+
+    for v in (60.0, 62.0, 64.0):
+        add(base, v, baseline=True)
+    add(best, 1300.0)
+    record = Confirmation(direction="maximize", candidates=[Candidate("trial 3", best, 3)])
+    for r, (b, a) in enumerate([(100.0, 1200.0), (90.0, 1100.0), (80.0, 1000.0)], start=1):
+        add(base, b, baseline=True, confirm_round=r, confirm_key=BASELINE)
+        add(best, a, confirm_round=r, confirm_key="trial 3")
+        record.launches += [Launch(r, BASELINE, b, 1.0), Launch(r, "trial 3", a, 1.0)]
+    decide(record, ["trial 3"], 1, 0.95)
+    ledger.write_confirmation(record)
+    s = ledger.summary()
+    assert s.confirmed and (s.best_value, s.baseline_value) == (1100.0, 90.0)

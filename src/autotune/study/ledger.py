@@ -406,7 +406,12 @@ class Ledger:
         v = self.verdict(trials)
         top = self.best(trials, v)
         base = self.baseline(trials)
-        base_value = v.baseline.median if v.baseline is not None else None
+        # The baseline figure shown beside the winner comes from the same launches as the
+        # winner's: its confirmation launches when the study confirmed, else all of them.
+        base_value = None
+        if v.baseline is not None:
+            values = v.baseline.confirm_values if v.confirmed else []
+            base_value = float(statistics.median(values)) if values else v.baseline.median
         confirmation = None
         if study.confirmation:
             raw = study.confirmation

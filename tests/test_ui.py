@@ -74,3 +74,19 @@ def test_the_node_notes_each_phase_beside_the_log(tmp_path: Path) -> None:
     assert (tmp_path / "trial-0003-a0.phase").read_text() == "warmup"
     watcher.advance(Phase.LOAD)  # never back
     assert (tmp_path / "trial-0003-a0.phase").read_text() == "warmup"
+
+
+def test_an_early_stopped_trial_says_what_it_read_and_why() -> None:
+    out = io.StringIO()
+    view = ProgressView(Console(file=out, width=120), "output_tok_s", simulated=False)
+    r = TrialResult(
+        study="s",
+        number=4,
+        outcome=Outcome.PRUNED,
+        timings=Timings(total_s=22.0),
+        windows=[{"output_tok_s": 93.06}],
+    )
+    with view:
+        view(Event(EventKind.RESULT, 4, result=r, outcome=Outcome.PRUNED))
+    line = next(x for x in out.getvalue().splitlines() if "#4" in x)
+    assert "stopped after 1 window(s): output_tok_s=93.06 cannot beat the best" in line

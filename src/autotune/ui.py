@@ -171,6 +171,12 @@ class ProgressView:
             elif r is not None and r.failure is not None:
                 f = r.failure
                 detail = escape(f"{f.cause.value} at {f.phase.value}: {f.message}")
+            elif outcome is Outcome.PRUNED and r is not None and r.windows:
+                read = r.windows[-1].get(self.metric)
+                detail = (
+                    f"stopped after {len(r.windows)} window(s): {self.metric}={_fmt(read)}"
+                    f"{self.sim} cannot beat the best so far"
+                )
             else:
                 detail = ""
             secs = f" ({seconds(r.timings.total_s)})" if r is not None else ""

@@ -156,6 +156,99 @@ class Limits(_Frozen):
     gpu_release_s: float = Field(120.0, ge=0)
 
 
+class Goodput(_Frozen):
+    """Per-request bounds (simulated-or-measured milliseconds) a request must meet to count
+    toward goodput, as DistServe and vLLM's ``--goodput`` define it; None: no bound."""
+
+    ttft_ms: float | None = Field(None, gt=0)
+    tpot_ms: float | None = Field(None, gt=0)  # (e2e - ttft) / (tokens - 1)
+    itl_ms: float | None = Field(None, gt=0)  # the request's largest gap between tokens
+    e2e_ms: float | None = Field(None, gt=0)
+
+    @model_validator(mode="after")
+    def _some_bound(self) -> Goodput:
+        if not any(v is not None for v in self.bounds().values()):
+            raise ValueError("give at least one bound: ttft_ms, tpot_ms, itl_ms or e2e_ms")
+        return self
+
+    def bounds(self) -> dict[str, float | None]:
+        """``{name: bound}`` for every per-request quantity."""
+        return {
+            "ttft_ms": self.ttft_ms,
+            "tpot_ms": self.tpot_ms,
+            "itl_ms": self.itl_ms,
+            "e2e_ms": self.e2e_ms,
+        }
+
+
+class Sweep(_Frozen):
+    """Load steps on one running server: a list or a geometric range of concurrencies (or
+    request rates), or the highest load that meets every SLO, found by bisection."""
+
+    over: Literal["concurrency", "rate"] = "concurrency"
+    mode: Literal["steps", "max_under_slo"] = "steps"
+    values: list[float] | None = None  # the loads to step through (mode steps)
+    low: float | None = Field(None, gt=0)  # a geometric range, or the bisection's bounds
+    high: float | None = Field(None, gt=0)
+    factor: float = Field(2.0, gt=1)  # ratio between steps of a geometric range
+    probes: int = Field(8, ge=2, le=64)  # most loads a bisection measures, bounds included
+    tolerance: float = Field(0.1, gt=0, lt=1)  # a bisection stops when (high-low)/low is below
+
+    def loads(self) -> list[float]:
+        """The loads of mode ``steps``, ascending (a geometric range ends at ``high``)."""
+        if self.values is not None:
+            return sorted(self.values)
+        assert self.low is not None and self.high is not None
+        out: list[float] = []
+        load = self.low
+        while load < self.high * (1 - 1e-9):
+            out.append(self.round(load))
+            load *= self.factor
+        out.append(self.round(self.high))
+        return sorted(set(out))
+
+    def round(self, load: float) -> float:
+        """A concurrency is a whole number of requests in flight; a rate stays as it is."""
+        return float(max(1, round(load))) if self.over == "concurrency" else load
+
+    @property
+    def metric(self) -> str:
+        """The metric that reports the highest load meeting every SLO."""
+        return f"max_{self.over}_under_slo"
+
+
+class Scenario(_Frozen):
+    """One named traffic shape measured on the running server, with its own SLO.
+
+    ``name`` prefixes its metrics (``chat.ttft_p99_ms``); the implicit scenario of a space
+    with a single ``workload:`` has no name, and its metrics no prefix.
+    """
+
+    name: str = Field("", pattern=r"^([A-Za-z_][A-Za-z0-9_-]*)?$")
+    workload: Workload = Field(default_factory=Workload)
+    slo: dict[str, float] = Field(default_factory=dict)  # upper bounds on its metrics
+    sweep: Sweep | None = None
+    goodput: Goodput | None = None
+
+    @property
+    def prefix(self) -> str:
+        """What its metric names start with: ``"chat."``, or nothing for the implicit one."""
+        return f"{self.name}." if self.name else ""
+
+
+class Combine(_Frozen):
+    """How the objective metric(s) over several scenarios become one value per trial.
+
+    ``weighted_sum`` and ``weighted_mean`` weigh each scenario's value (1 when not named);
+    ``worst`` takes the worst scenario: the minimum of a metric maximised, the maximum of
+    one minimised.
+    """
+
+    how: Literal["weighted_sum", "weighted_mean", "worst"] = "weighted_mean"
+    weights: dict[str, float] = Field(default_factory=dict)
+    metrics: dict[str, Literal["maximize", "minimize"]] = Field(default_factory=dict)
+
+
 class TrialSpec(_Frozen):
     """Everything a node needs to run one trial; built by the driver from one configuration."""
 
@@ -182,6 +275,10 @@ class TrialSpec(_Frozen):
     simulated: bool = False
     attempt: int = 0  # infra retries so far
     avoid_nodes: list[str] = Field(default_factory=list)  # nodes where an infra failure happened
+    # Named scenarios measured one after another on the same server; empty: the one implicit
+    # scenario of ``workload`` (today's windows and peak). ``combine`` makes the objective.
+    scenarios: list[Scenario] = Field(default_factory=list)
+    combine: Combine | None = None
 
 
 class Stats(_Frozen):
@@ -290,6 +387,27 @@ class PeakLoad(_Frozen):
     metrics: dict[str, float] = Field(default_factory=dict)  # the window's Metrics.flat()
 
 
+class SweepStep(_Frozen):
+    """One load of a sweep or bisection: its metrics and whether it met every SLO."""
+
+    load: float  # the concurrency or the request rate
+    metrics: dict[str, float] = Field(default_factory=dict)  # Metrics.flat() (+ goodput)
+    meets_slo: bool = True
+    requested: int = 0
+    failed: int = 0
+
+
+class ScenarioResult(_Frozen):
+    """What one scenario measured (unprefixed metric names; the trial's ``metrics`` holds
+    them prefixed)."""
+
+    name: str
+    metrics: dict[str, float] = Field(default_factory=dict)
+    windows: list[dict[str, float]] = Field(default_factory=list)
+    over: str | None = None  # the swept quantity, when it swept
+    steps: list[SweepStep] = Field(default_factory=list)  # in the order measured
+
+
 class TrialResult(_Frozen):
     """What one trial produced, sent back from the node."""
 
@@ -313,3 +431,4 @@ class TrialResult(_Frozen):
     windows: list[dict[str, float]] = Field(default_factory=list)
     peak: PeakLoad | None = None  # None: no peak window ran (job mode, failed before it)
     gpu: str = ""  # the GPUs it ran on, e.g. "8x NVIDIA H200" ("" without a GPU or NVML)
+    scenarios: list[ScenarioResult] = Field(default_factory=list)  # named or swept ones

@@ -78,3 +78,13 @@ def test_a_study_without_scenarios_has_no_sweep_plot(tmp_path: Path) -> None:
     study = make_study(tmp_path)
     assert scenario_rows(study) == []
     assert "sweep_curve.png" not in {p.name for p in report.plots(study, tmp_path / "r")}
+
+
+def test_status_lines_show_each_scenario_and_its_sweep(tmp_path: Path) -> None:
+    from autotune.report_sweep import scenario_lines
+
+    record = TrialRecord(number=0, state="COMPLETE", scenarios=[_swept(8.0)])
+    assert scenario_lines(record) == [
+        "chat: output_tok_s 80 · max_concurrency_under_slo 8",
+        "  concurrency sweep: 4 ok · 8 ok · 16 miss · 64 miss",
+    ]

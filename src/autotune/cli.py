@@ -674,6 +674,11 @@ def status(
     best = report.best(s)
     if best is not None and best.value is not None:
         _gain_lines(summary, best)
+    if best is not None and best.scenarios:
+        from autotune.report_sweep import scenario_lines
+
+        for line in scenario_lines(best):
+            console.print(f"  {line}", markup=False)
 
 
 def _show_trial(s: Any, number: int, as_json: bool) -> None:
@@ -704,6 +709,10 @@ def _show_trial(s: Any, number: int, as_json: bool) -> None:
     ):
         if text:
             p(f"{label}: {text}", markup=False)
+    from autotune.report_sweep import scenario_lines
+
+    for line in scenario_lines(r):
+        p(line, markup=False)
     if env or argv:
         import shlex
 

@@ -63,6 +63,23 @@ def scenarios_html(study: Any) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def scenario_lines(record: TrialRecord) -> list[str]:
+    """One line per scenario of a trial (headline figures), and one per sweep (each load it
+    measured and whether that load met every SLO); empty without scenarios."""
+    lines = []
+    for scenario in record.scenarios:
+        metrics = scenario.get("metrics") or {}
+        figures = " · ".join(f"{k} {fmt.metric(metrics[k])}" for k in _HEADLINE if k in metrics)
+        lines.append(f"{scenario.get('name') or 'workload'}: {figures}")
+        steps = sorted(scenario.get("steps") or [], key=lambda s: s["load"])
+        if steps:
+            marks = " · ".join(
+                f"{s['load']:g} {'ok' if s.get('meets_slo') else 'miss'}" for s in steps
+            )
+            lines.append(f"  {scenario.get('over') or 'load'} sweep: {marks}")
+    return lines
+
+
 def sweep_figure(study: Any) -> Any:
     """Throughput and p99 TTFT against load for every swept scenario of the best trial and
     the baseline; None when nothing swept."""
@@ -118,4 +135,4 @@ def sweep_figure(study: Any) -> Any:
     return fig
 
 
-__all__ = ["scenario_rows", "scenarios_html", "sweep_figure"]
+__all__ = ["scenario_lines", "scenario_rows", "scenarios_html", "sweep_figure"]

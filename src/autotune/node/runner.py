@@ -348,7 +348,8 @@ class _Trial:
             warm = bench.run_load(
                 url,
                 workload,
-                bench.make_prompts(workload, workload.warmup_requests, kind="warmup"),
+                kind="warmup",
+                count=workload.warmup_requests,
                 concurrency=min(workload.concurrency, workload.warmup_requests),
                 abort=abort,
                 limit_s=spec.limits.benchmark_s,
@@ -387,14 +388,13 @@ class _Trial:
         A dedicated peak window that fails requests while the server stays up is not a
         failure of the trial: its windows stand and ``self.peak.survived`` says False.
         """
-        workload = self.spec.workload
+        workload = bench.in_server_time(self.spec.workload, self.time_scale)
         dedicated = workload.peak > workload.concurrency
         for index in range(workload.windows):
             result = bench.run_load(
                 url,
                 workload,
-                bench.make_prompts(workload, workload.num_requests, kind=_window_kind(index)),
-                concurrency=workload.concurrency,
+                kind=_window_kind(index),
                 abort=abort,
                 limit_s=self.spec.limits.benchmark_s,
             )
@@ -415,7 +415,8 @@ class _Trial:
         result = bench.run_load(
             url,
             workload,
-            bench.make_prompts(workload, count, kind="peak"),
+            kind="peak",
+            count=count,
             concurrency=workload.peak,
             abort=abort,
             limit_s=self.spec.limits.benchmark_s,

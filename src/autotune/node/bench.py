@@ -142,6 +142,7 @@ class BenchResult:
     state: str = "done"
     requested: int = 0
     lag_s: list[float] = field(default_factory=list)
+    start: float = 0.0  # time.perf_counter() when the window began (arrivals count from it)
 
     @property
     def completed(self) -> int:
@@ -598,7 +599,12 @@ async def run_load_async(
     ends = [r.end for r in window.records if r.ok]
     finish = max(ends) if ends and state == "done" else time.perf_counter()
     return BenchResult(
-        window.records, max(0.0, finish - start), state, requested=window.requested, lag_s=lag
+        window.records,
+        max(0.0, finish - start),
+        state,
+        requested=window.requested,
+        lag_s=lag,
+        start=start,
     )
 
 

@@ -124,3 +124,19 @@ def test_bisection_finds_the_server_capacity_without_relaunching(make_spec: Spec
     assert result.metrics.completed == 14  # the metrics of the answer: concurrency 6
     log = open(result.log_path or "").read()
     assert log.count("fired up and ready to roll") == 1
+
+
+def test_a_rate_sweep_steps_an_open_loop_on_one_server(make_spec: SpecMaker) -> None:
+    # 503 past 4 requests in flight; each answer takes ~160 ms: 5 req/s fits, 100 does not.
+    workload = Workload(num_requests=6, output_len=16, warmup_requests=0)
+    plan = Sweep(over="rate", values=[100, 5])
+    spec = make_spec(
+        server_argv("--reject-above", "4", "--rate", "100"),
+        scenarios=[Scenario(name="chat", workload=workload, slo={"failed": 0.5}, sweep=plan)],
+    )
+    result = run_trial(spec)
+    assert result.outcome == Outcome.OK, result.failure
+    steps = result.scenarios[0].steps
+    assert [(s.load, s.meets_slo) for s in steps] == [(5, True), (100, False)]
+    assert result.metrics is not None
+    assert result.metrics.flat()["chat.max_rate_under_slo"] == 5

@@ -156,11 +156,11 @@ BAD = [
         "give either 'workload' (one scenario) or 'scenarios'",
     ),
     (
-        "mode: max_under_slo",
-        "over: rate, mode: max_under_slo",
+        "workload: {concurrency: 2, prompt_len: 4000}",
+        "workload: {rate: 2, prompt_len: 4000}",
         18,
-        "scenarios[1].sweep.over",
-        "rate",
+        "scenarios[1].sweep",
+        "a sweep over concurrency runs a closed loop, but the workload has a rate",
     ),
     (
         "    goodput: {ttft_ms: 5000}",

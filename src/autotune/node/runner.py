@@ -364,7 +364,8 @@ class _Trial:
             warm = bench.run_load(
                 url,
                 workload,
-                bench.make_prompts(workload, workload.warmup_requests, kind="warmup"),
+                kind="warmup",
+                count=workload.warmup_requests,
                 concurrency=min(workload.concurrency, workload.warmup_requests),
                 abort=abort,
                 limit_s=spec.limits.benchmark_s,
@@ -447,24 +448,24 @@ class _Trial:
         scenario: Scenario,
         load: float,
     ) -> sweep.Measured | None:
-        """One load of a sweep: a window at that concurrency; None when the server failed.
+        """One load of a sweep: a window at that concurrency (closed loop) or request rate
+        (open loop); None when the server failed.
 
         Failed requests while the server stays up are a load it cannot serve (the step
         misses the SLO), not a crash.
         """
         assert scenario.sweep is not None
         base = scenario.workload
-        workload = base.model_copy(update={"concurrency": int(load), "peak_concurrency": None})
+        if scenario.sweep.over == "rate":
+            update: dict[str, Any] = {"rate": load}
+        else:
+            update = {"concurrency": int(load), "peak_concurrency": None}
+        workload = bench.in_server_time(base.model_copy(update=update), self.time_scale)
         # Each probe its own prompts: a prefix cache warmed by one load does not flatter the next.
         self.steps_run += 1
         kind = f"{scenario.name or 'sweep'}:{scenario.sweep.over}={load:g}:{self.steps_run}"
         result = bench.run_load(
-            url,
-            workload,
-            bench.make_prompts(workload, workload.num_requests, kind=kind),
-            concurrency=workload.concurrency,
-            abort=abort,
-            limit_s=self.spec.limits.benchmark_s,
+            url, workload, kind=kind, abort=abort, limit_s=self.spec.limits.benchmark_s
         )
         verdict = self._check_load(result, watcher, health, Phase.BENCHMARK)
         if verdict is not None and verdict.kind not in ("bench_errors", "bench_timeout"):
@@ -503,7 +504,7 @@ class _Trial:
         A dedicated peak window that fails requests while the server stays up is not a
         failure of the trial: its windows stand and the peak's ``survived`` says False.
         """
-        workload = scenario.workload
+        workload = bench.in_server_time(scenario.workload, self.time_scale)
         named = f"{scenario.name}:" if scenario.name else ""
         dedicated = workload.peak > workload.concurrency
         peak: PeakLoad | None = None
@@ -511,10 +512,7 @@ class _Trial:
             result = bench.run_load(
                 url,
                 workload,
-                bench.make_prompts(
-                    workload, workload.num_requests, kind=named + _window_kind(index)
-                ),
-                concurrency=workload.concurrency,
+                kind=named + _window_kind(index),
                 abort=abort,
                 limit_s=self.spec.limits.benchmark_s,
             )
@@ -539,7 +537,8 @@ class _Trial:
         result = bench.run_load(
             url,
             workload,
-            bench.make_prompts(workload, count, kind=named + "peak"),
+            kind=named + "peak",
+            count=count,
             concurrency=workload.peak,
             abort=abort,
             limit_s=self.spec.limits.benchmark_s,

@@ -154,10 +154,10 @@ def _check_scenario(s: Scenario, at: tuple[str | int, ...]) -> None:
         return
     sw = s.sweep
     where = (*at, "sweep")
-    if sw.over == "rate" and not _has_rate(s):
+    if sw.over == "concurrency" and s.workload.rate is not None:
         raise _err(
-            "a sweep over 'rate' needs open-loop arrivals, which this workload model does not "
-            "have yet (sweep over: concurrency)",
+            "a sweep over concurrency runs a closed loop, but the workload has a rate (sweep "
+            "over: rate, or remove rate from the workload)",
             (*where, "over"),
         )
     if sw.mode == "max_under_slo":
@@ -192,10 +192,6 @@ def _check_scenario(s: Scenario, at: tuple[str | int, ...]) -> None:
         raise _err(
             f"low ({sw.low:g}) must be below high ({sw.high:g}) (swap them)", (*where, "low")
         )
-
-
-def _has_rate(s: Scenario) -> bool:
-    return "request_rate" in type(s.workload).model_fields
 
 
 def _check_combine(spec: StudySpec, names: list[str]) -> None:

@@ -213,3 +213,22 @@ def test_bad_implicit_sweeps(
     assert main(["validate", str(space)]) == 2
     err = capsys.readouterr().err.strip()
     assert f": {field}: " in err and words in err, err
+
+
+def test_a_scenarios_prompt_file_is_read_relative_to_the_space(tmp_path: Path) -> None:
+    (tmp_path / "docs.jsonl").write_text(
+        '{"prompt": "what is in the contract?", "output_len": 16}\n'
+    )
+    text = GOOD.replace(
+        "workload: {concurrency: 8}",
+        "workload: {concurrency: 8, prompt_len: dataset, prompts: {source: jsonl, path: docs.jsonl}}",
+    )
+    space = tmp_path / "s.yaml"
+    space.write_text(text)
+    spec = load(space)
+    assert spec.scenarios is not None
+    items = spec.scenarios[0].workload.prompts.items
+    assert [i.turns for i in items] == [("what is in the contract?",)]
+    space.write_text(text.replace("docs.jsonl", "missing.jsonl"))
+    with pytest.raises(Exception, match=r"s\.yaml:12: scenarios\[0\]\.workload"):
+        load(space)

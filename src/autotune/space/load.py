@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from autotune.errors import ConfigError
 from autotune.models import WRITTEN, FieldError
+from autotune.space.scenarios import materialise_scenarios
 from autotune.space.schema import LocatedError, StudySpec
 from autotune.space.workload import DatasetError, materialise
 
@@ -146,6 +147,10 @@ def _run(text: str, source: str) -> tuple[StudySpec | None, list[ConfigError]]:
             errors.append(_error(str(exc), at, lines, source))
         else:
             spec = spec.model_copy(update={"workload": workload})
+    if spec is not None and not errors and spec.scenarios:
+        # Each scenario's prompt file too (space/scenarios.py).
+        spec, problems = materialise_scenarios(spec, Path(source).parent)
+        errors.extend(_error(message, at, lines, source) for message, at in problems)
     if errors:
         return None, sorted(errors, key=lambda e: e.line or 0)
     assert spec is not None

@@ -13,6 +13,7 @@ before.
 from __future__ import annotations
 
 import difflib
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autotune.models import Combine, Scenario
@@ -86,6 +87,25 @@ def slo_bounds(spec: StudySpec) -> dict[str, float]:
     for s in spec.scenarios or []:
         out.update({f"{s.name}.{k}": v for k, v in s.slo.items()})
     return out
+
+
+def materialise_scenarios(
+    spec: StudySpec, base: Path
+) -> tuple[StudySpec, list[tuple[str, tuple[str | int, ...]]]]:
+    """``spec`` with each scenario's prompt file read into its workload (as the loader does
+    for ``workload:``), and the problems found as ``(message, path)``."""
+    from autotune.space.workload import DatasetError, materialise
+
+    problems: list[tuple[str, tuple[str | int, ...]]] = []
+    out = []
+    for i, s in enumerate(spec.scenarios or []):
+        try:
+            out.append(s.model_copy(update={"workload": materialise(s.workload, base)}))
+        except DatasetError as exc:
+            problems.append((str(exc), ("scenarios", i, "workload", "prompts", "path")))
+    if problems:
+        return spec, problems
+    return spec.model_copy(update={"scenarios": out}), []
 
 
 def check(spec: StudySpec) -> None:
@@ -272,6 +292,7 @@ __all__ = [
     "check",
     "combine",
     "declared",
+    "materialise_scenarios",
     "metrics_of",
     "plan",
     "slo_bounds",

@@ -221,7 +221,8 @@ def test_a_scenarios_prompt_file_is_read_relative_to_the_space(tmp_path: Path) -
     )
     text = GOOD.replace(
         "workload: {concurrency: 8}",
-        "workload: {concurrency: 8, prompt_len: dataset, prompts: {source: jsonl, path: docs.jsonl}}",
+        "workload: {concurrency: 8, prompt_len: dataset, "
+        "prompts: {source: jsonl, path: docs.jsonl}}",
     )
     space = tmp_path / "s.yaml"
     space.write_text(text)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from autotune.sim.args import build_parser, to_launch
 from autotune.sim.model import SimConfig, max_running_requests, memory_plan
@@ -87,7 +87,7 @@ def _request(i: int, prompt: Prompt, arrival: float) -> SimRequest:
     return SimRequest(f"r{i}", text, tokens, out, arrival=arrival)
 
 
-def _drain(sched: Scheduler, now: float, pending: list[SimRequest]) -> float:
+def drain(sched: Scheduler, now: float, pending: list[SimRequest]) -> float:
     """Run iterations until ``pending`` arrivals are all submitted and everything finished."""
     pending = sorted(pending, key=lambda r: r.arrival)
     i = 0
@@ -111,7 +111,7 @@ def run_open(sched: Scheduler, prompts: list[Prompt], rate: float, seed: int = 0
     for i, prompt in enumerate(prompts):
         reqs.append(_request(i, prompt, t))
         t += rng.expovariate(rate)
-    end = _drain(sched, 0.0, reqs)
+    end = drain(sched, 0.0, reqs)
     return Result.of(reqs, end, sched)
 
 
@@ -158,6 +158,7 @@ class Result:
     itl_p99_s: float
     hit_rate: float
     ttft_max_s: float
+    reqs: tuple[SimRequest, ...] = field(default=(), repr=False, compare=False)
 
     @classmethod
     def of(cls, reqs: list[SimRequest], end: float, sched: Scheduler) -> Result:
@@ -176,4 +177,5 @@ class Result:
             itl_p99_s=_pct(itl, 0.99),
             hit_rate=sched.cache.hit_rate,
             ttft_max_s=max(ttft, default=0.0),
+            reqs=tuple(sorted(reqs, key=lambda r: r.arrival)),
         )

@@ -87,6 +87,14 @@ def _request(i: int, prompt: Prompt, arrival: float) -> SimRequest:
     return SimRequest(f"r{i}", text, tokens, out, arrival=arrival)
 
 
+def _submit(sched: Scheduler, req: SimRequest) -> None:
+    """Submit, or mark refused (never fits the KV pool): it ends with no token at arrival."""
+    try:
+        sched.submit(req)
+    except ValueError:
+        req.finished_at = req.arrival
+
+
 def drain(sched: Scheduler, now: float, pending: list[SimRequest]) -> float:
     """Run iterations until ``pending`` arrivals are all submitted and everything finished."""
     pending = sorted(pending, key=lambda r: r.arrival)
@@ -95,7 +103,7 @@ def drain(sched: Scheduler, now: float, pending: list[SimRequest]) -> float:
         if not sched.busy():
             now = max(now, pending[i].arrival)
         while i < len(pending) and pending[i].arrival <= now:
-            sched.submit(pending[i])
+            _submit(sched, pending[i])
             i += 1
         it = sched.plan(now)
         if it is None:
@@ -118,23 +126,20 @@ def run_open(sched: Scheduler, prompts: list[Prompt], rate: float, seed: int = 0
 def run_closed(sched: Scheduler, prompts: list[Prompt], concurrency: int) -> Result:
     """Send ``prompts`` from ``concurrency`` clients, each sending its next when one ends."""
     reqs = [_request(i, p, 0.0) for i, p in enumerate(prompts)]
-    queue, now, sent = list(reqs), 0.0, 0
-    for req in queue[:concurrency]:
-        sched.submit(req)
-        sent += 1
-    while sched.busy():
-        it = sched.plan(now)
+    now, sent, active = 0.0, 0, 0
+    while True:
+        while active < concurrency and sent < len(reqs):
+            reqs[sent].arrival = now
+            _submit(sched, reqs[sent])
+            active += reqs[sent].finished_at is None
+            sent += 1
+        it = sched.plan(now) if sched.busy() else None
         if it is None:
             break
         now += it.duration
-        before = sum(1 for r in reqs[:sent] if r.finished_at is not None)
+        before = sched.finished
         sched.complete(it)
-        after = sum(1 for r in reqs[:sent] if r.finished_at is not None)
-        for _ in range(after - before):
-            if sent < len(queue):
-                queue[sent].arrival = now
-                sched.submit(queue[sent])
-                sent += 1
+        active -= sched.finished - before
     return Result.of(reqs, now, sched)
 
 
@@ -158,6 +163,7 @@ class Result:
     itl_p99_s: float
     hit_rate: float
     ttft_max_s: float
+    refused: int
     reqs: tuple[SimRequest, ...] = field(default=(), repr=False, compare=False)
 
     @classmethod
@@ -177,5 +183,6 @@ class Result:
             itl_p99_s=_pct(itl, 0.99),
             hit_rate=sched.cache.hit_rate,
             ttft_max_s=max(ttft, default=0.0),
+            refused=sum(1 for r in reqs if not r.token_times and r.max_new > 0),
             reqs=tuple(sorted(reqs, key=lambda r: r.arrival)),
         )

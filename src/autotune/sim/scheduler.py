@@ -133,6 +133,7 @@ class Scheduler:
         self.generated = 0  # tokens since the last decode log line
         self.last_log_t = 0.0
         self.total_generated = 0
+        self.finished = 0  # requests ended (finished or aborted)
         self.spec_tokens = 0
         self.spec_cycles = 0
         self.last_gen_tok_s = 0.0
@@ -341,6 +342,7 @@ class Scheduler:
         if req in self.running:
             self.running.remove(req)
         req.finished_at = t
+        self.finished += 1
         req.private = 0
         out: list[int] = []
         if keep_output and self.cache.enabled and isinstance(req.prompt, str):

@@ -241,3 +241,26 @@ def test_an_idle_server_burns_no_cpu(launch_sim) -> None:  # type: ignore[no-unt
     time.sleep(2.0)
     # The scheduler thread waits on a condition; only the 50 ms stop/HTTP polls remain.
     assert cpu_s() - before < 0.2
+
+
+def test_requests_beyond_max_running_requests_queue_on_the_server(launch_sim) -> None:  # type: ignore[no-untyped-def]
+    import concurrent.futures
+
+    server = launch_sim("--max-running-requests", "2", AUTOTUNE_SIM_TIME_SCALE="20")
+
+    def one(i: int) -> int:
+        body = {"text": f"request {i} " * 30, "sampling_params": {"max_new_tokens": 50}}
+        reply = httpx.post(f"{server.url}/generate", json=body, timeout=60).json()
+        return int(reply["meta_info"]["completion_tokens"])
+
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:
+        assert list(pool.map(one, range(6))) == [50] * 6
+    lines = [
+        x for x in server.log().splitlines() if "Prefill batch, " in x or "Decode batch, " in x
+    ]
+    queued = [int(x.rsplit("#queue-req: ", 1)[1].split(",")[0]) for x in lines]
+    running = [int(x.split("#running-req: ")[1].split(",")[0]) for x in lines if "Decode" in x]
+    assert max(queued) >= 2 and running and max(running) <= 2
+    sched = server.info()["simulation"]["scheduler"]  # type: ignore[index]
+    assert sched["max_running_requests"] == 2 and sched["num_queue_reqs"] == 0
+    assert sched["generation_tokens_total"] >= 300

@@ -18,6 +18,7 @@ import signal
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Iterator
 from typing import Any
 
@@ -200,7 +201,26 @@ class SimState:
                 self.inflight -= 1
 
     def _loop(self) -> None:
-        """The scheduler thread: plan, sleep to the iteration's end, complete; wait when idle."""
+        """The scheduler thread; a bug in it ends the server as a scheduler failure does in
+        SGLang (traceback, then SIGKILL), never with streams left hanging."""
+        try:
+            self._iterate()
+        except BaseException:
+            self.log.line(
+                "Scheduler hit an exception: " + traceback.format_exc().rstrip(),
+                rank="TP0",
+                level="error",
+            )
+            self.log.line(
+                "Received sigquit from a child process. It usually means the child failed.",
+                rank=None,
+                level="error",
+            )
+            sys.stderr.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def _iterate(self) -> None:
+        """Plan, sleep to the iteration's end, complete; wait on the condition when idle."""
         scale = self.settings.time_scale
         last_end: float | None = None
         while True:

@@ -81,8 +81,9 @@ def _narrow(sweep: Sweep, low: float, high: float) -> bool:
 def _middle(sweep: Sweep, low: float, high: float) -> float:
     mid = math.sqrt(low * high)  # loads span decades: halve the ratio, not the difference
     if sweep.over == "concurrency":
-        mid = float(min(max(round(mid), low + 1), high - 1))
-    return mid
+        return float(min(max(round(mid), low + 1), high - 1))
+    short = float(f"{mid:.3g}")  # a rate people can read and reuse, when it stays inside
+    return short if low < short < high else mid
 
 
 def _bisect(sweep: Sweep, measure: MeasureFn) -> Outcome:

@@ -528,7 +528,7 @@ class Combine(_Frozen):
 
     how: Literal["weighted_sum", "weighted_mean", "worst"] = "weighted_mean"
     weights: dict[str, float] = Field(default_factory=dict)
-    metrics: dict[str, Literal["maximize", "minimize"]] = Field(default_factory=dict)
+    metrics: dict[str, str] = Field(default_factory=dict)  # objective metric -> direction
 
 
 class TrialSpec(_Frozen):

@@ -74,8 +74,7 @@ def scenario_lines(record: TrialRecord) -> list[str]:
         steps = sorted(scenario.get("steps") or [], key=lambda s: s["load"])
         if steps:
             marks = " · ".join(
-                f"{fmt.metric(s['load'])} {'ok' if s.get('meets_slo') else 'miss'}"
-                for s in steps
+                f"{fmt.metric(s['load'])} {'ok' if s.get('meets_slo') else 'miss'}" for s in steps
             )
             lines.append(f"  {scenario.get('over') or 'load'} sweep: {marks}")
     return lines

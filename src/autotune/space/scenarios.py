@@ -77,8 +77,16 @@ def combine(spec: StudySpec) -> Combine | None:
     return Combine(
         how=c.how if c is not None else "weighted_mean",
         weights=dict(c.weights) if c is not None else {},
-        metrics={spec.objective.metric: spec.objective.direction},
+        metrics=dict(objectives(spec)),
     )
+
+
+def objectives(spec: StudySpec) -> list[tuple[str, str]]:
+    """``(metric, direction)`` of every objective, the primary first (a multi-objective
+    space lists them under ``objective.metrics``)."""
+    several = getattr(spec.objective, "metrics", None) or []
+    pairs = [(str(o.metric), str(o.direction)) for o in several]
+    return pairs or [(spec.objective.metric, spec.objective.direction)]
 
 
 def slo_bounds(spec: StudySpec) -> dict[str, float]:
@@ -271,19 +279,27 @@ def _check_top_slo(spec: StudySpec) -> None:
 
 
 def _check_objective(spec: StudySpec) -> None:
-    metric = spec.objective.metric
     plan_ = plan(spec)
-    s, name = _split(metric, spec)
-    scenarios = [s] if s is not None else plan_
-    for sc in scenarios:
-        known = metrics_of(sc)
-        if name not in known:
-            who = f"scenario {sc.name!r}" if sc.name else "the workload"
-            raise _err(
-                f"objective metric {metric!r} is not reported by {who}{_hint(name, known)} "
-                f"(known: {', '.join(sorted(known))})",
-                ("objective", "metric"),
+    several = len(objectives(spec)) > 1
+    for i, (metric, _direction) in enumerate(objectives(spec)):
+        at: tuple[str | int, ...] = (
+            ("objective", "metrics", i, "metric")
+            if several
+            else (
+                "objective",
+                "metric",
             )
+        )
+        s, name = _split(metric, spec)
+        for sc in [s] if s is not None else plan_:
+            known = metrics_of(sc)
+            if name not in known:
+                who = f"scenario {sc.name!r}" if sc.name else "the workload"
+                raise _err(
+                    f"objective metric {metric!r} is not reported by {who}{_hint(name, known)} "
+                    f"(known: {', '.join(sorted(known))})",
+                    at,
+                )
 
 
 __all__ = [
@@ -294,6 +310,7 @@ __all__ = [
     "declared",
     "materialise_scenarios",
     "metrics_of",
+    "objectives",
     "plan",
     "slo_bounds",
 ]

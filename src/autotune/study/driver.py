@@ -212,7 +212,10 @@ class Driver:
 
     def _check_resume(self, stored: StudyRecord) -> None:
         new = self.spec.model_dump(mode="json")
-        for key in ("engine", "model", "parameters", "constraints", "fixed", "objective"):
+        # What the objective means: a study made before scenarios has none of the last four,
+        # and a space without them dumps them as null, so it still resumes.
+        keys = ("engine", "model", "parameters", "constraints", "fixed", "objective")
+        for key in (*keys, "scenarios", "sweep", "goodput", "combine"):
             if stored.space.get(key) != new.get(key):
                 raise StudyError(
                     f"study {self.options.study!r} was made from a different space "

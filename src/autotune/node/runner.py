@@ -11,6 +11,11 @@ Then the peak: a dedicated window at ``workload.peak_concurrency`` when it is ab
 concurrency, otherwise the last window. ``TrialResult.peak`` says whether the configuration
 survived it without failed requests; one that did not is no winner, though its windows stand.
 
+Several scenarios (``TrialSpec.scenarios``) are measured one after another on the same
+server, each with its own windows and peak, or a load sweep (``node/sweep.py``: load steps, or
+the highest load within the scenario's SLO by bisection); ``node/scenarios.py`` names their
+metrics and combines the objective. ``TrialResult.scenarios`` keeps each one's result.
+
 Intermediate values for a pruner: ``run_trial(spec, on_window=f)`` calls ``f(index, flat)``
 after each window, on the node, as it completes; ``True`` stops the trial (``pruned``). A
 caller that cannot reach the node's thread (a remote executor) reads the same values, in
@@ -409,7 +414,7 @@ class _Trial:
         results: list[tuple[ScenarioResult, Metrics]] = []
         peaks: list[PeakLoad] = []
         for scenario in plan:
-            swept: sweep.Outcome | None = None
+            swept: sweep.Found | None = None
             windows: list[Metrics] = self.windows if implicit else []
             if scenario.sweep is None:
                 verdict, peak = self._windows(

@@ -15,11 +15,11 @@ from collections.abc import Mapping, Sequence
 
 from autotune.models import Combine, Metrics, Scenario, ScenarioResult
 from autotune.node import bench
-from autotune.node.sweep import Outcome
+from autotune.node.sweep import Found
 
 
 def scenario_metrics(
-    scenario: Scenario, windows: Sequence[Metrics], swept: Outcome | None
+    scenario: Scenario, windows: Sequence[Metrics], swept: Found | None
 ) -> tuple[ScenarioResult, Metrics]:
     """One scenario's result (unprefixed) and the metrics that stand for it.
 

@@ -36,7 +36,7 @@ MeasureFn = Callable[[float], Measured | None]
 
 
 @dataclass
-class Outcome:
+class Found:
     """What a sweep found: every load it measured, in order, and the one that answers it."""
 
     measured: list[Measured]
@@ -45,7 +45,7 @@ class Outcome:
     failed: bool = False  # the server failed during the sweep
 
 
-def run(sweep: Sweep, slo: Mapping[str, float], measure: MeasureFn) -> Outcome:
+def run(sweep: Sweep, slo: Mapping[str, float], measure: MeasureFn) -> Found:
     """Measure the loads ``sweep`` asks for with ``measure`` and say what they showed."""
     if sweep.mode == "max_under_slo":
         return _bisect(sweep, measure)
@@ -53,22 +53,22 @@ def run(sweep: Sweep, slo: Mapping[str, float], measure: MeasureFn) -> Outcome:
     for load in sweep.loads():
         got = measure(load)
         if got is None:
-            return Outcome(measured, None, 0.0, failed=True)
+            return Found(measured, None, 0.0, failed=True)
         measured.append(got)
     return _answer(measured, bool(slo))
 
 
-def _answer(measured: list[Measured], has_slo: bool) -> Outcome:
+def _answer(measured: list[Measured], has_slo: bool) -> Found:
     if not has_slo:
         top = max(measured, key=lambda m: m.step.load, default=None)
-        return Outcome(measured, top, top.step.load if top else 0.0)
+        return Found(measured, top, top.step.load if top else 0.0)
     ok = [m for m in measured if m.step.meets_slo]
     best = max(ok, key=lambda m: m.step.load, default=None)
     if best is None:
         # Nothing met the SLO: the lowest load stands for the trial, and misses it.
         low = min(measured, key=lambda m: m.step.load, default=None)
-        return Outcome(measured, low, 0.0)
-    return Outcome(measured, best, best.step.load)
+        return Found(measured, low, 0.0)
+    return Found(measured, best, best.step.load)
 
 
 def _narrow(sweep: Sweep, low: float, high: float) -> bool:
@@ -86,7 +86,7 @@ def _middle(sweep: Sweep, low: float, high: float) -> float:
     return short if low < short < high else mid
 
 
-def _bisect(sweep: Sweep, measure: MeasureFn) -> Outcome:
+def _bisect(sweep: Sweep, measure: MeasureFn) -> Found:
     assert sweep.low is not None and sweep.high is not None
     low, high = sweep.round(sweep.low), sweep.round(sweep.high)
     measured: list[Measured] = []
@@ -99,24 +99,24 @@ def _bisect(sweep: Sweep, measure: MeasureFn) -> Outcome:
 
     first = probe(low)
     if first is None:
-        return Outcome(measured, None, 0.0, failed=True)
+        return Found(measured, None, 0.0, failed=True)
     if not first.step.meets_slo:
-        return Outcome(measured, first, 0.0)  # even the lowest load misses the SLO
+        return Found(measured, first, 0.0)  # even the lowest load misses the SLO
     best = first
     top = probe(high)
     if top is None:
-        return Outcome(measured, best, best.step.load, failed=True)
+        return Found(measured, best, best.step.load, failed=True)
     if top.step.meets_slo:
-        return Outcome(measured, top, top.step.load)  # the whole range meets it
+        return Found(measured, top, top.step.load)  # the whole range meets it
     while len(measured) < sweep.probes and not _narrow(sweep, low, high):
         got = probe(_middle(sweep, low, high))
         if got is None:
-            return Outcome(measured, best, best.step.load, failed=True)
+            return Found(measured, best, best.step.load, failed=True)
         if got.step.meets_slo:
             low, best = got.step.load, got
         else:
             high = got.step.load
-    return Outcome(measured, best, best.step.load)
+    return Found(measured, best, best.step.load)
 
 
-__all__ = ["MeasureFn", "Measured", "Outcome", "run"]
+__all__ = ["Found", "MeasureFn", "Measured", "run"]

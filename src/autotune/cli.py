@@ -835,8 +835,18 @@ def validate(space: Annotated[Path, typer.Argument(help="The search-space YAML f
     console.print(
         f"[green]ok[/] {space}: engine {spec.engine.name}, {n} parameter{'s' * (n != 1)}, "
         f"{len(spec.constraints)} constraint(s), objective {spec.objective.direction} "
-        f"{spec.objective.metric}"
+        f"{spec.objective.metric}{_scenarios_note(spec)}"
     )
+
+
+def _scenarios_note(spec: Any) -> str:
+    """``, scenarios chat, long (worst)`` or ``, sweep over rate (max_under_slo)``."""
+    if spec.scenarios:
+        how = spec.combine.how if spec.combine is not None else "weighted_mean"
+        return f", scenarios {', '.join(s.name for s in spec.scenarios)} ({how})"
+    if spec.sweep is not None:
+        return f", sweep over {spec.sweep.over} ({spec.sweep.mode})"
+    return ""
 
 
 @app.command()

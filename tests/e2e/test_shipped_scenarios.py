@@ -67,9 +67,18 @@ def _run(space: dict[str, Any], tmp_path: Path, env: dict[str, str]) -> dict[str
     return data
 
 
-@pytest.mark.parametrize("name", ["chat-slo.yaml", "rag-prefix.yaml"])
-def test_the_shipped_space_validates(name: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("chat-slo.yaml", "sweep over rate (max_under_slo)"),
+        ("rag-prefix.yaml", "scenarios rag, chat (weighted_sum)"),
+    ],
+)
+def test_the_shipped_space_validates(
+    name: str, says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["validate", str(SPACES / name)]) == 0
+    assert says in capsys.readouterr().out
 
 
 def test_chat_slo_bisects_the_rate_on_the_stand_in(tmp_path: Path, cli_env: dict[str, str]) -> None:

@@ -237,7 +237,7 @@ def test_a_scenarios_prompt_file_is_read_relative_to_the_space(tmp_path: Path) -
 
 def test_the_examples_in_docs_workloads_load() -> None:
     text = (Path(__file__).resolve().parents[2] / "docs" / "workloads.md").read_text()
-    section = text.split("## Scenarios, sweeps and SLOs", 1)[1]
+    section = text.split("## Scenarios, sweeps and SLOs", 1)[1].split("## Field reference")[0]
     blocks = [b.split("```")[0] for b in section.split("```yaml\n")[1:]]
     assert len(blocks) >= 4
     base = GOOD.split("objective:")[0]  # engine, model, parameters

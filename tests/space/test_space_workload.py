@@ -259,3 +259,10 @@ def test_a_large_file_travels_as_a_capped_sample(tmp_path: Path) -> None:
     assert len(w.prompts.items) == MAX_ITEMS
     # Seeded: the same sample every load.
     assert load(space).workload.prompts.items == w.prompts.items
+
+
+def test_docs_field_reference_is_the_models() -> None:
+    from autotune.space.workload import reference
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "workloads.md").read_text()
+    assert doc.endswith(reference()), "regenerate: docs/workloads.md's field reference"

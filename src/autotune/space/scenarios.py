@@ -16,7 +16,7 @@ import difflib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from autotune.models import Combine, Scenario
+from autotune.models import Combine, Metrics, Scenario
 
 if TYPE_CHECKING:
     from autotune.space.schema import StudySpec
@@ -26,9 +26,7 @@ _STATS = [
     f"{n}_{k}_ms" for n in ("ttft", "itl", "e2e", "tpot") for k in ("mean", "p50", "p90", "p99")
 ]
 BASE_METRICS = frozenset(
-    ["output_tok_s", "request_s", "completed", "failed", "output_tokens", "duration_s"]
-    + _STATS
-    + ["accept_length", "peak_failed_requests"]
+    [*Metrics().flat(), *_STATS, "accept_length", "peak_failed_requests", "send_lag_p99_ms"]
 )
 GOODPUT_METRICS = frozenset({"goodput_req_s", "goodput_miss_pct"})
 

@@ -189,3 +189,28 @@ def _conversation(entry: Any, prompts: Prompts) -> DatasetItem | None:
     return DatasetItem(
         turns=tuple(users), prompt_len=prompt_len, output_len=output_len, answer_lens=tuple(answers)
     )
+
+
+def reference() -> str:
+    """The field reference of docs/workloads.md, as Markdown tables from the models' own
+    field descriptions (a test holds the document to it)."""
+    from pydantic import BaseModel
+
+    from autotune.models import LengthDist
+
+    def table(model: type[BaseModel], prefix: str) -> list[str]:
+        out = ["| key | default | meaning |", "| --- | --- | --- |"]
+        for name, info in model.model_fields.items():
+            if info.is_required():
+                default = "required"
+            else:
+                value = info.get_default(call_default_factory=True)
+                default = "" if isinstance(value, BaseModel) else f"`{json.dumps(value)}`"
+            text = " ".join((info.description or "").split()).replace("|", "\\|")
+            out.append(f"| `{prefix}{name}` | {default} | {text} |")
+        return out
+
+    lines = ["### `workload`", "", *table(Workload, "")]
+    lines += ["", "### `workload.prompts`", "", *table(Prompts, "prompts.")]
+    lines += ["", "### A length distribution", "", *table(LengthDist, "")]
+    return "\n".join(lines) + "\n"

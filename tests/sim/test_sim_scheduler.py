@@ -158,3 +158,9 @@ def test_a_request_larger_than_the_pool_is_refused_not_queued_forever() -> None:
     sched = scheduler_for(["--max-total-tokens", "1000"])
     with pytest.raises(ValueError, match="max_total_num_tokens=1000"):
         sched.submit(SimRequest("big", "x" * 4000, 1000, 10))
+
+
+def test_disabling_chunked_prefill_reserves_activations_for_a_whole_prefill_batch() -> None:
+    chunked = scheduler_for(["--chunked-prefill-size", "8192"]).sched.pool_tokens
+    whole = scheduler_for(["--chunked-prefill-size", "-1"]).sched.pool_tokens
+    assert whole < chunked  # the default fraction leaves room for 16384-token activations

@@ -130,6 +130,15 @@ def test_lpm_keeps_the_hit_rate_where_fcfs_thrashes_a_small_pool() -> None:
     assert run("lpm", 40000) == pytest.approx(run("fcfs", 40000), abs=0.05)
 
 
+def test_lpm_holds_back_requests_whose_prefix_the_same_batch_computes() -> None:
+    burst = shared_prefix_prompts(groups=4, per_group=8, prefix=2000, suffix=64, out=64)
+    fcfs = run_closed(scheduler_for([]), burst, 16)
+    lpm = run_closed(scheduler_for(["--schedule-policy", "lpm"]), burst, 16)
+    # fcfs prefills each group's prefix four times in the first batch; lpm once.
+    assert lpm.hit_rate > fcfs.hit_rate + 0.05
+    assert lpm.output_tok_s > fcfs.output_tok_s
+
+
 def test_a_small_kv_pool_from_mem_fraction_static_evicts_the_groups() -> None:
     traffic = shared_prefix_prompts(groups=16, per_group=6, prefix=1024, suffix=64, out=32)
     small = scheduler_for(["--mem-fraction-static", "0.03"])
@@ -158,3 +167,9 @@ def test_a_request_larger_than_the_pool_is_refused_not_queued_forever() -> None:
     sched = scheduler_for(["--max-total-tokens", "1000"])
     with pytest.raises(ValueError, match="max_total_num_tokens=1000"):
         sched.submit(SimRequest("big", "x" * 4000, 1000, 10))
+
+
+def test_disabling_chunked_prefill_reserves_activations_for_a_whole_prefill_batch() -> None:
+    chunked = scheduler_for(["--chunked-prefill-size", "8192"]).sched.pool_tokens
+    whole = scheduler_for(["--chunked-prefill-size", "-1"]).sched.pool_tokens
+    assert whole < chunked  # the default fraction leaves room for 16384-token activations

@@ -353,7 +353,10 @@ def draft_weights_gb(cfg: SimConfig) -> float:
 
 
 def _graph_need_gb(cfg: SimConfig, prof: HardwareProfile) -> float:
-    activations = prof.activation_gb_per_1k_prefill * max(cfg.chunked_prefill_size, 2048) / 1024
+    # The largest prefill forward sizes the activations: one chunk, or without chunking a
+    # whole --max-prefill-tokens batch (or more: one long prompt may exceed it).
+    chunk = cfg.chunked_prefill_size if cfg.chunked_prefill_size > 0 else cfg.max_prefill_tokens
+    activations = prof.activation_gb_per_1k_prefill * max(chunk, 2048) / 1024
     return graph_gb(cfg, prof) + activations + prof.capture_margin_gb
 
 

@@ -91,7 +91,7 @@ def _submit(sched: Scheduler, req: SimRequest) -> None:
     """Submit, or mark refused (never fits the KV pool): it ends with no token at arrival."""
     try:
         sched.submit(req)
-    except ValueError:
+    except ValueError:  # refused, as the server answers 400: counted in Result.refused
         req.finished_at = req.arrival
 
 

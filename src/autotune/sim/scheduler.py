@@ -14,8 +14,9 @@ does:
   no room for the prompt and its output, even after evicting the prefix cache; beyond that
   requests wait in the queue (``#queue-req``);
 - the waiting queue is ordered by ``--schedule-policy`` (``lpm``: longest cached prefix
-  first); cached prefix tokens (``radix.PrefixCache``, off with ``--disable-radix-cache``)
-  are not prefilled again.
+  first, and a request whose uncached prefix another one in the same batch computes waits a
+  round to hit the cache); cached prefix tokens (``radix.PrefixCache``, off with
+  ``--disable-radix-cache``) are not prefilled again.
 
 The server drives one :class:`Scheduler` with a wall clock (``server.py``); tests and the
 bench drive it with ``replay.py`` in simulated time only.
@@ -38,6 +39,7 @@ from autotune.sim.model import (
 from autotune.sim.profiles import HardwareProfile
 from autotune.sim.radix import BLOCK_TOKENS, PrefixCache, block_keys
 
+IN_BATCH_BLOCKS = 2  # 32 tokens: SGLang's in-batch prefix-caching thresholds
 DECODE_LOG_INTERVAL = 40  # SGLang's --decode-log-interval default: one line per 40 decodes
 VOCAB = (
     "the model runs on eight GPUs and every layer waits for an allreduce across the bus while "
@@ -216,10 +218,17 @@ class Scheduler:
         """New requests for this prefill, in policy order, within the budgets and the pool."""
         pieces: list[tuple[SimRequest, int]] = []
         slots = self.sched.max_running - len(self.running) - (1 if self.chunked else 0)
+        in_batch: set[int] = set()  # blocks this prefill is about to compute
+        lpm = self.sched.policy in ("lpm", "dfs-weight") and self.cache.enabled
         for req in self._ordered_waiting():
             if slots <= 0 or room <= 0:
                 break
             hit = min(self.cache.match(req.keys), (req.prompt_tokens - 1) // BLOCK_TOKENS)
+            fresh = req.keys[hit : hit + IN_BATCH_BLOCKS]
+            if lpm and len(fresh) == IN_BATCH_BLOCKS and all(k in in_batch for k in fresh):
+                # SGLang's in-batch prefix check: a request whose uncached prefix another one
+                # in this batch computes waits one round and then hits the cache.
+                continue
             extend = req.prompt_tokens - hit * BLOCK_TOKENS
             if pieces and extend > budget:
                 break  # the first request may exceed the budget alone, as in SGLang
@@ -232,6 +241,8 @@ class Scheduler:
             req.private = extend + req.max_new
             self.cache.record(req.cached, req.prompt_tokens)
             self.waiting.remove(req)
+            if lpm:
+                in_batch.update(req.keys[hit:])
             slots -= 1
             n = min(extend, room)
             pieces.append((req, n))

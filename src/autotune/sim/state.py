@@ -218,6 +218,7 @@ class SimState:
             )
             sys.stderr.flush()
             os.kill(os.getpid(), signal.SIGKILL)
+            raise  # not reached: SIGKILL ends the process
 
     def _iterate(self) -> None:
         """Plan, sleep to the iteration's end, complete; wait on the condition when idle."""

@@ -32,9 +32,10 @@ def _swept(capacity: float) -> dict[str, object]:
     )
 
 
-def _study(tmp_path: Path) -> optuna.Study:
+def _study(tmp_path: Path, baseline_first: bool = False) -> optuna.Study:
     study = make_study(tmp_path, simulated=True)
-    for number, (bs, capacity, baseline) in enumerate([(1, 8.0, False), (2, 16.0, False)]):
+    plan = [(1, 8.0, baseline_first), (2, 16.0, False)]
+    for number, (bs, capacity, baseline) in enumerate(plan):
         record = TrialRecord(
             number=number,
             state="COMPLETE",
@@ -88,3 +89,11 @@ def test_status_lines_show_each_scenario_and_its_sweep(tmp_path: Path) -> None:
         "chat: output_tok_s 80 · max_concurrency_under_slo 8",
         "  concurrency sweep: 4 ok · 8 ok · 16 miss · 64 miss",
     ]
+
+
+def test_the_searchs_best_is_shown_when_noise_keeps_the_baseline(tmp_path: Path) -> None:
+    # One launch each cannot beat the baseline beyond noise: the answer stays the baseline,
+    # and the search's best is shown beside it.
+    rows = scenario_rows(_study(tmp_path, baseline_first=True))
+    assert ["best (trial 0)", "chat", "max_concurrency_under_slo", "8"] in rows
+    assert ["search's best (trial 1)", "chat", "max_concurrency_under_slo", "16"] in rows

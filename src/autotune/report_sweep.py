@@ -16,7 +16,7 @@ from typing import Any
 
 from autotune import fmt
 from autotune.records import TrialRecord
-from autotune.report import SIMULATED_LABEL, baseline, best, is_simulated
+from autotune.report import SIMULATED_LABEL, baseline, best, is_simulated, rows, summary
 
 _HEADLINE = (
     "output_tok_s",
@@ -30,11 +30,18 @@ _HEADLINE = (
 
 
 def _subjects(study: Any) -> list[tuple[str, TrialRecord]]:
+    """The answer, the search's best when the answer is not it (not beyond noise), and the
+    baseline: each once, those with scenarios."""
     out: list[tuple[str, TrialRecord]] = []
     top, base = best(study), baseline(study)
     if top is not None:
         out.append((f"best (trial {top.number})", top))
-    if base is not None and (top is None or base.number != top.number):
+    searched = summary(study).search_best_trial
+    if searched is not None and all(r.number != searched for _, r in out):
+        record = next((r for r in rows(study) if r.number == searched), None)
+        if record is not None:
+            out.append((f"search's best (trial {searched})", record))
+    if base is not None and all(r.number != base.number for _, r in out):
         out.append((f"baseline (trial {base.number})", base))
     return [(label, r) for label, r in out if r.scenarios]
 

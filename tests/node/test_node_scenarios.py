@@ -85,7 +85,8 @@ def test_the_implicit_scenario_is_what_it_always_was() -> None:
 
 
 def test_scenarios_run_one_after_another_on_one_server(make_spec: SpecMaker) -> None:
-    chat = Workload(concurrency=2, num_requests=4, output_len=8, warmup_requests=0, windows=2)
+    # chat at a request rate (open loop), long at a concurrency (closed loop)
+    chat = Workload(rate=40, num_requests=4, output_len=8, warmup_requests=0, windows=2)
     long = Workload(concurrency=1, num_requests=2, output_len=24, warmup_requests=0, windows=2)
     spec = make_spec(
         server_argv("--usage"),

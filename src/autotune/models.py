@@ -438,14 +438,18 @@ class Limits(_Frozen):
     gpu_release_s: float = Field(120.0, ge=0)
 
 
-class Goodput(_Frozen):
+class Goodput(_Described):
     """Per-request bounds (simulated-or-measured milliseconds) a request must meet to count
     toward goodput, as DistServe and vLLM's ``--goodput`` define it; None: no bound."""
 
     ttft_ms: float | None = Field(None, gt=0)
-    tpot_ms: float | None = Field(None, gt=0)  # (e2e - ttft) / (tokens - 1)
-    itl_ms: float | None = Field(None, gt=0)  # the request's largest gap between tokens
+    """The request's time to first token."""
+    tpot_ms: float | None = Field(None, gt=0)
+    """The request's time per output token after the first: (e2e - ttft) / (tokens - 1)."""
+    itl_ms: float | None = Field(None, gt=0)
+    """The request's largest gap between two tokens (a stall its user sees)."""
     e2e_ms: float | None = Field(None, gt=0)
+    """The request's whole time."""
 
     @model_validator(mode="after")
     def _some_bound(self) -> Goodput:
@@ -463,18 +467,26 @@ class Goodput(_Frozen):
         }
 
 
-class Sweep(_Frozen):
+class Sweep(_Described):
     """Load steps on one running server: a list or a geometric range of concurrencies (or
     request rates), or the highest load that meets every SLO, found by bisection."""
 
     over: Literal["concurrency", "rate"] = "concurrency"
+    """concurrency (a closed loop at each load) or rate (an open loop: requests per second)."""
     mode: Literal["steps", "max_under_slo"] = "steps"
-    values: list[float] | None = None  # the loads to step through (mode steps)
-    low: float | None = Field(None, gt=0)  # a geometric range, or the bisection's bounds
+    """steps: measure every load; max_under_slo: the highest load meeting every SLO."""
+    values: list[float] | None = None
+    """steps: the loads to measure (or low/high/factor)."""
+    low: float | None = Field(None, gt=0)
+    """The lowest load: of a geometric range, or the bisection's lower bound."""
     high: float | None = Field(None, gt=0)
-    factor: float = Field(2.0, gt=1)  # ratio between steps of a geometric range
-    probes: int = Field(8, ge=2, le=64)  # most loads a bisection measures, bounds included
-    tolerance: float = Field(0.1, gt=0, lt=1)  # a bisection stops when (high-low)/low is below
+    """The highest load: of a geometric range, or the bisection's upper bound."""
+    factor: float = Field(2.0, gt=1)
+    """steps: the ratio between loads of a geometric range from low to high."""
+    probes: int = Field(8, ge=2, le=64)
+    """max_under_slo: the most loads measured, both bounds included."""
+    tolerance: float = Field(0.1, gt=0, lt=1)
+    """max_under_slo: stop once (high - low) / low is below this."""
 
     def loads(self) -> list[float]:
         """The loads of mode ``steps``, ascending (a geometric range ends at ``high``)."""
@@ -499,7 +511,7 @@ class Sweep(_Frozen):
         return f"max_{self.over}_under_slo"
 
 
-class Scenario(_Frozen):
+class Scenario(_Described):
     """One named traffic shape measured on the running server, with its own SLO.
 
     ``name`` prefixes its metrics (``chat.ttft_p99_ms``); the implicit scenario of a space
@@ -507,10 +519,15 @@ class Scenario(_Frozen):
     """
 
     name: str = Field("", pattern=r"^([A-Za-z_][A-Za-z0-9_-]*)?$")
+    """Prefixes its metrics: chat -> chat.ttft_p99_ms."""
     workload: Workload = Field(default_factory=Workload)
-    slo: dict[str, float] = Field(default_factory=dict)  # upper bounds on its metrics
+    """What this scenario sends."""
+    slo: dict[str, float] = Field(default_factory=dict)
+    """Upper bounds on its metrics; a sweep's bisection searches against them."""
     sweep: Sweep | None = None
+    """Load steps, or the highest load meeting the SLO (bisection)."""
     goodput: Goodput | None = None
+    """Per-request bounds; adds goodput_req_s and goodput_miss_pct."""
 
     @property
     def prefix(self) -> str:

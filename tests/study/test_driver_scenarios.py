@@ -62,3 +62,17 @@ def test_resume_refuses_changed_scenarios(tmp_path: Path) -> None:
     space.write_text(yaml.safe_dump(data))
     with pytest.raises(StudyError, match="combine differs"):
         make_driver(space, tmp_path / "study", n_trials=1, seed=0)
+
+
+def test_a_study_stored_before_scenarios_existed_resumes(tmp_path: Path) -> None:
+    space = toy_space(tmp_path / "toy.yaml", trials=1)
+    first = make_driver(space, tmp_path / "study", n_trials=1, seed=0)
+    first.executor.shutdown()
+    ledger = Ledger(first.study)
+    stored = ledger.study_record()
+    old = {k: v for k, v in stored.space.items() if k not in ("scenarios", "sweep", "goodput")}
+    old.pop("combine", None)
+    ledger.write_study(stored.model_copy(update={"space": old}))  # as an older version wrote
+    again = make_driver(space, tmp_path / "study", n_trials=1, seed=0)  # no StudyError
+    again.executor.shutdown()
+    assert "scenarios" not in Ledger(again.study).study_record().space

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from node_helpers import server_argv
@@ -123,6 +124,9 @@ def test_bisection_finds_the_server_capacity_without_relaunching(make_spec: Spec
     assert [s.load for s in steps][:2] == [1, 32] and len(steps) <= 8
     assert all(s.meets_slo == (s.load <= 6) for s in steps)
     assert result.metrics.completed == 14  # the metrics of the answer: concurrency 6
+    # The progress note beside the log says which load ran last.
+    note = Path(result.log_path or "").with_suffix(".phase").read_text()
+    assert note == f"benchmarking concurrency {steps[-1].load:.3g}"
     log = open(result.log_path or "").read()
     assert log.count("fired up and ready to roll") == 1
 

@@ -24,6 +24,7 @@ the same order, from ``TrialResult.windows`` when the result arrives.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
@@ -202,6 +203,12 @@ class _Trial:
             scenarios=self.scenarios,
             gpu=gpu.describe(self.spec.gpus, self.visible) if self.spec.gpus else "",
         )
+
+    def _note(self, text: str) -> None:
+        """What the benchmark is measuring now, beside the log where the phase is noted, for
+        a progress view on the same host (a scenario, a load of a sweep)."""
+        with contextlib.suppress(OSError):  # a read-only log folder: no progress note
+            self.log_path.with_suffix(".phase").write_text(text)
 
     def _infra(self, cause: Cause, message: str, hint: str) -> TrialResult:
         failure = Failure(
@@ -416,6 +423,8 @@ class _Trial:
         for scenario in plan:
             swept: sweep.Found | None = None
             windows: list[Metrics] = self.windows if implicit else []
+            if scenario.name:
+                self._note(f"benchmarking {scenario.name}")
             if scenario.sweep is None:
                 verdict, peak = self._windows(
                     url, watcher, health, abort, scenario, windows, prune=implicit
@@ -469,6 +478,8 @@ class _Trial:
         # Each probe its own prompts: a prefix cache warmed by one load does not flatter the next.
         self.steps_run += 1
         kind = f"{scenario.name or 'sweep'}:{scenario.sweep.over}={load:g}:{self.steps_run}"
+        where = f"{scenario.name}: " if scenario.name else ""
+        self._note(f"benchmarking {where}{scenario.sweep.over} {load:.3g}")
         result = bench.run_load(
             url, workload, kind=kind, abort=abort, limit_s=self.spec.limits.benchmark_s
         )

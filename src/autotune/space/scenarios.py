@@ -52,11 +52,6 @@ def metrics_of(scenario: Scenario) -> frozenset[str]:
     return frozenset(out)
 
 
-def declared(spec: StudySpec) -> bool:
-    """Whether the space uses any of these parts (otherwise the trial runs as it always did)."""
-    return any(x is not None for x in (spec.scenarios, spec.sweep, spec.goodput, spec.combine))
-
-
 def plan(spec: StudySpec) -> list[Scenario]:
     """The scenarios a trial measures: the named ones, the implicit one when the space sweeps
     or counts goodput, or none (the workload's windows and peak, as always)."""
@@ -305,7 +300,6 @@ __all__ = [
     "GOODPUT_METRICS",
     "check",
     "combine",
-    "declared",
     "materialise_scenarios",
     "metrics_of",
     "objectives",

@@ -589,7 +589,7 @@ async def run_load_async(
                 state = "timeout"
             if state != "done":
                 main.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
+                with contextlib.suppress(asyncio.CancelledError):  # ours: records so far stand
                     await main
                 break
         if state == "done":

@@ -75,6 +75,7 @@ def test_abort_stops_the_run(fixture_server: Start) -> None:
     )
     assert time.monotonic() - start < 1.5
     assert result.state == "aborted" and result.completed == 0
+    assert result.requested == 4  # the planned requests, started or not
 
 
 def test_prompts_are_deterministic_and_sized() -> None:

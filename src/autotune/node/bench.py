@@ -602,7 +602,9 @@ async def run_load_async(
         window.records,
         max(0.0, finish - start),
         state,
-        requested=window.requested,
+        # Planned requests (all of them, when the window was cut short), or those started
+        # when it ran for a duration.
+        requested=max(window.requested, sum(len(s.turns) for s in sessions)),
         lag_s=lag,
         start=start,
     )

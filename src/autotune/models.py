@@ -382,7 +382,7 @@ class Workload(_Described):
                     "max_concurrency (or remove rate)",
                     ("concurrency",),
                 )
-            if self.peak_concurrency is not None:
+            if self.peak_concurrency is not None and "peak_concurrency" in given:
                 raise FieldError(
                     "peak_concurrency is a closed-loop window (remove it, or remove rate)",
                     ("peak_concurrency",),

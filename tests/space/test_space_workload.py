@@ -122,6 +122,12 @@ CASES: list[tuple[str, str, str, str]] = [
         "set by autotune",
     ),
     (
+        "duration-too-long",
+        "  duration_s: 3600  #<\n",
+        "workload.duration_s",
+        "less than or equal to 600",
+    ),
+    (
         "missing-file",
         "  prompts: {source: jsonl, path: nowhere.jsonl}  #<\n",
         "workload.prompts.path",

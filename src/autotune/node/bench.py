@@ -468,8 +468,6 @@ class _Window:
                 return
             history.append((user, record.text))
             estimate += record.output_tokens
-            if not self.multi:
-                record.text = ""
 
 
 async def run_load_async(

@@ -6,7 +6,8 @@ number of tokens per second, whatever the load), drives it with autotune's load 
 ``bench_serving`` when it can be imported, all in the same run against the same server, and
 prints each one's output tok/s, TTFT and ITL next to the truth. Then the client's capacity:
 streamed tokens per second it can take on one core from a server that streams as fast as it
-can.
+can; and its open loop's timing against that server: how late sends are at 100-1000
+requests/s.
 
     .venv/bin/python bench/loadgen.py                      # 64 streams, 20 tok/s each
     .venv/bin/python bench/loadgen.py --streams 64 --rate 20 --ttft-ms 100 --tokens 200

@@ -23,6 +23,10 @@ another where the OS allows.
         unzip -o /tmp/sgl/sglang-*.whl 'sglang/bench_serving.py' -d /tmp/sgl
     .venv/bin/python bench/workload_fidelity.py --bench-serving /tmp/sgl/sglang/bench_serving.py
 
+Last, chat sessions of 3 turns from the ShareGPT file (``--only session`` alone), which
+bench_serving 0.4.6 cannot send: each turn's TTFT against the server's own for the history
+the turn must carry.
+
 The figures depend on the machine's load: run it on a quiet machine, or several times.
 """
 
@@ -312,6 +316,47 @@ def truth_ttft(workload: Workload, args: argparse.Namespace) -> tuple[float, flo
     return bench.percentile(values, 50), bench.percentile(values, 99)
 
 
+def sessions_check(url: str, args: argparse.Namespace) -> list[str]:
+    """Chat sessions of 3 turns from the ShareGPT file, Poisson: each turn's TTFT against the
+    server's own for the history it must get (bench_serving 0.4.6 has neither chat nor
+    sessions). A client that did not resend the history would read the first turn's."""
+    base = sources()["sharegpt"]
+    workload = base.model_copy(
+        update={
+            "endpoint": "/v1/chat/completions",
+            "model": "m",
+            "turns": 3,
+            "rate": args.rate / 3,
+            "num_requests": args.requests,
+        }
+    )
+    result = bench.run_load(url, workload)
+    if result.failed:
+        raise SystemExit(f"sessions: {result.failed} requests failed: {result.errors()}")
+    truth: dict[int, list[float]] = {}
+    plan = Plan(workload, "bench")
+    sessions = {s.index: s for s in plan.sessions(sessions_for(workload, workload.num_requests))}
+    for record in result.records:
+        s = sessions[record.session]
+        # What the server reads: every user turn and streamed answer so far, then this turn.
+        text = "".join(
+            s.turns[k] + (" tok" * s.output_lens[k] if k < record.turn else "")
+            for k in range(record.turn + 1)
+        )
+        ms = args.ttft_ms + args.prefill_us / 1000 * math.ceil(len(text) / 4)
+        truth.setdefault(record.turn, []).append(ms)
+    out = []
+    for turn in sorted(truth):
+        m = result.metrics(turn=turn)
+        assert m.ttft_ms is not None
+        p50 = bench.percentile(sorted(truth[turn]), 50)
+        out.append(
+            f"| turn {turn + 1} | {m.completed} | {m.input_tokens / max(1, m.completed):.0f} | "
+            f"{p50:.1f} | {m.ttft_ms.p50 - p50:+.1f} |"
+        )
+    return out
+
+
 def _diff(ours: float, theirs: float) -> float:
     return ours / theirs - 1 if theirs else float("nan")
 
@@ -382,6 +427,7 @@ def main(argv: list[str] | None = None) -> None:
                         f"{ours['ttft_p99'] - p99:+.1f} | {theirs['ttft_p99'] - p99:+.1f} |"
                     )
                     print(rows[-1], flush=True)
+        session_rows = sessions_check(url, args) if not args.only or "session" in args.only else []
     finally:
         proc.terminate()
         proc.wait()
@@ -393,6 +439,14 @@ def main(argv: list[str] | None = None) -> None:
     print("| case | truth p50 | autotune | bench_serving | truth p99 | autotune | bench_serving |")
     print("| --- " * 7 + "|")
     print("\n".join(truths))
+    if session_rows:
+        print(
+            f"\nChat sessions of 3 turns from the ShareGPT file, Poisson {args.rate / 3:.3g} "
+            "sessions/s (no bench_serving counterpart): TTFT against the server's own\n"
+        )
+        print("| turn | requests | mean input tokens | truth TTFT p50 ms | autotune, over |")
+        print("| --- " * 5 + "|")
+        print("\n".join(session_rows))
     print("\nlargest difference: " + ", ".join(f"{k} {v:.2%}" for k, v in worst.items()))
 
 

@@ -338,8 +338,11 @@ class Workload(_Described):
     """gamma: the shape of the gaps (1: Poisson; below 1: burstier, CV = 1/sqrt(burstiness))."""
     max_concurrency: int | None = Field(None, ge=1)
     """Open loop: at most this many requests in flight; arrivals wait (null: no cap)."""
-    duration_s: float | None = Field(None, gt=0)
-    """Send for this long per window instead of num_requests (open loop: arrivals in it)."""
+    # At most 600 s: a window, with its last requests draining, must end within the node's
+    # benchmark limit (Limits.benchmark_s, 900 s).
+    duration_s: float | None = Field(None, gt=0, le=600)
+    """Send for this long per window instead of num_requests (open loop: arrivals in it;
+    at most 600 s)."""
     prompts: Prompts = Field(default_factory=Prompts)
     """Where prompts come from (source: generated, jsonl, sharegpt, shared_prefix)."""
     turns: int = Field(1, ge=1, le=64)
@@ -382,7 +385,7 @@ class Workload(_Described):
                     "max_concurrency (or remove rate)",
                     ("concurrency",),
                 )
-            if self.peak_concurrency is not None:
+            if self.peak_concurrency is not None and "peak_concurrency" in given:
                 raise FieldError(
                     "peak_concurrency is a closed-loop window (remove it, or remove rate)",
                     ("peak_concurrency",),

@@ -188,3 +188,41 @@ def test_closed_loop_for_a_duration(fixture_server: Start) -> None:
     assert result.state == "done" and result.completed >= 3
     assert result.requested == result.completed
     assert all(r.start - result.start < 0.5 for r in result.records)
+
+
+def test_a_trial_sends_a_file_sample_in_an_open_loop_of_sessions(
+    make_spec: Callable[..., object], tmp_path: Path
+) -> None:
+    from node_helpers import server_argv
+
+    from autotune.models import Outcome, TrialSpec
+    from autotune.node import run_trial
+
+    record = tmp_path / "bodies.jsonl"
+    items = tuple(
+        DatasetItem(turns=(f"first {i}", f"second {i}"), prompt_len=3, answer_lens=(4, 5))
+        for i in range(3)
+    )
+    workload = {
+        "endpoint": "/v1/chat/completions",
+        "rate": 50.0,
+        "arrival": "gamma",
+        "burstiness": 0.5,
+        "turns": 2,
+        "num_requests": 6,
+        "windows": 2,
+        "warmup_requests": 1,
+        "output_len": "dataset",
+        "prompts": Prompts(source="sharegpt", path="/elsewhere.json", items=items),
+    }
+    spec = make_spec(server_argv("--record", str(record)), workload=workload)
+    assert isinstance(spec, TrialSpec)
+    # What a Ray node gets: the spec as JSON, prompts included.
+    result = run_trial(TrialSpec.model_validate_json(spec.model_dump_json()))
+    assert result.outcome == Outcome.OK, result.failure
+    assert result.metrics is not None and result.metrics.completed == 2 * 6
+    assert result.metrics.output_tokens == 2 * 3 * (4 + 5)
+    assert "send_lag_p99_ms" in result.metrics.extra
+    sent = [json.loads(line)["body"] for line in record.read_text().splitlines()]
+    asked = {m["content"] for b in sent for m in b["messages"] if m["role"] == "user"}
+    assert asked == {f"{w} {i}" for w in ("first", "second") for i in range(3)}

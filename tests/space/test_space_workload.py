@@ -122,6 +122,12 @@ CASES: list[tuple[str, str, str, str]] = [
         "set by autotune",
     ),
     (
+        "duration-too-long",
+        "  duration_s: 3600  #<\n",
+        "workload.duration_s",
+        "less than or equal to 600",
+    ),
+    (
         "missing-file",
         "  prompts: {source: jsonl, path: nowhere.jsonl}  #<\n",
         "workload.prompts.path",
@@ -266,3 +272,12 @@ def test_docs_field_reference_is_the_models() -> None:
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "workloads.md").read_text()
     assert doc.endswith(reference()), "regenerate: docs/workloads.md's field reference"
+
+
+def test_a_swept_copy_crosses_hosts() -> None:
+    # A load sweep sets rate on a copy of a closed-loop workload; the node validates the
+    # JSON it gets without the space file's strictness.
+    closed = Workload(concurrency=16, peak_concurrency=32, num_requests=10)
+    swept = closed.model_copy(update={"rate": 4.0})
+    back = Workload.model_validate_json(swept.model_dump_json())
+    assert back.open_loop and back.concurrency == 16

@@ -468,8 +468,6 @@ class _Window:
                 return
             history.append((user, record.text))
             estimate += record.output_tokens
-            if not self.multi:
-                record.text = ""
 
 
 async def run_load_async(
@@ -589,7 +587,7 @@ async def run_load_async(
                 state = "timeout"
             if state != "done":
                 main.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
+                with contextlib.suppress(asyncio.CancelledError):  # ours: records so far stand
                     await main
                 break
         if state == "done":
@@ -602,7 +600,9 @@ async def run_load_async(
         window.records,
         max(0.0, finish - start),
         state,
-        requested=window.requested,
+        # Planned requests (all of them, when the window was cut short), or those started
+        # when it ran for a duration.
+        requested=max(window.requested, sum(len(s.turns) for s in sessions)),
         lag_s=lag,
         start=start,
     )

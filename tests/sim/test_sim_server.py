@@ -238,9 +238,9 @@ def test_an_idle_server_burns_no_cpu(launch_sim) -> None:  # type: ignore[no-unt
         return (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
 
     before = cpu_s()
-    time.sleep(2.0)
+    time.sleep(1.0)
     # The scheduler thread waits on a condition; only the 50 ms stop/HTTP polls remain.
-    assert cpu_s() - before < 0.2
+    assert cpu_s() - before < 0.1
 
 
 def test_requests_beyond_max_running_requests_queue_on_the_server(launch_sim) -> None:  # type: ignore[no-untyped-def]

@@ -144,7 +144,13 @@ def through_server(prompts: list[Prompt], rate: float, seed: int, scale: float =
         took = (time.monotonic() - start) * scale
         wall = time.monotonic() - wall0
         busy, client_busy = (_cpu_s(proc.pid) - cpu0) / wall, (time.process_time() - mine) / wall
-        print(f"(CPU: live server {busy:.0%} of a core, client {client_busy:.0%})", file=sys.stderr)
+        sched = httpx.get(f"{url}/get_server_info", timeout=5).json()["simulation"]["scheduler"]
+        print(
+            f"(CPU: live server {busy:.0%} of a core, client {client_busy:.0%}; the server's "
+            f"scheduler woke late by p50 {sched['lag_ms_p50']} / p99 {sched['lag_ms_p99']} / "
+            f"max {sched['lag_ms_max']} simulated ms)",
+            file=sys.stderr,
+        )
         return (
             f"| live server, scale {scale:g} | `default` | {tokens[0] / took:.0f} | "
             f"{_pct(ttft, 0.5) * 1000:.0f} | {_pct(ttft, 0.99) * 1000:.0f} | "

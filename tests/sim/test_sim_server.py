@@ -238,9 +238,9 @@ def test_an_idle_server_burns_no_cpu(launch_sim) -> None:  # type: ignore[no-unt
         return (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
 
     before = cpu_s()
-    time.sleep(2.0)
+    time.sleep(1.0)
     # The scheduler thread waits on a condition; only the 50 ms stop/HTTP polls remain.
-    assert cpu_s() - before < 0.2
+    assert cpu_s() - before < 0.1
 
 
 def test_requests_beyond_max_running_requests_queue_on_the_server(launch_sim) -> None:  # type: ignore[no-untyped-def]
@@ -248,13 +248,17 @@ def test_requests_beyond_max_running_requests_queue_on_the_server(launch_sim) ->
 
     server = launch_sim("--max-running-requests", "2", AUTOTUNE_SIM_TIME_SCALE="20")
 
+    # One client for all: a client each would spread the arrivals over its set-up time,
+    # longer than a request takes at this scale, and nothing would queue.
+    client = httpx.Client(timeout=60, limits=httpx.Limits(max_connections=8))
+
     def one(i: int) -> int:
-        body = {"text": f"request {i} " * 30, "sampling_params": {"max_new_tokens": 50}}
-        reply = httpx.post(f"{server.url}/generate", json=body, timeout=60).json()
+        body = {"text": f"request {i} " * 30, "sampling_params": {"max_new_tokens": 200}}
+        reply = client.post(f"{server.url}/generate", json=body).json()
         return int(reply["meta_info"]["completion_tokens"])
 
-    with concurrent.futures.ThreadPoolExecutor(6) as pool:
-        assert list(pool.map(one, range(6))) == [50] * 6
+    with client, concurrent.futures.ThreadPoolExecutor(6) as pool:
+        assert list(pool.map(one, range(6))) == [200] * 6
     lines = [
         x for x in server.log().splitlines() if "Prefill batch, " in x or "Decode batch, " in x
     ]
@@ -263,4 +267,7 @@ def test_requests_beyond_max_running_requests_queue_on_the_server(launch_sim) ->
     assert max(queued) >= 2 and running and max(running) <= 2
     sched = server.info()["simulation"]["scheduler"]  # type: ignore[index]
     assert sched["max_running_requests"] == 2 and sched["num_queue_reqs"] == 0
-    assert sched["generation_tokens_total"] >= 300
+    assert sched["generation_tokens_total"] >= 1200
+    # How late the scheduler thread woke, for a reader to judge the time scale (no bound
+    # asserted: it depends on the machine's load).
+    assert 0.0 <= sched["lag_ms_p50"] <= sched["lag_ms_p99"] <= sched["lag_ms_max"]

@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 import traceback
+from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
@@ -99,6 +100,9 @@ class SimState:
         )
         self.prompt_tokens_total = 0
         self._thread: threading.Thread | None = None
+        # How late the scheduler thread woke for its recent iterations (simulated ms): near
+        # the ITL, the machine cannot keep this time scale and tokens go out in bursts.
+        self.lag_ms: deque[float] = deque(maxlen=2048)
 
     # ---- the model, at the current batch (simulated seconds)
 
@@ -236,8 +240,10 @@ class SimState:
                     self.lock.wait(0.05)
                     last_end = None
                     continue
-            _sleep_until(self.t0 + (start + it.duration) / scale)
+            deadline = self.t0 + (start + it.duration) / scale
+            _sleep_until(deadline)
             with self.lock:
+                self.lag_ms.append(max(time.monotonic() - deadline, 0.0) * scale * 1000.0)
                 self.scheduler.complete(it)
             last_end = start + it.duration
 
@@ -283,6 +289,7 @@ class SimState:
                 "generation_tokens_total": s.total_generated,
                 "gen_throughput": round(s.last_gen_tok_s, 2),
                 "evictable_tokens": s.cache.evictable_tokens,
+                **_lag_stats(self.lag_ms),
             }
 
     def metrics_text(self) -> str:
@@ -391,6 +398,21 @@ class SimState:
             },
         )
         return info
+
+
+def _lag_stats(lags: deque[float]) -> dict[str, float]:
+    ordered = sorted(lags)
+    if not ordered:
+        return {"lag_ms_p50": 0.0, "lag_ms_p99": 0.0, "lag_ms_max": 0.0}
+
+    def at(q: float) -> float:
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    return {
+        "lag_ms_p50": round(at(0.5), 2),
+        "lag_ms_p99": round(at(0.99), 2),
+        "lag_ms_max": round(ordered[-1], 2),
+    }
 
 
 def _sleep_until(deadline: float) -> None:

@@ -6,7 +6,8 @@ number of tokens per second, whatever the load), drives it with autotune's load 
 ``bench_serving`` when it can be imported, all in the same run against the same server, and
 prints each one's output tok/s, TTFT and ITL next to the truth. Then the client's capacity:
 streamed tokens per second it can take on one core from a server that streams as fast as it
-can.
+can; and its open loop's timing against that server: how late sends are at 100-1000
+requests/s.
 
     .venv/bin/python bench/loadgen.py                      # 64 streams, 20 tok/s each
     .venv/bin/python bench/loadgen.py --streams 64 --rate 20 --ttft-ms 100 --tokens 200
@@ -34,6 +35,7 @@ import httpx
 
 from autotune.models import Workload
 from autotune.node import bench
+from autotune.node.workload import arrivals
 
 HOST = "127.0.0.1"
 ALL_CPUS = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
@@ -326,6 +328,31 @@ def capacity(streams: int, tokens: int, requests: int) -> tuple[float, float]:
         proc.wait()
 
 
+def open_loop_timing(rate: float, requests: int, tokens: int) -> tuple[float, float, float]:
+    """Open loop at ``rate`` requests/s against the as-fast-as-it-can server: how late the
+    sends were (p50, p99 ms), and the rate they were started at against the schedule's own
+    (a fraction: 0 is on schedule)."""
+    proc, port = _serve_blast(tokens)
+    try:
+        workload = Workload(rate=rate, num_requests=requests, output_len=tokens, warmup_requests=0)
+        result = bench.run_load(f"http://{HOST}:{port}", workload)
+        if result.failed:
+            raise SystemExit(f"open loop: {result.failed} requests failed: {result.errors()}")
+        lags = sorted(result.lag_s)
+        starts = sorted(r.start for r in result.records)
+        achieved = (len(starts) - 1) / (starts[-1] - starts[0])
+        plan = arrivals(workload, "bench", count=requests, duration_s=None)
+        planned = (len(plan) - 1) / plan[-1]
+        return (
+            bench.percentile(lags, 50) * 1000,
+            bench.percentile(lags, 99) * 1000,
+            achieved / planned - 1,
+        )
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def _print(readings: Sequence[Reading], truth: dict[str, float]) -> None:
     print(f"{'client':28} {'out tok/s':>10} {'vs truth':>9} {'TTFT p50':>9} {'+over':>7} "
           f"{'ITL p50':>8} {'ITL mean':>9} {'vs truth':>9} {'done':>5}")  # fmt: skip
@@ -418,6 +445,13 @@ def main(argv: list[str] | None = None) -> None:
         f"\ncapacity: autotune's client took {tok_s:,.0f} streamed tok/s using {cores:.2f} of "
         "its one core (64 streams from a local asyncio server that sends as fast as it can)"
     )
+    for rate in (100.0, 400.0, 1000.0):
+        p50, p99, achieved = open_loop_timing(rate, int(rate * 2), 32)
+        print(
+            f"open loop at {rate:g} requests/s (Poisson, {int(rate * 2)} requests of 32 tokens, "
+            f"same server): sends late by p50 {p50:.2f} ms, p99 {p99:.2f} ms; start rate "
+            f"{achieved:+.2%} against the schedule's"
+        )
 
 
 if __name__ == "__main__":

@@ -674,6 +674,11 @@ def status(
     best = report.best(s)
     if best is not None and best.value is not None:
         _gain_lines(summary, best)
+    if best is not None and best.scenarios:
+        from autotune.report_sweep import scenario_lines
+
+        for line in scenario_lines(best):
+            console.print(f"  {line}", markup=False)
 
 
 def _show_trial(s: Any, number: int, as_json: bool) -> None:
@@ -704,6 +709,10 @@ def _show_trial(s: Any, number: int, as_json: bool) -> None:
     ):
         if text:
             p(f"{label}: {text}", markup=False)
+    from autotune.report_sweep import scenario_lines
+
+    for line in scenario_lines(r):
+        p(line, markup=False)
     if env or argv:
         import shlex
 
@@ -826,8 +835,18 @@ def validate(space: Annotated[Path, typer.Argument(help="The search-space YAML f
     console.print(
         f"[green]ok[/] {space}: engine {spec.engine.name}, {n} parameter{'s' * (n != 1)}, "
         f"{len(spec.constraints)} constraint(s), objective {spec.objective.direction} "
-        f"{spec.objective.metric}"
+        f"{spec.objective.metric}{_scenarios_note(spec)}"
     )
+
+
+def _scenarios_note(spec: Any) -> str:
+    """``, scenarios chat, long (worst)`` or ``, sweep over rate (max_under_slo)``."""
+    if spec.scenarios:
+        how = spec.combine.how if spec.combine is not None else "weighted_mean"
+        return f", scenarios {', '.join(s.name for s in spec.scenarios)} ({how})"
+    if spec.sweep is not None:
+        return f", sweep over {spec.sweep.over} ({spec.sweep.mode})"
+    return ""
 
 
 @app.command()

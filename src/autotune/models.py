@@ -9,7 +9,15 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 
 class _Frozen(BaseModel):
@@ -110,41 +118,318 @@ class Milestone(_Frozen):
     label: str
 
 
-class Workload(_Frozen):
-    """What the benchmark sends: a fixed number of requests at a fixed concurrency."""
+class FieldError(ValueError):
+    """A validation error about one key below the model being validated (``at``: its path).
 
-    concurrency: int = Field(8, ge=1)
-    num_requests: int = Field(32, ge=1)
-    prompt_len: int = Field(64, ge=1)
-    output_len: int = Field(64, ge=1)
-    warmup_requests: int = Field(2, ge=0)
-    endpoint: str = "/v1/completions"  # or "/generate" (SGLang native)
-    model: str | None = None  # the "model" field of completion requests
-    request_timeout_s: float = Field(120.0, gt=0)
-    seed: int = 0
-    extra_body: dict[str, Any] = Field(default_factory=dict)
-    # Measurement windows on one running server (no relaunch): each window sends
-    # ``num_requests`` at ``concurrency``; the result keeps every window and their median.
-    windows: int = Field(3, ge=1, le=100)
-    # The study's peak load: a dedicated last window at this concurrency (at least
-    # ``2 * peak_concurrency`` requests) that a configuration must survive without failed
-    # requests to be a winner. None: the workload's own concurrency is the peak (the last
-    # window is the peak window).
-    peak_concurrency: int | None = Field(None, ge=1)
+    The space loader turns it into ``FILE:LINE: workload.<at>: message`` (as its own
+    ``LocatedError``); it lives here because the node side may import only ``models``.
+    """
+
+    def __init__(self, message: str, at: tuple[str | int, ...] = ()) -> None:
+        super().__init__(message)
+        self.at = at
+
+
+def _written(info: ValidationInfo) -> bool:
+    """Validating what a person wrote (the space loader says so), not a record's JSON."""
+    return isinstance(info.context, dict) and bool(info.context.get(WRITTEN))
+
+
+WRITTEN = "written"  # the validation context key the space loader sets
+
+
+class _Described(_Frozen):
+    # Attribute docstrings become the fields' descriptions (``autotune schema``, errors).
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class LengthDist(_Described):
+    """A distribution of lengths in tokens: ``uniform`` over ``low..high``, or ``normal``
+    with ``mean`` and ``std`` (rounded, then clipped to ``low..high``)."""
+
+    dist: Literal["uniform", "normal"]
+    """uniform (low, high) or normal (mean, std; low, high clip it)."""
+    low: int | None = Field(None, ge=1)
+    """Shortest length (uniform: required; normal: clip, default 1)."""
+    high: int | None = Field(None, ge=1)
+    """Longest length (uniform: required; normal: clip, default none)."""
+    mean: float | None = Field(None, gt=0)
+    """normal: the mean length."""
+    std: float | None = Field(None, ge=0)
+    """normal: the standard deviation."""
 
     @model_validator(mode="after")
-    def _peak_above_concurrency(self) -> Workload:
+    def _fields_of_dist(self) -> LengthDist:
+        if self.dist == "uniform":
+            for key in ("low", "high"):
+                if getattr(self, key) is None:
+                    raise FieldError(
+                        f"a uniform length needs {key} (write {{dist: uniform, low: 16, "
+                        "high: 512})",
+                        (key,),
+                    )
+            for key in ("mean", "std"):
+                if getattr(self, key) is not None:
+                    raise FieldError(
+                        f"{key} is for dist: normal (a uniform length has low and high only)",
+                        (key,),
+                    )
+        else:
+            for key in ("mean", "std"):
+                if getattr(self, key) is None:
+                    raise FieldError(
+                        f"a normal length needs {key} (write {{dist: normal, mean: 200, std: 50}})",
+                        (key,),
+                    )
+        if self.low is not None and self.high is not None and self.low > self.high:
+            raise FieldError(f"low {self.low} is above high {self.high} (swap them)", ("low",))
+        return self
+
+
+Length = int | Literal["dataset"] | LengthDist
+"""A token length: a fixed number, a ``LengthDist``, or ``"dataset"`` (the file's own)."""
+
+
+def _length(value: Any, info: ValidationInfo) -> Any:
+    """Validates one length field with one clear error (a plain union reports one per member)."""
+    name = info.field_name or "length"
+    example = f"{name}: 128, {name}: {{dist: uniform, low: 16, high: 512}}"
+    if isinstance(value, bool):
+        raise FieldError(f"{name} is a boolean (write a length: {example})")
+    if isinstance(value, int):
+        if value < 1:
+            raise FieldError(f"{name} {value} is below 1 (a length in tokens: at least 1)")
+        return value
+    if isinstance(value, LengthDist) or value == "dataset":
+        return value
+    if isinstance(value, dict):
+        try:
+            return LengthDist.model_validate(value)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            inner = (err.get("ctx") or {}).get("error")
+            at = tuple(err["loc"])
+            if isinstance(inner, FieldError):
+                raise FieldError(str(inner), at + inner.at) from None
+            if err["type"] == "extra_forbidden":
+                message = f"unknown key {at[-1]!r} (a length has dist, low, high, mean, std)"
+            elif err["type"] == "literal_error":
+                message = f"dist {err.get('input')!r} is not uniform or normal"
+            else:
+                message = f"{err['msg']} (got {err.get('input')!r})"
+            raise FieldError(message, at) from None
+    raise FieldError(f"{value!r} is not a length (write {example}, or {name}: dataset)")
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens in ``text`` without a tokenizer: four characters a token, the usual rule of
+    thumb for English in BPE vocabularies (the stand-in server counts the same way)."""
+    return max(1, -(-len(text) // 4))
+
+
+class DatasetItem(_Frozen):
+    """One request read from a prompt file: its user turns and lengths (estimated tokens)."""
+
+    turns: tuple[str, ...] = Field(min_length=1)  # the user messages; one for a plain prompt
+    prompt_len: int = Field(1, ge=1)  # estimated tokens of the first turn
+    output_len: int | None = Field(None, ge=1)  # the file's output length, when it has one
+    # Estimated tokens of the recorded answers (ShareGPT), used when output_len: dataset.
+    answer_lens: tuple[int, ...] = ()
+
+
+PROMPT_SOURCES = ("generated", "jsonl", "sharegpt", "shared_prefix")
+DATASET_SOURCES = frozenset({"jsonl", "sharegpt"})
+# A materialised prompt list travels in every TrialSpec: it stays a sample, not the data set.
+MAX_ITEMS = 2048
+MAX_ITEMS_CHARS = 8 << 20
+
+
+class Prompts(_Described):
+    """Where prompts come from: ``generated`` words (default), a ``jsonl`` file, a ``sharegpt``
+    file (conversations) or ``shared_prefix`` groups. Files are read by the space loader on
+    the driver and a capped sample travels in the trial's spec (nodes need not share a disk)."""
+
+    source: Literal["generated", "jsonl", "sharegpt", "shared_prefix"] = "generated"
+    """generated, jsonl, sharegpt or shared_prefix."""
+    path: str | None = None
+    """jsonl/sharegpt: the local file, relative to the space file's folder."""
+    prompt_field: str = "prompt"
+    """jsonl: the key holding the prompt text."""
+    output_field: str = "output_len"
+    """jsonl: the key holding a line's output length in tokens (used with output_len: dataset)."""
+    min_len: int = Field(4, ge=1)
+    """sharegpt: drop conversations whose prompt or answer is shorter (estimated tokens)."""
+    max_prompt_len: int | None = Field(1024, ge=1)
+    """sharegpt/jsonl: drop prompts longer than this (estimated tokens; null: keep all)."""
+    max_total_len: int | None = Field(2048, ge=2)
+    """sharegpt: drop conversations whose prompt + answer is longer (null: keep all)."""
+    prefix_len: int = Field(512, ge=1)
+    """shared_prefix: tokens of the prefix each group shares (a system prompt, a document)."""
+    groups: int = Field(8, ge=1)
+    """shared_prefix: how many distinct prefixes."""
+    per_group: int = Field(16, ge=1)
+    """shared_prefix: questions per prefix (the fan-out)."""
+    items: tuple[DatasetItem, ...] = ()
+    """Set by autotune: the sample read from ``path`` (do not write it)."""
+
+    @model_validator(mode="after")
+    def _fields_of_source(self, info: ValidationInfo) -> Prompts:
+        dataset = self.source in DATASET_SOURCES
+        if dataset and self.path is None:
+            raise FieldError(
+                f"source {self.source} needs path (the local file, relative to the space file)",
+                ("path",),
+            )
+        if not dataset and self.path is not None:
+            raise FieldError(
+                f"path is for source jsonl or sharegpt, not {self.source} (remove it)", ("path",)
+            )
+        mine = {
+            "jsonl": {"prompt_field", "output_field", "max_prompt_len"},
+            "sharegpt": {"min_len", "max_prompt_len", "max_total_len"},
+            "shared_prefix": {"prefix_len", "groups", "per_group"},
+            "generated": set(),
+        }[self.source]
+        if _written(info):
+            for key in sorted(self.model_fields_set - mine - {"source", "path", "items"}):
+                raise FieldError(f"{key} is not used by source {self.source} (remove it)", (key,))
+        return self
+
+
+class Workload(_Described):
+    """What the benchmark sends, and how. The simple form is a closed loop: ``num_requests``
+    requests of ``prompt_len`` generated words, ``concurrency`` at a time. ``rate`` makes it
+    an open loop; ``prompts`` picks another source; lengths may be distributions;
+    ``turns`` makes sessions that resend their history (docs/workloads.md)."""
+
+    concurrency: int = Field(8, ge=1)
+    """Closed loop: requests in flight at once (each one that ends starts the next)."""
+    num_requests: int = Field(32, ge=1)
+    """Requests per measurement window (with turns > 1: requests, in whole sessions)."""
+    prompt_len: Length = 64
+    """Prompt tokens: a number, {dist: uniform, low, high}, {dist: normal, mean, std}, or
+    dataset (a prompt file's own prompts)."""
+    output_len: Length = 64
+    """Output tokens asked for: as prompt_len; dataset: the file's lengths."""
+    warmup_requests: int = Field(2, ge=0)
+    """Requests sent before measuring (their own prompts)."""
+    endpoint: Literal["/v1/completions", "/generate", "/v1/chat/completions"] = "/v1/completions"
+    """/v1/completions (OpenAI), /v1/chat/completions (OpenAI chat: the server applies the
+    model's chat template) or /generate (SGLang native)."""
+    model: str | None = None
+    """The model field of OpenAI requests (default: the study's model)."""
+    request_timeout_s: float = Field(120.0, gt=0)
+    """The longest silence while a response streams."""
+    seed: int = 0
+    """Seeds prompts, lengths and arrival times: every trial gets the same requests."""
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+    """Fields added to every request body."""
+    windows: int = Field(3, ge=1, le=100)
+    """Measurement windows on one running server (no relaunch); the result is their median."""
+    peak_concurrency: int | None = Field(None, ge=1)
+    """Closed loop: a last window at this concurrency (at least 2x it requests) that a
+    configuration must survive without failed requests to win (null: the last window)."""
+    rate: float | None = Field(None, gt=0)
+    """Open loop: requests (sessions, with turns > 1) started per second, whatever the server
+    does (null: closed loop at concurrency)."""
+    arrival: Literal["poisson", "gamma"] = "poisson"
+    """Open loop: poisson (exponential gaps) or gamma (bursty: see burstiness)."""
+    burstiness: float = Field(1.0, gt=0)
+    """gamma: the shape of the gaps (1: Poisson; below 1: burstier, CV = 1/sqrt(burstiness))."""
+    max_concurrency: int | None = Field(None, ge=1)
+    """Open loop: at most this many requests in flight; arrivals wait (null: no cap)."""
+    # At most 600 s: a window, with its last requests draining, must end within the node's
+    # benchmark limit (Limits.benchmark_s, 900 s).
+    duration_s: float | None = Field(None, gt=0, le=600)
+    """Send for this long per window instead of num_requests (open loop: arrivals in it;
+    at most 600 s)."""
+    prompts: Prompts = Field(default_factory=Prompts)
+    """Where prompts come from (source: generated, jsonl, sharegpt, shared_prefix)."""
+    turns: int = Field(1, ge=1, le=64)
+    """Turns per session: each turn resends the history with the previous answers."""
+
+    _lengths = field_validator("prompt_len", "output_len", mode="before")(_length)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _dataset_lengths(cls, data: Any) -> Any:
+        # A prompt file brings its own prompts (and ShareGPT its answers' lengths).
+        if isinstance(data, dict):
+            prompts = data.get("prompts")
+            source = (
+                prompts.get("source")
+                if isinstance(prompts, dict)
+                else getattr(prompts, "source", None)
+            )
+            if source in DATASET_SOURCES:
+                data = {"prompt_len": "dataset", "output_len": "dataset", **data}
+        return data
+
+    @model_validator(mode="after")
+    def _consistent(self, info: ValidationInfo) -> Workload:
+        # Keys that do nothing in this form are refused only as written in a space file: a
+        # workload coming back from JSON has every key, and a sweep may set rate on a copy.
+        given = self.model_fields_set if _written(info) else set()
+        if self.rate is None:
+            for key in ("arrival", "burstiness", "max_concurrency"):
+                if key in given:
+                    raise FieldError(
+                        f"{key} is for an open loop (set rate: requests per second, or remove "
+                        f"{key})",
+                        (key,),
+                    )
+        else:
+            if "concurrency" in given:
+                raise FieldError(
+                    "concurrency is the closed loop's; with rate, cap requests in flight with "
+                    "max_concurrency (or remove rate)",
+                    ("concurrency",),
+                )
+            if self.peak_concurrency is not None and "peak_concurrency" in given:
+                raise FieldError(
+                    "peak_concurrency is a closed-loop window (remove it, or remove rate)",
+                    ("peak_concurrency",),
+                )
+        if self.arrival == "poisson" and self.burstiness != 1.0:
+            raise FieldError(
+                "burstiness shapes gamma arrivals (set arrival: gamma, or remove burstiness)",
+                ("burstiness",),
+            )
+        if self.duration_s is not None and "num_requests" in given:
+            raise FieldError(
+                "give num_requests or duration_s, not both (remove one)", ("num_requests",)
+            )
+        dataset = self.prompts.source in DATASET_SOURCES
+        if dataset and self.prompt_len != "dataset":
+            raise FieldError(
+                f"prompts come from the {self.prompts.source} file (write prompt_len: dataset, "
+                "or remove it)",
+                ("prompt_len",),
+            )
+        for key in ("prompt_len", "output_len"):
+            if not dataset and getattr(self, key) == "dataset":
+                raise FieldError(
+                    f"{key}: dataset needs prompts from a file (prompts: {{source: jsonl, "
+                    "path: ...} or sharegpt), or a length",
+                    (key,),
+                )
         if self.peak_concurrency is not None and self.peak_concurrency < self.concurrency:
-            raise ValueError(
+            raise FieldError(
                 f"peak_concurrency {self.peak_concurrency} is below concurrency "
-                f"{self.concurrency} (the peak is the highest load: raise it or leave it unset)"
+                f"{self.concurrency} (the peak is the highest load: raise it or leave it unset)",
+                ("peak_concurrency",),
             )
         return self
 
     @property
     def peak(self) -> int:
-        """The highest concurrency the workload runs at."""
+        """The highest concurrency the workload runs at (closed loop)."""
         return self.peak_concurrency or self.concurrency
+
+    @property
+    def open_loop(self) -> bool:
+        """Requests start at ``rate`` whatever the server does (not when one ends)."""
+        return self.rate is not None
 
 
 class Limits(_Frozen):
@@ -154,6 +439,116 @@ class Limits(_Frozen):
     benchmark_s: float = Field(900.0, gt=0)  # each measurement window, the warm-up, a job
     teardown_grace_s: float = Field(10.0, ge=0)
     gpu_release_s: float = Field(120.0, ge=0)
+
+
+class Goodput(_Described):
+    """Per-request bounds (simulated-or-measured milliseconds) a request must meet to count
+    toward goodput, as DistServe and vLLM's ``--goodput`` define it; None: no bound."""
+
+    ttft_ms: float | None = Field(None, gt=0)
+    """The request's time to first token."""
+    tpot_ms: float | None = Field(None, gt=0)
+    """The request's time per output token after the first: (e2e - ttft) / (tokens - 1)."""
+    itl_ms: float | None = Field(None, gt=0)
+    """The request's largest gap between two tokens (a stall its user sees)."""
+    e2e_ms: float | None = Field(None, gt=0)
+    """The request's whole time."""
+
+    @model_validator(mode="after")
+    def _some_bound(self) -> Goodput:
+        if not any(v is not None for v in self.bounds().values()):
+            raise ValueError("give at least one bound: ttft_ms, tpot_ms, itl_ms or e2e_ms")
+        return self
+
+    def bounds(self) -> dict[str, float | None]:
+        """``{name: bound}`` for every per-request quantity."""
+        return {
+            "ttft_ms": self.ttft_ms,
+            "tpot_ms": self.tpot_ms,
+            "itl_ms": self.itl_ms,
+            "e2e_ms": self.e2e_ms,
+        }
+
+
+class Sweep(_Described):
+    """Load steps on one running server: a list or a geometric range of concurrencies (or
+    request rates), or the highest load that meets every SLO, found by bisection."""
+
+    over: Literal["concurrency", "rate"] = "concurrency"
+    """concurrency (a closed loop at each load) or rate (an open loop: requests per second)."""
+    mode: Literal["steps", "max_under_slo"] = "steps"
+    """steps: measure every load; max_under_slo: the highest load meeting every SLO."""
+    values: list[float] | None = None
+    """steps: the loads to measure (or low/high/factor)."""
+    low: float | None = Field(None, gt=0)
+    """The lowest load: of a geometric range, or the bisection's lower bound."""
+    high: float | None = Field(None, gt=0)
+    """The highest load: of a geometric range, or the bisection's upper bound."""
+    factor: float = Field(2.0, gt=1)
+    """steps: the ratio between loads of a geometric range from low to high."""
+    probes: int = Field(8, ge=2, le=64)
+    """max_under_slo: the most loads measured, both bounds included."""
+    tolerance: float = Field(0.1, gt=0, lt=1)
+    """max_under_slo: stop once (high - low) / low is below this."""
+
+    def loads(self) -> list[float]:
+        """The loads of mode ``steps``, ascending (a geometric range ends at ``high``)."""
+        if self.values is not None:
+            return sorted(self.values)
+        assert self.low is not None and self.high is not None
+        out: list[float] = []
+        load = self.low
+        while load < self.high * (1 - 1e-9):
+            out.append(self.round(load))
+            load *= self.factor
+        out.append(self.round(self.high))
+        return sorted(set(out))
+
+    def round(self, load: float) -> float:
+        """A concurrency is a whole number of requests in flight; a rate stays as it is."""
+        return float(max(1, round(load))) if self.over == "concurrency" else load
+
+    @property
+    def metric(self) -> str:
+        """The metric that reports the highest load meeting every SLO."""
+        return f"max_{self.over}_under_slo"
+
+
+class Scenario(_Described):
+    """One named traffic shape measured on the running server, with its own SLO.
+
+    ``name`` prefixes its metrics (``chat.ttft_p99_ms``); the implicit scenario of a space
+    with a single ``workload:`` has no name, and its metrics no prefix.
+    """
+
+    name: str = Field("", pattern=r"^([A-Za-z_][A-Za-z0-9_-]*)?$")
+    """Prefixes its metrics: chat -> chat.ttft_p99_ms."""
+    workload: Workload = Field(default_factory=Workload)
+    """What this scenario sends."""
+    slo: dict[str, float] = Field(default_factory=dict)
+    """Upper bounds on its metrics; a sweep's bisection searches against them."""
+    sweep: Sweep | None = None
+    """Load steps, or the highest load meeting the SLO (bisection)."""
+    goodput: Goodput | None = None
+    """Per-request bounds; adds goodput_req_s and goodput_miss_pct."""
+
+    @property
+    def prefix(self) -> str:
+        """What its metric names start with: ``"chat."``, or nothing for the implicit one."""
+        return f"{self.name}." if self.name else ""
+
+
+class Combine(_Frozen):
+    """How the objective metric(s) over several scenarios become one value per trial.
+
+    ``weighted_sum`` and ``weighted_mean`` weigh each scenario's value (1 when not named);
+    ``worst`` takes the worst scenario: the minimum of a metric maximised, the maximum of
+    one minimised.
+    """
+
+    how: Literal["weighted_sum", "weighted_mean", "worst"] = "weighted_mean"
+    weights: dict[str, float] = Field(default_factory=dict)
+    metrics: dict[str, str] = Field(default_factory=dict)  # objective metric -> direction
 
 
 class TrialSpec(_Frozen):
@@ -182,6 +577,10 @@ class TrialSpec(_Frozen):
     simulated: bool = False
     attempt: int = 0  # infra retries so far
     avoid_nodes: list[str] = Field(default_factory=list)  # nodes where an infra failure happened
+    # Named scenarios measured one after another on the same server; empty: the one implicit
+    # scenario of ``workload`` (today's windows and peak). ``combine`` makes the objective.
+    scenarios: list[Scenario] = Field(default_factory=list)
+    combine: Combine | None = None
 
 
 class Stats(_Frozen):
@@ -198,6 +597,9 @@ class Metrics(_Frozen):
 
     output_tok_s: float = 0.0
     request_s: float = 0.0
+    # Prompt tokens per second: the server's count (usage) when it reports one, else the
+    # load generator's estimate of what it sent.
+    input_tok_s: float = 0.0
     ttft_ms: Stats | None = None
     itl_ms: Stats | None = None
     e2e_ms: Stats | None = None
@@ -205,6 +607,7 @@ class Metrics(_Frozen):
     completed: int = 0
     failed: int = 0
     output_tokens: int = 0
+    input_tokens: int = 0
     duration_s: float = 0.0
     accept_length: float | None = None  # speculative decoding, from /get_server_info
     extra: dict[str, float] = Field(default_factory=dict)  # job metrics, e.g. allreduce_p50_us
@@ -214,9 +617,11 @@ class Metrics(_Frozen):
         out: dict[str, float] = {
             "output_tok_s": self.output_tok_s,
             "request_s": self.request_s,
+            "input_tok_s": self.input_tok_s,
             "completed": float(self.completed),
             "failed": float(self.failed),
             "output_tokens": float(self.output_tokens),
+            "input_tokens": float(self.input_tokens),
             "duration_s": self.duration_s,
         }
         for name in ("ttft", "itl", "e2e", "tpot"):
@@ -290,6 +695,27 @@ class PeakLoad(_Frozen):
     metrics: dict[str, float] = Field(default_factory=dict)  # the window's Metrics.flat()
 
 
+class SweepStep(_Frozen):
+    """One load of a sweep or bisection: its metrics and whether it met every SLO."""
+
+    load: float  # the concurrency or the request rate
+    metrics: dict[str, float] = Field(default_factory=dict)  # Metrics.flat() (+ goodput)
+    meets_slo: bool = True
+    requested: int = 0
+    failed: int = 0
+
+
+class ScenarioResult(_Frozen):
+    """What one scenario measured (unprefixed metric names; the trial's ``metrics`` holds
+    them prefixed)."""
+
+    name: str
+    metrics: dict[str, float] = Field(default_factory=dict)
+    windows: list[dict[str, float]] = Field(default_factory=list)
+    over: str | None = None  # the swept quantity, when it swept
+    steps: list[SweepStep] = Field(default_factory=list)  # in the order measured
+
+
 class TrialResult(_Frozen):
     """What one trial produced, sent back from the node."""
 
@@ -313,3 +739,4 @@ class TrialResult(_Frozen):
     windows: list[dict[str, float]] = Field(default_factory=list)
     peak: PeakLoad | None = None  # None: no peak window ran (job mode, failed before it)
     gpu: str = ""  # the GPUs it ran on, e.g. "8x NVIDIA H200" ("" without a GPU or NVML)
+    scenarios: list[ScenarioResult] = Field(default_factory=list)  # named or swept ones

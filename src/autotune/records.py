@@ -90,6 +90,9 @@ class TrialRecord(_Record):
     pruned_saved_s: float | None = None  # server seconds a pruned trial did not spend
     gpu: str = ""  # the GPU(s) the trial ran on, e.g. "8x NVIDIA H200" (exports say it)
     engine_version: str = ""  # the engine's version as the server reported it
+    # Named or swept scenarios: models.ScenarioResult as JSON (name, metrics, windows, sweep
+    # steps); the trial's ``metrics`` holds the same values as ``<scenario>.<metric>``.
+    scenarios: list[dict[str, Any]] = Field(default_factory=list)
 
     @property
     def label(self) -> str:

@@ -25,6 +25,7 @@ from autotune.insights import (
     trust_note,
 )
 from autotune.report import failure_groups, is_simulated, summary
+from autotune.report_sweep import scenarios_html
 
 _CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1100px;
@@ -240,6 +241,12 @@ def write_html(study: optuna.Study, out: Path, pngs: list[Path]) -> Path:
     parts.append(_importance(study, metric))
     if "param_importances.png" in by_name:
         parts.append(_img(by_name["param_importances.png"], "parameter effects"))
+    scenarios = scenarios_html(study)
+    if scenarios or "sweep_curve.png" in by_name:
+        parts.append("<h2>Scenarios and load sweeps</h2>")
+        parts.append(scenarios)
+        if "sweep_curve.png" in by_name:
+            parts.append(_img(by_name["sweep_curve.png"], "throughput and latency against load"))
     parts.append("<h2>Failures by cause and phase</h2>")
     parts.append(_failures(study))
     if "outcomes.png" in by_name:

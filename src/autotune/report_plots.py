@@ -14,6 +14,7 @@ import optuna
 
 from autotune.insights import importances, marginal_effects, trust_note
 from autotune.report import SIMULATED_LABEL, is_simulated, objective, rows, summary
+from autotune.report_sweep import sweep_figure
 
 _COLOR = {
     "ok": "tab:green",
@@ -38,13 +39,15 @@ def _plt() -> Any:
 
 def write_plots(study: optuna.Study, out: Path) -> list[Path]:
     """Write ``optimization_history.png``, ``param_importances.png`` (two ok trials or more,
-    and a varying parameter) and ``outcomes.png``; returns the files written."""
+    and a varying parameter), ``outcomes.png`` and ``sweep_curve.png`` (a space that sweeps
+    load); returns the files written."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for name, draw in (
         ("optimization_history.png", _history),
         ("param_importances.png", _importances),
         ("outcomes.png", _outcomes),
+        ("sweep_curve.png", sweep_figure),
     ):
         fig = draw(study)
         if fig is None:

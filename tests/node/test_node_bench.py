@@ -77,6 +77,14 @@ def test_abort_stops_the_run(fixture_server: Start) -> None:
     assert result.state == "aborted" and result.completed == 0
 
 
+def test_a_cut_window_counts_every_planned_request(fixture_server: Start) -> None:
+    url = fixture_server("--rate", "20")  # 100 tokens: 5 s per request
+    workload = Workload(num_requests=3, concurrency=1, output_len=100)
+    result = bench.run_load(url, workload, limit_s=0.2)
+    assert result.state == "timeout" and len(result.records) == 0
+    assert result.requested == 3  # one started, three planned
+
+
 def test_prompts_are_deterministic_and_sized() -> None:
     workload = Workload(prompt_len=50, seed=3)
     first = bench.make_prompts(workload, 5)

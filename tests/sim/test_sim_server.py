@@ -172,3 +172,102 @@ def test_a_verify_yaml_style_launch_gets_ready(launch_sim) -> None:  # type: ign
     assert info["speculative_eagle_topk"] == 2 and info["speculative_num_draft_tokens"] == 6
     nccl = info["simulation"]["modelled"]["nccl_allreduce"]  # type: ignore[index]
     assert nccl["verify"]["proto"] == "LL128"
+
+
+def test_chat_turns_that_resend_history_hit_the_prefix_cache(launch_sim) -> None:  # type: ignore[no-untyped-def]
+    from autotune.sim.chat import render
+
+    server = launch_sim(
+        "--enable-cache-report", "--enable-metrics", AUTOTUNE_SIM_TIME_SCALE="20"
+    )  # fmt: skip
+    history = [
+        {"role": "system", "content": "You answer questions about GPUs. " * 40},
+        {"role": "user", "content": "What is NCCL?"},
+    ]
+    body = {
+        "model": "m",
+        "messages": history,
+        "max_tokens": 12,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    chunks = [e[1] for e in _stream(server, "/v1/chat/completions", body)[:-1]]
+    assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    deltas = [c["choices"][0]["delta"]["content"] for c in chunks[1:] if c["choices"]]
+    assert len(deltas) == 12 and all(deltas)
+    usage = chunks[-1]["usage"]
+    prompt_tokens = -(-len(render(history)) // 4)  # role markup counts
+    assert usage["prompt_tokens"] == prompt_tokens > len(history[0]["content"]) // 4
+    assert usage["completion_tokens"] == 12 and usage["prompt_tokens_details"]["cached_tokens"] == 0
+
+    history += [
+        {"role": "assistant", "content": "".join(deltas)},
+        {"role": "user", "content": "And RCCL?"},
+    ]
+    reply = httpx.post(
+        f"{server.url}/v1/chat/completions",
+        json={"model": "m", "messages": history, "max_tokens": 5},
+        timeout=30,
+    ).json()
+    assert reply["object"] == "chat.completion"
+    assert reply["usage"]["completion_tokens"] == 5
+    cached = reply["usage"]["prompt_tokens_details"]["cached_tokens"]
+    assert cached >= prompt_tokens - 16  # the whole first turn, to the last full block
+    metrics = httpx.get(f"{server.url}/metrics", timeout=5).text
+    assert "SIMULATED" in metrics
+    label = '{model_name="/models/Kimi-K2.5"}'
+    assert f"sglang:cached_tokens_total{label} {float(cached)}" in metrics
+    assert "# TYPE sglang:cache_hit_rate gauge" in metrics
+    assert f"#cached-token: {cached}, " in server.log()
+    bad = httpx.post(f"{server.url}/v1/chat/completions", json={"messages": []}, timeout=5)
+    assert bad.status_code == 400 and "messages" in bad.json()["message"]
+
+
+def test_an_idle_server_burns_no_cpu(launch_sim) -> None:  # type: ignore[no-untyped-def]
+    import os
+
+    server = launch_sim()
+    body = {"text": "x", "sampling_params": {"max_new_tokens": 3}}
+    assert httpx.post(f"{server.url}/generate", json=body, timeout=30).status_code == 200
+    assert httpx.get(f"{server.url}/metrics", timeout=5).status_code == 404  # no --enable-metrics
+    ticks = os.sysconf("SC_CLK_TCK")
+
+    def cpu_s() -> float:
+        with open(f"/proc/{server.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
+
+    before = cpu_s()
+    time.sleep(1.0)
+    # The scheduler thread waits on a condition; only the 50 ms stop/HTTP polls remain.
+    assert cpu_s() - before < 0.1
+
+
+def test_requests_beyond_max_running_requests_queue_on_the_server(launch_sim) -> None:  # type: ignore[no-untyped-def]
+    import concurrent.futures
+
+    server = launch_sim("--max-running-requests", "2", AUTOTUNE_SIM_TIME_SCALE="20")
+
+    # One client for all: a client each would spread the arrivals over its set-up time,
+    # longer than a request takes at this scale, and nothing would queue.
+    client = httpx.Client(timeout=60, limits=httpx.Limits(max_connections=8))
+
+    def one(i: int) -> int:
+        body = {"text": f"request {i} " * 30, "sampling_params": {"max_new_tokens": 200}}
+        reply = client.post(f"{server.url}/generate", json=body).json()
+        return int(reply["meta_info"]["completion_tokens"])
+
+    with client, concurrent.futures.ThreadPoolExecutor(6) as pool:
+        assert list(pool.map(one, range(6))) == [200] * 6
+    lines = [
+        x for x in server.log().splitlines() if "Prefill batch, " in x or "Decode batch, " in x
+    ]
+    queued = [int(x.rsplit("#queue-req: ", 1)[1].split(",")[0]) for x in lines]
+    running = [int(x.split("#running-req: ")[1].split(",")[0]) for x in lines if "Decode" in x]
+    assert max(queued) >= 2 and running and max(running) <= 2
+    sched = server.info()["simulation"]["scheduler"]  # type: ignore[index]
+    assert sched["max_running_requests"] == 2 and sched["num_queue_reqs"] == 0
+    assert sched["generation_tokens_total"] >= 1200
+    # How late the scheduler thread woke, for a reader to judge the time scale (no bound
+    # asserted: it depends on the machine's load).
+    assert 0.0 <= sched["lag_ms_p50"] <= sched["lag_ms_p99"] <= sched["lag_ms_max"]

@@ -76,6 +76,7 @@ FULL = TrialRecord(
     pruned_saved_s=3.5,
     gpu="8x NVIDIA H200",
     engine_version="0.5.9",
+    scenarios=[{"name": "chat", "metrics": {"output_tok_s": 10.0}, "over": "concurrency"}],
 )
 
 

@@ -380,3 +380,30 @@ def test_each_window_is_a_step_of_a_stepped_metric(store_uri: str) -> None:
     ]
     # The aggregate keeps its own name, one value.
     assert len(client.get_metric_history(run.info.run_id, "output_tok_s")) == 1
+
+
+def test_each_sweep_load_is_a_step_and_each_scenario_is_named(store_uri: str) -> None:
+    from autotune.models import ScenarioResult, SweepStep
+
+    tracker = MlflowTracker(store_uri)
+    tracker.start_study(info("sweeps"))
+    steps = [  # in the order a bisection measured them
+        SweepStep(load=load, metrics={"output_tok_s": 10.0 * load}, meets_slo=load <= 8)
+        for load in (1.0, 32.0, 6.0, 8.0)
+    ]
+    scenario = ScenarioResult(name="chat", over="concurrency", steps=steps)
+    metrics = Metrics(extra={"chat.output_tok_s": 80.0, "chat.max_concurrency_under_slo": 8.0})
+    result = ok_result(0).model_copy(update={"scenarios": [scenario], "metrics": metrics})
+    tracker.log_trial(log(result, {"x": 1}))
+    client = MlflowClient(tracking_uri=tracker.uri)
+    (run,) = _children(client, tracker)
+
+    def history(name: str) -> list[tuple[int, float]]:
+        got = client.get_metric_history(run.info.run_id, name)
+        return [(m.step, m.value) for m in sorted(got, key=lambda m: m.step)]
+
+    # Steps in ascending load, whatever order they were measured in.
+    assert history("chat.sweep_load") == [(0, 1.0), (1, 6.0), (2, 8.0), (3, 32.0)]
+    assert history("chat.sweep_output_tok_s") == [(0, 10.0), (1, 60.0), (2, 80.0), (3, 320.0)]
+    assert history("chat.sweep_meets_slo") == [(0, 1.0), (1, 1.0), (2, 1.0), (3, 0.0)]
+    assert run.data.metrics["chat.max_concurrency_under_slo"] == 8.0

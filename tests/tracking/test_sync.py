@@ -175,3 +175,26 @@ def test_server_killed_mid_study_then_sync(tmp_path: Path) -> None:
         assert len(
             [r for r in _runs(url) if r.data.tags.get("autotune.role") in ("trial", "skip")]
         ) == len(children)
+
+
+def test_a_resend_keeps_each_scenario_and_its_sweep() -> None:
+    from autotune.models import Outcome
+    from autotune.records import TrialRecord
+    from autotune.study.sync import _result
+
+    scenario = {
+        "name": "chat",
+        "metrics": {"max_rate_under_slo": 2.0},
+        "over": "rate",
+        "steps": [{"load": 2.0, "metrics": {"output_tok_s": 10.0}, "meets_slo": True}],
+    }
+    record = TrialRecord(
+        number=3,
+        state="COMPLETE",
+        outcome=Outcome.OK,
+        metrics={"chat.max_rate_under_slo": 2.0},
+        scenarios=[scenario, {"name": "old", "steps": "not a list"}],
+    )
+    result = _result("s", record)
+    (only,) = result.scenarios  # the unreadable one is dropped, the rest kept
+    assert only.name == "chat" and only.steps[0].load == 2.0 and only.steps[0].meets_slo

@@ -1,22 +1,28 @@
-"""The load generator: streaming requests at a fixed concurrency, and their metrics.
+"""The load generator: streamed requests in a closed or an open loop, and their metrics.
 
 Requests go through ``node/stream.py``, a minimal HTTP/1.1 client: each piece of a response
 is time-stamped on arrival, before parsing, and no per-chunk framework cost sits between the
 socket and the clock (bench/loadgen.py measures it against a raw-socket client).
 
-Two endpoints are understood: ``/v1/completions`` (OpenAI SSE, ``choices[0].text`` chunks,
-optional ``usage.completion_tokens``, optional ``[DONE]``) and ``/generate`` (SGLang native,
-cumulative ``meta_info.completion_tokens``). Metrics follow SGLang's bench_serving: TTFT is
-the first non-empty chunk, ITL a chunk gap divided by the tokens it brought, TPOT
-``(e2e - ttft) / (tokens - 1)``.
+A closed loop keeps ``concurrency`` requests in flight (each that ends starts the next); an
+open loop starts sessions at the arrival times of ``node/workload.py``, each scheduled from
+the window's start (a late send does not push the next one later), whatever the server does.
+Request bodies are encoded before the clock starts; a multi-turn session builds each later
+turn from the answer it just streamed.
+
+Three endpoints are understood: ``/v1/completions`` (OpenAI SSE, ``choices[0].text``),
+``/v1/chat/completions`` (``choices[0].delta.content``) and ``/generate`` (SGLang native,
+cumulative ``meta_info.completion_tokens``); ``usage`` counts override chunk counts when the
+server sends them. Metrics follow SGLang's bench_serving: TTFT is the first non-empty chunk,
+ITL a chunk gap divided by the tokens it brought, TPOT ``(e2e - ttft) / (tokens - 1)``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
-import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -26,42 +32,68 @@ import httpx
 
 from autotune.models import Metrics, Stats, Workload
 from autotune.node import stream
-
-# Common short English words: about one token each in the usual BPE vocabularies.
-_WORDS = (
-    "the of and to in is that it for was on are as with his they at be this have from or one "
-    "had by word but not what all were we when your can said there use an each which she do how "
-    "their if will up other about out many then them these so some her would make like him into "
-    "time has look two more write go see number no way could people my than first water been "
-    "call who oil its now find long down day did get come made may part over new sound take only "
-    "little work know place year live me back give most very after thing our just name good "
-    "sentence man think say great where help through much before line right too mean old any "
-    "same tell boy follow came want show also around form three small set put end does another "
-    "well large must big even such because turn here why ask went men read need land different "
-    "home us move try kind hand picture again change off play spell air away animal house point"
-).split()
+from autotune.node.workload import Plan, Session, arrivals, iter_sessions, sessions_for
 
 _ERRORS_KEPT = 5
+POLL_S = 0.05
 
 
 def make_prompts(workload: Workload, count: int, *, kind: str = "bench") -> list[str]:
-    """``count`` deterministic prompts of about ``workload.prompt_len`` tokens each.
+    """The first-turn prompts of the first ``count`` sessions of window ``kind``.
 
     ``kind`` separates warm-up prompts from measured ones, so a prefix cache warmed by the
     warm-up does not flatter the benchmark.
     """
-    rng = random.Random(f"{workload.seed}:{kind}")
-    return [" ".join(rng.choices(_WORDS, k=workload.prompt_len)) for _ in range(count)]
+    return [s.turns[0] for s in Plan(workload, kind).sessions(count)]
 
 
-def request_body(workload: Workload, prompt: str) -> dict[str, Any]:
-    """The JSON body of one streaming request for ``workload.endpoint``."""
-    if workload.endpoint == "/generate":
+def request_body(
+    workload: Workload,
+    prompt: str,
+    output_len: int | None = None,
+    history: Sequence[tuple[str, str]] = (),
+) -> dict[str, Any]:
+    """The JSON body of one streaming request for ``workload.endpoint``.
+
+    Args:
+        workload: endpoint, model, extra fields.
+        prompt: this turn's user text.
+        output_len: tokens to ask for (default: the workload's fixed output length).
+        history: earlier ``(user, answer)`` turns of the session, resent in order.
+    """
+    if output_len is None:
+        if not isinstance(workload.output_len, int):
+            raise ValueError("output_len is a distribution: pass the drawn length")
+        output_len = workload.output_len
+    if workload.endpoint == "/v1/chat/completions":
+        messages: list[dict[str, str]] = []
+        for user, answer in history:
+            messages += [
+                {"role": "user", "content": user},
+                {"role": "assistant", "content": answer},
+            ]
+        messages.append({"role": "user", "content": prompt})
         body: dict[str, Any] = {
+            "messages": messages,
+            "max_tokens": output_len,
+            "stream": True,
+            "temperature": 0,
+        }
+        if workload.model is not None:
+            body["model"] = workload.model
+        body.update(workload.extra_body)
+        return body
+    if history:
+        # Text endpoints have no roles: the history as plain labelled text (the chat
+        # endpoint applies the model's own template instead).
+        past = "".join(f"User: {u}\nAssistant: {a}\n" for u, a in history)
+        prompt = f"{past}User: {prompt}\nAssistant:"
+    if workload.endpoint == "/generate":
+        body = {
             "text": prompt,
             "sampling_params": {
                 "temperature": 0,
-                "max_new_tokens": workload.output_len,
+                "max_new_tokens": output_len,
                 "ignore_eos": True,
             },
             "stream": True,
@@ -70,7 +102,7 @@ def request_body(workload: Workload, prompt: str) -> dict[str, Any]:
         # No ignore_eos here: `transformers serve` rejects unknown fields with 422.
         body = {
             "prompt": prompt,
-            "max_tokens": workload.output_len,
+            "max_tokens": output_len,
             "stream": True,
             "temperature": 0,
         }
@@ -82,25 +114,35 @@ def request_body(workload: Workload, prompt: str) -> dict[str, Any]:
 
 @dataclass
 class RequestRecord:
-    """One request's timings (seconds) and tokens."""
+    """One request's timings (seconds) and tokens; one per turn of a session."""
 
     ok: bool = False
     error: str = ""
     ttft_s: float | None = None
     e2e_s: float = 0.0
     output_tokens: int = 0
+    input_tokens: int = 0  # the server's count (usage) when it sent one, else the estimate
     itl_s: list[float] = field(default_factory=list)
+    start: float = 0.0  # time.perf_counter() when it was sent
     end: float = 0.0  # time.perf_counter() at the end
+    session: int = 0
+    turn: int = 0
+    text: str = ""  # the answer, kept only for sessions of several turns
 
 
 @dataclass
 class BenchResult:
-    """The outcome of one load run: ``done``, ``aborted`` (by the caller) or ``timeout``."""
+    """The outcome of one load run: ``done``, ``aborted`` (by the caller) or ``timeout``.
+
+    ``lag_s``: open loop, how late each session was sent after its scheduled time.
+    """
 
     records: list[RequestRecord]
     duration_s: float
     state: str = "done"
     requested: int = 0
+    lag_s: list[float] = field(default_factory=list)
+    start: float = 0.0  # time.perf_counter() when the window began (arrivals count from it)
 
     @property
     def completed(self) -> int:
@@ -120,27 +162,40 @@ class BenchResult:
                 break
         return out
 
-    def metrics(self) -> Metrics:
-        """The benchmark's metrics (zero throughput, no stats, when nothing completed)."""
-        done = [r for r in self.records if r.ok]
+    def metrics(self, turn: int | None = None) -> Metrics:
+        """The benchmark's metrics (zero throughput, no stats, when nothing completed).
+
+        Args:
+            turn: only the requests of this turn of their session (0: the first); rates are
+                still per second of the whole run.
+        """
+        records = [r for r in self.records if turn is None or r.turn == turn]
+        done = [r for r in records if r.ok]
         tokens = sum(r.output_tokens for r in done)
+        prompt_tokens = sum(r.input_tokens for r in done)
         duration = self.duration_s
         tpot = [
             (r.e2e_s - r.ttft_s) / (r.output_tokens - 1)
             for r in done
             if r.ttft_s is not None and r.output_tokens > 1
         ]
+        extra: dict[str, float] = {}
+        if self.lag_s and turn is None:
+            extra["send_lag_p99_ms"] = percentile(sorted(self.lag_s), 99) * 1000.0
         return Metrics(
             output_tok_s=tokens / duration if duration > 0 else 0.0,
             request_s=len(done) / duration if duration > 0 else 0.0,
+            input_tok_s=prompt_tokens / duration if duration > 0 else 0.0,
             ttft_ms=stats_ms([r.ttft_s for r in done if r.ttft_s is not None]),
             itl_ms=stats_ms([x for r in done for x in r.itl_s]),
             e2e_ms=stats_ms([r.e2e_s for r in done]),
             tpot_ms=stats_ms(tpot),
             completed=len(done),
-            failed=self.failed,
+            failed=len(records) - len(done),
             output_tokens=tokens,
+            input_tokens=prompt_tokens,
             duration_s=duration,
+            extra=extra,
         )
 
 
@@ -173,6 +228,7 @@ def aggregate(windows: Sequence[Metrics]) -> Metrics:
     return Metrics(
         output_tok_s=_median([w.output_tok_s for w in windows]),
         request_s=_median([w.request_s for w in windows]),
+        input_tok_s=_median([w.input_tok_s for w in windows]),
         ttft_ms=stats("ttft_ms"),
         itl_ms=stats("itl_ms"),
         e2e_ms=stats("e2e_ms"),
@@ -180,6 +236,7 @@ def aggregate(windows: Sequence[Metrics]) -> Metrics:
         completed=sum(w.completed for w in windows),
         failed=sum(w.failed for w in windows),
         output_tokens=sum(w.output_tokens for w in windows),
+        input_tokens=sum(w.input_tokens for w in windows),
         duration_s=sum(w.duration_s for w in windows),
         accept_length=accepts[-1] if accepts else None,
         extra={k: _median([w.extra[k] for w in windows if k in w.extra]) for k in keys},
@@ -209,6 +266,7 @@ def unscale(metrics: Metrics, scale: float) -> Metrics:
         update={
             "output_tok_s": metrics.output_tok_s / scale,
             "request_s": metrics.request_s / scale,
+            "input_tok_s": metrics.input_tok_s / scale,
             "ttft_ms": slow(metrics.ttft_ms),
             "itl_ms": slow(metrics.itl_ms),
             "e2e_ms": slow(metrics.e2e_ms),
@@ -216,6 +274,20 @@ def unscale(metrics: Metrics, scale: float) -> Metrics:
             "duration_s": metrics.duration_s * scale,
         }
     )
+
+
+def in_server_time(workload: Workload, scale: float) -> Workload:
+    """The workload as sent to a stand-in running ``scale`` times faster than the time it
+    simulates: an open loop's rate times ``scale``, its duration divided by it (the seeded
+    gaps scale exactly, so the schedule is the same in simulated seconds)."""
+    if scale == 1.0:
+        return workload
+    update: dict[str, Any] = {}
+    if workload.rate is not None:
+        update["rate"] = workload.rate * scale
+    if workload.duration_s is not None:
+        update["duration_s"] = workload.duration_s / scale
+    return workload.model_copy(update=update) if update else workload
 
 
 def sim_time_scale(info: dict[str, Any] | None) -> float:
@@ -252,10 +324,14 @@ def stats_ms(seconds: Sequence[float]) -> Stats | None:
     )
 
 
-def _chunk_tokens(generate: bool, obj: dict[str, Any], state: dict[str, Any]) -> int:
-    """New tokens one SSE chunk brought; updates ``state['total']`` from usage when present."""
-    if generate:
+def _chunk_tokens(kind: str, obj: dict[str, Any], state: dict[str, Any]) -> int:
+    """New tokens one SSE chunk brought; keeps usage counts and, when asked, the text."""
+    if kind == "generate":
         meta = obj.get("meta_info") or {}
+        if isinstance(meta.get("prompt_tokens"), int):
+            state["prompt"] = meta["prompt_tokens"]
+        if "text" in state and isinstance(obj.get("text"), str):
+            state["text"] = obj["text"]  # cumulative
         cumulative = meta.get("completion_tokens")
         if isinstance(cumulative, int):
             new = max(0, cumulative - int(state.get("total", 0)))
@@ -264,20 +340,43 @@ def _chunk_tokens(generate: bool, obj: dict[str, Any], state: dict[str, Any]) ->
             return new
         return 1 if obj.get("text") else 0
     usage = obj.get("usage")
-    if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
-        state["total"] = usage["completion_tokens"]
-        state["usage"] = True
+    if isinstance(usage, dict):
+        if isinstance(usage.get("completion_tokens"), int):
+            state["total"] = usage["completion_tokens"]
+            state["usage"] = True
+        if isinstance(usage.get("prompt_tokens"), int):
+            state["prompt"] = usage["prompt_tokens"]
     choices = obj.get("choices") or []
-    text = choices[0].get("text") if choices and isinstance(choices[0], dict) else None
-    return 1 if text else 0
+    first = choices[0] if choices and isinstance(choices[0], dict) else None
+    if first is None:
+        return 0
+    if kind == "chat":
+        delta = first.get("delta")
+        text = delta.get("content") if isinstance(delta, dict) else None
+    else:
+        text = first.get("text")
+    if not text:
+        return 0
+    if "text" in state:
+        state["text"] += text
+    return 1
 
 
-async def _one(pool: stream.Pool, workload: Workload, body: bytes) -> RequestRecord:
+def _kind(workload: Workload) -> str:
+    if workload.endpoint == "/generate":
+        return "generate"
+    return "chat" if workload.endpoint == "/v1/chat/completions" else "completions"
+
+
+async def _one(
+    pool: stream.Pool, workload: Workload, body: bytes, *, keep_text: bool = False
+) -> RequestRecord:
     record = RequestRecord()
     chunks = 0
-    state: dict[str, Any] = {}
-    generate = workload.endpoint == "/generate"
+    state: dict[str, Any] = {"text": ""} if keep_text else {}
+    kind = _kind(workload)
     start = time.perf_counter()
+    record.start = start
     last = start
     try:
         async with pool.post(workload.endpoint, body) as response:
@@ -308,7 +407,7 @@ async def _one(pool: stream.Pool, workload: Workload, body: bytes) -> RequestRec
                     if obj.get("error"):
                         record.error = f"error in stream: {str(obj['error'])[:200]}"
                         return record
-                    new = _chunk_tokens(generate, obj, state)
+                    new = _chunk_tokens(kind, obj, state)
                     if new <= 0:
                         continue
                     # ``now``: when the bytes arrived, before any parsing.
@@ -326,6 +425,8 @@ async def _one(pool: stream.Pool, workload: Workload, body: bytes) -> RequestRec
     record.end = time.perf_counter()
     record.e2e_s = record.end - start
     record.output_tokens = int(state["total"]) if state.get("usage") else chunks
+    record.input_tokens = int(state.get("prompt", 0))
+    record.text = state.get("text", "")
     if record.output_tokens <= 0:
         record.error = "the response had no output tokens"
         return record
@@ -333,22 +434,65 @@ async def _one(pool: stream.Pool, workload: Workload, body: bytes) -> RequestRec
     return record
 
 
+class _Window:
+    """One load run's sending: sessions, their turns, the records."""
+
+    def __init__(self, pool: stream.Pool, workload: Workload) -> None:
+        self.pool, self.workload = pool, workload
+        self.records: list[RequestRecord] = []
+        self.requested = 0
+        self.multi = workload.turns > 1
+
+    def encode(self, session: Session) -> bytes:
+        body = request_body(self.workload, session.turns[0], session.output_lens[0])
+        return json.dumps(body).encode()
+
+    async def run(self, session: Session, first: bytes) -> None:
+        """Send the session's turns one after another, each with the history so far."""
+        self.requested += len(session.turns)
+        history: list[tuple[str, str]] = []
+        estimate = 0  # prompt tokens of the history, as sent
+        for turn, user in enumerate(session.turns):
+            if turn == 0:
+                body = first
+            else:
+                payload = request_body(self.workload, user, session.output_lens[turn], history)
+                body = json.dumps(payload).encode()
+            record = await _one(self.pool, self.workload, body, keep_text=self.multi)
+            record.session, record.turn = session.index, turn
+            estimate += session.prompt_lens[turn]
+            if record.input_tokens <= 0:
+                record.input_tokens = estimate
+            self.records.append(record)
+            if not record.ok:
+                return
+            history.append((user, record.text))
+            estimate += record.output_tokens
+
+
 async def run_load_async(
     base_url: str,
     workload: Workload,
-    prompts: Sequence[str],
+    prompts: Sequence[str] | None = None,
     *,
-    concurrency: int,
+    kind: str = "bench",
+    concurrency: int | None = None,
+    count: int | None = None,
     abort: Callable[[], bool] | None = None,
     limit_s: float | None = None,
 ) -> BenchResult:
-    """Send every prompt, at most ``concurrency`` at a time; stop early on ``abort()``.
+    """One window of ``workload`` against ``base_url``; stops early on ``abort()``.
 
     Args:
         base_url: ``http://host:port``.
-        workload: endpoint, lengths, model, timeouts.
-        prompts: one request per prompt.
-        concurrency: requests in flight at once.
+        workload: what to send and how (closed loop at ``concurrency``, or open loop at
+            ``rate``; ``num_requests`` or ``duration_s``).
+        prompts: explicit single-turn prompts instead of the workload's source (one request
+            each, unless ``count`` says otherwise).
+        kind: the window's prompt and arrival set (``bench``, ``bench-1``, ``warmup``...).
+        concurrency: a closed loop at this concurrency, whatever the workload says (the
+            warm-up, the peak window).
+        count: this many requests instead of the workload's ``num_requests``/``duration_s``.
         abort: polled every 50 ms; True cancels the requests still running.
         limit_s: wall-clock limit of the whole run (state ``timeout`` when reached).
     """
@@ -357,49 +501,121 @@ async def run_load_async(
         read_timeout_s=workload.request_timeout_s,
         connect_timeout_s=min(30.0, workload.request_timeout_s),
     )
+    plan = Plan(workload, kind, prompts)
+    window = _Window(pool, workload)
+    if count is None and prompts is not None:
+        count = len(prompts)
+    closed = concurrency is not None or not workload.open_loop
+    duration = workload.duration_s if count is None else None
+    lag: list[float] = []
+    sessions: list[Session] = []
+    if closed and duration is None:
+        sessions = plan.sessions(sessions_for(workload, count or workload.num_requests))
+    elif not closed:
+        times = arrivals(
+            workload,
+            kind,
+            count=None
+            if duration is not None
+            else sessions_for(workload, count or workload.num_requests),
+            duration_s=duration,
+        )
+        sessions = [
+            Session(s.index, s.turns, s.output_lens, s.prompt_lens, at)
+            for s, at in zip(plan.sessions(len(times)), times, strict=True)
+        ]
     # Encoded before the clock starts: request building is not the server's time.
-    bodies = [json.dumps(request_body(workload, p)).encode() for p in prompts]
-    sem = asyncio.Semaphore(concurrency)
-    records: list[RequestRecord] = []
-    state = "done"
-
-    async def run(body: bytes) -> None:
-        async with sem:
-            records.append(await _one(pool, workload, body))
-
+    bodies = [window.encode(s) for s in sessions]
     start = time.perf_counter()
+
+    async def closed_loop(width: int) -> None:
+        source = iter(zip(sessions, bodies, strict=True)) if duration is None else None
+        fresh = iter_sessions(plan)
+
+        async def worker() -> None:
+            while True:
+                if source is not None:
+                    nxt = next(source, None)
+                    if nxt is None:
+                        return
+                    session, body = nxt
+                else:
+                    assert duration is not None
+                    if time.perf_counter() - start >= duration:
+                        return
+                    session = next(fresh)
+                    body = window.encode(session)
+                await window.run(session, body)
+
+        await asyncio.gather(*(worker() for _ in range(width)))
+
+    async def open_loop() -> None:
+        cap = asyncio.Semaphore(workload.max_concurrency) if workload.max_concurrency else None
+
+        async def one(session: Session, body: bytes) -> None:
+            if cap is None:
+                await window.run(session, body)
+                return
+            async with cap:
+                await window.run(session, body)
+
+        tasks: list[asyncio.Task[None]] = []
+        try:
+            for session, body in zip(sessions, bodies, strict=True):
+                due = start + session.at
+                delay = due - time.perf_counter()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                lag.append(max(0.0, time.perf_counter() - due))
+                tasks.append(asyncio.create_task(one(session, body)))
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+
+    width = concurrency or workload.concurrency
+    state = "done"
     try:
-        tasks = [asyncio.create_task(run(b)) for b in bodies]
-        everything = asyncio.gather(*tasks, return_exceptions=True)
-        while not everything.done():
-            await asyncio.wait({everything}, timeout=0.05)
-            if everything.done():
+        main = asyncio.create_task(closed_loop(width) if closed else open_loop())
+        while not main.done():
+            await asyncio.wait({main}, timeout=POLL_S)
+            if main.done():
                 break
             if abort is not None and abort():
                 state = "aborted"
             elif limit_s is not None and time.perf_counter() - start > limit_s:
                 state = "timeout"
             if state != "done":
-                for task in tasks:
-                    task.cancel()
-                await asyncio.gather(everything, return_exceptions=True)
+                main.cancel()
+                with contextlib.suppress(asyncio.CancelledError):  # ours: records so far stand
+                    await main
                 break
-        for outcome in everything.result() if not everything.cancelled() else []:
-            if isinstance(outcome, Exception):
-                raise outcome
+        if state == "done":
+            main.result()  # a bug in the sending raises here
     finally:
         await pool.aclose()
-    ends = [r.end for r in records if r.ok]
+    ends = [r.end for r in window.records if r.ok]
     finish = max(ends) if ends and state == "done" else time.perf_counter()
-    return BenchResult(records, max(0.0, finish - start), state, requested=len(prompts))
+    return BenchResult(
+        window.records,
+        max(0.0, finish - start),
+        state,
+        # Planned requests (all of them, when the window was cut short), or those started
+        # when it ran for a duration.
+        requested=max(window.requested, sum(len(s.turns) for s in sessions)),
+        lag_s=lag,
+        start=start,
+    )
 
 
 def run_load(
     base_url: str,
     workload: Workload,
-    prompts: Sequence[str],
+    prompts: Sequence[str] | None = None,
     *,
-    concurrency: int,
+    kind: str = "bench",
+    concurrency: int | None = None,
+    count: int | None = None,
     abort: Callable[[], bool] | None = None,
     limit_s: float | None = None,
 ) -> BenchResult:
@@ -409,7 +625,9 @@ def run_load(
             base_url,
             workload,
             prompts,
+            kind=kind,
             concurrency=concurrency,
+            count=count,
             abort=abort,
             limit_s=limit_s,
         )

@@ -11,6 +11,11 @@ Then the peak: a dedicated window at ``workload.peak_concurrency`` when it is ab
 concurrency, otherwise the last window. ``TrialResult.peak`` says whether the configuration
 survived it without failed requests; one that did not is no winner, though its windows stand.
 
+Several scenarios (``TrialSpec.scenarios``) are measured one after another on the same
+server, each with its own windows and peak, or a load sweep (``node/sweep.py``: load steps, or
+the highest load within the scenario's SLO by bisection); ``node/scenarios.py`` names their
+metrics and combines the objective. ``TrialResult.scenarios`` keeps each one's result.
+
 Intermediate values for a pruner: ``run_trial(spec, on_window=f)`` calls ``f(index, flat)``
 after each window, on the node, as it completes; ``True`` stops the trial (``pruned``). A
 caller that cannot reach the node's thread (a remote executor) reads the same values, in
@@ -19,6 +24,8 @@ the same order, from ``TrialResult.windows`` when the result arrives.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import math
 import os
@@ -41,12 +48,16 @@ from autotune.models import (
     Outcome,
     PeakLoad,
     Phase,
+    Scenario,
+    ScenarioResult,
+    SweepStep,
     Timings,
     TrialResult,
     TrialSpec,
 )
-from autotune.node import bench, gpu
+from autotune.node import bench, gpu, scenarios, sweep
 from autotune.node.failures import classify, first_match
+from autotune.node.goodput import goodput_metrics, slo_misses, with_extra
 from autotune.node.process import (
     LaunchFailed,
     NodeState,
@@ -129,6 +140,12 @@ class _Trial:
         self.on_window = on_window
         self.windows: list[Metrics] = []
         self.peak: PeakLoad | None = None
+        # Named or swept scenarios (node/scenarios.py): their results, the trial's windows
+        # side by side (None: ``windows`` as they are), and why a sweep stopped the trial.
+        self.scenarios: list[ScenarioResult] = []
+        self.flat_windows: list[dict[str, float]] | None = None
+        self.sweep_verdict: _Verdict | None = None
+        self.steps_run = 0
         self.time_scale = 1.0  # a time-scaled stand-in's own clock; metrics are unscaled
         self.start = time.monotonic()
         self.node = socket.gethostname()
@@ -177,10 +194,21 @@ class _Trial:
             simulated=self.spec.simulated,
             attempt=self.spec.attempt,
             server_info=server_info or {},
-            windows=[w.flat() for w in self.windows],
+            windows=(
+                self.flat_windows
+                if self.flat_windows is not None
+                else [w.flat() for w in self.windows]
+            ),
             peak=self.peak,
+            scenarios=self.scenarios,
             gpu=gpu.describe(self.spec.gpus, self.visible) if self.spec.gpus else "",
         )
+
+    def _note(self, text: str) -> None:
+        """What the benchmark is measuring now, beside the log where the phase is noted, for
+        a progress view on the same host (a scenario, a load of a sweep)."""
+        with contextlib.suppress(OSError):  # a read-only log folder: no progress note
+            self.log_path.with_suffix(".phase").write_text(text)
 
     def _infra(self, cause: Cause, message: str, hint: str) -> TrialResult:
         failure = Failure(
@@ -348,7 +376,8 @@ class _Trial:
             warm = bench.run_load(
                 url,
                 workload,
-                bench.make_prompts(workload, workload.warmup_requests, kind="warmup"),
+                kind="warmup",
+                count=workload.warmup_requests,
                 concurrency=min(workload.concurrency, workload.warmup_requests),
                 abort=abort,
                 limit_s=spec.limits.benchmark_s,
@@ -361,12 +390,11 @@ class _Trial:
         watcher.advance(Phase.BENCHMARK)
         start = time.monotonic()
         try:
-            verdict = self._windows(url, watcher, health, abort)
+            verdict, metrics = self._benchmark(url, watcher, health, abort)
         finally:
             self.times["benchmark_s"] = time.monotonic() - start
         if verdict is not None:
             return verdict, None, None
-        metrics = bench.aggregate(self.windows)
         if self.peak is not None and self.peak.dedicated:
             extra = {**metrics.extra, "peak_failed_requests": float(self.peak.failed)}
             metrics = metrics.model_copy(update={"extra": extra})
@@ -379,52 +407,163 @@ class _Trial:
                 info = {"truncated": True}
         return _Verdict("ok", Phase.BENCHMARK), metrics, info
 
-    def _windows(
+    def _benchmark(
         self, url: str, watcher: LogWatcher, health: HealthPoller, abort: Callable[[], bool]
-    ) -> _Verdict | None:
-        """Measure ``workload.windows`` windows, then the peak; None when the result is ok.
+    ) -> tuple[_Verdict | None, Metrics]:
+        """Measure every scenario in turn on this server; the trial's metrics when ok.
+
+        Without named scenarios this is the workload's windows and peak, as always; the
+        pruner sees windows only then (a window of one scenario says little of the trial).
+        """
+        spec = self.spec
+        plan = spec.scenarios or [Scenario(workload=spec.workload)]
+        implicit = len(plan) == 1 and not plan[0].name
+        results: list[tuple[ScenarioResult, Metrics]] = []
+        peaks: list[PeakLoad] = []
+        for scenario in plan:
+            swept: sweep.Found | None = None
+            windows: list[Metrics] = self.windows if implicit else []
+            if scenario.name:
+                self._note(f"benchmarking {scenario.name}")
+            if scenario.sweep is None:
+                verdict, peak = self._windows(
+                    url, watcher, health, abort, scenario, windows, prune=implicit
+                )
+                if peak is not None:
+                    peaks.append(peak)
+                    self.peak = peak  # kept when the trial ends here (a death at peak load)
+                if verdict is not None:
+                    return verdict, Metrics()
+            else:
+                swept = sweep.run(
+                    scenario.sweep,
+                    scenario.slo,
+                    functools.partial(self._step, url, watcher, health, abort, scenario),
+                )
+                if swept.failed:
+                    assert self.sweep_verdict is not None
+                    return self.sweep_verdict, Metrics()
+            results.append(scenarios.scenario_metrics(scenario, windows, swept))
+        # The peak that matters is the one a configuration failed, if any.
+        self.peak = next((p for p in peaks if not p.survived), peaks[-1] if peaks else None)
+        if not implicit or plan[0].sweep is not None:
+            self.scenarios = [r for r, _ in results]
+        metrics, flat_windows = scenarios.trial_metrics(results, spec.combine)
+        if not implicit:
+            self.flat_windows = flat_windows
+        return None, metrics
+
+    def _step(
+        self,
+        url: str,
+        watcher: LogWatcher,
+        health: HealthPoller,
+        abort: Callable[[], bool],
+        scenario: Scenario,
+        load: float,
+    ) -> sweep.Measured | None:
+        """One load of a sweep: a window at that concurrency (closed loop) or request rate
+        (open loop); None when the server failed.
+
+        Failed requests while the server stays up are a load it cannot serve (the step
+        misses the SLO), not a crash.
+        """
+        assert scenario.sweep is not None
+        base = scenario.workload
+        if scenario.sweep.over == "rate":
+            update: dict[str, Any] = {"rate": load}
+        else:
+            update = {"concurrency": int(load), "peak_concurrency": None}
+        workload = bench.in_server_time(base.model_copy(update=update), self.time_scale)
+        # Each probe its own prompts: a prefix cache warmed by one load does not flatter the next.
+        self.steps_run += 1
+        kind = f"{scenario.name or 'sweep'}:{scenario.sweep.over}={load:g}:{self.steps_run}"
+        where = f"{scenario.name}: " if scenario.name else ""
+        self._note(f"benchmarking {where}{scenario.sweep.over} {load:.3g}")
+        result = bench.run_load(
+            url, workload, kind=kind, abort=abort, limit_s=self.spec.limits.benchmark_s
+        )
+        verdict = self._check_load(result, watcher, health, Phase.BENCHMARK)
+        if verdict is not None and verdict.kind not in ("bench_errors", "bench_timeout"):
+            self.sweep_verdict = verdict
+            return None
+        metrics = bench.unscale(result.metrics(), self.time_scale)
+        if scenario.goodput is not None:
+            metrics = with_extra(
+                metrics, goodput_metrics(result, scenario.goodput, self.time_scale)
+            )
+        flat = metrics.flat()
+        served = result.state == "done" and result.failed == 0
+        step = SweepStep(
+            load=load,
+            metrics=flat,
+            meets_slo=served and not slo_misses(flat, scenario.slo),
+            requested=result.requested,
+            failed=result.requested - result.completed,
+        )
+        return sweep.Measured(step, metrics)
+
+    def _windows(
+        self,
+        url: str,
+        watcher: LogWatcher,
+        health: HealthPoller,
+        abort: Callable[[], bool],
+        scenario: Scenario,
+        windows: list[Metrics],
+        *,
+        prune: bool,
+    ) -> tuple[_Verdict | None, PeakLoad | None]:
+        """Measure ``workload.windows`` windows into ``windows``, then the peak; the verdict
+        is None when the result is ok.
 
         A dedicated peak window that fails requests while the server stays up is not a
-        failure of the trial: its windows stand and ``self.peak.survived`` says False.
+        failure of the trial: its windows stand and the peak's ``survived`` says False.
         """
-        workload = self.spec.workload
+        workload = bench.in_server_time(scenario.workload, self.time_scale)
+        named = f"{scenario.name}:" if scenario.name else ""
         dedicated = workload.peak > workload.concurrency
+        peak: PeakLoad | None = None
         for index in range(workload.windows):
             result = bench.run_load(
                 url,
                 workload,
-                bench.make_prompts(workload, workload.num_requests, kind=_window_kind(index)),
-                concurrency=workload.concurrency,
+                kind=named + _window_kind(index),
                 abort=abort,
                 limit_s=self.spec.limits.benchmark_s,
             )
             verdict = self._check_load(result, watcher, health, Phase.BENCHMARK)
             last = index == workload.windows - 1
             if last and not dedicated:
-                self.peak = _peak(
-                    result, workload.concurrency, dedicated=False, scale=self.time_scale
-                )
+                peak = _peak(result, workload.concurrency, dedicated=False, scale=self.time_scale)
             if verdict is not None:
-                return verdict
-            self.windows.append(bench.unscale(result.metrics(), self.time_scale))
-            if self.on_window is not None and self.on_window(index, self.windows[-1].flat()):
-                return _Verdict("pruned", Phase.BENCHMARK, message=f"pruned after window {index}")
+                return verdict, peak
+            metrics = bench.unscale(result.metrics(), self.time_scale)
+            if scenario.goodput is not None:
+                metrics = with_extra(
+                    metrics, goodput_metrics(result, scenario.goodput, self.time_scale)
+                )
+            windows.append(metrics)
+            if prune and self.on_window is not None and self.on_window(index, metrics.flat()):
+                message = f"pruned after window {index}"
+                return _Verdict("pruned", Phase.BENCHMARK, message=message), peak
         if not dedicated:
-            return None
+            return None, peak
         count = max(workload.num_requests, 2 * workload.peak)
         result = bench.run_load(
             url,
             workload,
-            bench.make_prompts(workload, count, kind="peak"),
+            kind=named + "peak",
+            count=count,
             concurrency=workload.peak,
             abort=abort,
             limit_s=self.spec.limits.benchmark_s,
         )
-        self.peak = _peak(result, workload.peak, dedicated=True, scale=self.time_scale)
+        peak = _peak(result, workload.peak, dedicated=True, scale=self.time_scale)
         verdict = self._check_load(result, watcher, health, Phase.BENCHMARK)
         if verdict is not None and verdict.kind in ("bench_errors", "bench_timeout"):
-            return None  # the server is up: the windows stand, the peak says it failed
-        return verdict
+            return None, peak  # the server is up: the windows stand, the peak says it failed
+        return verdict, peak
 
     def _check_load(
         self, result: bench.BenchResult, watcher: LogWatcher, health: HealthPoller, phase: Phase

@@ -75,7 +75,11 @@ class Pool:
             raise StreamError("ConnectError", str(exc) or type(exc).__name__) from None
         sock = writer.get_extra_info("socket")
         if sock is not None:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError as exc:  # a dying server reset it already: a failed request
+                writer.close()
+                raise StreamError("ConnectError", str(exc) or type(exc).__name__) from None
         return _Conn(reader, writer)
 
     def post(self, path: str, body: bytes) -> Response:

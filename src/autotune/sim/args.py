@@ -97,6 +97,12 @@ def _core(parser: argparse.ArgumentParser) -> None:
     add("--mem-fraction-static", type=float, default=None)
     add("--max-running-requests", type=int, default=None)
     add("--chunked-prefill-size", type=int, default=None)
+    add("--max-prefill-tokens", type=int, default=16384)
+    add("--max-total-tokens", type=int, default=None)
+    add("--disable-radix-cache", action="store_true")
+    add("--enable-mixed-chunk", action="store_true")
+    add("--enable-cache-report", action="store_true")
+    add("--enable-metrics", action="store_true")
     add(
         "--schedule-policy",
         type=str,
@@ -251,6 +257,11 @@ def to_launch(ns: argparse.Namespace, env: dict[str, str], nccl: NcclConfig) -> 
         mem_fraction_static=ns.mem_fraction_static,
         max_running_requests=max_running,
         chunked_prefill_size=chunked,
+        max_prefill_tokens=ns.max_prefill_tokens,
+        max_total_tokens=ns.max_total_tokens,
+        schedule_policy=ns.schedule_policy,
+        radix_cache=not ns.disable_radix_cache,
+        mixed_chunk=ns.enable_mixed_chunk,
         attention_backend=ns.attention_backend,
         flashinfer_fusion=fusion,
         disable_custom_all_reduce=ns.disable_custom_all_reduce,

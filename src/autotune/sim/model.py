@@ -46,6 +46,11 @@ class SimConfig:
     mem_fraction_static: float | None = None  # None: SGLang's default for the machine
     max_running_requests: int | None = None
     chunked_prefill_size: int = 8192
+    max_prefill_tokens: int = 16384
+    max_total_tokens: int | None = None  # caps the KV pool (SGLang's --max-total-tokens)
+    schedule_policy: str = "fcfs"
+    radix_cache: bool = True
+    mixed_chunk: bool = False
     attention_backend: str | None = None
     flashinfer_fusion: bool = False
     disable_custom_all_reduce: bool = False
@@ -348,7 +353,10 @@ def draft_weights_gb(cfg: SimConfig) -> float:
 
 
 def _graph_need_gb(cfg: SimConfig, prof: HardwareProfile) -> float:
-    activations = prof.activation_gb_per_1k_prefill * max(cfg.chunked_prefill_size, 2048) / 1024
+    # The largest prefill forward sizes the activations: one chunk, or without chunking a
+    # whole --max-prefill-tokens batch (or more: one long prompt may exceed it).
+    chunk = cfg.chunked_prefill_size if cfg.chunked_prefill_size > 0 else cfg.max_prefill_tokens
+    activations = prof.activation_gb_per_1k_prefill * max(chunk, 2048) / 1024
     return graph_gb(cfg, prof) + activations + prof.capture_margin_gb
 
 
@@ -385,6 +393,8 @@ def memory_plan(cfg: SimConfig, prof: HardwareProfile) -> MemoryPlan:
     if cfg.spec is not None and cfg.spec.algorithm != "NGRAM":
         cell *= 1.0 + 1.0 / prof.layers  # the draft model's own KV layer
     tokens = int(kv * 2**30 / cell) if kv > 0 else 0
+    if cfg.max_total_tokens is not None and tokens > 0:
+        tokens = min(tokens, max(cfg.max_total_tokens, 1))
     after_pool = after - max(kv, 0.0)
     need = _graph_need_gb(cfg, prof)
     return MemoryPlan(

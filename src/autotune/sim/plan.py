@@ -560,8 +560,9 @@ def plan_startup(
     plan.add(
         0.01,
         f"max_total_num_tokens={mem.max_total_num_tokens}, chunked_prefill_size="
-        f"{cfg.chunked_prefill_size}, max_prefill_tokens=16384, max_running_requests="
-        f"{max_running_requests(cfg, prof)}, context_len={cfg.context_length}, "
+        f"{cfg.chunked_prefill_size}, max_prefill_tokens={cfg.max_prefill_tokens}, "
+        f"max_running_requests={max_running_requests(cfg, prof)}, "
+        f"context_len={cfg.context_length}, "
         f"available_gpu_mem={_gb(mem.avail_after_pool_gb - mem.graph_gb)}",
     )
     host = launch.ns.host
@@ -579,8 +580,8 @@ def plan_startup(
         )
         plan.add(
             0.01,
-            "Prefill batch. #new-seq: 1, #new-token: 6, #cached-token: 0, token usage: 0.00, "
-            "#running-req: 0, #queue-req: 0",
+            "Prefill batch, #new-seq: 1, #new-token: 6, #cached-token: 0, token usage: 0.00, "
+            "#running-req: 0, #queue-req: 0, cuda graph: False, input throughput (token/s): 0.00",
         )
         error = None
         if cfg.flashinfer_fusion and not prof.fusion_supported:

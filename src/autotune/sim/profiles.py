@@ -56,6 +56,9 @@ class HardwareProfile:
     compute_ms_1: float = 3.5
     compute_alpha: float = 0.568
     prefill_ms_per_token: float = 0.045
+    # Decode attention reads every running sequence's KV each step: ms per 1k context tokens
+    # (70 KB of MLA latent per token at ~1.5 TB/s).
+    decode_kv_ms_per_1k: float = 0.05
     graph_us_per_bs: float = 2.662  # replay overhead grows with the captured pool
     eager_ms: float = 8.5  # kernel-launch overhead of one forward without CUDA graphs
     # NCCL (ring over n_gpus).
@@ -128,6 +131,7 @@ H200_NVLINK = HardwareProfile(
     nvlink=True,
     compute_ms_1=1.45,
     prefill_ms_per_token=0.02,
+    decode_kv_ms_per_1k=0.015,
     graph_us_per_bs=1.0,
     eager_ms=6.0,
     nccl_t0_us=5.0,

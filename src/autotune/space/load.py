@@ -18,7 +18,10 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from autotune.errors import ConfigError
+from autotune.models import WRITTEN, FieldError
+from autotune.space.scenarios import materialise_scenarios
 from autotune.space.schema import LocatedError, StudySpec
+from autotune.space.workload import DatasetError, materialise
 
 __all__ = ["check", "check_text", "json_schema", "known_engines", "load", "load_text"]
 
@@ -125,11 +128,29 @@ def _run(text: str, source: str) -> tuple[StudySpec | None, list[ConfigError]]:
     errors = _engine_errors(data, lines, source)
     if "source" in data:
         errors.append(_error("'source' is set by autotune (remove it)", ("source",), lines, source))
+    workload = data.get("workload")
+    prompts = workload.get("prompts") if isinstance(workload, dict) else None
+    if isinstance(prompts, dict) and "items" in prompts:
+        at = ("workload", "prompts", "items")
+        errors.append(_error("'items' is set by autotune from path (remove it)", at, lines, source))
     try:
-        spec = StudySpec.model_validate(data)
+        spec = StudySpec.model_validate(data, context={WRITTEN: True})
     except ValidationError as exc:
         errors.extend(_translate(exc, data, lines, source))
         spec = None
+    if spec is not None and not errors:
+        try:
+            # Relative prompt files start from the space file's folder, not the cwd.
+            workload = materialise(spec.workload, Path(source).parent)
+        except DatasetError as exc:
+            at = ("workload", "prompts", "path")
+            errors.append(_error(str(exc), at, lines, source))
+        else:
+            spec = spec.model_copy(update={"workload": workload})
+    if spec is not None and not errors and spec.scenarios:
+        # Each scenario's prompt file too (space/scenarios.py).
+        spec, problems = materialise_scenarios(spec, Path(source).parent)
+        errors.extend(_error(message, at, lines, source) for message, at in problems)
     if errors:
         return None, sorted(errors, key=lambda e: e.line or 0)
     assert spec is not None
@@ -353,10 +374,11 @@ def _translate(
         err: dict[str, Any] = dict(details)
         loc: _Path = tuple(err["loc"])
         error = (err.get("ctx") or {}).get("error")
-        if isinstance(error, LocatedError):
+        if isinstance(error, LocatedError | FieldError):
             loc = (*loc, *error.at)
         path, rest = _split(data, loc)
-        if err["type"] == "missing" and rest:
+        # A missing key is named though it has no line (the enclosing value's line is used).
+        if (err["type"] == "missing" or isinstance(error, FieldError)) and rest:
             path, rest = (*path, rest[0]), rest[1:]
         grouped.setdefault(path, []).append((err, rest))
     out = []

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from autotune.models import Cause, Phase, Workload
+from autotune.models import Cause, Goodput, Phase, Scenario, Sweep, Workload
 
 Scalar = str | int | float | bool
 
@@ -415,6 +415,16 @@ class UserRule(_Strict):
         return value
 
 
+class CombineSpec(_Strict):
+    """How the objective metric over several scenarios becomes one value."""
+
+    how: Literal["weighted_sum", "weighted_mean", "worst"] = "weighted_mean"
+    """weighted_sum or weighted_mean of the scenarios' values, or the worst scenario (the
+    minimum of a metric maximised, the maximum of one minimised)."""
+    weights: dict[str, Annotated[float, Field(gt=0)]] = Field(default_factory=dict)
+    """Weight of each scenario, by name (every scenario, or none for equal weights)."""
+
+
 class StudySpec(_Strict):
     """A whole space file."""
 
@@ -440,6 +450,15 @@ class StudySpec(_Strict):
     """Upper bounds on metrics, e.g. {ttft_p99_ms: 2000}; a run that misses one is infeasible."""
     workload: Workload = Field(default_factory=Workload)
     """What the benchmark sends."""
+    scenarios: list[Scenario] | None = None
+    """Several named traffic shapes (name, workload, slo, sweep, goodput), measured one after
+    another on each trial's server; their metrics are named ``<scenario>.<metric>``."""
+    sweep: Sweep | None = None
+    """Load steps on the running server, or the highest load meeting the SLO (bisection)."""
+    goodput: Goodput | None = None
+    """Per-request bounds; adds goodput_req_s and goodput_miss_pct."""
+    combine: CombineSpec | None = None
+    """How the objective metric over several scenarios becomes one value."""
     budget: Budget = Field(default_factory=Budget)
     """When the study stops."""
     rules: list[UserRule] = Field(default_factory=list)
@@ -458,6 +477,9 @@ class StudySpec(_Strict):
                 )
         self._check_expressions(names)
         self._check_refs()
+        from autotune.space import scenarios
+
+        scenarios.check(self)
         if self.baseline:
             by_name = {p.name: p for p in self.parameters}
             for key, value in self.baseline.items():

@@ -25,7 +25,7 @@ import optuna
 from autotune.dispatch.base import Executor, WindowHook
 from autotune.engines.base import Engine
 from autotune.errors import StudyError
-from autotune.models import Limits, Outcome, Rule, TrialResult, TrialSpec
+from autotune.models import Limits, Outcome, Rule, TrialResult, TrialSpec, Workload
 from autotune.records import (
     CRASHES,
     LAUNCHED,
@@ -39,6 +39,7 @@ from autotune.records import (
     TrialRecord,
 )
 from autotune.redact import redact_argv, redact_env
+from autotune.space import scenarios
 from autotune.space.render import render, violations
 from autotune.space.schema import StudySpec
 from autotune.space.suggest import suggest
@@ -211,7 +212,10 @@ class Driver:
 
     def _check_resume(self, stored: StudyRecord) -> None:
         new = self.spec.model_dump(mode="json")
-        for key in ("engine", "model", "parameters", "constraints", "fixed", "objective"):
+        # What the objective means: a study made before scenarios has none of the last four,
+        # and a space without them dumps them as null, so it still resumes.
+        keys = ("engine", "model", "parameters", "constraints", "fixed", "objective")
+        for key in (*keys, "scenarios", "sweep", "goodput", "combine"):
             if stored.space.get(key) != new.get(key):
                 raise StudyError(
                     f"study {self.options.study!r} was made from a different space "
@@ -243,6 +247,12 @@ class Driver:
             workload = workload.model_copy(
                 update={"model": self.engine.request_model(self.model_path)}
             )
+        plan = [
+            s.model_copy(update={"workload": self._with_model(s.workload)})
+            for s in scenarios.plan(self.spec)
+        ]
+        if plan:  # the warm-up runs the first scenario's workload
+            workload = plan[0].workload
         return TrialSpec(
             study=self.options.study,
             number=number,
@@ -262,7 +272,15 @@ class Driver:
             log_dir=str(self.log_dir.resolve()),
             simulated=self.options.simulate,
             attempt=attempt,
+            scenarios=plan,
+            combine=scenarios.combine(self.spec),
         )
+
+    def _with_model(self, workload: Workload) -> Workload:
+        """``workload`` with the engine's request model name when it names none."""
+        if workload.model is not None:
+            return workload
+        return workload.model_copy(update={"model": self.engine.request_model(self.model_path)})
 
     def real_command(self, config: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
         """The command a person would run for ``config`` (the real engine even when simulating)."""

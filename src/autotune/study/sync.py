@@ -9,8 +9,17 @@ study because it reads one (the tracking layer does not read Optuna).
 from __future__ import annotations
 
 import optuna
+from pydantic import ValidationError
 
-from autotune.models import Cause, Failure, Metrics, Outcome, Phase, TrialResult
+from autotune.models import (
+    Cause,
+    Failure,
+    Metrics,
+    Outcome,
+    Phase,
+    ScenarioResult,
+    TrialResult,
+)
 from autotune.records import SkipLog, StudyInfo, TrialLog, TrialRecord
 from autotune.study.ledger import Ledger
 from autotune.tracking.base import Tracker
@@ -45,7 +54,19 @@ def _result(study: str, record: TrialRecord) -> TrialResult:
         gpu=record.gpu,
         simulated=record.simulated,
         attempt=record.attempts,
+        scenarios=_scenarios(record),
     )
+
+
+def _scenarios(record: TrialRecord) -> list[ScenarioResult]:
+    """Each scenario's result and sweep steps, so a resend logs them too."""
+    out = []
+    for data in record.scenarios:
+        try:
+            out.append(ScenarioResult.model_validate(data))
+        except ValidationError:  # written by another version: the metrics still go
+            continue
+    return out
 
 
 def sync(study: optuna.Study, tracker: Tracker, info: StudyInfo) -> tuple[int, int]:

@@ -17,6 +17,7 @@ from optuna.trial import TrialState
 
 from autotune.models import Cause, Failure, Outcome, Phase, TrialResult
 from autotune.records import CRASHES, SkipKind, SkipRecord, TrialRecord
+from autotune.space.scenarios import slo_bounds
 from autotune.space.schema import StudySpec
 from autotune.study.deadends import DeadEnds
 from autotune.study.ledger import Ledger
@@ -68,6 +69,7 @@ def _record(
         blame=blame,
         windows=result.windows,
         peak=result.peak.model_dump(mode="json") if result.peak is not None else None,
+        scenarios=[r.model_dump(mode="json") for r in result.scenarios],
     )
 
 
@@ -112,7 +114,8 @@ def tell_result(
         )
         study.tell(trial, state=TrialState.FAIL)
         return Told(Outcome.INFRA, None, result)
-    v = verdict(result, spec.objective.metric, spec.slo)
+    # Every scenario's SLO, under the names its metrics carry (chat.ttft_p99_ms).
+    v = verdict(result, spec.objective.metric, slo_bounds(spec))
     blame: list[str] = []
     if v.outcome in CRASHES:
         dead = deadends.add(

@@ -114,6 +114,20 @@ def _wrapped(what: str) -> Iterator[None]:
         raise TrackingError(f"MLflow: {what} failed: {first}") from exc
 
 
+# Metrics of each sweep step logged as stepped metrics: throughput and latency against load.
+_SWEPT = (
+    "output_tok_s",
+    "request_s",
+    "goodput_req_s",
+    "ttft_p50_ms",
+    "ttft_p99_ms",
+    "itl_p99_ms",
+    "tpot_p99_ms",
+    "e2e_p99_ms",
+    "failed",
+)
+
+
 def _name(key: str) -> str:
     return _BAD_NAME.sub("_", str(key))[:_MAX_KEY]
 
@@ -317,6 +331,7 @@ class MlflowTracker(Tracker):
                 metrics=self._trial_metrics(result),
             )
             self._log_windows(run_id, result, start)
+            self._log_sweeps(run_id, result, start)
             with tempfile.TemporaryDirectory(prefix="autotune-mlflow-") as tmp:
                 if result.log_path and Path(result.log_path).is_file():
                     redacted = Path(tmp) / Path(result.log_path).name
@@ -440,6 +455,25 @@ class MlflowTracker(Tracker):
             for step, w in enumerate(result.windows)
             if isinstance(w.get(key), int | float) and math.isfinite(w[key])
         ]
+        for i in range(0, len(stepped), _BATCH):
+            self.client.log_batch(run_id, metrics=stepped[i : i + _BATCH])
+
+    def _log_sweeps(self, run_id: str, result: TrialResult, start: float) -> None:
+        """Each load of a sweep as a step of ``[<scenario>.]sweep_<metric>`` (step = its
+        place in ascending load; ``sweep_load`` is the load itself, ``sweep_meets_slo``
+        1 or 0), so the UI charts throughput and latency against load."""
+        stepped: list[Metric] = []
+        for scenario in result.scenarios:
+            prefix = f"{scenario.name}." if scenario.name else ""
+            ordered = sorted(scenario.steps, key=lambda s: s.load)
+            for step, point in enumerate(ordered):
+                values = {"load": point.load, "meets_slo": 1.0 if point.meets_slo else 0.0}
+                values.update({k: point.metrics[k] for k in _SWEPT if k in point.metrics})
+                stepped += [
+                    Metric(_name(f"{prefix}sweep_{k}"), float(v), int(start * 1000) + step, step)
+                    for k, v in values.items()
+                    if math.isfinite(v)
+                ]
         for i in range(0, len(stepped), _BATCH):
             self.client.log_batch(run_id, metrics=stepped[i : i + _BATCH])
 

@@ -1,7 +1,9 @@
 """A stdlib stand-in inference server for node tests.
 
-Serves ``/health`` (503 until started), ``/v1/completions`` (OpenAI SSE) and ``/generate``
-(SGLang-style SSE with cumulative ``meta_info.completion_tokens``) at a fixed token rate, logs
+Serves ``/health`` (503 until started), ``/v1/completions`` and ``/v1/chat/completions``
+(OpenAI SSE) and ``/generate`` (SGLang-style SSE with cumulative
+``meta_info.completion_tokens``) at a fixed token rate (``--record FILE``: each request body
+as a JSON line), logs
 SGLang-like milestones, and can misbehave on request: die or log a fatal line after N
 requests, reject unknown fields with 422, answer 503 above N requests in flight, leave orphan
 children behind.
@@ -84,7 +86,10 @@ class Handler(BaseHTTPRequestHandler):
         global COUNT, ACTIVE
         length = int(self.headers.get("Content-Length", "0"))
         body = json.loads(self.rfile.read(length) or b"{}")
-        if self.path not in ("/v1/completions", "/generate"):
+        if ARGS.record:
+            with LOCK, open(ARGS.record, "a") as out:
+                out.write(json.dumps({"path": self.path, "body": body}) + "\n")
+        if self.path not in ("/v1/completions", "/generate", "/v1/chat/completions"):
             self._json(404, {"detail": "not found"})
             return
         if ARGS.reject_field and ARGS.reject_field in body:
@@ -136,12 +141,16 @@ class Handler(BaseHTTPRequestHandler):
             text += piece
             if generate:
                 obj: dict[str, object] = {"text": text, "meta_info": {"completion_tokens": sent}}
+            elif self.path == "/v1/chat/completions":
+                obj = {"choices": [{"index": 0, "delta": {"content": piece}}]}
             else:
                 obj = {"choices": [{"index": 0, "text": piece, "finish_reason": None}]}
             self.wfile.write(f"data: {json.dumps(obj)}\n\n".encode())
             self.wfile.flush()
         if not generate and ARGS.usage:
-            final = {"choices": [], "usage": {"completion_tokens": n, "prompt_tokens": 1}}
+            sent_text = body.get("prompt") or "".join(m["content"] for m in body["messages"])
+            usage = {"completion_tokens": n, "prompt_tokens": len(sent_text)}
+            final = {"choices": [], "usage": usage}
             self.wfile.write(f"data: {json.dumps(final)}\n\n".encode())
         if not ARGS.no_done:
             self.wfile.write(b"data: [DONE]\n\n")
@@ -175,6 +184,7 @@ def main() -> None:
     )
     parser.add_argument("--accept-length", type=float, default=None)
     parser.add_argument("--spawn", action="append", default=[])
+    parser.add_argument("--record", default=None, help="append each request body to this file")
     parser.add_argument("--ignore-sigterm", action="store_true")
     ARGS = parser.parse_args()
     if ARGS.ignore_sigterm:

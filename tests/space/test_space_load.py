@@ -583,6 +583,12 @@ def test_several_objectives_set_the_primary_and_one_metric_still_works() -> None
     one = load_text(BASE + "objective: {metric: ttft_p99_ms, direction: minimize}\n", "t.yaml")
     assert not one.objective.multi
     assert one.objective.objectives == [("ttft_p99_ms", "minimize")]
+    # A study keeps its space as JSON and a resume compares it: one objective dumps as it did
+    # before ``metrics`` existed, so older studies resume.
+    assert one.model_dump(mode="json")["objective"] == {
+        "metric": "ttft_p99_ms",
+        "direction": "minimize",
+    }
     # A dumped spec loads back (the study keeps its space as JSON).
     again = StudySpec.model_validate(multi.model_dump(mode="json"))
     assert again.objective == multi.objective

@@ -16,7 +16,15 @@ from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from autotune.models import Cause, Phase, Workload
 
@@ -435,6 +443,15 @@ class Objective(_Strict):
                 )
             seen.append(m.metric)
         return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Without ``metrics`` when there is one objective: a study keeps its space as JSON and
+        a resume compares it, so a single-objective space dumps as it did before."""
+        data: dict[str, Any] = handler(self)
+        if data.get("metrics") is None:
+            data.pop("metrics", None)
+        return data
 
     @property
     def objectives(self) -> list[tuple[str, Literal["maximize", "minimize"]]]:

@@ -75,6 +75,7 @@ def run_study(
     noise: float = 0.08,
     confirm: int = 2,
     rounds: int = 3,
+    executor: str = "local",
 ) -> tuple[dict[str, Any], dict[str, Any], str]:
     """One study in ``workdir``: ``status --json``, ``export --format json``, start's stdout."""
     workdir.mkdir(parents=True, exist_ok=True)
@@ -98,7 +99,7 @@ def run_study(
             *where,
             "--simulate",
             "--executor",
-            "local",
+            executor,
             "--no-mlflow",
             "--seed",
             str(seed),

@@ -4,7 +4,7 @@
 [--rate R] [--ttft-ms T]``
 
 - Each request streams ``max_tokens`` tokens at ``R * L`` tokens per second (absolute
-  deadlines: the configured rate exactly), after a first-token delay of ``T * L`` ms: a
+  deadlines: the configured rate exactly), after an extra first-token delay of ``T * L`` ms: a
   higher ``--level`` is faster in throughput and slower to the first token (a real trade-off
   for a study with two objectives); ``--level 3`` is a real 3x optimum over ``--level 1``.
 - ``--level`` 4 or more does not fit: it logs ``RuntimeError: level ... too large`` and exits 1
@@ -59,8 +59,9 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         start = time.monotonic() + TTFT_S
         for i in range(n):
-            # Absolute deadlines: the first token at TTFT_S, then one every 1/RATE seconds.
-            time.sleep(max(0.0, start + i / RATE - time.monotonic()))
+            # Absolute deadlines: token i at TTFT_S + (i + 1) / RATE, so that a request of n
+            # tokens takes TTFT_S + n / RATE and a stream's rate is RATE exactly.
+            time.sleep(max(0.0, start + (i + 1) / RATE - time.monotonic()))
             chunk = {"choices": [{"index": 0, "text": " tok", "finish_reason": None}]}
             self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
             self.wfile.flush()
@@ -107,6 +108,7 @@ def main() -> None:
     RATE = a.rate * level * math.exp(draw)
     TTFT_S = a.ttft_ms * level / 1000.0
     print(f"scenario server: launch {index} level={level} rate={RATE:.2f} tok/s", flush=True)
+    ThreadingHTTPServer.request_queue_size = 256  # 64 streams connect at once (default 5)
     server = ThreadingHTTPServer((a.host, a.port), Handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()

@@ -330,7 +330,7 @@ def start(
     )
     console.print(
         f"[bold]autotune[/] study [cyan]{name}[/] · engine {real_engine.name} · "
-        f"{spec.objective.direction} {spec.objective.metric} · executor {executor}"
+        f"{_objective_text(spec)} · executor {executor}"
         f" ({ex.capacity()} at once){sim}"
     )
     try:
@@ -594,6 +594,11 @@ def _gain_lines(s: Any, best: Any) -> None:
     print_(f"  config: {fmt.config_text(best.config) or '(defaults)'}", markup=False)
 
 
+def _objective_text(spec: Any) -> str:
+    """``maximize output_tok_s`` (with several objectives: each, joined by ``and``)."""
+    return " and ".join(f"{d} {m}" for m, d in spec.objective.objectives)
+
+
 def _open_study(study: str | None, root: Path, storage: str | None) -> Any:
     import optuna
 
@@ -840,8 +845,7 @@ def validate(space: Annotated[Path, typer.Argument(help="The search-space YAML f
     n = len(spec.parameters)
     console.print(
         f"[green]ok[/] {space}: engine {spec.engine.name}, {n} parameter{'s' * (n != 1)}, "
-        f"{len(spec.constraints)} constraint(s), objective {spec.objective.direction} "
-        f"{spec.objective.metric}"
+        f"{len(spec.constraints)} constraint(s), objective {_objective_text(spec)}"
     )
 
 

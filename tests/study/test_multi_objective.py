@@ -194,3 +194,8 @@ def test_maximise_subject_to_an_slo_exports_the_fastest_that_meets_it(tmp_path: 
     # answer; the SLO miss is never among the exportable configurations.
     ranked = json.loads(export.export(driver.study, "json", top=3))
     assert {"level": 3} not in [d["config"] for d in ranked]
+
+
+def test_validate_names_every_objective(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(space(tmp_path / "mo.yaml"))]) == 0
+    assert "objective maximize output_tok_s and minimize ttft_p99_ms" in capsys.readouterr().out

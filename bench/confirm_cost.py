@@ -9,7 +9,9 @@ launch), on five situations a study ends in:
 - ``tie3x``: three candidates all about 3x (the CPU quickstart's case: the top three within
   noise of each other, far above the baseline);
 - ``worse``: two candidates slower than the baseline (0.8x, 0.75x);
-- ``near``: one candidate 6% above the baseline (inside the noise at five launches a side).
+- ``near``: one candidate 6% above the baseline (inside the noise at five launches a side);
+- ``plus15``: two candidates 15% above the baseline, one equal (a gain at the edge of what
+  three to five launches a side can show).
 
 For each it prints the mean and largest number of rounds and launches, the claim rate, and
 how often the exported configuration is the truly best (or the baseline when nothing beats
@@ -34,6 +36,7 @@ SCENARIOS: dict[str, dict[str, float]] = {
     "tie3x": {BASELINE: 100, "A": 300, "B": 303, "C": 297},
     "worse": {BASELINE: 100, "A": 80, "B": 75},
     "near": {BASELINE: 100, "A": 106},
+    "plus15": {BASELINE: 100, "A": 115, "B": 115, "C": 100},
 }
 
 

@@ -20,6 +20,7 @@ from bench.steering import make_driver
 
 from autotune import export, report
 from autotune.cli import main
+from autotune.report_html import write_html
 from autotune.models import Outcome
 from autotune.study.ledger import Ledger
 
@@ -119,6 +120,8 @@ def test_two_objectives_make_a_pareto_front_shown_and_exported(
     assert table is not None and len(table.rows) == 3
     written = report.plots(study, tmp_path / "report")
     assert tmp_path / "report" / "pareto_front.png" in written
+    page = write_html(study, tmp_path / "report", written).read_text()
+    assert "<h2>Pareto front</h2>" in page
 
     # The CLI: status (console and --json) shows the front without being asked.
     where = ["--study", "toy", "--storage", f"sqlite:///{tmp_path / 'study' / 'study.db'}"]

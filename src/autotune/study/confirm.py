@@ -22,8 +22,9 @@ configuration to export and one claim about it, so only that needs to be settled
    strict interim level (Bonferroni over the looks, so that stopping at the first look that
    clears zero adds no false claims) -> stop, the leader is exported;
 2. *no gain*: no candidate still in can beat the baseline by ``min_gain_pct`` (every upper
-   bound is below it), or the leader's median is no better than the baseline's (more rounds
-   would have to reverse the sign of the estimate before the interval could clear zero)
+   bound is below it), or the leader's estimated gain (its geometric mean over the
+   baseline's) is not above zero (more rounds would have to reverse the sign of the
+   estimate before the interval could clear zero)
    -> stop, the baseline is exported.
 
 Candidates that tie with each other do not need more rounds: which of them is exported

@@ -600,9 +600,17 @@ class RayExecutor(Executor):
         with self._lock:
             if self._relay is not None or self._closed:
                 return
-            # No CPU: it must not take a slot a trial is counted for.
-            actor = self._ray.remote(_WindowRelay).options(num_cpus=0, max_concurrency=1000)
-            self._relay = actor.remote()
+            # No CPU: it must not take a slot a trial is counted for. On the driver's node
+            # where it can (soft): a lost GPU node must not take the relay with it.
+            options: dict[str, Any] = {"num_cpus": 0, "max_concurrency": 1000}
+            try:
+                from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+                here = self._ray.get_runtime_context().get_node_id()
+                options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(here, soft=True)
+            except Exception as exc:  # a Ray client has no node of its own: anywhere will do
+                _logger.debug("window relay placed by Ray: %s", _first_line(exc))
+            self._relay = self._ray.remote(_WindowRelay).options(**options).remote()
         threading.Thread(target=self._relay_loop, name="autotune-ray-windows", daemon=True).start()
 
     def _relay_loop(self) -> None:

@@ -20,8 +20,8 @@ from bench.steering import make_driver
 
 from autotune import export, report
 from autotune.cli import main
-from autotune.report_html import write_html
 from autotune.models import Outcome
+from autotune.report_html import write_html
 from autotune.study.ledger import Ledger
 
 SERVER = Path(__file__).parent / "servers" / "scenario.py"

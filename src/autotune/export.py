@@ -328,7 +328,8 @@ def _sh_body(data: dict[str, Any], indent: str = "") -> list[str]:
 def render_sh(ranked: list[dict[str, Any]]) -> str:
     """A bash script: the best configuration, or one function per rank (``bash f.sh rank2``)."""
     data = ranked[0]
-    lines = ["#!/usr/bin/env bash", *header(data, "best configuration")]
+    title = "Pareto front, first member" if data.get("pareto") else "best configuration"
+    lines = ["#!/usr/bin/env bash", *header(data, title)]
     lines += ["set -euo pipefail", ""]
     if len(ranked) == 1:
         env_part = env_lines(data["env"])

@@ -115,6 +115,7 @@ def test_two_objectives_make_a_pareto_front_shown_and_exported(
     assert all(set(d["pareto"]) == {"output_tok_s", "ttft_p99_ms"} for d in listed)
     script = export.export(study, "sh", pareto=True)
     assert "on the Pareto front" in script and "rank3()" in script
+    assert "Pareto front, first member of study" in script
 
     table = report.pareto_table(study)
     assert table is not None and len(table.rows) == 3

@@ -75,6 +75,7 @@ def run_study(
     noise: float = 0.08,
     confirm: int = 2,
     rounds: int = 3,
+    executor: str = "local",
 ) -> tuple[dict[str, Any], dict[str, Any], str]:
     """One study in ``workdir``: ``status --json``, ``export --format json``, start's stdout."""
     workdir.mkdir(parents=True, exist_ok=True)
@@ -98,7 +99,7 @@ def run_study(
             *where,
             "--simulate",
             "--executor",
-            "local",
+            executor,
             "--no-mlflow",
             "--seed",
             str(seed),
@@ -142,13 +143,15 @@ def main() -> None:
     p.add_argument("--first-seed", type=int, default=1)
     p.add_argument("--noise", type=float, default=0.08)
     p.add_argument("--scenarios", default="null,real")
+    p.add_argument("--confirm", type=int, default=2, help="candidates confirmed")
+    p.add_argument("--rounds", type=int, default=3, help="most confirmation rounds (least 3)")
     args = p.parse_args()
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     claims: dict[str, list[bool]] = {}
     print(f"stand-in launch noise {args.noise:.0%}; SIMULATED figures")
     print(
         f"{'scenario':>8} {'seed':>4} {'claimed':>7} {'gain':>8} {'95% CI':>20} "
-        f"{'confirm launches':>16} {'server s':>8} {'exported':>9} {'wall s':>6}"
+        f"{'rounds':>6} {'confirm launches':>16} {'server s':>8} {'exported':>9} {'wall s':>6}"
     )
     with tempfile.TemporaryDirectory(prefix="noise-claims-") as tmp:
         env["AUTOTUNE_NODE_STATE"] = str(Path(tmp) / "node-state")
@@ -161,6 +164,8 @@ def main() -> None:
                     flags_ignored=scenario == "null",
                     seed=seed,
                     noise=args.noise,
+                    confirm=args.confirm,
+                    rounds=args.rounds,
                 )
                 s = status["summary"]
                 gain = s["gain"] or {}
@@ -173,8 +178,8 @@ def main() -> None:
                 pct = f"{gain['pct']:+.1f}%" if "pct" in gain else "-"
                 print(
                     f"{scenario:>8} {seed:>4} {str(claimed):>7} {pct:>8} {ci:>20} "
-                    f"{conf.get('launches', 0):>16} {conf.get('server_s', 0):>8.0f} "
-                    f"{what:>9} {time.monotonic() - t0:>6.0f}",
+                    f"{conf.get('rounds', 0):>6} {conf.get('launches', 0):>16} "
+                    f"{conf.get('server_s', 0):>8.0f} {what:>9} {time.monotonic() - t0:>6.0f}",
                     flush=True,
                 )
     print()

@@ -330,7 +330,7 @@ def start(
     )
     console.print(
         f"[bold]autotune[/] study [cyan]{name}[/] · engine {real_engine.name} · "
-        f"{spec.objective.direction} {spec.objective.metric} · executor {executor}"
+        f"{_objective_text(spec)} · executor {executor}"
         f" ({ex.capacity()} at once){sim}"
     )
     try:
@@ -584,9 +584,19 @@ def _gain_lines(s: Any, best: Any) -> None:
             f"  confirmation: {c.get('rounds')} round(s), {c.get('launches')} launches, "
             f"{c.get('server_s', 0):,.0f} server-seconds ({c.get('stop_reason')})"
         )
+        if c.get("tied") and c.get("winner") not in (None, "baseline"):
+            print_(
+                f"  tied with the winner within noise: {', '.join(c['tied'])} "
+                "(the best median is exported; any of them would do as well)"
+            )
     if s.pruned_saved_s:
         print_(f"  early stopping saved {s.pruned_saved_s:,.0f} server-seconds")
     print_(f"  config: {fmt.config_text(best.config) or '(defaults)'}", markup=False)
+
+
+def _objective_text(spec: Any) -> str:
+    """``maximize output_tok_s`` (with several objectives: each, joined by ``and``)."""
+    return " and ".join(f"{d} {m}" for m, d in spec.objective.objectives)
 
 
 def _open_study(study: str | None, root: Path, storage: str | None) -> Any:
@@ -665,12 +675,13 @@ def status(
     failures = report.failure_table(s)
     if failures is not None:
         console.print(failures)
-    if pareto:
-        table = report.pareto_table(s, pareto)
-        console.print(
-            table if table is not None else f"no Pareto front: no ok trial measured {pareto}"
-        )
     summary = report.summary(s)
+    if pareto or summary.pareto is not None:  # asked for, or a multi-objective study
+        table = report.pareto_table(s, pareto or None)
+        what = pareto or " and ".join(o["metric"] for o in summary.objectives)
+        console.print(
+            table if table is not None else f"no Pareto front: no ok trial measured {what}"
+        )
     best = report.best(s)
     if best is not None and best.value is not None:
         _gain_lines(summary, best)
@@ -739,6 +750,14 @@ def export(
             "--trial", help="Export this trial's configuration (e.g. from the Pareto front)."
         ),
     ] = None,
+    pareto: Annotated[
+        bool,
+        typer.Option(
+            "--pareto",
+            help="Export every member of a multi-objective study's Pareto front "
+            "(json/yaml: a list; sh/docker: one function each; k8s: one Deployment each).",
+        ),
+    ] = False,
     study_root: RootOpt = Path("studies"),
     storage: StorageOpt = None,
 ) -> None:
@@ -746,7 +765,8 @@ def export(
     from autotune.export import export as do_export
 
     s = _open_study(study, study_root, storage)
-    sys.stdout.write(do_export(s, fmt.value, port=port, trial=trial, top=top).rstrip("\n") + "\n")
+    text = do_export(s, fmt.value, port=port, trial=trial, top=top, pareto=pareto)
+    sys.stdout.write(text.rstrip("\n") + "\n")
 
 
 @app.command()
@@ -834,8 +854,8 @@ def validate(space: Annotated[Path, typer.Argument(help="The search-space YAML f
     n = len(spec.parameters)
     console.print(
         f"[green]ok[/] {space}: engine {spec.engine.name}, {n} parameter{'s' * (n != 1)}, "
-        f"{len(spec.constraints)} constraint(s), objective {spec.objective.direction} "
-        f"{spec.objective.metric}{_scenarios_note(spec)}"
+        f"{len(spec.constraints)} constraint(s), objective {_objective_text(spec)}"
+        f"{_scenarios_note(spec)}"
     )
 
 

@@ -148,6 +148,7 @@ def export(
     port: int = DEFAULT_PORT,
     top: int = 1,
     trial: int | None = None,
+    pareto: bool = False,
 ) -> str:
     """The best configuration(s) of ``study`` (or ``trial``) in one of :data:`FORMATS`.
 
@@ -159,14 +160,15 @@ def export(
         top: how many configurations, best first (``json`` and ``yaml``: a list; ``sh`` and
             ``docker``: one function per rank; ``k8s``: one Deployment per rank).
         trial: export this trial's configuration instead of the best (one configuration).
+        pareto: export every member of a multi-objective study's Pareto front (as ``top``
+            does for ranks: a list, one function or one Deployment each).
 
     Raises:
-        StudyError: the study has no successful trial yet.
+        StudyError: the study has no successful trial yet, or ``pareto`` for a study with
+            one objective.
         ConfigError: unknown format, ``top`` < 1, or ``env`` or ``trial`` asked for more
             than one.
     """
-    from autotune import export_deploy
-
     if fmt not in FORMATS:
         raise ConfigError(
             f"unknown export format {fmt!r}; use one of {', '.join(FORMATS)}", field="--format"
@@ -181,13 +183,59 @@ def export(
         raise ConfigError("--trial exports one configuration; leave out --top", field="--top")
     in_container = fmt in ("docker", "k8s")
     where = host or ("0.0.0.0" if in_container else DEFAULT_HOST)
+    if pareto:
+        if trial is not None or top > 1 or fmt == "env":
+            raise ConfigError(
+                "--pareto exports every front member; leave out --trial and --top, and use "
+                "a format other than env",
+                field="--pareto",
+            )
+        ranked = pareto_data(study, host=where, port=port)
+        return _render(fmt, ranked, port, many=True)
     first = export_data(study, host=where, port=port, trial=trial)
     n = len(Ledger(study).ranked(top)) if trial is None else 1
     ranked = [first] + [export_data(study, host=where, port=port, rank=r) for r in range(2, n + 1)]
+    return _render(fmt, ranked, port, many=top > 1)
+
+
+def pareto_data(
+    study: optuna.Study, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT
+) -> list[dict[str, Any]]:
+    """Every member of the Pareto front as ``export_data`` gives it, with its ``pareto``
+    values (the median of each objective over its launches) and ``rank`` its place.
+
+    Raises:
+        StudyError: a study with one objective, or no front yet.
+    """
+    ledger = Ledger(study)
+    record = ledger.study_record()
+    if len(record.objectives) < 2:
+        raise StudyError(
+            f"study {study.study_name!r} has one objective: it has no Pareto front to export "
+            "(declare several under objective.metrics; for a trade-off against a latency "
+            "see `autotune status --pareto METRIC` and export one with --trial N)"
+        )
+    points = ledger.pareto()
+    if not points:
+        raise StudyError(
+            f"study {study.study_name!r} has no Pareto front yet: no eligible configuration "
+            "measured every objective"
+        )
+    out = []
+    for i, point in enumerate(points, 1):
+        data = export_data(study, host=host, port=port, trial=point["trial"])
+        out.append({**data, "rank": i, "pareto": point["values"]})
+    return out
+
+
+def _render(fmt: str, ranked: list[dict[str, Any]], port: int, *, many: bool) -> str:
+    from autotune import export_deploy
+
+    first = ranked[0]
     if fmt == "json":
-        return json.dumps(ranked if top > 1 else first, indent=2) + "\n"
+        return json.dumps(ranked if many else first, indent=2) + "\n"
     if fmt == "yaml":
-        return str(yaml.safe_dump(ranked if top > 1 else first, sort_keys=False))
+        return str(yaml.safe_dump(ranked if many else first, sort_keys=False))
     if fmt == "env":
         return render_env(first)
     if fmt == "docker":
@@ -211,6 +259,9 @@ def header(data: dict[str, Any], title: str) -> list[str]:
         if data.get("gain_pct") is not None:
             result += f" ({data['gain_pct']:+.1f}%)"
     lines.append(comment(result))
+    if data.get("pareto"):
+        values = ", ".join(f"{m} {fmt_metric(v)}" for m, v in data["pareto"].items())
+        lines.append(comment(f"on the Pareto front: {values} (median over launches)"))
     if data.get("verdict"):
         lines.append(comment(data["verdict"]))
     if data.get("is_baseline") and data.get("gain") is not None:
@@ -277,7 +328,8 @@ def _sh_body(data: dict[str, Any], indent: str = "") -> list[str]:
 def render_sh(ranked: list[dict[str, Any]]) -> str:
     """A bash script: the best configuration, or one function per rank (``bash f.sh rank2``)."""
     data = ranked[0]
-    lines = ["#!/usr/bin/env bash", *header(data, "best configuration")]
+    title = "Pareto front, first member" if data.get("pareto") else "best configuration"
+    lines = ["#!/usr/bin/env bash", *header(data, title)]
     lines += ["set -euo pipefail", ""]
     if len(ranked) == 1:
         env_part = env_lines(data["env"])

@@ -140,6 +140,17 @@ class StudyRecord(_Record):
     simulated: bool = False
     tracker_run: str | None = None  # the tracker's record of this study (reused on resume)
     confirmation: dict[str, Any] | None = None  # study/confirm.py Confirmation.to_json()
+    # A multi-objective study's objectives, the primary first: [{"metric", "direction"}];
+    # empty for a single objective (and for studies written before it existed).
+    objectives: list[dict[str, str]] = Field(default_factory=list)
+
+    def objective_pairs(self) -> list[tuple[str, Direction]]:
+        """``(metric, direction)`` of every objective, the primary first."""
+        pairs: list[tuple[str, Direction]] = []
+        for o in self.objectives:
+            d = o.get("direction")
+            pairs.append((str(o.get("metric")), "minimize" if d == "minimize" else "maximize"))
+        return pairs or [(self.metric, self.direction)]
 
 
 class StudySummary(_Record):
@@ -169,6 +180,10 @@ class StudySummary(_Record):
     search_best_trial: int | None = None  # the search's best median (may be a noise winner)
     noise: dict[str, Any] | None = None  # NoiseModel.to_json(): launch and window spread
     pruned_saved_s: float = 0.0  # server seconds early stopping saved
+    # A multi-objective study: its objectives ({"metric", "direction"}, the primary first) and
+    # its Pareto front ({"trial", "values": {metric: median}, "launches", "baseline"}).
+    objectives: list[dict[str, str]] = Field(default_factory=list)
+    pareto: list[dict[str, Any]] | None = None
 
 
 class StudyInfo(_Record):

@@ -170,34 +170,37 @@ def status_table(study: optuna.Study, width: int | None = None) -> RenderableTyp
     return table
 
 
-def pareto_table(study: optuna.Study, latency: str = "ttft_p99_ms") -> Table | None:
-    """The objective against ``latency`` (smaller is better): the non-dominated configurations.
+def pareto_table(study: optuna.Study, latency: str | None = None) -> Table | None:
+    """The Pareto front: the configurations no other one beats on every objective.
 
-    None when no eligible configuration measured both.
+    ``latency``: a metric (smaller is better) to weigh the objective against; None: the
+    study's own objectives (a multi-objective study). None when no eligible configuration
+    measured them all.
     """
     from autotune.study.pareto import front
 
     ledger = Ledger(study)
     record = ledger.study_record()
-    metric, direction = record.metric, record.direction
-    points = front(ledger.trials(), [(metric, direction), (latency, "minimize")])
+    objectives = record.objective_pairs()
+    if latency is not None:
+        objectives = [objectives[0], (latency, "minimize")]
+    points = front(ledger.trials(), objectives)
     if not points:
         return None
-    title = f"{study.study_name}: Pareto front, {metric} ({direction}) vs {latency} (minimize)"
+    title = f"{study.study_name}: Pareto front, " + " vs ".join(f"{m} ({d})" for m, d in objectives)
     if is_simulated(study):
         title += f" {SIMULATED_LABEL.upper()}"
     table = Table(title=title, title_justify="left")
     table.add_column("#", justify="right")
-    table.add_column(metric, justify="right")
-    table.add_column(latency, justify="right")
+    for m, _ in objectives:
+        table.add_column(m, justify="right")
     table.add_column("launches", justify="right")
     table.add_column("config", overflow="fold", min_width=24)
     for p in points:
         mark = " (baseline)" if p.baseline else ""
         table.add_row(
             f"{p.trial}{mark}",
-            _fmt(p.values[metric]),
-            _fmt(p.values[latency]),
+            *(_fmt(p.values[m]) for m, _ in objectives),
             str(p.launches),
             _config_text(dict(p.config)),
         )

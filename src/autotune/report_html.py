@@ -230,6 +230,14 @@ def write_html(study: optuna.Study, out: Path, pngs: list[Path]) -> Path:
     parts.append(_headline(study, s))
     parts.append("<h2>Best configurations</h2>")
     parts.append(_top(study, metric))
+    if "pareto_front.png" in by_name:
+        parts.append("<h2>Pareto front</h2>")
+        parts.append(
+            "<p>The configurations no other one beats on every objective; pick one and "
+            "export it with <code>autotune export --trial N</code> (all of them: "
+            "<code>--pareto</code>).</p>"
+        )
+        parts.append(_img(by_name["pareto_front.png"], "Pareto front"))
     parts.append("<h2>From the baseline to the best: which changes mattered</h2>")
     parts.append(_ablation(study, metric))
     parts.append("<h2>History by trial number</h2>")

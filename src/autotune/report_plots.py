@@ -39,8 +39,8 @@ def _plt() -> Any:
 
 def write_plots(study: optuna.Study, out: Path) -> list[Path]:
     """Write ``optimization_history.png``, ``param_importances.png`` (two ok trials or more,
-    and a varying parameter), ``outcomes.png`` and ``sweep_curve.png`` (a space that sweeps
-    load); returns the files written."""
+    and a varying parameter), ``outcomes.png``, ``sweep_curve.png`` (a space that sweeps
+    load) and, for a multi-objective study, ``pareto_front.png``; returns the files written."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for name, draw in (
@@ -48,6 +48,7 @@ def write_plots(study: optuna.Study, out: Path) -> list[Path]:
         ("param_importances.png", _importances),
         ("outcomes.png", _outcomes),
         ("sweep_curve.png", sweep_figure),
+        ("pareto_front.png", _pareto),
     ):
         fig = draw(study)
         if fig is None:
@@ -158,5 +159,81 @@ def _outcomes(study: optuna.Study) -> Any:
         right.set_title("failure and skip causes")
         right.xaxis.set_major_locator(MaxNLocator(integer=True))
     fig.suptitle(f"{study.study_name}: {counts.trials} trials{_suffix(study)}")
+    fig.tight_layout()
+    return fig
+
+
+def _pareto(study: optuna.Study) -> Any:
+    """A multi-objective study's first two objectives: every eligible configuration (median
+    of its launches), the front joined by a line, the baseline marked; better is up/right."""
+    from autotune.study.evidence import gather
+    from autotune.study.ledger import Ledger
+    from autotune.study.pareto import front
+
+    ledger = Ledger(study)
+    objectives = ledger.study_record().objective_pairs()
+    if len(objectives) < 2:
+        return None
+    trials = ledger.trials()
+    (mx, dx), (my, dy) = objectives[0], objectives[1]
+    points = front(trials, objectives)
+    if not points:
+        return None
+    by_number = {t.number: t for t in trials}
+    every = []  # (x, y) of each eligible configuration measured on both
+    for g in gather(trials, mx).values():
+        if not g.eligible:
+            continue
+        xs = [by_number[n].metrics.get(mx) for n in g.trials]
+        ys = [by_number[n].metrics.get(my) for n in g.trials]
+        xv, yv = [v for v in xs if v is not None], [v for v in ys if v is not None]
+        if xv and yv:
+            every.append((sorted(xv)[len(xv) // 2], sorted(yv)[len(yv) // 2]))
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 4.6))
+    ax.scatter([x for x, _ in every], [y for _, y in every], color="silver", label="measured")
+    line = sorted(points, key=lambda p: p.values[mx])
+    ax.plot(
+        [p.values[mx] for p in line],
+        [p.values[my] for p in line],
+        "o-",
+        color="tab:blue",
+        label="Pareto front",
+        zorder=3,
+    )
+    for p in points:
+        ax.annotate(
+            f"#{p.trial}",
+            (p.values[mx], p.values[my]),
+            fontsize=8,
+            xytext=(4, 4),
+            textcoords="offset points",
+        )
+    base = next((p for p in points if p.baseline), None)
+    if base is None:
+        base_group = next((g for g in gather(trials, mx).values() if g.baseline), None)
+        if base_group is not None and base_group.values:
+            bx = base_group.median
+            by = [by_number[n].metrics.get(my) for n in base_group.trials]
+            byv = sorted(v for v in by if v is not None)
+            if bx is not None and byv:
+                ax.scatter([bx], [byv[len(byv) // 2]], marker="s", color="grey", label="baseline")
+    else:
+        ax.scatter(
+            [base.values[mx]],
+            [base.values[my]],
+            marker="s",
+            color="grey",
+            label="baseline",
+            zorder=4,
+        )
+    if dx == "minimize":
+        ax.invert_xaxis()
+    if dy == "minimize":
+        ax.invert_yaxis()
+    ax.set_xlabel(f"{mx} ({dx})")
+    ax.set_ylabel(f"{my} ({dy})")
+    ax.legend(loc="best", fontsize=8)
+    ax.set_title(f"{study.study_name}: Pareto front (better: up and right){_suffix(study)}")
     fig.tight_layout()
     return fig

@@ -335,6 +335,40 @@ CASES: list[tuple[str, str, str | None, str]] = [
         "objective.direction",
         "did you mean 'maximize'?",
     ),
+    (
+        "objectives-duplicate",
+        BASE + "objective:\n  metrics:\n    - {metric: output_tok_s, direction: maximize}\n"
+        "    - {metric: output_tok_s, direction: minimize}  #<\n",
+        "objective.metrics[1].metric",
+        "listed twice",
+    ),
+    (
+        "objectives-bad-direction",
+        BASE + "objective:\n  metrics:\n    - {metric: output_tok_s, direction: maximize}\n"
+        "    - {metric: ttft_p99_ms, direction: lower}  #<\n",
+        "objective.metrics[1].direction",
+        "maximize",
+    ),
+    (
+        "objectives-missing-direction",
+        BASE + "objective:\n  metrics:\n    - {metric: output_tok_s, direction: maximize}\n"
+        "    - {metric: ttft_p99_ms}  #<\n",
+        "objective.metrics[1].direction",
+        "required",
+    ),
+    (
+        "objectives-empty",
+        BASE + "objective:\n  metrics: []  #<\n",
+        "objective.metrics",
+        "metrics is empty",
+    ),
+    (
+        "objectives-disagree",
+        BASE + "objective:\n  metric: request_s  #<\n  metrics:\n"
+        "    - {metric: output_tok_s, direction: maximize}\n",
+        "objective.metric",
+        "disagrees with the first of metrics",
+    ),
 ]
 
 
@@ -533,3 +567,28 @@ def test_json_schema_describes_the_file() -> None:
     parameter = schema["$defs"]["Parameter"]["properties"]
     assert parameter["when"]["description"].startswith("Condition over other parameters")
     yaml.safe_dump(schema)  # plain JSON types only
+
+
+def test_several_objectives_set_the_primary_and_one_metric_still_works() -> None:
+    multi = load_text(
+        BASE + "objective:\n  metrics:\n    - {metric: output_tok_s, direction: maximize}\n"
+        "    - {metric: ttft_p99_ms, direction: minimize}\n",
+        "t.yaml",
+    )
+    assert multi.objective.multi and multi.objective.metric == "output_tok_s"
+    assert multi.objective.objectives == [
+        ("output_tok_s", "maximize"),
+        ("ttft_p99_ms", "minimize"),
+    ]
+    one = load_text(BASE + "objective: {metric: ttft_p99_ms, direction: minimize}\n", "t.yaml")
+    assert not one.objective.multi
+    assert one.objective.objectives == [("ttft_p99_ms", "minimize")]
+    # A study keeps its space as JSON and a resume compares it: one objective dumps as it did
+    # before ``metrics`` existed, so older studies resume.
+    assert one.model_dump(mode="json")["objective"] == {
+        "metric": "ttft_p99_ms",
+        "direction": "minimize",
+    }
+    # A dumped spec loads back (the study keeps its space as JSON).
+    again = StudySpec.model_validate(multi.model_dump(mode="json"))
+    assert again.objective == multi.objective

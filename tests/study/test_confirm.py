@@ -63,12 +63,61 @@ def test_a_real_3x_optimum_wins_with_a_significant_gain_and_stops_early() -> Non
     assert res.cost_launches == 12 and res.cost_server_s == pytest.approx(120.0)
 
 
-def test_equal_configurations_keep_the_baseline_and_use_more_rounds() -> None:
+def test_equal_configurations_keep_the_baseline() -> None:
     fake = Fake({BASELINE: 100, "A": 100, "B": 100, "C": 100}, seed=2)
     res = confirm(_cands("A", "B", "C"), fake, "maximize", ConfirmOptions(3, 5))
     assert res.winner == BASELINE and res.best in {"A", "B", "C"}
     assert res.gain is not None and not res.gain.significant
-    assert res.rounds == 5 and "rounds" in res.stop_reason
+
+
+def test_tied_candidates_far_above_the_baseline_stop_at_the_first_look() -> None:
+    # The quickstart's case: three configurations ~3x the baseline, within noise of each
+    # other. The export is settled (any of them, with a significant gain): no more rounds.
+    fake = Fake({BASELINE: 100, "A": 300, "B": 305, "C": 298}, seed=6)
+    res = confirm(_cands("A", "B", "C"), fake, "maximize", ConfirmOptions(3, 5))
+    assert res.rounds == 3 and "tie" in res.stop_reason, res.stop_reason
+    assert res.winner == res.best and res.gain is not None and res.gain.significant
+    medians = {k: res.median(k) for k in "ABC"}
+    assert res.best == max(medians, key=lambda k: medians[k] or 0.0)
+    assert set(res.tied) == {"A", "B", "C"} - {res.best} and not res.dropped
+    rows = {r[0]: r[3] for r in res.table_rows()}
+    assert all("tied with" in rows[k] for k in res.tied)
+
+
+def test_a_best_candidate_no_better_than_the_baseline_stops_at_the_first_look() -> None:
+    fake = Fake({BASELINE: 100, "A": 80, "B": 75}, seed=7)
+    res = confirm(_cands("A", "B"), fake, "maximize", ConfirmOptions(3, 5))
+    assert res.rounds == 3 and "no better than the baseline" in res.stop_reason
+    assert res.winner == BASELINE
+
+
+def test_an_unsettled_answer_takes_more_rounds() -> None:
+    # A gain near the noise: neither "gain" nor "no gain" is clear at the first look.
+    rounds = [
+        confirm(
+            _cands("A"),
+            Fake({BASELINE: 100, "A": 106}, seed=seed),
+            "maximize",
+            ConfirmOptions(3, 5),
+        ).rounds
+        for seed in range(20)
+    ]
+    assert max(rounds) == 5 and min(rounds) == 3
+
+
+def test_the_stop_rule_costs_less_than_waiting_for_one_candidate() -> None:
+    # Ties among candidates used to run every confirmation to max_rounds.
+    launches = [
+        confirm(
+            _cands("A", "B", "C"),
+            Fake({BASELINE: 100, "A": 300, "B": 300, "C": 300}, seed=seed),
+            "maximize",
+            ConfirmOptions(3, 5),
+        ).cost_launches
+        for seed in range(30)
+    ]
+    # 3 rounds x (baseline + 3 candidates) nearly always; the old rule ran all 5 (20 launches).
+    assert sum(launches) / len(launches) < 13 and max(launches) < 20
 
 
 def test_null_false_claims_stay_below_5_percent_over_seeds() -> None:

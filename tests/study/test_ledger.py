@@ -153,6 +153,10 @@ def test_study_record_round_trips_under_the_old_names(tmp_path: Path) -> None:
         space_file="a.yaml",
         simulated=True,
         tracker_run="abc",
+        objectives=[
+            {"metric": "ttft_p99_ms", "direction": "minimize"},
+            {"metric": "output_tok_s", "direction": "maximize"},
+        ],
     )
     ledger.write_study(record)
     assert (
@@ -167,6 +171,8 @@ def test_study_record_round_trips_under_the_old_names(tmp_path: Path) -> None:
 
 def test_study_without_records_falls_back_to_optuna(tmp_path: Path) -> None:
     record = Ledger(_study(tmp_path)).study_record()
+    # A study written before several objectives existed has one: its metric.
+    assert record.objectives == [] and record.objective_pairs() == [("value", "maximize")]
     assert (record.name, record.metric, record.direction, record.simulated) == (
         "s",
         "value",

@@ -8,7 +8,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from autotune.models import Cause, Failure, Metrics, Outcome, Phase, TrialResult
+from autotune.models import Cause, Failure, Metrics, Outcome, Phase, Stats, TrialResult
 from autotune.records import SkipKind, SkipRecord
 from autotune.space.schema import StudySpec
 from autotune.study.deadends import DeadEnds
@@ -135,3 +135,46 @@ def test_a_repeat_is_told_the_earlier_measurement(study: optuna.Study) -> None:
     assert frozen.state == TrialState.COMPLETE and frozen.value == 70.0
     assert frozen.constraints == study.trials[0].constraints
     assert Ledger(study).trial(trial.number).cause is None  # reused, not a failure
+
+
+def test_a_multi_objective_trial_is_told_every_value_and_a_repeat_too() -> None:
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(directions=["maximize", "minimize"])
+    spec = SPEC.model_copy(
+        update={
+            "objective": SPEC.objective.model_validate(
+                {
+                    "metrics": [
+                        {"metric": "output_tok_s", "direction": "maximize"},
+                        {"metric": "ttft_p99_ms", "direction": "minimize"},
+                    ]
+                }
+            ),
+            "slo": {},
+        }
+    )
+    ttft = Stats(mean=40.0, p50=40.0, p90=45.0, p99=50.0)
+    result = TrialResult(
+        study="s",
+        number=0,
+        outcome=Outcome.OK,
+        metrics=Metrics(output_tok_s=70.0, ttft_ms=ttft),
+    )
+    trial = _ask(study)
+    told = tell_result(
+        study, Ledger(study), DeadEnds(spec), spec, trial, {"backend": "a"}, result, COMMAND
+    )
+    assert told.outcome is Outcome.OK and study.trials[0].values == [70.0, 50.0]
+    earlier = Ledger(study).measured({"backend": "a"})
+    assert earlier is not None
+    again = _ask(study)
+    tell_repeat(study, Ledger(study), again, {"backend": "a"}, earlier, 72.0, ["ttft_p99_ms"])
+    assert study.trials[again.number].values == [72.0, 50.0]
+    # A run without the second objective's metric cannot be told two values: infeasible.
+    bare = TrialResult(study="s", number=2, outcome=Outcome.OK, metrics=Metrics(output_tok_s=9.0))
+    third = _ask(study)
+    told = tell_result(
+        study, Ledger(study), DeadEnds(spec), spec, third, {"backend": "b"}, bare, COMMAND
+    )
+    assert told.outcome is Outcome.CRASHED
+    assert study.trials[third.number].state == TrialState.PRUNED

@@ -407,3 +407,34 @@ def test_each_sweep_load_is_a_step_and_each_scenario_is_named(store_uri: str) ->
     assert history("chat.sweep_output_tok_s") == [(0, 10.0), (1, 60.0), (2, 80.0), (3, 320.0)]
     assert history("chat.sweep_meets_slo") == [(0, 1.0), (1, 1.0), (2, 1.0), (3, 0.0)]
     assert run.data.metrics["chat.max_concurrency_under_slo"] == 8.0
+
+
+def test_a_multi_objective_study_leaves_its_pareto_front_on_the_parent(
+    store_uri: str, tmp_path: Path
+) -> None:
+    tracker = MlflowTracker(store_uri)
+    tracker.start_study(info("mo"))
+    objectives = [
+        {"metric": "output_tok_s", "direction": "maximize"},
+        {"metric": "ttft_p99_ms", "direction": "minimize"},
+    ]
+    front = [
+        {"trial": 3, "values": {"output_tok_s": 900.0, "ttft_p99_ms": 80.0}, "launches": 1},
+        {"trial": 5, "values": {"output_tok_s": 600.0, "ttft_p99_ms": 40.0}, "launches": 2},
+    ]
+    tracker.finish(
+        StudySummary(
+            study="mo",
+            metric="output_tok_s",
+            direction="maximize",
+            objectives=objectives,
+            pareto=front,
+        )
+    )
+    client = MlflowClient(tracking_uri=tracker.uri)
+    parent = client.get_run(tracker.parent_run_id)
+    assert parent.data.tags["autotune.pareto_trials"] == "3,5"
+    assert parent.data.tags["autotune.objectives"] == "maximize output_tok_s, minimize ttft_p99_ms"
+    assert parent.data.metrics["pareto_size"] == 2.0
+    stored = json.loads(_artifact_text(client, tracker.parent_run_id, "pareto.json", tmp_path))
+    assert stored == {"objectives": objectives, "front": front}

@@ -144,10 +144,10 @@ class Executor(abc.ABC):
 
         Args:
             spec: the trial.
-            on_window: called with each measurement window's ``(index, Metrics.flat())`` as it
-                is measured, where the executor can call back into the driver's process
-                (local); returning True stops the trial as pruned. An executor whose trials
-                run elsewhere (Ray) does not call it: the windows arrive with the result
+            on_window: called in the driver's process with each measurement window's
+                ``(index, Metrics.flat())`` while the trial runs (local: from the trial's
+                thread; Ray: relayed from the node by an actor); returning True stops the
+                trial as pruned. Every window also comes back with the result
                 (``TrialResult.windows``).
 
         Raises:

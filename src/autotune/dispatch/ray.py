@@ -1,5 +1,12 @@
 """Run trials as Ray tasks, each on a node with the GPUs it needs (``import ray`` only here).
 
+Live pruning: a trial's measurement windows reach the driver's window hook while the trial
+runs, through a small Ray actor (``_WindowRelay``): the task on the node posts each window
+and waits (a few seconds at most) for the decision; a thread of the executor takes the
+windows, calls the hook in the driver's process (where the Optuna study and its pruner are)
+and posts back "stop" or "go on". A relay that does not answer in time means "go on": the
+trial never stalls on it.
+
 The executor places trials itself: it keeps the GPUs and CPUs its own trials hold on every
 alive node and pins each trial to one node (``NodeAffinitySchedulingStrategy``, hard), so it
 always knows where a trial runs. That is what lets a trial lost with its node be retried
@@ -44,14 +51,33 @@ GPU_NODE_RESOURCE = "autotune_gpu_node"  # marks the nodes trials may use (ray_c
 NODE_WAIT_S = 300.0  # how long a trial waits for a node that can hold it to (re)appear
 
 
-def _run_remote(spec_json: str) -> dict[str, Any]:
-    """The task body, on the node: run the trial, send back its result and its log."""
+# How long a trial waits for the driver's decision on one window before it goes on.
+WINDOW_WAIT_S = 10.0
+
+
+def _run_remote(spec_json: str, relay: Any = None, key: str = "") -> dict[str, Any]:
+    """The task body, on the node: run the trial, send back its result and its log.
+
+    ``relay``: the executor's ``_WindowRelay`` when the driver wants each window as it is
+    measured (live pruning); ``key`` names this trial there.
+    """
     import ray
 
     from autotune.node.runner import run_trial
 
     spec = TrialSpec.model_validate_json(spec_json)
-    result = run_trial(spec)
+    hook = None
+    if relay is not None:
+
+        def hook(index: int, flat: dict[str, float]) -> bool:
+            try:
+                answer = relay.window.remote(key, index, flat, WINDOW_WAIT_S)
+                return bool(ray.get(answer, timeout=WINDOW_WAIT_S + 5.0))
+            except Exception:  # no answer: the trial goes on (the driver decides at the end)
+                _logger.warning("window %d of trial %s: no pruning decision", index, key)
+                return False
+
+    result = run_trial(spec, hook)
     node_id = ray.get_runtime_context().get_node_id()
     result = result.model_copy(update={"node": _node_name(result.node, node_id)})
     log = b""
@@ -60,6 +86,53 @@ def _run_remote(spec_json: str) -> dict[str, Any]:
             fh.seek(max(0, os.path.getsize(result.log_path) - LOG_LIMIT))
             log = fh.read()
     return {"result": result.model_dump_json(), "log": log, "node_id": node_id}
+
+
+class _WindowRelay:
+    """A Ray actor (async) between trials on their nodes and the driver's window hooks.
+
+    ``window`` (called by a trial) queues one window and waits for its decision; ``take``
+    (called by the executor's relay thread) hands over the queued windows; ``decide`` answers
+    one. Everything is keyed by ``study/number/attempt``.
+    """
+
+    def __init__(self) -> None:
+        import asyncio
+
+        self._queue: list[tuple[str, int, dict[str, float]]] = []
+        self._arrived = asyncio.Event()
+        self._waiting: dict[tuple[str, int], asyncio.Future[bool]] = {}
+
+    async def window(self, key: str, index: int, flat: dict[str, float], wait_s: float) -> bool:
+        import asyncio
+
+        decision: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._waiting[(key, index)] = decision
+        self._queue.append((key, index, flat))
+        self._arrived.set()
+        try:
+            return await asyncio.wait_for(decision, wait_s)
+        except TimeoutError:  # the driver is slow or gone: go on
+            return False
+        finally:
+            self._waiting.pop((key, index), None)
+
+    async def take(self, wait_s: float) -> list[tuple[str, int, dict[str, float]]]:
+        import asyncio
+
+        if not self._queue:
+            try:
+                await asyncio.wait_for(self._arrived.wait(), wait_s)
+            except TimeoutError:  # nothing arrived: an empty hand-over
+                pass
+        self._arrived.clear()
+        out, self._queue = self._queue, []
+        return out
+
+    async def decide(self, key: str, index: int, stop: bool) -> None:
+        decision = self._waiting.get((key, index))
+        if decision is not None and not decision.done():
+            decision.set_result(stop)
 
 
 def _reap_remote(study_key: str | None, driver: str | None) -> list[dict[str, Any]]:
@@ -76,6 +149,11 @@ def _help_remote(engine_json: str, simulate: bool) -> str | None:
     from autotune.space.schema import EngineSpec
 
     return engine_help(get_engine(EngineSpec.model_validate_json(engine_json), simulate=simulate))
+
+
+def _trial_key(spec: TrialSpec) -> str:
+    """A trial attempt's name at the window relay."""
+    return f"{spec.study}/{spec.number}/{spec.attempt}"
 
 
 def _node_name(host: str | None, node_id: str) -> str:
@@ -167,6 +245,8 @@ class RayExecutor(Executor):
         self._pending: deque[_Ask] = deque()
         self._running: dict[Any, tuple[_Ask, _Node]] = {}  # ObjectRef -> (trial, node)
         self._closed = False
+        self._hooks: dict[str, WindowHook] = {}  # trial key -> the driver's window hook
+        self._relay: Any = None  # the _WindowRelay actor, made with the first hook
         self._unreachable_since: float | None = None  # Ray has not answered since then
         self._wake = threading.Event()
         self._loop = threading.Thread(target=self._place_loop, name="autotune-ray", daemon=True)
@@ -284,12 +364,15 @@ class RayExecutor(Executor):
     # -- placement -----------------------------------------------------------------------
 
     def submit(self, spec: TrialSpec, on_window: WindowHook | None = None) -> Future[TrialResult]:
-        # on_window is not called: the node cannot call back into the driver; the windows
-        # arrive with the result (TrialResult.windows), too late to save server time.
+        # on_window is called live, through the window relay (see the module docstring).
         out: Future[TrialResult] = Future()
+        if on_window is not None:
+            self._start_relay()
         with self._lock:
             if self._closed:
                 raise DispatchError("the Ray executor is shut down")
+            if on_window is not None:
+                self._hooks[_trial_key(spec)] = on_window
             self._pending.append(_Ask(self.marked(spec), out, time.monotonic()))
         self._wake.set()
         return out
@@ -434,8 +517,10 @@ class RayExecutor(Executor):
             "max_retries": 0,  # infra failures are retried by the driver, elsewhere
             "scheduling_strategy": NodeAffinitySchedulingStrategy(node.id, soft=False),
         }
+        key = _trial_key(ask.spec)
+        relay = self._relay if key in self._hooks else None
         try:
-            ref = self._remote.options(**options).remote(ask.spec.model_dump_json())
+            ref = self._remote.options(**options).remote(ask.spec.model_dump_json(), relay, key)
         except Exception as exc:  # Ray refused the task (disconnected)
             _logger.warning("Ray refused trial %d on %s: %s", ask.spec.number, node.name, exc)
             self._release(node, ask.spec)
@@ -461,6 +546,7 @@ class RayExecutor(Executor):
     def _settle(self, ref: Any, done: Future[Any]) -> None:
         with self._lock:
             ask, node = self._running.pop(ref)
+            self._hooks.pop(_trial_key(ask.spec), None)
         # Free the node before the result is out: the driver resubmits at once.
         self._release(node, ask.spec)
         self._wake.set()
@@ -506,6 +592,46 @@ class RayExecutor(Executor):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(log)
         return result.model_copy(update={"log_path": str(path)})
+
+    # -- live windows (pruning) ----------------------------------------------------------
+
+    def _start_relay(self) -> None:
+        """Make the window relay and its thread, once (trials without a hook never need it)."""
+        with self._lock:
+            if self._relay is not None or self._closed:
+                return
+            # No CPU: it must not take a slot a trial is counted for. On the driver's node
+            # where it can (soft): a lost GPU node must not take the relay with it.
+            options: dict[str, Any] = {"num_cpus": 0, "max_concurrency": 1000}
+            try:
+                from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+                here = self._ray.get_runtime_context().get_node_id()
+                options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(here, soft=True)
+            except Exception as exc:  # a Ray client has no node of its own: anywhere will do
+                _logger.debug("window relay placed by Ray: %s", _first_line(exc))
+            self._relay = self._ray.remote(_WindowRelay).options(**options).remote()
+        threading.Thread(target=self._relay_loop, name="autotune-ray-windows", daemon=True).start()
+
+    def _relay_loop(self) -> None:
+        """Hand each window to its trial's hook, here in the driver, and post the decision."""
+        relay = self._relay
+        while not self._closed:
+            try:
+                windows = self._ray.get(relay.take.remote(1.0), timeout=30.0)
+            except Exception as exc:  # Ray gone or the actor lost: trials go on unpruned
+                if not self._closed:
+                    _logger.warning("the window relay stopped: %s", _first_line(exc))
+                return
+            for key, index, flat in windows:
+                hook = self._hooks.get(key)
+                stop = False
+                if hook is not None:
+                    try:
+                        stop = bool(hook(index, flat))
+                    except Exception:  # a hook must not end the relay: the trial goes on
+                        _logger.warning("window hook of trial %s failed", key, exc_info=True)
+                relay.decide.remote(key, index, stop)
 
     # -- cleaning up ---------------------------------------------------------------------
 
@@ -587,6 +713,12 @@ class RayExecutor(Executor):
                 self.reap_orphans(timeout_s=30.0)
             except Exception as exc:  # Ray gone: each node's next trial reaps what is left
                 _logger.warning("could not reap trial servers at shutdown: %s", _first_line(exc))
+        if self._relay is not None:
+            try:
+                self._ray.kill(self._relay)
+            except Exception as exc:  # Ray gone: the actor went with it
+                _logger.info("could not stop the window relay: %s", _first_line(exc))
+            self._relay = None
         if self._started:
             self._ray.shutdown()
             self._started = False

@@ -16,7 +16,15 @@ from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from autotune.models import Cause, Goodput, Phase, Scenario, Sweep, Workload
 
@@ -372,13 +380,90 @@ def _env_str(value: Any) -> Any:
     return value
 
 
+class ObjectiveMetric(_Strict):
+    """One objective of a multi-objective study."""
+
+    metric: str
+    """A metric name (a key of ``Metrics.flat()``)."""
+    direction: Literal["maximize", "minimize"]
+    """Whether larger or smaller is better."""
+
+
 class Objective(_Strict):
-    """The metric to optimise (a key of ``Metrics.flat()``) and its direction."""
+    """The metric to optimise (a key of ``Metrics.flat()``) and its direction, or several.
+
+    One objective: ``metric`` and ``direction``. Several (a multi-objective study that finds
+    the Pareto front, e.g. throughput against p99 time to first token): ``metrics``, a list
+    of ``{metric, direction}``; the first is the primary one (the gain against the baseline,
+    confirmation and the default export are about it), and ``metric``/``direction`` are set
+    from it.
+    """
 
     metric: str = "output_tok_s"
     """A metric name: output_tok_s, request_s, ttft_p99_ms, e2e_mean_ms, ..."""
     direction: Literal["maximize", "minimize"] = "maximize"
     """Whether larger or smaller is better."""
+    metrics: list[ObjectiveMetric] | None = None
+    """Several objectives, the primary first, e.g. [{metric: output_tok_s, direction:
+    maximize}, {metric: ttft_p99_ms, direction: minimize}]."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _primary(cls, data: Any) -> Any:
+        """``metric``/``direction`` follow the first of ``metrics`` (or must agree with it)."""
+        if not isinstance(data, dict) or not isinstance(data.get("metrics"), list):
+            return data
+        items = data["metrics"]
+        if not items:
+            raise LocatedError(
+                "metrics is empty (list at least one {metric, direction}, or use metric:)",
+                ("metrics",),
+            )
+        first = items[0] if isinstance(items[0], dict) else {}
+        out = dict(data)
+        for key in ("metric", "direction"):
+            if key in first and key in data and data[key] != first[key]:
+                raise LocatedError(
+                    f"{key} {data[key]!r} disagrees with the first of metrics "
+                    f"({first[key]!r}); give one of them (the first of metrics is the primary)",
+                    (key,),
+                )
+            if key in first:
+                out[key] = first[key]
+        return out
+
+    @model_validator(mode="after")
+    def _unique(self) -> Objective:
+        seen: list[str] = []
+        for i, m in enumerate(self.metrics or []):
+            if m.metric in seen:
+                raise LocatedError(
+                    f"metric {m.metric!r} is listed twice (each objective once)",
+                    ("metrics", i, "metric"),
+                )
+            seen.append(m.metric)
+        return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Without ``metrics`` when there is one objective: a study keeps its space as JSON and
+        a resume compares it, so a single-objective space dumps as it did before."""
+        data: dict[str, Any] = handler(self)
+        if data.get("metrics") is None:
+            data.pop("metrics", None)
+        return data
+
+    @property
+    def objectives(self) -> list[tuple[str, Literal["maximize", "minimize"]]]:
+        """``(metric, direction)`` of every objective, the primary first."""
+        if self.metrics:
+            return [(m.metric, m.direction) for m in self.metrics]
+        return [(self.metric, self.direction)]
+
+    @property
+    def multi(self) -> bool:
+        """Whether this is a multi-objective study (two or more metrics)."""
+        return len(self.objectives) > 1
 
 
 class Budget(_Strict):

@@ -8,12 +8,31 @@ slow drifts of the machine hit everyone alike, and only these fresh launches dec
 
 - a candidate whose launch fails (crash, failed requests at the workload's peak load) is out;
 - after ``min_rounds``, candidates clearly worse than the leader are dropped (cheaper rounds);
-- it stops when the ranking is settled (one candidate left and its gain over the baseline is
-  either clear at a strict interim level or clearly too small to matter), else at
+- it stops as soon as the answer the user gets is settled (the stop rule below), else at
   ``max_rounds``;
 - the winner is the candidate with the best confirmed median; its gain over the baseline
   comes with an interval over launches (study/noise.py), Bonferroni-adjusted for the K
   candidates; when that interval does not lie above zero the baseline stays the answer.
+
+The stop rule, looked at after every round from ``min_rounds`` on (three launches a side by
+default: fewer give an interval too wide to mean anything). What the user gets is one
+configuration to export and one claim about it, so only that needs to be settled:
+
+1. *gain*: the leader (best median among the candidates still in) beats the baseline at a
+   strict interim level (Bonferroni over the looks, so that stopping at the first look that
+   clears zero adds no false claims) -> stop, the leader is exported;
+2. *no gain*: no candidate still in can beat the baseline by ``min_gain_pct`` (every upper
+   bound is below it), or the leader's estimated gain (its geometric mean over the
+   baseline's) is not above zero (more rounds would have to reverse the sign of the
+   estimate before the interval could clear zero)
+   -> stop, the baseline is exported.
+
+Candidates that tie with each other do not need more rounds: which of them is exported
+changes nothing the user was promised (each is as good as the others within noise), so the
+best median is taken and the ones it cannot be told from are reported as ``tied``. Before
+this rule, confirmation waited for a single candidate to stand out and ran to
+``max_rounds`` whenever two candidates tied (docs/benchmarks.md gives the cost, before and
+after).
 
 It is written against a small ``measure`` callable (one launch, one value) so that the same
 code runs with an in-process fake in unit tests and with the real executor in the driver.
@@ -105,6 +124,8 @@ class Confirmation:
     best: str | None = None
     winner: str = BASELINE
     gain: Gain | None = None
+    # Candidates the winner cannot be told from (within noise): the export would be as good.
+    tied: list[str] = field(default_factory=list)
 
     def values(self, key: str) -> list[float]:
         return [x.value for x in self.launches if x.key == key and x.value is not None]
@@ -148,6 +169,7 @@ class Confirmation:
             "best": self.best,
             "winner": self.winner,
             "gain": self.gain.to_json() if self.gain else None,
+            "tied": list(self.tied),
             "cost": {"launches": self.cost_launches, "server_s": round(self.cost_server_s, 3)},
         }
 
@@ -174,6 +196,7 @@ class Confirmation:
             stop_reason=str(data.get("stop_reason", "")),
             best=data.get("best"),
             winner=str(data.get("winner", BASELINE)),
+            tied=list(data.get("tied") or []),
         )
         out.gain = Gain.from_json(data["gain"]) if data.get("gain") else None
         return out
@@ -185,6 +208,8 @@ class Confirmation:
             status = self.dropped.get(key, "")
             if key == self.winner and key != BASELINE:
                 status = "winner"
+            elif key in self.tied:
+                status = f"tied with {self.best} (within noise)"
             elif key == BASELINE and self.winner == BASELINE:
                 status = "kept (nothing beat it beyond noise)"
             n = sum(1 for x in self.launches if x.key == key)
@@ -276,20 +301,42 @@ def confirm(
             ):
                 active.remove(key)
                 result.dropped[key] = f"clearly worse than {leader} (round {round_no})"
-        if len(active) > 1:
-            continue
-        g = gain(base, measured[leader], direction, candidates=k, level=interim)
-        if g.significant:
-            result.stop_reason = f"{leader} beats the baseline at a strict interim level"
-            break
-        if g.ci95_pct[1] < opts.min_gain_pct:
-            result.stop_reason = f"{leader} cannot beat the baseline by {opts.min_gain_pct:g}%"
+        still = {key: measured[key] for key in active}
+        why = _settled(base, still, leader, direction, k, interim, opts.min_gain_pct)
+        if why:
+            result.stop_reason = why
             break
     else:
         result.stop_reason = f"{opts.max_rounds} rounds (the most allowed)"
 
     decide(result, [c.key for c in candidates], k, opts.level)
     return result
+
+
+def _settled(
+    base: list[float],
+    measured: dict[str, list[float]],
+    leader: str,
+    direction: Direction,
+    k: int,
+    interim: float,
+    min_gain_pct: float,
+) -> str:
+    """Why the answer is settled (the module's stop rule), or "" to run another round."""
+    g = gain(base, measured[leader], direction, candidates=k, level=interim)
+    tie = " (the candidates still in tie: the best median is taken)" if len(measured) > 1 else ""
+    if g.significant:
+        return f"{leader} beats the baseline at a strict interim level{tie}"
+    if g.pct <= 0:
+        return f"{leader}, the best candidate, measures no better than the baseline"
+    uppers = [
+        gain(base, v, direction, candidates=k, level=interim).ci95_pct[1]
+        for v in measured.values()
+        if v
+    ]
+    if max(uppers) < min_gain_pct:
+        return f"no candidate can beat the baseline by {min_gain_pct:g}%"
+    return ""
 
 
 def decide(result: Confirmation, keys: list[str], k: int, level: float) -> None:
@@ -305,6 +352,15 @@ def decide(result: Confirmation, keys: list[str], k: int, level: float) -> None:
     result.best = best
     result.gain = gain(base, result.values(best), result.direction, candidates=k, level=level)
     result.winner = best if result.gain.significant else BASELINE
+    # The others that cannot be told from the best (at the level candidates are dropped at).
+    drop_level = 1 - (1 - level) / max(1, k)
+    result.tied = [
+        key
+        for key in measured
+        if key != best
+        and key not in result.dropped
+        and not better(result.values(best), result.values(key), result.direction, drop_level)
+    ]
 
 
 __all__ = [

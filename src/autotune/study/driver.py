@@ -50,6 +50,7 @@ from autotune.study.deadends import DeadEnds, Doom
 from autotune.study.events import Event, EventKind
 from autotune.study.ledger import Ledger
 from autotune.study.outcome import CRASH
+from autotune.study.pareto import front
 from autotune.study.prune import IncumbentPruner, margin_for
 from autotune.study.steering import SteeringOptions, make_risk
 from autotune.study.storage import make_sampler, open_storage, storage_url, study_lock
@@ -170,9 +171,10 @@ class Driver:
 
     def _open_study(self) -> optuna.Study:
         o = self.options
-        sampler = make_sampler(o.sampler, o.seed, self.parallel)
+        objective = self.spec.objective
+        sampler = make_sampler(o.sampler, o.seed, self.parallel, len(objective.objectives))
         pruner: optuna.pruners.BasePruner = optuna.pruners.NopPruner()
-        if o.prune:
+        if o.prune and not objective.multi:  # Optuna prunes single-objective trials only
             pruner = IncumbentPruner(
                 lambda: self._incumbent,
                 self.spec.objective.direction,
@@ -188,7 +190,7 @@ class Driver:
                 storage=self.storage,
                 sampler=sampler,
                 pruner=pruner,
-                direction=self.spec.objective.direction,
+                directions=[d for _, d in objective.objectives],
             )
             ledger = Ledger(study)
             ledger.write_study(
@@ -200,6 +202,9 @@ class Driver:
                     space=self.spec.model_dump(mode="json"),
                     space_file=self.spec.source or "",
                     simulated=o.simulate,
+                    objectives=[{"metric": m, "direction": d} for m, d in objective.objectives]
+                    if objective.multi
+                    else [],
                 )
             )
             if self.spec.baseline is not None:
@@ -403,7 +408,10 @@ class Driver:
                 # instead of paying for another; the sampler sees the same result.
                 loop.skips += 1
                 median = group.median if group is not None else None
-                repeat = tell_repeat(self.study, self.ledger, trial, config, earlier, median)
+                others = [m for m, _ in self.spec.objective.objectives[1:]]
+                repeat = tell_repeat(
+                    self.study, self.ledger, trial, config, earlier, median, others
+                )
                 self._emit_skip(trial, config, repeat)
                 return
             # Proposed again: a new launch adds a sample (one lucky launch must not stay the
@@ -447,7 +455,8 @@ class Driver:
         ts = self.build_spec(trial.number, config, attempt=attempt)
         if avoid:
             ts = ts.model_copy(update={"avoid_nodes": avoid})
-        hook = self._window_hook(trial) if prunable and self.options.prune else None
+        prune = prunable and self.options.prune and not self.spec.objective.multi
+        hook = self._window_hook(trial) if prune else None
         loop.inflight[self.executor.submit(ts, on_window=hook)] = (trial, config)
         _logger.info("trial %d launched (attempt %d): %s", trial.number, attempt, config)
 
@@ -593,6 +602,13 @@ class Driver:
         groups = evidence.gather(self.ledger.trials(), self.spec.objective.metric)
         base = evidence.baseline_of(groups)
         top = [g for g in evidence.ranked(groups, self.spec.objective.direction) if g is not base]
+        if self.spec.objective.multi:
+            # Several objectives: the candidates are the Pareto front's members, confirmed
+            # against the baseline on the primary objective (docs/objectives.md).
+            on_front = {
+                p.trial for p in front(self.ledger.trials(), self.spec.objective.objectives)
+            }
+            top = [g for g in top if g.first_trial in on_front]
         if base is None or not top:
             return None
         waiting = self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,))

@@ -38,6 +38,7 @@ from autotune.records import (
 from autotune.study import evidence
 from autotune.study.confirm import Confirmation
 from autotune.study.deadends import DeadEnd
+from autotune.study.pareto import front
 
 _logger = logging.getLogger(__name__)
 
@@ -419,6 +420,7 @@ class Ledger:
                 "rounds": raw.get("rounds"),
                 "stop_reason": raw.get("stop_reason"),
                 "winner": raw.get("winner"),
+                "tied": list(raw.get("tied") or []),
                 **(raw.get("cost") or {}),
             }
         return StudySummary(
@@ -443,7 +445,18 @@ class Ledger:
             search_best_trial=v.best.first_trial if v.best is not None else None,
             noise=v.noise.to_json(),
             pruned_saved_s=round(sum(t.pruned_saved_s or 0.0 for t in trials), 3),
+            objectives=list(study.objectives),
+            pareto=self.pareto(trials) if len(study.objectives) > 1 else None,
         )
+
+    def pareto(self, trials: list[TrialRecord] | None = None) -> list[dict[str, Any]]:
+        """The Pareto front over the study's objectives (study/pareto.py), JSON-able."""
+        trials = self.trials() if trials is None else trials
+        objectives = self.study_record().objective_pairs()
+        return [
+            {"trial": p.trial, "values": p.values, "launches": p.launches, "baseline": p.baseline}
+            for p in front(trials, objectives)
+        ]
 
 
 __all__ = ["Ledger", "decode_trial", "trial_attrs"]

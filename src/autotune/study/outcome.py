@@ -9,6 +9,7 @@ real measurements. SLO misses keep their measured value (COMPLETE) with a violat
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import optuna
@@ -30,6 +31,8 @@ class Verdict:
     value: float | None
     constraints: dict[str, float] = field(default_factory=dict)
     outcome: Outcome = Outcome.OK
+    # Every objective's value, the primary first (a multi-objective study tells all of them).
+    values: list[float] | None = None
 
 
 def slo_violations(metrics: dict[str, float], slo: dict[str, float]) -> dict[str, float]:
@@ -47,25 +50,27 @@ def slo_violations(metrics: dict[str, float], slo: dict[str, float]) -> dict[str
     return out
 
 
-def verdict(result: TrialResult, metric: str, slo: dict[str, float]) -> Verdict:
+def verdict(
+    result: TrialResult, metric: str, slo: dict[str, float], others: Sequence[str] = ()
+) -> Verdict:
     """Decide the Optuna state, value and constraints of a finished trial.
 
     Args:
         result: what the node returned (``outcome`` is not INFRA: those are retried, not told).
         metric: the objective metric, a key of ``Metrics.flat()``.
         slo: latency bounds ``{metric: upper bound}``.
+        others: a multi-objective study's other objectives (each must be measured too).
     """
     if result.outcome is Outcome.OK and result.metrics is not None:
         flat = result.metrics.flat()
-        if metric not in flat:
+        if any(m not in flat for m in (metric, *others)):
             return Verdict(optuna.trial.TrialState.PRUNED, None, {CRASH: 1.0}, Outcome.CRASHED)
+        values = [flat[m] for m in (metric, *others)]
         over = slo_violations(flat, slo)
         worst = max(over.values(), default=0.0)
-        if worst > 0:
-            return Verdict(
-                optuna.trial.TrialState.COMPLETE, flat[metric], {SLO: worst}, Outcome.SLO_VIOLATED
-            )
-        return Verdict(optuna.trial.TrialState.COMPLETE, flat[metric], {SLO: worst}, Outcome.OK)
+        outcome = Outcome.SLO_VIOLATED if worst > 0 else Outcome.OK
+        state = optuna.trial.TrialState.COMPLETE
+        return Verdict(state, flat[metric], {SLO: worst}, outcome, values)
     if result.outcome is Outcome.PRUNED:
         return Verdict(optuna.trial.TrialState.PRUNED, None, {SKIP: 1.0}, Outcome.PRUNED)
     return Verdict(optuna.trial.TrialState.PRUNED, None, {CRASH: 1.0}, result.outcome)

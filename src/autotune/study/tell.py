@@ -9,6 +9,7 @@ that ``outcome.verdict`` decides.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,7 +116,8 @@ def tell_result(
         study.tell(trial, state=TrialState.FAIL)
         return Told(Outcome.INFRA, None, result)
     # Every scenario's SLO, under the names its metrics carry (chat.ttft_p99_ms).
-    v = verdict(result, spec.objective.metric, slo_bounds(spec))
+    others = [m for m, _ in spec.objective.objectives[1:]]
+    v = verdict(result, spec.objective.metric, slo_bounds(spec), others)
     blame: list[str] = []
     if v.outcome in CRASHES:
         dead = deadends.add(
@@ -136,7 +138,9 @@ def tell_result(
         constraints[PEAK] = 0.0 if result.peak.survived else 1.0
     for name, amount in constraints.items():
         trial.set_constraint(name, float(amount))
-    if v.state == TrialState.COMPLETE:
+    if v.state == TrialState.COMPLETE and others:  # multi-objective: every value
+        study.tell(trial, v.values)
+    elif v.state == TrialState.COMPLETE:
         study.tell(trial, v.value)
     else:
         study.tell(trial, state=v.state)
@@ -176,11 +180,13 @@ def tell_repeat(
     config: dict[str, Any],
     earlier: TrialRecord,
     value: float | None = None,
+    others: Sequence[str] = (),
 ) -> SkipRecord:
     """Record a proposal already measured by ``earlier``: Optuna is told the same result.
 
     ``value``: what to tell (the median of the configuration's launches); ``earlier``'s own
-    value when None.
+    value when None. ``others``: a multi-objective study's other objectives, told from
+    ``earlier``'s metrics.
     """
     several = value is not None and value != earlier.value
     reason = (
@@ -193,7 +199,12 @@ def tell_repeat(
     ledger.write_trial(trial._trial_id, _skip_record(trial, config, skip))
     for name, amount in earlier.constraints.items():
         trial.set_constraint(name, amount)
-    study.tell(trial, value if value is not None else earlier.value)
+    primary = value if value is not None else earlier.value
+    rest = [earlier.metrics.get(m) for m in others]
+    if others and primary is not None and all(v is not None for v in rest):
+        study.tell(trial, [primary, *(float(v) for v in rest if v is not None)])
+    else:
+        study.tell(trial, primary)
     return skip
 
 

@@ -534,8 +534,22 @@ class MlflowTracker(Tracker):
                     metrics[f"confirm_{key}"] = float(summary.confirmation[key])
         if summary.pruned_saved_s:
             metrics["pruned_saved_s"] = summary.pruned_saved_s
+        if summary.pareto is not None:  # a multi-objective study: its front, to pick from
+            tags["autotune.objectives"] = _tag_value(
+                ", ".join(f"{o['direction']} {o['metric']}" for o in summary.objectives)
+            )
+            tags["autotune.pareto_trials"] = _tag_value(
+                ",".join(str(p["trial"]) for p in summary.pareto)
+            )
+            metrics["pareto_size"] = float(len(summary.pareto))
         with self._lock, _wrapped("finishing the study run"):
             self._log_batch(self.parent_run_id, metrics=metrics, tags=tags)
+            if summary.pareto is not None:
+                self.client.log_dict(
+                    self.parent_run_id,
+                    {"objectives": summary.objectives, "front": summary.pareto},
+                    "pareto.json",
+                )
             self.client.set_terminated(self.parent_run_id, status="FINISHED")
 
     # -- helpers -------------------------------------------------------------------------

@@ -59,7 +59,9 @@ def test_flags_that_change_nothing_claim_no_gain_and_export_the_baseline(
     assert s["verdict"].startswith("no configuration beat the baseline beyond noise")
     assert "no configuration beat the baseline beyond noise" in out
     assert "noise: launch to launch" in out
-    assert s["confirmed"] and s["confirmation"]["launches"] >= 9
+    # At least the minimum rounds (a candidate whose launch fails drops out, so the launch
+    # count alone can be below rounds x (candidates + 1)).
+    assert s["confirmed"] and s["confirmation"]["rounds"] >= 3, s["confirmation"]
     assert _launches(status) == (3, s["confirmation"]["launches"])
     # The answer is the baseline, never the search's (noise) winner.
     assert exported["is_baseline"] is True and exported["config"] == BASELINE

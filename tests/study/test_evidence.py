@@ -87,3 +87,13 @@ def test_a_confirmation_record_decides_the_winner() -> None:
 def test_noise_model_pools_repeated_configurations() -> None:
     model = noise_model(gather(_study([300.0, 310.0], [100.0, 104.0, 97.0]), "tok_s"))
     assert model.launches == 5 and model.launch_cv is not None and 0.01 < model.launch_cv < 0.06
+
+
+def test_a_baseline_that_ran_but_missed_the_slo_is_not_called_unmeasured() -> None:
+    """The H200 load sweep: the defaults met the TTFT bound at no rate tried (slo_violated),
+    and the verdict said "no measured baseline", as if it had never run."""
+    trials = [_t(0, BASE, 0.0, baseline=True, outcome=Outcome.SLO_VIOLATED), _t(1, A, 45.3)]
+    v = verdict(trials, "tok_s", "maximize")
+    assert v.winner is not None and v.winner.config == A and v.gain is None
+    assert v.text().startswith("the baseline gave no valid measurement")
+    assert verdict([_t(1, A, 45.3)], "tok_s", "maximize").text().startswith("no baseline ran")

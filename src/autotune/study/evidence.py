@@ -124,8 +124,15 @@ class Verdict:
 
     def text(self) -> str:
         """One plain sentence about the gain."""
-        if self.baseline is None or not self.baseline.values:
-            return "no measured baseline: no gain can be claimed"
+        if self.baseline is None:
+            return "no baseline ran: no gain can be claimed"
+        if not self.baseline.values:
+            # It ran but gave no eligible value: a crash, failed requests, or an SLO missed
+            # at every load a sweep tried (max_rate_under_slo = 0).
+            return (
+                "the baseline gave no valid measurement (it failed or missed the SLO): the "
+                "best configuration stands, with no gain figure"
+            )
         if self.gain is None:
             return "no configuration beat the baseline beyond noise (no other configuration ran)"
         how = "confirmed" if self.confirmed else "unconfirmed: from the search's launches"

@@ -81,8 +81,9 @@ class DriverOptions:
     # Crash-risk steering (study/steering.py): on by default; SteeringOptions(enabled=False) off.
     steering: SteeringOptions = field(default_factory=SteeringOptions)
     # Noise (study/noise.py): the baseline's launches at the start (launch-to-launch spread;
-    # all but the first on top of the budget, records.budget_launches), and how often one configuration may be launched when the sampler proposes it again
-    # (each a new sample); past that, the median of its launches is reused.
+    # all but the first on top of the budget, records.budget_launches), and how often one
+    # configuration may be launched when the sampler proposes it again (each a new sample);
+    # past that, the median of its launches is reused.
     baseline_launches: int = 3
     max_launches_per_config: int = 3
     # Confirmation (study/confirm.py): the top ``confirm`` candidates and the baseline are

@@ -92,6 +92,7 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     "tpe-startup10": lambda land, s, n: run_driver(
         land, s, n, tpe={**PLAIN, "n_startup_trials": 10}, local=0.5
     ),
+    "design-5": lambda land, s, n: run_driver(land, s, n, design=5),
     "design-8": lambda land, s, n: run_driver(land, s, n, design=8),
     "design-12": lambda land, s, n: run_driver(land, s, n, design=12),
     "push-0.3": lambda land, s, n: run_driver(land, s, n, push=0.3),

@@ -8,6 +8,13 @@ parameters moved a little: a numeric one by a small step on its own scale (log w
 parameter is log), a categorical or bool one to another value. Everything else is TPE's.
 Crashed and refused moves are told to the study like any other trial, so TPE learns from
 them too; the crash models still vet every proposal before it is launched.
+
+Before any of that, the first ``design`` proposals after the baseline are a one-at-a-time
+design (as SGLang's auto_benchmark tiers start): the baseline with one parameter moved to the
+far end of its range (or another choice), parameter by parameter. These launches sit next to
+a configuration that runs, so they rarely crash, and they show TPE and the crash regions each
+parameter's effect early. ``push`` (measured, off) makes a share of the local moves go half-way
+to an end of the range instead of a small step.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from optuna.trial import FrozenTrial, TrialState
 from autotune.study.ledger import is_enqueued
 
 LOCAL_SHARE = 0.5  # the default share of local moves (bench/search, docs/benchmarks.md)
+DESIGN = 5  # the default one-at-a-time launches from the baseline (the same)
 
 
 class LocalTPESampler(BaseSampler):
@@ -41,6 +49,9 @@ class LocalTPESampler(BaseSampler):
         after: complete trials needed before the first local move.
         step: size of a numeric move, as a share of the range (one standard deviation).
         anneal: complete trials by which moves shrink to a third of ``step`` (0: never).
+        bisect: share of local moves that go half-way toward the nearest crash (measured, off).
+        design: one-at-a-time proposals from the baseline before TPE (0: none).
+        push: share of local moves that go half-way to an end of the range (measured, off).
         seed: seed of the local draws.
     """
 
@@ -53,7 +64,7 @@ class LocalTPESampler(BaseSampler):
         step: float = 0.12,
         anneal: int = 0,
         bisect: float = 0.0,
-        design: int = 0,
+        design: int = DESIGN,
         push: float = 0.0,
         seed: int | None = None,
     ) -> None:
@@ -279,4 +290,4 @@ def _nudge(d: BaseDistribution, value: Any, rng: random.Random, step: float) -> 
     return value
 
 
-__all__ = ["LOCAL_SHARE", "LocalTPESampler"]
+__all__ = ["DESIGN", "LOCAL_SHARE", "LocalTPESampler"]

@@ -9,12 +9,11 @@ parameter is log), a categorical or bool one to another value. Everything else i
 Crashed and refused moves are told to the study like any other trial, so TPE learns from
 them too; the crash models still vet every proposal before it is launched.
 
-Before any of that, the first ``design`` proposals after the baseline are a one-at-a-time
-design (as SGLang's auto_benchmark tiers start): the baseline with one parameter moved to the
-far end of its range (or another choice), parameter by parameter. These launches sit next to
-a configuration that runs, so they rarely crash, and they show TPE and the crash regions each
-parameter's effect early. ``push`` (measured, off) makes a share of the local moves go half-way
-to an end of the range instead of a small step.
+Two options were measured on bench/search and are off by default (docs/benchmarks.md):
+``design`` makes the first proposals after the baseline a one-at-a-time design (as SGLang's
+auto_benchmark tiers start: the baseline with one parameter moved to the far end of its range,
+or another choice), which cut crashes but cost reach within 30 launches; ``push`` makes a
+share of the local moves go half-way to an end of the range instead of a small step.
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ from optuna.trial import FrozenTrial, TrialState
 from autotune.study.ledger import is_enqueued
 
 LOCAL_SHARE = 0.5  # the default share of local moves (bench/search, docs/benchmarks.md)
-DESIGN = 5  # the default one-at-a-time launches from the baseline (the same)
+DESIGN = 0  # one-at-a-time launches from the baseline: measured (5 cost reach), off
 
 
 class LocalTPESampler(BaseSampler):
@@ -50,7 +49,7 @@ class LocalTPESampler(BaseSampler):
         step: size of a numeric move, as a share of the range (one standard deviation).
         anneal: complete trials by which moves shrink to a third of ``step`` (0: never).
         bisect: share of local moves that go half-way toward the nearest crash (measured, off).
-        design: one-at-a-time proposals from the baseline before TPE (0: none).
+        design: one-at-a-time proposals from the baseline before TPE (0: none, the default).
         push: share of local moves that go half-way to an end of the range (measured, off).
         seed: seed of the local draws.
     """

@@ -17,7 +17,6 @@ the wrapped fallback sampler (TPE) takes over, so a 1000-trial study stays fast.
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Container, Sequence
 from typing import Any
@@ -33,7 +32,7 @@ from optuna.samplers import BaseSampler
 from optuna.study import Study, StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
-_CONSTRAINT = "constraints:feasible"  # Optuna's system-attribute key for a named constraint
+from autotune.study.ledger import constrained_copy
 
 
 class CrashAwareGPSampler(BaseSampler):
@@ -146,13 +145,7 @@ class _CrashView:
 
 def _with(t: FrozenTrial, value: float | None, feasible: float) -> FrozenTrial:
     """A copy of ``t``, complete with ``value`` and one constraint (> 0: infeasible)."""
-    out = copy.copy(t)
-    attrs = {k: v for k, v in t.system_attrs.items() if not k.startswith("constraints")}
-    attrs[_CONSTRAINT] = float(feasible)
-    out._system_attrs = attrs
-    out.state = TrialState.COMPLETE
-    out._values = [float(value if value is not None else 0.0)]
-    return out
+    return constrained_copy(t, value if value is not None else 0.0, feasible)
 
 
 def _nearest(t: FrozenTrial, ran: list[FrozenTrial]) -> FrozenTrial | None:

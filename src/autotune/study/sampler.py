@@ -33,7 +33,7 @@ from optuna.samplers import BaseSampler
 from optuna.study import Study, StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
-from autotune.study.ledger import is_enqueued
+from autotune.study.ledger import is_baseline, is_enqueued
 
 LOCAL_SHARE = 0.5  # the default share of local moves (bench/search, docs/benchmarks.md)
 DESIGN = 0  # one-at-a-time launches from the baseline: measured (5 cost reach), off
@@ -120,7 +120,7 @@ class LocalTPESampler(BaseSampler):
             (
                 t
                 for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-                if t.user_attrs.get("baseline") and t.params
+                if is_baseline(t) and t.params
             ),
             None,
         )

@@ -28,7 +28,7 @@ import optuna
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.search.harness import InProcessExecutor, _NullTracker  # noqa: E402
+from bench.search.harness import InProcessExecutor  # noqa: E402
 from bench.search.landscapes import by_name  # noqa: E402
 
 
@@ -104,6 +104,7 @@ def driver_overhead(trials: int, folder: Path) -> float:
     from autotune.engines import get_engine
     from autotune.space.load import load_text
     from autotune.study.driver import Driver, DriverOptions
+    from autotune.tracking.none import NullTracker
 
     land = by_name("five")
     spec = load_text(yaml.safe_dump(land.space(trials)), "five.yaml")
@@ -115,7 +116,7 @@ def driver_overhead(trials: int, folder: Path) -> float:
         engine=engine,
         real_engine=engine,
         executor=executor,
-        tracker=_NullTracker(),
+        tracker=NullTracker(),
         options=DriverOptions(study="overhead", study_dir=folder / "study", seed=0),
     )
     start = time.perf_counter()

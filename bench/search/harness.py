@@ -15,7 +15,7 @@ import random
 import tempfile
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,10 @@ class Launch:
     truth: float | None
     crashed: bool
     seconds: float
+    # search: a launch of the search (counts against the budget); extra: the baseline's extra
+    # launches and confirmation rounds (on top of it); answer: not a launch, the configuration
+    # the study reports as its winner at the end (autotune's driver only).
+    kind: str = "search"
 
 
 Evaluate = Callable[[dict[str, Any], random.Random], Point]
@@ -47,6 +51,7 @@ class InProcessExecutor:
     def __init__(self, evaluate: Callable[[TrialSpec], Point], seed: int) -> None:
         self.evaluate = evaluate
         self.launches: list[Launch] = []
+        self.numbers: list[int] = []  # the trial number of each launch
 
     def capacity(self) -> int:
         return 1
@@ -57,6 +62,7 @@ class InProcessExecutor:
         self.launches.append(
             Launch(dict(spec.params), point.value, point.truth, point.value is None, point.seconds)
         )
+        self.numbers.append(spec.number)
         fut: Future[TrialResult] = Future()
         fut.set_result(to_result(spec, point))
         return fut
@@ -106,35 +112,52 @@ def run_driver(
     step: float = 0.12,
     anneal: int = 0,
     bisect: float = 0.0,
+    defaults: dict[str, Any] | None = None,
+    inner: Callable[[int | None], optuna.samplers.BaseSampler] | None = None,
+    **moves: Any,
 ) -> list[Launch]:
-    """autotune's real proposal path on ``land`` (``steering``: SteeringOptions or None;
-    ``tpe``: TPESampler arguments to try instead of the driver's, for candidates)."""
+    """autotune's real path on ``land`` (``steering``: SteeringOptions or None; ``tpe``:
+    TPESampler arguments to try instead of the driver's, for candidates; ``defaults``:
+    DriverOptions fields to change)."""
     from autotune.engines import get_engine
     from autotune.space.load import load_text
     from autotune.study import driver as driver_module
     from autotune.study.driver import Driver, DriverOptions
+    from autotune.study.ledger import Ledger
     from autotune.tracking.none import NullTracker
 
-    if tpe is not None or local is not None:
+    if tpe is not None or local is not None or moves or inner is not None:
         original = driver_module.make_sampler
 
         def candidate(name: str, s: int | None, parallel: int) -> optuna.samplers.BaseSampler:
-            from autotune.study.sampler import LocalTPESampler
+            from autotune.study.sampler import LOCAL_SHARE, LocalTPESampler
 
-            inner = (
-                optuna.samplers.TPESampler(seed=s, **tpe)
-                if tpe is not None
-                else original(name, s, parallel)
-            )
+            base = original(name, s, parallel)
+            if inner is not None:
+                base = inner(s)
+            elif tpe is not None:
+                base = optuna.samplers.TPESampler(seed=s, **tpe)
+            elif moves:  # the default sampler's own TPE, other move settings
+                base = base._tpe  # type: ignore[attr-defined]
             return (
-                LocalTPESampler(inner, local=local, step=step, anneal=anneal, bisect=bisect, seed=s)
-                if local
-                else inner
+                LocalTPESampler(
+                    base,
+                    local=local if local is not None else LOCAL_SHARE,
+                    step=step,
+                    anneal=anneal,
+                    bisect=bisect,
+                    seed=s,
+                    **moves,
+                )
+                if local or moves
+                else base
             )
 
         driver_module.make_sampler = candidate  # type: ignore[assignment]
         try:
-            return run_driver(land, seed, trials, sampler=sampler, steering=steering)
+            return run_driver(
+                land, seed, trials, sampler=sampler, steering=steering, defaults=defaults
+            )
         finally:
             driver_module.make_sampler = original
 
@@ -149,12 +172,9 @@ def run_driver(
             storage=":memory:",
             seed=seed,
             sampler=sampler,
-            # The proposal path alone, as the figures in docs/benchmarks.md were measured: one
-            # baseline launch, a repeated proposal reuses its measurement, no confirmation
-            # rounds (launch noise and confirmation have their own benches: noise_claims.py).
-            baseline_launches=1,
-            max_launches_per_config=1,
-            confirm=0,
+            # The real defaults: the baseline launched three times, a proposal made again
+            # relaunched (up to three launches), confirmation rounds at the end.
+            **(defaults or {}),
         )
         if steering is not None:
             options.steering = steering
@@ -167,7 +187,26 @@ def run_driver(
             options=options,
         )
         driver.run()
-    return executor.launches
+        return _tagged(executor, Ledger(driver.study), land, rng)
+
+
+def _tagged(
+    executor: InProcessExecutor, ledger: Any, land: Landscape, rng: random.Random
+) -> list[Launch]:
+    """The executor's launches tagged search or extra, then the study's answer."""
+    records = {t.number: t for t in ledger.trials()}
+    out: list[Launch] = []
+    baselines = 0
+    for number, la in zip(executor.numbers, executor.launches, strict=True):
+        t = records[number]
+        extra = t.confirm_round is not None or (t.baseline and baselines > 0)
+        baselines += t.baseline and t.confirm_round is None
+        out.append(replace(la, kind="extra" if extra else "search"))
+    best = ledger.best()
+    if best is not None:
+        truth = land.evaluate(dict(best.config), rng).truth
+        out.append(Launch(dict(best.config), best.value, truth, False, 0.0, kind="answer"))
+    return out
 
 
 # -- competitors --------------------------------------------------------------------------

@@ -171,8 +171,9 @@ def start(
             "--n-trials",
             min=1,
             help=(
-                "Launched trials the study should hold in total (default: budget.trials); "
-                "a resume tops up to it."
+                "Launches of the search the study should hold in total (default: "
+                "budget.trials); a resume tops up to it. The baseline counts once: its extra "
+                "launches and the confirmation rounds come on top."
             ),
         ),
     ] = None,
@@ -458,6 +459,7 @@ def _budget_reached(name: str, study_dir: Path, storage: str | None, target: int
         return False
     import optuna
 
+    from autotune.records import budget_launches
     from autotune.study.ledger import Ledger
     from autotune.study.storage import open_storage, storage_url
 
@@ -470,7 +472,7 @@ def _budget_reached(name: str, study_dir: Path, storage: str | None, target: int
     trials = Ledger(study).trials()
     if any(t.state in ("RUNNING", "WAITING") for t in trials):
         return False  # an interrupted trial to recover, or a queued one: the driver's work
-    return sum(1 for t in trials if t.launched) >= target
+    return budget_launches(trials) >= target
 
 
 def _quiet_optuna() -> None:

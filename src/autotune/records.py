@@ -13,6 +13,7 @@ else changes: every reader gets records from the ledger.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -22,7 +23,7 @@ from autotune.models import Cleanup, Outcome, Timings, TrialResult
 
 Direction = Literal["maximize", "minimize"]
 
-# Outcomes of trials that were launched (and count against the budget).
+# Outcomes of trials that were launched (``budget_launches`` says which count against the budget).
 LAUNCHED = frozenset({Outcome.OK, Outcome.CRASHED, Outcome.TIMEOUT, Outcome.SLO_VIOLATED})
 # Outcomes the crash-risk model and the crash streak count as crashes.
 CRASHES = frozenset({Outcome.CRASHED, Outcome.TIMEOUT})
@@ -126,6 +127,18 @@ class TrialRecord(_Record):
     def to_json(self) -> dict[str, Any]:
         """The record as JSON-safe data (``status --json``), with ``label`` and ``skipped``."""
         return {**self.model_dump(mode="json"), "label": self.label, "skipped": self.skipped}
+
+
+def budget_launches(trials: Iterable[TrialRecord]) -> int:
+    """Launches that count against a study's trial budget (``--n-trials``, ``budget.trials``).
+
+    Every launch of the search counts (a relaunch of a configuration the sampler proposed
+    again, an ablation test), the baseline once: its extra launches (``--baseline-launches``,
+    the launch-to-launch noise) and the confirmation rounds after the search are measurement
+    on top of the budget, so that they never take launches from the search.
+    """
+    search = [t for t in trials if t.launched and t.confirm_round is None]
+    return sum(not t.baseline for t in search) + min(1, sum(t.baseline for t in search))
 
 
 class StudyRecord(_Record):
@@ -244,5 +257,6 @@ __all__ = [
     "StudySummary",
     "TrialLog",
     "TrialRecord",
+    "budget_launches",
     "gain_pct",
 ]

@@ -15,6 +15,9 @@ import yaml
 from bench.search_blackbox import BASELINE, space_file, truth
 from bench.steering import make_driver
 
+from autotune.records import budget_launches
+from autotune.study.ledger import Ledger
+
 pytestmark = pytest.mark.slow
 
 
@@ -31,7 +34,8 @@ def test_a_small_study_improves_on_the_baseline_and_names_its_crashes(tmp_path: 
         driver.executor.shutdown()
     trials = driver.study.get_trials(deepcopy=False)
     launched = [t for t in trials if t.user_attrs.get("outcome") in ("ok", "crashed")]
-    assert len(launched) == 14
+    # The search's 14 launches, the baseline once; its extra launches and confirmation on top.
+    assert budget_launches(Ledger(driver.study).trials()) == 14
     base = next(t for t in trials if t.user_attrs.get("baseline"))
     assert base.user_attrs["config"] == BASELINE and base.user_attrs["outcome"] == "ok"
     best = driver.study.best_trial

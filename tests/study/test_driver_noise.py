@@ -9,6 +9,7 @@ import pytest
 from bench.steering import make_driver, toy_space
 
 from autotune.models import Outcome
+from autotune.records import budget_launches
 from autotune.study.events import Event, EventKind
 from autotune.study.ledger import Ledger
 
@@ -58,10 +59,12 @@ def test_baseline_launches_pruning_and_confirmation(tmp_path: Path) -> None:
     search = [t for t in trials if t.confirm_round is None]
     confirm = [t for t in trials if t.confirm_round is not None]
 
-    # Three launches of the baseline first; the budget counts launches, not confirmation.
+    # Three launches of the baseline first; the budget counts the search's launches with the
+    # baseline once: its two extra launches and the confirmation come on top.
     assert [t.baseline for t in search[:3]] == [True] * 3
     assert all(t.outcome is Outcome.OK and len(t.windows) == 3 for t in search[:3])
-    assert sum(t.launched for t in search) == 8
+    assert sum(t.launched for t in search) == 8 + 2
+    assert budget_launches(trials) == 8
 
     # Slow configurations were stopped after their first window(s) and the time saved counted.
     pruned = [t for t in search if t.outcome is Outcome.PRUNED and t.windows]

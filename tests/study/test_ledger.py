@@ -299,3 +299,24 @@ def test_a_confirmed_study_shows_the_baseline_from_its_confirmation_launches(
     ledger.write_confirmation(record)
     s = ledger.summary()
     assert s.confirmed and (s.best_value, s.baseline_value) == (1100.0, 90.0)
+
+
+def test_budget_launches_count_the_search_and_the_baseline_once() -> None:
+    from autotune.models import Outcome
+    from autotune.records import TrialRecord, budget_launches
+
+    def rec(n: int, outcome: Outcome | None, **kw: object) -> TrialRecord:
+        return TrialRecord(number=n, state="COMPLETE", outcome=outcome, **kw)  # type: ignore[arg-type]
+
+    trials = [
+        *(rec(n, Outcome.OK, baseline=True) for n in range(3)),  # the baseline, three times
+        rec(3, Outcome.OK),
+        rec(4, Outcome.CRASHED),
+        rec(5, Outcome.OK, repeat_of=3),  # proposed again, relaunched: a search launch
+        rec(6, Outcome.PRUNED),  # a skipped proposal: not launched
+        rec(7, Outcome.PRUNED, windows=[{"output_tok_s": 1.0}]),  # stopped early: launched
+        rec(8, Outcome.OK, baseline=True, confirm_round=1, confirm_key="baseline"),
+        rec(9, Outcome.OK, confirm_round=1, confirm_key="trial 3"),
+    ]
+    assert budget_launches(trials) == 1 + 4
+    assert budget_launches(trials[3:]) == 4  # no baseline ran

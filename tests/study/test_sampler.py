@@ -63,3 +63,48 @@ def test_an_enqueued_trial_is_never_moved() -> None:
     study = _study(local=1.0)
     study.enqueue_trial({"a": 3, "b": 0.9, "c": "z"})
     assert _ask(study) == {"a": 3, "b": 0.9, "c": "z"}
+
+
+def test_the_design_moves_one_value_of_the_baseline_to_a_range_end_per_trial() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        tpe = optuna.samplers.TPESampler(seed=0, n_startup_trials=5, multivariate=True)
+    study = optuna.create_study(
+        direction="maximize", sampler=LocalTPESampler(tpe, local=0.0, design=4, seed=0)
+    )
+    base = {"a": 16, "b": 0.3, "c": "x"}
+    study.add_trial(
+        optuna.trial.create_trial(
+            params=base, distributions=SPACE, value=1.0, user_attrs={"baseline": True}
+        )
+    )
+    configs = [_ask(study) for _ in range(4)]
+    # First pass: each value to its far end (16 is nearer 1 than 1024 on the log scale; 0.3
+    # nearer 0), a categorical to another choice; then the second pass begins.
+    assert configs == [
+        {**base, "a": 1024},
+        {**base, "b": 1.0},
+        {**base, "c": "y"},
+        {**base, "a": 1},
+    ]
+
+
+def test_a_push_moves_a_number_half_way_to_an_end() -> None:
+    study = _study(local=1.0)
+    study.sampler = LocalTPESampler(
+        study.sampler._tpe,  # type: ignore[attr-defined]
+        local=1.0,
+        after=4,
+        push=1.0,
+        seed=0,
+    )
+    best = {"a": 64, "b": 0.5, "c": "y"}
+    numbers = 0
+    for _ in range(10):
+        config = _ask(study)
+        numbers += config["a"] != best["a"] or config["b"] != best["b"]
+        if config["b"] != best["b"]:
+            assert config["b"] in (0.25, 0.75)
+        if config["a"] != best["a"]:
+            assert config["a"] in (8, 256)  # half-way on the log scale: sqrt(64), sqrt(64*1024)
+    assert numbers >= 3

@@ -37,6 +37,7 @@ from autotune.records import (
     StudySummary,
     TrialLog,
     TrialRecord,
+    budget_launches,
 )
 from autotune.redact import redact_argv, redact_env
 from autotune.space import scenarios
@@ -81,13 +82,14 @@ class DriverOptions:
     heartbeat_s: float = 30.0
     # Crash-risk steering (study/steering.py): on by default; SteeringOptions(enabled=False) off.
     steering: SteeringOptions = field(default_factory=SteeringOptions)
-    # Noise (study/noise.py): the baseline's launches at the start (launch-to-launch spread),
-    # and how often one configuration may be launched when the sampler proposes it again
-    # (each a new sample); past that, the median of its launches is reused.
+    # Noise (study/noise.py): the baseline's launches at the start (launch-to-launch spread;
+    # all but the first on top of the budget, records.budget_launches), and how often one
+    # configuration may be launched when the sampler proposes it again (each a new sample);
+    # past that, the median of its launches is reused.
     baseline_launches: int = 3
     max_launches_per_config: int = 3
     # Confirmation (study/confirm.py): the top ``confirm`` candidates and the baseline are
-    # relaunched interleaved at the end; 0 turns it off.
+    # relaunched interleaved at the end (on top of the budget); 0 turns it off.
     confirm: int = 3
     confirm_rounds: tuple[int, int] = (3, 5)  # (min, max) rounds
     # Early stopping on per-window intermediate values (study/prune.py).
@@ -100,7 +102,7 @@ class _Loop:
 
     target: int  # launched trials the study should hold
     deadline: float | None  # time.monotonic() after which nothing new starts
-    launched: int  # launched trials so far (a resume counts the earlier ones)
+    launched: int  # launches counted against the budget so far (records.budget_launches)
     inflight: dict[Future[TrialResult], tuple[optuna.Trial, dict[str, Any]]] = field(
         default_factory=dict
     )
@@ -348,7 +350,7 @@ class Driver:
         loop = _Loop(
             target=o.n_trials or spec.budget.trials,
             deadline=(time.monotonic() + limit) if (limit := spec.budget.time_limit_s) else None,
-            launched=sum(t.launched and t.confirm_round is None for t in trials),
+            launched=budget_launches(trials),
         )
         self._refresh_incumbent(trials)
         message = f"{recovered} interrupted trial(s) queued again" if recovered else ""
@@ -514,8 +516,10 @@ class Driver:
         _logger.info(
             "trial %d: %s%s, value %s", trial.number, told.outcome.value, cause, told.value
         )
-        if told.outcome in LAUNCHED or result.windows:  # a pruned trial was launched too
-            loop.launched += 1
+        trials = self.ledger.trials()
+        # The baseline's extra launches are not the search's: they do not count (a pruned
+        # trial was launched and does).
+        loop.launched = budget_launches(trials)
         if told.outcome in LAUNCHED:
             crashed = told.outcome in CRASHES
             self.risk.observe(config, crashed)
@@ -525,7 +529,7 @@ class Driver:
             if test is not None:  # tell a crash's cause from a value that never ran
                 self.ledger.enqueue(test)
         loop.crash_streak = loop.crash_streak + 1 if told.outcome in CRASHES else 0
-        self._refresh_incumbent()
+        self._refresh_incumbent(trials)
         self._emit(
             loop,
             EventKind.RESULT,

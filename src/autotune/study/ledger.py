@@ -14,6 +14,7 @@ read with no change here, and reads its default from older studies.
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import statistics
@@ -63,6 +64,23 @@ def is_enqueued(trial: FrozenTrial) -> bool:
     For the sampler, which sees only the frozen trial Optuna hands it.
     """
     return _FIXED_PARAMS in trial.system_attrs
+
+
+def is_baseline(trial: FrozenTrial) -> bool:
+    """Whether a frozen trial is a launch of the baseline (for the sampler)."""
+    return bool(trial.user_attrs.get("baseline"))
+
+
+def constrained_copy(trial: FrozenTrial, value: float, constraint: float) -> FrozenTrial:
+    """A copy of ``trial`` as a sampler is to see it, complete with ``value`` and one
+    constraint ``feasible`` (> 0: infeasible); nothing is stored (study/gp.py)."""
+    out = copy.copy(trial)
+    attrs = {k: v for k, v in trial.system_attrs.items() if not k.startswith("constraints")}
+    attrs["constraints:feasible"] = float(constraint)  # Optuna's key for a named constraint
+    out._system_attrs = attrs
+    out.state = TrialState.COMPLETE
+    out._values = [float(value)]
+    return out
 
 
 def trial_attrs(record: TrialRecord) -> dict[str, Any]:

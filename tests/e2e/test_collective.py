@@ -40,6 +40,9 @@ def test_collective_space_runs_as_job_trials_with_nvls_forced_off(
             str(tmp_path / "s"),
             "--seed",
             "0",
+            "--baseline-launches",  # 3 launches in all: no baseline repeats or confirmation
+            "1",
+            "--no-confirm",
         ],
         cwd=tmp_path,
         env=cli_env,

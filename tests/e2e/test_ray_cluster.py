@@ -186,6 +186,10 @@ def start_cmd(loopback: Loopback, tmp_path: Path, study: str, n: int, *extra: st
         str(tmp_path / "studies"),
         "--seed",
         "5",
+        # n launches in all: one baseline launch, no confirmation rounds on top of the budget
+        "--baseline-launches",
+        "1",
+        "--no-confirm",
         *extra,
     ]
 
@@ -212,6 +216,8 @@ def launched_trials(tmp_path: Path, study: str) -> tuple[list[optuna.trial.Froze
         for t in trials
         if t.user_attrs.get("outcome")
         in {Outcome.OK, Outcome.CRASHED, Outcome.TIMEOUT, Outcome.SLO_VIOLATED, Outcome.INFRA}
+        # stopped early by the pruner after a launch (a skipped proposal was never launched)
+        or (t.user_attrs.get("outcome") == Outcome.PRUNED and "skipped" not in t.user_attrs)
     ]
 
     import mlflow

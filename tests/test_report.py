@@ -297,7 +297,7 @@ def test_failure_table_none_without_failures(tmp_path: Path) -> None:
 
 def test_headline(study: optuna.Study) -> None:
     line = report.headline(study)
-    assert "trial 0" in line and "+30.0% (95% CI" in line and "8 trials" in line
+    assert "trial 0" in line and "+30.0% (no interval" in line and "8 trials" in line
     assert "no configuration beat the baseline beyond noise" in line
 
 

@@ -59,6 +59,12 @@ def test_one_launch_a_side_is_never_significant() -> None:
     assert g.to_json()["ci95_pct"] == [-100.0, None]
 
 
+def test_one_launch_a_side_says_there_is_no_interval_in_words() -> None:
+    text = gain([100.0], [213.0], "maximize").sentence()
+    assert text.startswith("no configuration beat the baseline beyond noise: +113.0%")
+    assert "no interval: 1 vs 1 launches" in text and "inf" not in text
+
+
 def test_one_side_with_one_launch_borrows_the_other_sides_spread() -> None:
     g = gain([100.0, 104.0, 96.0, 101.0], [300.0], "maximize")
     assert g.significant and math.isfinite(g.ci95_pct[1])

@@ -232,6 +232,13 @@ class Gain:
     def interval_text(self) -> str:
         """``+12.3% (95% CI +4.1% .. +20.9%, 5 vs 5 launches)``."""
         lo, hi = self.ci95_pct
+        if not math.isfinite(hi) and (not math.isfinite(lo) or lo <= -99.9):
+            # One launch a side: no spread to build an interval from ("-100% .. +inf" says
+            # the same, less plainly).
+            return (
+                f"{self.pct:+.1f}% (no interval: {self.best_launches} vs "
+                f"{self.baseline_launches} launches, too few to tell from noise)"
+            )
         return (
             f"{self.pct:+.1f}% (95% CI {_pct(lo)} .. {_pct(hi)}, "
             f"{self.best_launches} vs {self.baseline_launches} launches)"

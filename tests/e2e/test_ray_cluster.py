@@ -166,11 +166,18 @@ def small_space(tmp_path: Path, **fixed: Any) -> Path:
     return path
 
 
-def start_cmd(loopback: Loopback, tmp_path: Path, study: str, n: int, *extra: str) -> list[str]:
+def start_cmd(
+    loopback: Loopback,
+    tmp_path: Path,
+    study: str,
+    n: int,
+    *extra: str,
+    space: Path | None = None,
+) -> list[str]:
     return AUTOTUNE + [
         "start",
         "--space",
-        str(small_space(tmp_path)),
+        str(space or small_space(tmp_path)),
         "--study",
         study,
         "--simulate",
@@ -410,7 +417,14 @@ def test_a_node_lost_mid_trial_is_retried_on_another_node(
 ) -> None:
     """Last in this module: it takes a worker node away (and adds a fresh one back)."""
     study = "ray-node-lost"
-    proc = launch(start_cmd(loopback, tmp_path, study, 2, "--parallel", "1"), tmp_path, cli_env)
+    # The stand-in at a quarter of --simulate's speed: the first trial is still running when
+    # its node is taken away, however quickly a loaded machine gets there.
+    space = small_space(tmp_path)
+    data = yaml.safe_load(space.read_text())
+    data["fixed"].setdefault("env", {})["AUTOTUNE_SIM_TIME_SCALE"] = "5"
+    space.write_text(yaml.safe_dump(data))
+    cmd = start_cmd(loopback, tmp_path, study, 2, "--parallel", "1", space=space)
+    proc = launch(cmd, tmp_path, cli_env)
     server = wait_for(lambda: servers(study), RUN_LIMIT_S, "the first trial's server", proc)[0]
     node = loopback.node_of(server.pid)
     assert node is not None
@@ -422,7 +436,7 @@ def test_a_node_lost_mid_trial_is_retried_on_another_node(
         out = finish(proc)
     finally:
         loopback.add_worker()
-    assert f"retry  #{number}" in out and "NodeDiedError" in out
+    assert f"retry  #{number}" in out and "NodeDiedError" in out, out[-3000:]
     done, children = launched_trials(tmp_path, study)
     trial = next(t for t in done if t.number == number)
     assert trial.user_attrs["outcome"] == Outcome.OK

@@ -56,6 +56,7 @@ def test_a_real_3x_optimum_under_launch_noise_is_a_significant_gain(
     assert gain is not None and gain["significant"] is True, s["verdict"]
     assert 0 < gain["ci95_pct"][0] < gain["pct"]
     assert s["confirmed"] and exported["config"] == {"level": 3}
-    # Three tied-or-better candidates are not confirmed to the last round once the gain is
-    # settled (the stop rule).
-    assert s["confirmation"]["rounds"] == 3, s["confirmation"]
+    # Tied candidates are not confirmed to the last round (5) once the gain is settled: the
+    # stop rule ends it, at the minimum 3 rounds or soon after when a launch reads low.
+    assert s["confirmation"]["rounds"] < 5, s["confirmation"]
+    assert "beats the baseline" in s["confirmation"]["stop_reason"], s["confirmation"]

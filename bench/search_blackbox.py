@@ -1,8 +1,10 @@
 """The search defaults against a black-box server they were never tuned on, with real launches.
 
 ``tests/study/servers/blackbox.py`` (``--server blackbox``: 5 settings as flags and environment
-variables, 3 crash regions with real-looking errors) or ``blackbox2.py`` (``--server
-blackbox2``: 6 settings, other shapes; never used while choosing) is started by the
+variables, 3 crash regions with real-looking errors), ``blackbox2.py`` (``--server blackbox2``:
+6 settings, other shapes) or ``blackbox3.py`` (``--server blackbox3``: shaped after the issue's
+description of its hidden server, constants set so that TPE alone behaves there as the issue
+reports) is started by the
 ``command`` engine for every trial, with the driver's real defaults (the baseline launched
 three times, proposals made again relaunched, confirmation rounds at the end). The real
 driver, local executor and node runner launch it, benchmark it over HTTP and classify its
@@ -12,6 +14,7 @@ from the server's own rate function), and crashes launched in the search's 30 la
 
     .venv/bin/python bench/search_blackbox.py --seeds 5 --trials 30
     .venv/bin/python bench/search_blackbox.py --server blackbox2 --seeds 5 --trials 30
+    .venv/bin/python bench/search_blackbox.py --server blackbox3 --seeds 5 --trials 30
     .venv/bin/python bench/search_blackbox.py --seeds 10 --in-process tpe-nosteer   # seconds
 """
 

@@ -1,19 +1,24 @@
-"""TPE with local moves around the best configuration, for studies of a few dozen launches.
+"""The search's proposals: a one-at-a-time start, then TPE, local moves and an additive model.
 
 TPE finds the right region quickly but, with 30 launches over five or more parameters, rarely
-lands on the region's best point, and the best points of server tuning sit at edges (the
-largest batch that still fits). With probability ``local`` (once ``after`` trials have run
-and there is a best one) a trial is instead a copy of the best configuration with one or two
-parameters moved a little: a numeric one by a small step on its own scale (log where the
-parameter is log), a categorical or bool one to another value. Everything else is TPE's.
-Crashed and refused moves are told to the study like any other trial, so TPE learns from
-them too; the crash models still vet every proposal before it is launched.
+puts every parameter at its best at once, and the best points of server tuning sit at edges
+(the largest batch that still fits). So the proposals are mixed:
 
-Two options were measured on bench/search and are off by default (docs/benchmarks.md):
-``design`` makes the first proposals after the baseline a one-at-a-time design (as SGLang's
-auto_benchmark tiers start: the baseline with one parameter moved to the far end of its range,
-or another choice), which cut crashes but cost reach within 30 launches; ``push`` makes a
-share of the local moves go half-way to an end of the range instead of a small step.
+- ``design``: the first proposals after the baseline are the baseline with one parameter
+  moved: a number to the far end of its range, a categorical or bool to another choice (as
+  SGLang's auto_benchmark tiers start). A crash region that needs two settings together costs
+  nothing here, and the additive model gets each setting's own effect.
+- ``model`` (share of later proposals): the best candidate of an additive model of the
+  objective (``additive.py``) near the best configurations, weighed against the crash model's
+  probability (``risky``) and never one the crash model refuses or one launched before.
+- ``local`` (share): the best configuration with one or two values moved a little: a number
+  by a small step on its own scale, a categorical or bool to another value.
+- everything else is TPE's.
+
+Crashed and refused proposals are told to the study like any other trial, so TPE learns from
+them too; the crash models still vet every proposal before it is launched. The shares were
+chosen on bench/search and the black boxes (docs/benchmarks.md); ``push``, ``bisect`` and
+``anneal`` were measured there and are off.
 """
 
 from __future__ import annotations

@@ -52,6 +52,7 @@ class SteeringOptions:
     max_size: int = 2  # regions: most parameters in one explanation
     boundary: bool = True  # regions: thresholds half-way to the nearest run, not at the crash
     edge: float = 0.25  # regions: where between the nearest run (0) and the crash (1) they go
+    group: bool = True  # regions: crashes that failed alike are explained together
     ablations: int = 4  # regions: launches that test a crash's one-value explanation (0: off)
     explore: float = 0.0  # share of risky proposals launched anyway
     max_streak: int = 20  # rejections in a row before one is launched regardless
@@ -210,7 +211,7 @@ class CrashRegions:
                 if sig:
                     groups.setdefault(sig, []).append(i)
             for members in groups.values():
-                if len(members) < 2:
+                if len(members) < 2 or not self.options.group:
                     continue
                 shared = self._explain_all([self._crashes[i] for i in members])
                 if shared:

@@ -105,6 +105,9 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     "no-model": lambda land, s, n: run_driver(land, s, n, model=0.0, local=0.5),
     "no-design": lambda land, s, n: run_driver(land, s, n, design=0),
     "no-risk": lambda land, s, n: run_driver(land, s, n, risky=0.0),
+    "model-0.3": lambda land, s, n: run_driver(land, s, n, model=0.3),
+    "model-0.3-local-0.3": lambda land, s, n: run_driver(land, s, n, model=0.3, local=0.3),
+    "model-0.7": lambda land, s, n: run_driver(land, s, n, model=0.7, local=0.1),
     "no-group": lambda land, s, n: run_driver(land, s, n, steering=_steer(group=False)),
     "reach-0.5": lambda land, s, n: run_driver(land, s, n, reach=0.5),
     "before": lambda land, s, n: run_driver(

@@ -105,6 +105,7 @@ def fixed(args: argparse.Namespace, env: dict[str, str], tmp: Path) -> None:
     from bench.loadgen import raw_client
 
     from autotune.models import Workload
+    from autotune.node.process import free_port
 
     rate, streams, tokens = args.rate, args.streams, args.tokens
     workdir = tmp / "fixed"
@@ -133,7 +134,7 @@ def fixed(args: argparse.Namespace, env: dict[str, str], tmp: Path) -> None:
     status, _, _ = run_cli_study(workdir, env, path, start)
     ours = status["trials"][0]["metrics"]["output_tok_s"]
     # The minimal client on a fresh launch of the same server, three windows, median.
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         [sys.executable, str(SERVER), "--port", str(port), "--rate", str(rate)],
         stdout=subprocess.PIPE,
@@ -155,14 +156,6 @@ def fixed(args: argparse.Namespace, env: dict[str, str], tmp: Path) -> None:
     print(f"  autotune (median of 3 windows): {ours:,.1f} tok/s ({ours / truth - 1:+.2%})")
     print(f"  minimal raw-socket client:      {raw:,.1f} tok/s ({raw / truth - 1:+.2%})")
     print(f"  autotune vs the minimal client: {ours / raw - 1:+.2%}")
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def main() -> None:

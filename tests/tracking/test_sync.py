@@ -88,14 +88,9 @@ def test_server_killed_mid_study_then_sync(
     # The server is back (slow on a busy machine: a generous timeout for the catch-up).
     env = {**env, "MLFLOW_HTTP_REQUEST_TIMEOUT": "120", "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2"}
     with start_mlflow(root, port) as url:
-        sync = subprocess.run(
-            [str(SCRIPT), "sync", "--study", "toy", "--mlflow-uri", url],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        command = [str(SCRIPT), "sync", "--study", "toy", "--mlflow-uri", url]
+        run = {"cwd": tmp_path, "env": env, "capture_output": True, "text": True, "timeout": 300}
+        sync = subprocess.run(command, **run)
         assert sync.returncode == 0, sync.stderr
         assert "#/experiments/" in sync.stdout
         runs = _runs(url)
@@ -110,14 +105,7 @@ def test_server_killed_mid_study_then_sync(
         )
         assert ("best.sh" in files) == any_ok  # the best launch script, when there is a best
         # A second sync sends nothing twice.
-        again = subprocess.run(
-            [str(SCRIPT), "sync", "--study", "toy", "--mlflow-uri", url],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        again = subprocess.run(command, **run)
         assert again.returncode == 0, again.stderr
         assert len(
             [r for r in _runs(url) if r.data.tags.get("autotune.role") in ("trial", "skip")]

@@ -1,8 +1,10 @@
 """The search defaults against a black-box server they were never tuned on, with real launches.
 
 ``tests/study/servers/blackbox.py`` (``--server blackbox``: 5 settings as flags and environment
-variables, 3 crash regions with real-looking errors) or ``blackbox2.py`` (``--server
-blackbox2``: 6 settings, other shapes; never used while choosing) is started by the
+variables, 3 crash regions with real-looking errors), ``blackbox2.py`` (``--server blackbox2``:
+6 settings, other shapes) or ``blackbox3.py`` (``--server blackbox3``: shaped after the issue's
+description of its hidden server, constants set so that TPE alone behaves there as the issue
+reports) is started by the
 ``command`` engine for every trial, with the driver's real defaults (the baseline launched
 three times, proposals made again relaunched, confirmation rounds at the end). The real
 driver, local executor and node runner launch it, benchmark it over HTTP and classify its
@@ -12,6 +14,7 @@ from the server's own rate function), and crashes launched in the search's 30 la
 
     .venv/bin/python bench/search_blackbox.py --seeds 5 --trials 30
     .venv/bin/python bench/search_blackbox.py --server blackbox2 --seeds 5 --trials 30
+    .venv/bin/python bench/search_blackbox.py --server blackbox3 --seeds 5 --trials 30
     .venv/bin/python bench/search_blackbox.py --seeds 10 --in-process tpe-nosteer   # seconds
 """
 
@@ -35,8 +38,9 @@ sys.path.insert(0, str(SERVERS))
 sys.path.insert(0, str(ROOT))
 
 import blackbox2  # noqa: E402
+import blackbox3  # noqa: E402
 from bench.steering import make_driver  # noqa: E402
-from blackbox import rate  # noqa: E402
+from blackbox import crash_of, rate  # noqa: E402
 
 PARAMETERS: list[dict[str, Any]] = [
     {
@@ -75,7 +79,7 @@ BASELINE = {"backend": "triton", "max_batch": 16, "mem": 0.7, "threads": 128, "f
 
 
 def space_file(path: Path, trials: int, server: str = "blackbox") -> Path:
-    parameters, baseline, _, _ = SERVER[server]
+    parameters, baseline, _, _, _ = SERVER[server]
     space = {
         "name": server,
         "engine": {
@@ -100,12 +104,12 @@ def space_file(path: Path, trials: int, server: str = "blackbox") -> Path:
     return path
 
 
+def crash_lines(c: dict[str, Any]) -> list[str] | None:
+    return crash_of(c["backend"], c["max_batch"], c["mem"], c["threads"], c["fusion"])
+
+
 def truth(c: dict[str, Any]) -> float | None:
-    if c["backend"] == "flashinfer" and c["max_batch"] > 128:
-        return None
-    if c["mem"] > 0.88 and c["fusion"]:
-        return None
-    if c["backend"] == "trtllm" and c["threads"] >= 1024:
+    if crash_lines(c) is not None:
         return None
     return rate(c["backend"], c["max_batch"], c["mem"], c["threads"], c["fusion"])
 
@@ -126,10 +130,23 @@ def optimum() -> float:
     return best
 
 
-# name -> (parameters, baseline, truth, optimum)
-SERVER: dict[str, tuple[list[dict[str, Any]], dict[str, Any], Any, Any]] = {
-    "blackbox": (PARAMETERS, BASELINE, truth, optimum),
-    "blackbox2": (blackbox2.PARAMETERS, blackbox2.BASELINE, blackbox2.truth, blackbox2.optimum),
+# name -> (parameters, baseline, truth, optimum, the error lines a configuration dies with)
+SERVER: dict[str, tuple[list[dict[str, Any]], dict[str, Any], Any, Any, Any]] = {
+    "blackbox": (PARAMETERS, BASELINE, truth, optimum, crash_lines),
+    "blackbox2": (
+        blackbox2.PARAMETERS,
+        blackbox2.BASELINE,
+        blackbox2.truth,
+        blackbox2.optimum,
+        blackbox2.crash_of,
+    ),
+    "blackbox3": (
+        blackbox3.PARAMETERS,
+        blackbox3.BASELINE,
+        blackbox3.truth,
+        blackbox3.optimum,
+        blackbox3.crash_of,
+    ),
 }
 
 
@@ -141,7 +158,7 @@ def run(
     from autotune.records import budget_launches
     from autotune.study.ledger import Ledger
 
-    _, _, truth_of, optimum_of = SERVER[server]
+    _, _, truth_of, optimum_of, _ = SERVER[server]
     folder = work / f"seed{seed}"
     folder.mkdir(parents=True)
     driver = make_driver(
@@ -169,17 +186,30 @@ def in_process(
     seeds: int, trials: int, strategy: str, server: str = "blackbox"
 ) -> list[tuple[float, int]]:
     """The same study with the server's rate function answered in-process (3% noise), for
-    many seeds in seconds; ``strategy`` is a bench.search strategy name."""
+    many seeds in seconds; ``strategy`` is a bench.search strategy name. A crash is the
+    server's own error lines, classified by the command engine's rules as a launch's log is."""
     import random
 
     from bench.search.__main__ import STRATEGIES
-    from bench.search.landscapes import Landscape, Point, crash, ok
+    from bench.search.landscapes import CRASH_S, Landscape, Point, crash, ok
 
-    parameters, baseline, truth_of, optimum_of = SERVER[server]
+    from autotune.engines import get_engine
+    from autotune.models import Phase
+    from autotune.node.failures import classify
+    from autotune.space.schema import EngineSpec
+
+    parameters, baseline, truth_of, optimum_of, crash_of_ = SERVER[server]
+    rules = get_engine(
+        EngineSpec(name="command", command=["server", "--port", "{port}"])
+    ).failure_rules()
 
     def evaluate(c: dict[str, Any], rng: random.Random) -> Point:
-        t = truth_of(c)
-        return crash("unknown", "load", "crashed") if t is None else ok(t, rng, 0.03)
+        lines = crash_of_(c)
+        if lines is None:
+            return ok(truth_of(c), rng, 0.03)
+        f = classify(lines, rules, phase=Phase.LOAD, exit_code=1, argv=[], env={})
+        phase = f.phase.value if f.phase.value in CRASH_S else "load"
+        return crash(f.cause.value, phase, f.message or "".join(f.evidence[:1]))
 
     land = Landscape(server, f"tests/study/servers/{server}.py", parameters, evaluate, baseline)
     land._optimum = optimum_of()

@@ -101,6 +101,16 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     "push-0.3": lambda land, s, n: run_driver(land, s, n, push=0.3),
     "design-8-push-0.3": lambda land, s, n: run_driver(land, s, n, design=8, push=0.3),
     "design-12-push-0.3": lambda land, s, n: run_driver(land, s, n, design=12, push=0.3),
+    # This round's candidates (the defaults with one thing changed; docs/benchmarks.md).
+    "no-model": lambda land, s, n: run_driver(land, s, n, model=0.0, local=0.5),
+    "no-design": lambda land, s, n: run_driver(land, s, n, design=0),
+    "no-risk": lambda land, s, n: run_driver(land, s, n, risky=0.0),
+    "no-group": lambda land, s, n: run_driver(land, s, n, steering=_steer(group=False)),
+    "reach-0.5": lambda land, s, n: run_driver(land, s, n, reach=0.5),
+    "before": lambda land, s, n: run_driver(
+        land, s, n, local=0.5, model=0.0, design=0, steering=_steer(edge=0.5, group=False)
+    ),
+    "edge-0.5": lambda land, s, n: run_driver(land, s, n, steering=_steer(edge=0.5)),
     "gp": lambda land, s, n: run_driver(land, s, n, inner=_gp, local=0.0),
     "gp-local-0.3": lambda land, s, n: run_driver(land, s, n, inner=_gp, local=0.3),
     "gp-worst": lambda land, s, n: run_driver(land, s, n, inner=_gp_worst, local=0.0),

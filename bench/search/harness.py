@@ -129,10 +129,12 @@ def run_driver(
     if tpe is not None or local is not None or moves or inner is not None:
         original = driver_module.make_sampler
 
-        def candidate(name: str, s: int | None, parallel: int) -> optuna.samplers.BaseSampler:
+        def candidate(
+            name: str, s: int | None, parallel: int, objectives: int = 1
+        ) -> optuna.samplers.BaseSampler:
             from autotune.study.sampler import LOCAL_SHARE, LocalTPESampler
 
-            base = original(name, s, parallel)
+            base = original(name, s, parallel, objectives)
             if inner is not None:
                 base = inner(s)
             elif tpe is not None:

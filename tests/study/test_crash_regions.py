@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from autotune.space.schema import StudySpec
-from autotune.study.steering import PREFIX, CrashRegions, SteeringOptions, make_risk
+from autotune.study.steering import (
+    PREFIX,
+    CrashRegions,
+    SteeringOptions,
+    make_risk,
+    signature_of,
+)
 
 SPACE = StudySpec.model_validate(
     {
@@ -73,3 +79,48 @@ def test_the_streak_limit_and_switch_hold() -> None:
     off = CrashRegions(SPACE, SteeringOptions(enabled=False))
     off.observe({"backend": "c", "bs": 8, "mem": 0.6}, crashed=True)
     assert off.check(doomed) is None
+
+
+def test_crashes_that_failed_alike_are_explained_together() -> None:
+    """One crash leaves conditions that fit it by chance; a second crash of the same kind
+    rules them out, so the region is refused where one crash's explanations disagreed."""
+    runs = [(8, 0.6, "a"), (16, 0.9, "b"), (32, 0.7, "c"), (64, 0.8, "a")]
+    crashes = [(400, 0.55, "a"), (300, 0.93, "b")]  # both: graph capture at a large batch
+
+    def model(signatures: tuple[str, str]) -> CrashRegions:
+        m = CrashRegions(SPACE)
+        for bs, mem, backend in runs:
+            m.observe({"backend": backend, "bs": bs, "mem": mem}, crashed=False)
+        for (bs, mem, backend), sig in zip(crashes, signatures, strict=True):
+            m.observe({"backend": backend, "bs": bs, "mem": mem}, crashed=True, signature=sig)
+        return m
+
+    probe = {"backend": "c", "bs": 350, "mem": 0.7}
+    # Apart, each crash is also explained by its memory share (no run had 0.55 or 0.93).
+    assert model(("cuda_oom", "cuda_graph_capture")).check(probe) is None
+    # Together only the batch explains both: bs >= 300, widened a quarter of the way to 64
+    # on the log scale (about 94).
+    alike = model(("cuda_graph_capture", "cuda_graph_capture"))
+    reason = alike.check(probe)
+    assert reason is not None and "bs >=" in reason
+    assert alike.check({"backend": "c", "bs": 100, "mem": 0.7}) is not None
+    assert alike.check({"backend": "c", "bs": 80, "mem": 0.7}) is None
+    assert alike.predicts(probe) and not alike.predicts({"backend": "c", "bs": 80, "mem": 0.7})
+
+
+def test_the_signature_is_the_cause_or_the_message_without_its_numbers() -> None:
+    assert signature_of("cuda_oom", "Tried to allocate 2.00 GiB") == "cuda_oom"
+    a = signature_of("unknown", "RuntimeError: 1024 threads requested for launch")
+    assert a == signature_of("unknown", "RuntimeError: 2048 threads requested for launch")
+    assert a != signature_of("unknown", "AssertionError: scheduler queue overflow")
+    assert signature_of(None, "") == ""
+
+
+def test_the_edge_option_moves_a_learned_threshold_toward_the_run() -> None:
+    for edge, refused in [(0.5, False), (0.25, True)]:
+        m = CrashRegions(SPACE, SteeringOptions(edge=edge))
+        for bs, mem, backend in [(8, 0.9, "a"), (16, 0.6, "b"), (512, 0.5, "c")]:
+            m.observe({"backend": backend, "bs": bs, "mem": mem}, crashed=False)
+        m.observe({"backend": "a", "bs": 256, "mem": 0.6}, crashed=True)
+        # backend a with bs >= 256 crashed, 8 ran: half-way (log) is 45, a quarter 19.
+        assert (m.check({"backend": "a", "bs": 32, "mem": 0.6}) is not None) is refused

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import optuna
@@ -24,12 +25,13 @@ def _ask(study: optuna.Study) -> dict[str, object]:
     }
 
 
-def _study(local: float) -> optuna.Study:
+def _study(local: float, model: float = 0.0) -> optuna.Study:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         tpe = optuna.samplers.TPESampler(seed=0, n_startup_trials=5, multivariate=True)
     study = optuna.create_study(
-        direction="maximize", sampler=LocalTPESampler(tpe, local=local, after=4, seed=0)
+        direction="maximize",
+        sampler=LocalTPESampler(tpe, local=local, model=model, design=0, after=4, seed=0),
     )
     best = {"a": 64, "b": 0.5, "c": "y"}
     study.add_trial(optuna.trial.create_trial(params=best, distributions=SPACE, value=10.0))
@@ -70,7 +72,8 @@ def test_the_design_moves_one_value_of_the_baseline_to_a_range_end_per_trial() -
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         tpe = optuna.samplers.TPESampler(seed=0, n_startup_trials=5, multivariate=True)
     study = optuna.create_study(
-        direction="maximize", sampler=LocalTPESampler(tpe, local=0.0, design=4, seed=0)
+        direction="maximize",
+        sampler=LocalTPESampler(tpe, local=0.0, model=0.0, design=5, seed=0),
     )
     base = {"a": 16, "b": 0.3, "c": "x"}
     study.add_trial(
@@ -78,13 +81,14 @@ def test_the_design_moves_one_value_of_the_baseline_to_a_range_end_per_trial() -
             params=base, distributions=SPACE, value=1.0, user_attrs={"baseline": True}
         )
     )
-    configs = [_ask(study) for _ in range(4)]
+    configs = [_ask(study) for _ in range(5)]
     # First pass: each value to its far end (16 is nearer 1 than 1024 on the log scale; 0.3
-    # nearer 0), a categorical to another choice; then the second pass begins.
+    # nearer 0), a categorical to another choice; then its last choice, then the near ends.
     assert configs == [
         {**base, "a": 1024},
         {**base, "b": 1.0},
         {**base, "c": "y"},
+        {**base, "c": "z"},
         {**base, "a": 1},
     ]
 
@@ -108,3 +112,52 @@ def test_a_push_moves_a_number_half_way_to_an_end() -> None:
         if config["a"] != best["a"]:
             assert config["a"] in (8, 256)  # half-way on the log scale: sqrt(64), sqrt(64*1024)
     assert numbers >= 3
+
+
+def test_the_design_skips_what_a_resumed_study_launched_and_counts_it() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        tpe = optuna.samplers.TPESampler(seed=0, n_startup_trials=5, multivariate=True)
+    study = optuna.create_study(
+        direction="maximize",
+        sampler=LocalTPESampler(tpe, local=0.0, model=0.0, design=2, seed=0),
+    )
+    base = {"a": 16, "b": 0.3, "c": "x"}
+    study.add_trial(
+        optuna.trial.create_trial(
+            params=base, distributions=SPACE, value=1.0, user_attrs={"baseline": True}
+        )
+    )
+    launched = {**base, "a": 1024}  # the design's first launch, made before a restart
+    study.add_trial(optuna.trial.create_trial(params=launched, distributions=SPACE, value=2.0))
+    assert _ask(study) == {**base, "b": 1.0}
+    third = _ask(study)  # the design's two launches are made: TPE's turn
+    assert third not in ({**base, "c": "y"}, launched)
+
+
+def test_a_model_proposal_pushes_every_value_where_it_paid_short_of_a_refusal() -> None:
+    """The additive model's proposal: the values that paid, together, at the ends the runs
+    point to, never one the crash model refuses and never one launched before."""
+
+    def rate(c: dict[str, object]) -> float:
+        a, b = int(c["a"]), float(c["b"])  # type: ignore[call-overload, arg-type]
+        return (1 + 0.2 * math.log2(a)) * (1 + b) * {"x": 1.0, "y": 1.1, "z": 1.5}[str(c["c"])]
+
+    sampler = LocalTPESampler(
+        optuna.samplers.RandomSampler(seed=0), local=0.0, model=1.0, design=0, after=4, seed=0
+    )
+    sampler.refused = lambda config: int(config["a"]) >= 512
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    for a, b, c in [(2, 0.2, "x"), (8, 0.4, "y"), (32, 0.3, "z"), (4, 0.7, "z"), (16, 0.6, "x")]:
+        params = {"a": a, "b": b, "c": c}
+        study.add_trial(
+            optuna.trial.create_trial(params=params, distributions=SPACE, value=rate(params))
+        )
+    earlier = [t.params for t in study.trials]
+    for _ in range(3):
+        config = _ask(study)
+        assert config not in earlier and int(config["a"]) < 512  # type: ignore[call-overload]
+        assert config["c"] == "z" and float(config["b"]) >= 0.9  # type: ignore[arg-type]
+        assert int(config["a"]) >= 64  # type: ignore[call-overload]
+        study.tell(study.trials[-1].number, rate(config))
+        earlier.append(config)

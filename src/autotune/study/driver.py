@@ -53,7 +53,8 @@ from autotune.study.ledger import Ledger
 from autotune.study.outcome import CRASH
 from autotune.study.pareto import front
 from autotune.study.prune import IncumbentPruner, margin_for
-from autotune.study.steering import SteeringOptions, make_risk
+from autotune.study.sampler import LocalTPESampler
+from autotune.study.steering import SteeringOptions, make_risk, signature_of
 from autotune.study.storage import make_sampler, open_storage, storage_url, study_lock
 from autotune.study.tell import Told, tell_repeat, tell_result, tell_skip
 from autotune.tracking.base import Tracker
@@ -159,6 +160,9 @@ class Driver:
         self.ledger = Ledger(self.study)
         self.deadends = DeadEnds(spec, self.ledger.dead_ends())
         self.risk = make_risk(spec, options.steering, seed=options.seed)
+        if isinstance(self.study.sampler, LocalTPESampler):  # its model proposals ask the
+            self.study.sampler.refused = self.risk.predicts  # crash model first
+            self.study.sampler.crash_risk = self.risk.probability
         self.doom = Doom()  # a study that cannot succeed stops at once, saying why
         self.model_path = engine.prepare(spec.model)
         self.rules = [Rule(**r.model_dump()) for r in spec.rules] + engine.failure_rules()
@@ -346,7 +350,7 @@ class Driver:
         trials = self.ledger.trials()
         for t in trials:  # resume: the risk model's history
             if t.launched:
-                self.risk.observe(t.config, t.crashed)
+                self.risk.observe(t.config, t.crashed, signature_of(t.cause, t.message))
         loop = _Loop(
             target=o.n_trials or spec.budget.trials,
             deadline=(time.monotonic() + limit) if (limit := spec.budget.time_limit_s) else None,
@@ -522,7 +526,14 @@ class Driver:
         loop.launched = budget_launches(trials)
         if told.outcome in LAUNCHED:
             crashed = told.outcome in CRASHES
-            self.risk.observe(config, crashed)
+            failure = result.failure
+            self.risk.observe(
+                config,
+                crashed,
+                signature_of(failure.cause.value, failure.message or "".join(failure.evidence[:1]))
+                if failure
+                else "",
+            )
             baseline = self.ledger.is_baseline(trial._trial_id)
             self.doom.observe(baseline=baseline, failure=result.failure, crashed=crashed)
             test = self.risk.ablation(config, self.spec.baseline) if crashed else None

@@ -1,28 +1,34 @@
-"""TPE with local moves around the best configuration, for studies of a few dozen launches.
+"""The search's proposals: a one-at-a-time start, then TPE, local moves and an additive model.
 
 TPE finds the right region quickly but, with 30 launches over five or more parameters, rarely
-lands on the region's best point, and the best points of server tuning sit at edges (the
-largest batch that still fits). With probability ``local`` (once ``after`` trials have run
-and there is a best one) a trial is instead a copy of the best configuration with one or two
-parameters moved a little: a numeric one by a small step on its own scale (log where the
-parameter is log), a categorical or bool one to another value. Everything else is TPE's.
-Crashed and refused moves are told to the study like any other trial, so TPE learns from
-them too; the crash models still vet every proposal before it is launched.
+puts every parameter at its best at once, and the best points of server tuning sit at edges
+(the largest batch that still fits). So the proposals are mixed:
 
-Two options were measured on bench/search and are off by default (docs/benchmarks.md):
-``design`` makes the first proposals after the baseline a one-at-a-time design (as SGLang's
-auto_benchmark tiers start: the baseline with one parameter moved to the far end of its range,
-or another choice), which cut crashes but cost reach within 30 launches; ``push`` makes a
-share of the local moves go half-way to an end of the range instead of a small step.
+- ``design``: the first proposals after the baseline are the baseline with one parameter
+  moved: a number to the far end of its range, a categorical or bool to another choice (as
+  SGLang's auto_benchmark tiers start). A crash region that needs two settings together costs
+  nothing here, and the additive model gets each setting's own effect.
+- ``model`` (share of later proposals): the best candidate of an additive model of the
+  objective (``additive.py``) near the best configurations, weighed against the crash model's
+  probability (``risky``) and never one the crash model refuses or one launched before.
+- ``local`` (share): the best configuration with one or two values moved a little: a number
+  by a small step on its own scale, a categorical or bool to another value.
+- everything else is TPE's.
+
+Crashed and refused proposals are told to the study like any other trial, so TPE learns from
+them too; the crash models still vet every proposal before it is launched. The shares were
+chosen on bench/search and the black boxes (docs/benchmarks.md); ``push``, ``bisect`` and
+``anneal`` were measured there and are off.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 from optuna.distributions import (
     BaseDistribution,
     CategoricalDistribution,
@@ -33,10 +39,15 @@ from optuna.samplers import BaseSampler
 from optuna.study import Study, StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
+from autotune.study.additive import AdditiveModel, candidates
 from autotune.study.ledger import is_baseline, is_enqueued
 
-LOCAL_SHARE = 0.5  # the default share of local moves (bench/search, docs/benchmarks.md)
-DESIGN = 0  # one-at-a-time launches from the baseline: measured (5 cost reach), off
+# The defaults, chosen on bench/search and the black boxes (docs/benchmarks.md).
+LOCAL_SHARE = 0.2  # share of local moves
+MODEL_SHARE = 0.5  # share of the additive model's proposals
+DESIGN = 5  # one-at-a-time launches from the baseline first
+REACH = 1.0  # how far (of the [-1, 1] range) a model proposal moves a number
+RISKY = 1.0  # weight of the crash model's probability against the predicted gain
 
 
 class LocalTPESampler(BaseSampler):
@@ -51,6 +62,7 @@ class LocalTPESampler(BaseSampler):
         bisect: share of local moves that go half-way toward the nearest crash (measured, off).
         design: one-at-a-time proposals from the baseline before TPE (0: none, the default).
         push: share of local moves that go half-way to an end of the range (measured, off).
+        model: share of trials that are the argmax of an additive model of the objective.
         seed: seed of the local draws.
     """
 
@@ -65,13 +77,24 @@ class LocalTPESampler(BaseSampler):
         bisect: float = 0.0,
         design: int = DESIGN,
         push: float = 0.0,
+        model: float = MODEL_SHARE,
+        reach: float = REACH,
+        most: int = 3,
+        risky: float = RISKY,
         seed: int | None = None,
     ) -> None:
         self._tpe = tpe
+        self._model = model
+        self._reach = reach
+        self._most = most
+        self._risky = risky
+        # Set by the driver: a crash probability of a configuration (None: no evidence).
+        self.crash_risk: Callable[[Mapping[str, Any]], float | None] | None = None
+        # Set by the driver: whether the crash model would refuse a configuration.
+        self.refused: Callable[[Mapping[str, Any]], bool] | None = None
         self._design = design  # one-at-a-time launches from the baseline still to make
         self._design_done: list[tuple[str, int]] = []  # (parameter, pass) already proposed
         self._push = push
-        self._ends: dict[int, tuple[str, int]] = {}  # trial -> (parameter, pass): design
         self._pushes: dict[int, bool] = {}  # trial -> move half-way to a range end
         self._local = local
         self._after = after
@@ -93,13 +116,17 @@ class LocalTPESampler(BaseSampler):
             return
         if self._design > 0 and self._plan_design(study, trial):
             return
-        if self._rng.random() >= self._local:
+        draw = self._rng.random()
+        if draw >= self._local + self._model:
             return
         best = _best(study)
         if best is None:
             return
         done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
         if len(done) < self._after:
+            return
+        if draw >= self._local:
+            self._plan_model(study, trial, best)
             return
         names = list(best.params)
         moved = set(self._rng.sample(names, k=min(len(names), self._rng.choice((1, 1, 2)))))
@@ -112,6 +139,50 @@ class LocalTPESampler(BaseSampler):
             self._scale[trial.number] = max(1 / 3, 1 - (2 / 3) * len(done) / self._anneal)
         if self._push and self._rng.random() < self._push:
             self._pushes[trial.number] = True
+
+    def _plan_model(self, study: Study, trial: FrozenTrial, best: FrozenTrial) -> bool:
+        """Make this trial the additive model's best candidate that was never launched and
+        that the crash model lets through (False: the model has nothing to say)."""
+        sign = 1.0 if study.direction == StudyDirection.MAXIMIZE else -1.0
+        rows = [
+            t
+            for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+            if t.value is not None
+            and set(t.params) == set(best.params)
+            and not any(v > 0 for v in t.constraints.values())
+        ]
+        values = [sign * float(t.value or 0.0) for t in rows]
+        if all(v > 0 for v in values):  # effects multiply: fit their logs
+            values = [math.log(v) for v in values]
+        model = AdditiveModel(best.distributions)
+        if not model.fit([t.params for t in rows], values):
+            return False
+        tops = sorted(rows, key=lambda t: -sign * float(t.value or 0.0))[:3]
+        seen = {
+            _key(t.params)
+            for t in study.get_trials(deepcopy=False)
+            if t.params and t.number != trial.number
+        }
+        pool = [
+            c
+            for c in candidates(
+                best.distributions,
+                [t.params for t in tops],
+                self._rng,
+                reach=self._reach,
+                most=self._most,
+            )
+            if _key(c) not in seen and (self.refused is None or not self.refused(c))
+        ]
+        if not pool:
+            return False
+        score = model.predict(pool)
+        if self._risky and self.crash_risk is not None:
+            risk = np.array([self.crash_risk(c) or 0.0 for c in pool])
+            score = score + self._risky * np.log1p(-np.minimum(risk, 0.95))
+        chosen = pool[int(score.argmax())]
+        self._moves[trial.number] = (chosen, set())
+        return True
 
     def _plan_design(self, study: Study, trial: FrozenTrial) -> bool:
         """Make this trial the baseline with one parameter at an end of its range (or another
@@ -126,17 +197,20 @@ class LocalTPESampler(BaseSampler):
         )
         if base is None:
             return False
-        names = list(base.params)
-        todo = [(n, k) for k in (0, 1) for n in names if (n, k) not in self._design_done]
-        if not todo:
-            self._design = 0
-            return False
-        name, k = todo[0]
-        self._design_done.append((name, k))
-        self._design -= 1
-        self._moves[trial.number] = (dict(base.params), {name})
-        self._ends[trial.number] = (name, k)
-        return True
+        seen = {_key(t.params) for t in study.get_trials(deepcopy=False) if t.params}
+        for name, k in _design_order(base):
+            if self._design <= 0 or (name, k) in self._design_done:
+                continue
+            self._design_done.append((name, k))
+            self._design -= 1
+            value = _end(base.distributions[name], base.params[name], k, self._rng)
+            config = {**base.params, name: value}
+            if _key(config) in seen:  # launched before this driver (a resumed study)
+                continue
+            self._moves[trial.number] = (config, set())
+            return True
+        self._design = 0
+        return False
 
     def infer_relative_search_space(
         self, study: Study, trial: FrozenTrial
@@ -163,9 +237,6 @@ class LocalTPESampler(BaseSampler):
         if move is not None and param_name in move[0]:
             best, moved = move
             value = best[param_name]
-            end = self._ends.get(trial.number)
-            if end is not None and end[0] == param_name:
-                return _end(param_distribution, value, end[1], self._rng)
             if param_name in moved and self._pushes.get(trial.number):
                 return _toward_end(param_distribution, value, self._rng)
             if param_name in moved or not param_distribution._contains(
@@ -193,9 +264,29 @@ class LocalTPESampler(BaseSampler):
         self._moves.pop(trial.number, None)
         self._scale.pop(trial.number, None)
         self._edges.pop(trial.number, None)
-        self._ends.pop(trial.number, None)
         self._pushes.pop(trial.number, None)
         self._tpe.after_trial(study, trial, state, values)
+
+
+def _design_order(base: FrozenTrial) -> list[tuple[str, int]]:
+    """The one-at-a-time design's launches as (parameter, pass) for ``_end``: every parameter
+    once (a number to its far end, a choice to another one), then a categorical's other
+    choices, then the numbers' near ends."""
+    dists = base.distributions
+    return (
+        [(n, 0) for n in base.params]
+        + [
+            (n, k)
+            for n, d in dists.items()
+            if isinstance(d, CategoricalDistribution)
+            for k in range(1, len(d.choices) - 1)
+        ]
+        + [(n, 1) for n, d in dists.items() if isinstance(d, IntDistribution | FloatDistribution)]
+    )
+
+
+def _key(params: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((k, repr(v)) for k, v in params.items()))
 
 
 def _best(study: Study) -> FrozenTrial | None:
@@ -289,4 +380,4 @@ def _nudge(d: BaseDistribution, value: Any, rng: random.Random, step: float) -> 
     return value
 
 
-__all__ = ["DESIGN", "LOCAL_SHARE", "LocalTPESampler"]
+__all__ = ["DESIGN", "LOCAL_SHARE", "MODEL_SHARE", "LocalTPESampler"]

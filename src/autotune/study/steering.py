@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -50,6 +51,8 @@ class SteeringOptions:
     corroborated: int = 0  # regions: an explanation that this many crashes meet is enough (0: off)
     max_size: int = 2  # regions: most parameters in one explanation
     boundary: bool = True  # regions: thresholds half-way to the nearest run, not at the crash
+    edge: float = 0.25  # regions: where between the nearest run (0) and the crash (1) they go
+    group: bool = True  # regions: crashes that failed alike are explained together
     ablations: int = 4  # regions: launches that test a crash's one-value explanation (0: off)
     explore: float = 0.0  # share of risky proposals launched anyway
     max_streak: int = 20  # rejections in a row before one is launched regardless
@@ -86,8 +89,8 @@ class CrashRisk:
         self._crashed: list[bool] = []
         self._streak = 0
 
-    def observe(self, config: Mapping[str, Any], crashed: bool) -> None:
-        """Learn the outcome of one launched configuration."""
+    def observe(self, config: Mapping[str, Any], crashed: bool, signature: str = "") -> None:
+        """Learn the outcome of one launched configuration (the vote ignores why it crashed)."""
         self._points.append(self._encode(config))
         self._crashed.append(crashed)
 
@@ -115,6 +118,11 @@ class CrashRisk:
         weights = [1.0 / (d + 0.05) for d, _ in dists]
         votes = sum(w for w, (_, c) in zip(weights, dists, strict=True) if c)
         return (votes + prior) / (sum(weights) + 1.0)
+
+    def predicts(self, config: Mapping[str, Any]) -> bool:
+        """Whether the model would refuse ``config`` (no exploration draw, no streak)."""
+        p = self.probability(config) if self.options.enabled else None
+        return p is not None and p >= self.options.threshold
 
     def check(self, config: Mapping[str, Any]) -> str | None:
         """Why ``config`` should not be launched (a reason starting with "predicted crash"),
@@ -172,21 +180,43 @@ class CrashRegions:
         self._rng = random.Random(seed)
         self._ok: list[dict[str, Any]] = []
         self._crashes: list[dict[str, Any]] = []
+        self._signatures: list[str] = []  # per crash: how it failed
         self._explanations: list[list[tuple[Literal, ...]]] | None = None
         self._corroborated: list[tuple[Literal, ...]] = []  # met by several crashes
         self._ablations = 0
         self._streak = 0
         self._numeric = {p.name for p in spec.parameters if p.type in ("int", "float")}
 
-    def observe(self, config: Mapping[str, Any], crashed: bool) -> None:
-        """Learn the outcome of one launched configuration."""
+    def observe(self, config: Mapping[str, Any], crashed: bool, signature: str = "") -> None:
+        """Learn the outcome of one launched configuration; ``signature`` says how a crash
+        failed (``signature_of``), so that crashes that failed alike are explained together."""
         (self._crashes if crashed else self._ok).append(dict(config))
+        if crashed:
+            self._signatures.append(signature)
         self._explanations = None
 
     def explanations(self) -> list[list[tuple[Literal, ...]]]:
-        """Per crash, its explanations still consistent with every success (may be empty)."""
+        """Per crash, its explanations still consistent with every success (may be empty).
+
+        Crashes that failed alike (the same cause, or the same message where no rule knew the
+        cause) are taken as one region: when some conditions explain all of them at once,
+        those are every member's explanations. One crash of a kind leaves many conditions
+        that fit it by chance (whatever value no run had yet); a second crash of the kind
+        rules most of them out, as no explanation of one crash alone can.
+        """
         if self._explanations is None:
             self._explanations = [self._explain(c) for c in self._crashes]
+            groups: dict[str, list[int]] = {}
+            for i, sig in enumerate(self._signatures):
+                if sig:
+                    groups.setdefault(sig, []).append(i)
+            for members in groups.values():
+                if len(members) < 2 or not self.options.group:
+                    continue
+                shared = self._explain_all([self._crashes[i] for i in members])
+                if shared:
+                    for i in members:
+                        self._explanations[i] = shared
             need = self.options.corroborated
             self._corroborated = [
                 e
@@ -203,7 +233,23 @@ class CrashRegions:
         return self._explanations
 
     def _explain(self, crash: dict[str, Any]) -> list[tuple[Literal, ...]]:
-        literals = self._literals(crash)
+        return self._explain_literals(self._literals(crash))
+
+    def _explain_all(self, crashes: list[dict[str, Any]]) -> list[tuple[Literal, ...]]:
+        """The explanations that every one of ``crashes`` meets."""
+        literals: list[Literal] = []
+        for name, value in crashes[0].items():
+            if not all(name in c for c in crashes[1:]):
+                continue
+            values = [c[name] for c in crashes]
+            if name in self._numeric and not any(isinstance(v, bool) for v in values):
+                # The loosest thresholds that cover them all: >= the least, <= the most.
+                literals += [(name, "ge", min(values)), (name, "le", max(values))]
+            elif all(same_value(v, value) for v in values):
+                literals.append((name, "eq", value))
+        return self._explain_literals(literals)
+
+    def _explain_literals(self, literals: list[Literal]) -> list[tuple[Literal, ...]]:
         # A bit mask per literal of the successes that meet it; an explanation must meet none.
         masks = [
             sum(1 << i for i, ok in enumerate(self._ok) if _meets(lit, ok)) for lit in literals
@@ -226,12 +272,22 @@ class CrashRegions:
         return [self._widen(e) for e in found]
 
     def _widen(self, e: tuple[Literal, ...]) -> tuple[Literal, ...]:
-        """Move each numeric threshold half-way to the nearest configuration that ran.
+        """Move each numeric threshold toward the nearest configuration that ran.
 
         ``max_batch >= 795`` after a crash at 795, when 180 ran with the explanation's other
-        conditions met, becomes ``max_batch >= 378`` (half-way on the log scale): the region's
-        edge lies somewhere between the two, and the crash's own value is its far side.
+        conditions met, becomes ``max_batch >= 378`` half-way on the log scale (``edge`` 0.5)
+        or ``>= 262`` a quarter of the way (0.25, the default): the region's edge lies
+        somewhere between the two, and the crash's own value is its far side. Where a
+        configuration that ran would fall inside, the threshold goes half-way, then stays at
+        the crash's own value.
         """
+        for f in sorted({self.options.edge, 0.5}):
+            widened = self._widened(e, f)
+            if not any(all(_meets(lit, ok) for lit in widened) for ok in self._ok):
+                return widened
+        return e
+
+    def _widened(self, e: tuple[Literal, ...], f: float) -> tuple[Literal, ...]:
         out = list(e)
         for k, (name, op, value) in enumerate(e):
             if op == "eq":
@@ -249,18 +305,17 @@ class CrashRegions:
             if not side:
                 continue
             edge = max(side) if op == "ge" else min(side)
-            out[k] = (name, op, self._middle(name, edge, value))
-        widened = tuple(out)
-        if any(all(_meets(lit, ok) for lit in widened) for ok in self._ok):
-            return e  # a configuration that ran lies inside: keep the crash's own values
-        return widened
+            out[k] = (name, op, self._between(name, edge, value, f))
+        return tuple(out)
 
-    def _middle(self, name: str, a: float, b: float) -> float:
+    def _between(self, name: str, a: float, b: float, f: float) -> float:
+        """The point ``f`` of the way from ``a`` (ran) to ``b`` (crashed), on the parameter's
+        scale."""
         p = self.spec.parameter(name)
         if p.log and a > 0 and b > 0:
-            mid = math.sqrt(a * b)
+            mid = math.exp(math.log(a) + f * (math.log(b) - math.log(a)))
         else:
-            mid = (a + b) / 2
+            mid = a + f * (b - a)
         # Strictly past the configuration that ran, so that it stays outside the region.
         return mid if mid != a else b
 
@@ -321,6 +376,19 @@ class CrashRegions:
         if not o.enabled or self._streak >= o.max_streak:
             self._streak = 0
             return None
+        why = self._why(config)
+        if why is None or self._rng.random() < o.explore:
+            self._streak = 0
+            return None
+        self._streak += 1
+        return f"{PREFIX}: {why}; no configuration that ran had it"
+
+    def predicts(self, config: Mapping[str, Any]) -> bool:
+        """Whether the model would refuse ``config`` (no exploration draw, no streak)."""
+        return self.options.enabled and self._why(config) is not None
+
+    def _why(self, config: Mapping[str, Any]) -> str | None:
+        o = self.options
         why: str | None = None
         for expl in self.explanations():
             hits = [e for e in expl if all(_meets(lit, config) for lit in e)]
@@ -333,11 +401,16 @@ class CrashRegions:
                 if all(_meets(lit, config) for lit in e):
                     why = f"{_conj(e)}, as in several crashed configurations"
                     break
-        if why is None or self._rng.random() < o.explore:
-            self._streak = 0
-            return None
-        self._streak += 1
-        return f"{PREFIX}: {why}; no configuration that ran had it"
+        return why
+
+
+def signature_of(cause: str | None, message: str = "") -> str:
+    """How a crash failed, for grouping crashes: its cause, or where no rule named one, its
+    message with the numbers taken out (two launches of one region print other sizes)."""
+    if cause and cause != "unknown":
+        return cause
+    text = re.sub(r"\d+(\.\d+)?", "#", message.strip().lower())
+    return f"unknown: {text[:120]}" if text else ""
 
 
 def _meets(lit: Literal, config: Mapping[str, Any]) -> bool:
@@ -384,4 +457,11 @@ def _features(spec: StudySpec, p: Parameter, value: Any, active: bool) -> list[f
     return [min(1.0, max(0.0, (x - low) / span)) if span > 0 else 0.0, 1.0]
 
 
-__all__ = ["CrashRegions", "CrashRisk", "PREFIX", "SteeringOptions", "make_risk"]
+__all__ = [
+    "CrashRegions",
+    "CrashRisk",
+    "PREFIX",
+    "SteeringOptions",
+    "make_risk",
+    "signature_of",
+]

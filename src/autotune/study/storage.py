@@ -67,7 +67,8 @@ def make_sampler(
             multivariate=True,
             group=True,
         )
-        # Half the proposals move the best configuration a little (chosen on bench/search).
+        # A one-at-a-time start, then TPE, local moves and the additive model's proposals
+        # (the shares chosen on bench/search and the black boxes, docs/benchmarks.md).
         return LocalTPESampler(tpe, local=LOCAL_SHARE, seed=seed)
     raise ConfigError(f"unknown sampler {name!r}; use tpe or random", field="--sampler")
 

@@ -27,6 +27,23 @@ def die(lines: list[str]) -> NoReturn:
     _http.crash('  File "/srv/blackbox/model_runner.py", line 412, in capture', *lines)
 
 
+def crash_of(backend: str, batch: int, mem: float, threads: int, fusion: bool) -> list[str] | None:
+    """The error lines a configuration dies with, or None when it serves."""
+    if backend == "flashinfer" and batch > 128:
+        return [
+            "Capture cuda graph failed: CUDA error: an illegal memory access was encountered",
+            "RuntimeError: CUDA error: an illegal memory access was encountered",
+        ]
+    if mem > 0.88 and fusion:
+        return [
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has "
+            "a total capacity of 79.19 GiB of which 1.12 GiB is free."
+        ]
+    if backend == "trtllm" and threads >= 1024:
+        return ["RuntimeError: CUDA error: too many resources requested for launch"]
+    return None
+
+
 def rate(backend: str, batch: int, mem: float, threads: int, fusion: bool) -> float:
     """Tokens per second of one configuration (noise-free)."""
     r = 100.0 * {"triton": 1.0, "flashinfer": 1.45, "trtllm": 1.3}[backend]
@@ -53,24 +70,11 @@ def main() -> None:
         f"threads={threads} fusion={fusion}",
         flush=True,
     )
-    if a.attention_backend == "flashinfer" and a.max_batch > 128:
-        die(
-            [
-                "Capture cuda graph failed: CUDA error: an illegal memory access was encountered",
-                "RuntimeError: CUDA error: an illegal memory access was encountered",
-            ]
-        )
-    if a.mem_fraction > 0.88 and fusion:
-        die(
-            [
-                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has "
-                "a total capacity of 79.19 GiB of which 1.12 GiB is free."
-            ]
-        )
-    if a.attention_backend == "trtllm" and threads >= 1024:
-        die(["RuntimeError: CUDA error: too many resources requested for launch"])
-    r = rate(a.attention_backend, a.max_batch, a.mem_fraction, threads, fusion)
-    _http.serve(a.host, a.port, r, "blackbox ready")
+    args = (a.attention_backend, a.max_batch, a.mem_fraction, threads, fusion)
+    lines = crash_of(*args)
+    if lines is not None:
+        die(lines)
+    _http.serve(a.host, a.port, rate(*args), "blackbox ready")
 
 
 if __name__ == "__main__":

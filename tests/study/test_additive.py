@@ -1,0 +1,65 @@
+"""The additive model behind model proposals: per-parameter effects, fitted and ranked."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import optuna
+import pytest
+
+from autotune.study.additive import AdditiveModel, candidates, scaled
+
+SPACE = {
+    "bs": optuna.distributions.IntDistribution(1, 1024, log=True),
+    "mem": optuna.distributions.FloatDistribution(0.5, 0.95, step=0.01),
+    "kernel": optuna.distributions.CategoricalDistribution(["a", "b", "c"]),
+    "fuse": optuna.distributions.CategoricalDistribution([False, True]),
+}
+
+
+def _rate(c: dict[str, object]) -> float:
+    """Separable: more batch and memory help, kernel b is best, fusion adds 10%."""
+    bs, mem = int(c["bs"]), float(c["mem"])  # type: ignore[call-overload, arg-type]
+    r = (1 + 0.2 * math.log2(bs)) * (1 + (mem - 0.5)) * {"a": 1.0, "b": 1.4, "c": 1.1}[c["kernel"]]  # type: ignore[index]
+    return r * (1.1 if c["fuse"] else 1.0)
+
+
+def test_the_model_ranks_a_separable_objective_and_finds_its_best_corner() -> None:
+    rng = random.Random(1)
+    seen = [
+        {
+            "bs": rng.choice([2, 8, 32, 128]),
+            "mem": rng.choice([0.5, 0.6, 0.7, 0.8]),
+            "kernel": rng.choice("abc"),
+            "fuse": rng.random() < 0.5,
+        }
+        for _ in range(14)
+    ]
+    model = AdditiveModel(SPACE)
+    assert model.fit(seen, [math.log(_rate(c)) for c in seen])
+    pool = candidates(SPACE, [max(seen, key=_rate)], rng)
+    best = pool[int(model.predict(pool).argmax())]
+    # Beyond anything it saw: the largest batch and memory, kernel b, fusion on.
+    assert best["kernel"] == "b" and best["fuse"] is True
+    assert int(best["bs"]) >= 512 and float(best["mem"]) >= 0.9  # type: ignore[call-overload, arg-type]
+    assert _rate(best) > max(_rate(c) for c in seen)
+
+
+def test_too_few_launches_say_nothing() -> None:
+    model = AdditiveModel(SPACE)
+    assert not model.fit([{"bs": 1, "mem": 0.5, "kernel": "a", "fuse": False}] * 3, [0.0] * 3)
+    with pytest.raises(RuntimeError):
+        model.predict([{"bs": 1, "mem": 0.5, "kernel": "a", "fuse": False}])
+
+
+def test_candidates_stay_on_the_grid_and_within_reach() -> None:
+    top = {"bs": 32, "mem": 0.7, "kernel": "a", "fuse": False}
+    for c in candidates(SPACE, [top], random.Random(0), n=200, reach=0.25, most=2):
+        assert sum(c[k] != top[k] for k in top) <= 2
+        assert isinstance(c["bs"], int) and 1 <= c["bs"] <= 1024
+        assert round(float(c["mem"]) * 100) == pytest.approx(float(c["mem"]) * 100)  # type: ignore[arg-type]
+        for name in ("bs", "mem"):
+            assert (
+                abs(scaled(SPACE[name], c[name]) - scaled(SPACE[name], top[name])) <= 0.25 + 0.05
+            )  # a grid step

@@ -22,7 +22,6 @@ Timing figures depend on the machine's load: say so next to them.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -35,8 +34,10 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVER = ROOT / "tests" / "study" / "servers" / "scenario.py"
-AUTOTUNE = [sys.executable, "-m", "autotune.cli"]
 RATE = 400.0  # tokens per second of one stream at --level 1
+sys.path.insert(0, str(ROOT))  # run as a script: bench/ is on the path, not the root
+
+from bench.noise_claims import COLUMNS, print_tally, run_cli_study, verdict  # noqa: E402
 
 
 def space(workdir: Path, *, ignore_flags: bool, seed: int, noise: float = 0.08) -> Path:
@@ -74,45 +75,13 @@ def run_study(
     output."""
     workdir.mkdir(parents=True, exist_ok=True)
     path = space(workdir, ignore_flags=ignore_flags, seed=seed, noise=noise)
-    where = ["--study", "s", "--study-root", str(workdir / "studies")]
-    start = subprocess.run(
-        [*AUTOTUNE, "start", "--space", str(path), *where, "--executor", "local"]
-        + ["--no-mlflow", "--seed", str(seed), "-q"],
-        cwd=workdir,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    if start.returncode != 0:
-        raise RuntimeError(start.stdout[-3000:] + start.stderr[-3000:])
-    status = subprocess.run(
-        [*AUTOTUNE, "status", *where, "--json"],
-        cwd=workdir,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    export = subprocess.run(
-        [*AUTOTUNE, "export", *where, "--format", "json"],
-        cwd=workdir,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    return json.loads(status.stdout), json.loads(export.stdout), start.stdout
+    start = ["--executor", "local", "--seed", str(seed), "-q"]
+    return run_cli_study(workdir, env, path, start, timeout=900)
 
 
 def claims(args: argparse.Namespace, env: dict[str, str], tmp: Path) -> None:
     print(f"launch noise {args.noise:.0%}; real measurements of a stdlib server (command engine)")
-    print(
-        f"{'scenario':>8} {'seed':>4} {'claimed':>7} {'gain':>8} {'95% CI':>20} "
-        f"{'rounds':>6} {'confirm launches':>16} {'exported':>9} {'wall s':>6}"
-    )
+    print(f"{COLUMNS} {'exported':>9} {'wall s':>6}")
     got: dict[str, list[bool]] = {}
     for scenario in [s for s in args.scenarios.split(",") if s in ("null", "real")]:
         for seed in range(args.first_seed, args.first_seed + args.seeds):
@@ -124,32 +93,19 @@ def claims(args: argparse.Namespace, env: dict[str, str], tmp: Path) -> None:
                 seed=seed,
                 noise=args.noise,
             )
-            s = status["summary"]
-            gain = s["gain"] or {}
-            lo, hi = gain.get("ci95_pct") or [None, None]
-            ci = f"{lo:+.1f}%..{hi:+.1f}%" if lo is not None and hi is not None else "-"
-            claimed = bool(gain.get("significant"))
+            claimed, row = verdict(scenario, seed, status)
             got.setdefault(scenario, []).append(claimed)
-            conf = s.get("confirmation") or {}
             what = "baseline" if exported["is_baseline"] else f"level {exported['config']['level']}"
-            pct = f"{gain['pct']:+.1f}%" if "pct" in gain else "-"
-            print(
-                f"{scenario:>8} {seed:>4} {str(claimed):>7} {pct:>8} {ci:>20} "
-                f"{conf.get('rounds', 0):>6} {conf.get('launches', 0):>16} {what:>9} "
-                f"{time.monotonic() - t0:>6.0f}",
-                flush=True,
-            )
-    for scenario, seen in got.items():
-        kind = "wrongly (false claims)" if scenario == "null" else "rightly"
-        print(f"{scenario}: a gain was claimed {kind} in {sum(seen)} of {len(seen)} studies")
+            print(f"{row} {what:>9} {time.monotonic() - t0:>6.0f}", flush=True)
+    print_tally(got)
 
 
 def fixed(args: argparse.Namespace, env: dict[str, str], tmp: Path) -> None:
     """autotune's reading of a fixed-rate server beside a minimal client's and the truth."""
-    sys.path.insert(0, str(ROOT))
     from bench.loadgen import raw_client
 
     from autotune.models import Workload
+    from autotune.node.process import free_port
 
     rate, streams, tokens = args.rate, args.streams, args.tokens
     workdir = tmp / "fixed"
@@ -174,29 +130,11 @@ def fixed(args: argparse.Namespace, env: dict[str, str], tmp: Path) -> None:
     }
     path = workdir / "fixed.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
-    where = ["--study", "f", "--study-root", str(workdir / "studies")]
-    subprocess.run(
-        [*AUTOTUNE, "start", "--space", str(path), *where, "--executor", "local", "--no-mlflow"]
-        + ["--baseline-launches", "1", "--no-confirm", "-q"],
-        cwd=workdir,
-        env=env,
-        check=True,
-        capture_output=True,
-        timeout=600,
-    )
-    status = json.loads(
-        subprocess.run(
-            [*AUTOTUNE, "status", *where, "--json"],
-            cwd=workdir,
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-    )
+    start = ["--executor", "local", "--baseline-launches", "1", "--no-confirm", "-q"]
+    status, _, _ = run_cli_study(workdir, env, path, start)
     ours = status["trials"][0]["metrics"]["output_tok_s"]
     # The minimal client on a fresh launch of the same server, three windows, median.
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         [sys.executable, str(SERVER), "--port", str(port), "--rate", str(rate)],
         stdout=subprocess.PIPE,
@@ -218,14 +156,6 @@ def fixed(args: argparse.Namespace, env: dict[str, str], tmp: Path) -> None:
     print(f"  autotune (median of 3 windows): {ours:,.1f} tok/s ({ours / truth - 1:+.2%})")
     print(f"  minimal raw-socket client:      {raw:,.1f} tok/s ({raw / truth - 1:+.2%})")
     print(f"  autotune vs the minimal client: {ours / raw - 1:+.2%}")
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def main() -> None:

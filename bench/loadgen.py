@@ -22,7 +22,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -35,6 +34,7 @@ import httpx
 
 from autotune.models import Workload
 from autotune.node import bench
+from autotune.node.process import free_port
 from autotune.node.workload import arrivals
 
 HOST = "127.0.0.1"
@@ -54,15 +54,9 @@ class Reading:
     notes: list[str] = field(default_factory=list)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
-
-
 def launch_fixed_rate(rate: float, ttft_ms: float) -> tuple[subprocess.Popen[bytes], str]:
     """The stand-in in fixed-rate mode; returns the process and its base URL once healthy."""
-    port = _free_port()
+    port = free_port(HOST)
     env = {
         **os.environ,
         "AUTOTUNE_SIM_STARTUP": "0.001",

@@ -81,7 +81,6 @@ def run_study(
     workdir.mkdir(parents=True, exist_ok=True)
     space_file = workdir / "noise.yaml"
     space_file.write_text(yaml.safe_dump(SPACE, sort_keys=False))
-    root = workdir / "studies"
     env = {
         **env,
         "AUTOTUNE_SIM_LAUNCH_NOISE": str(noise),
@@ -89,52 +88,68 @@ def run_study(
         "AUTOTUNE_SIM_SEED": str(seed),
         "AUTOTUNE_SIM_LAUNCHES": str(workdir / "launches"),
     }
-    where = ["--study", "s", "--study-root", str(root)]
+    start = ["--simulate", "--executor", executor, "--seed", str(seed)]
+    start += ["--confirm", str(confirm), "--confirm-rounds", str(rounds)]
+    return run_cli_study(workdir, env, space_file, start)
+
+
+def run_cli_study(
+    workdir: Path, env: dict[str, str], space_file: Path, start_args: list[str], timeout: int = 600
+) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """``autotune start --no-mlflow`` on ``space_file`` with ``start_args`` in ``workdir``:
+    ``status --json``, ``export --format json`` and start's stdout."""
+    where = ["--study", "s", "--study-root", str(workdir / "studies")]
     start = subprocess.run(
-        AUTOTUNE
-        + [
-            "start",
-            "--space",
-            str(space_file),
-            *where,
-            "--simulate",
-            "--executor",
-            executor,
-            "--no-mlflow",
-            "--seed",
-            str(seed),
-            "--confirm",
-            str(confirm),
-            "--confirm-rounds",
-            str(rounds),
-        ],
+        [*AUTOTUNE, "start", "--space", str(space_file), *where, "--no-mlflow", *start_args],
         cwd=workdir,
         env=env,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=timeout,
     )
     if start.returncode != 0:
         raise RuntimeError(start.stdout[-3000:] + start.stderr[-3000:])
-    status = subprocess.run(
-        AUTOTUNE + ["status", *where, "--json"],
-        cwd=workdir,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    export = subprocess.run(
-        AUTOTUNE + ["export", *where, "--format", "json"],
-        cwd=workdir,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    return json.loads(status.stdout), json.loads(export.stdout), start.stdout
+
+    def cli(*args: str) -> dict[str, Any]:
+        run = subprocess.run(
+            [*AUTOTUNE, *args, *where],
+            cwd=workdir,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        result: dict[str, Any] = json.loads(run.stdout)
+        return result
+
+    return cli("status", "--json"), cli("export", "--format", "json"), start.stdout
+
+
+COLUMNS = (
+    f"{'scenario':>8} {'seed':>4} {'claimed':>7} {'gain':>8} {'95% CI':>20} "
+    f"{'rounds':>6} {'confirm launches':>16}"
+)
+
+
+def verdict(scenario: str, seed: int, status: dict[str, Any]) -> tuple[bool, str]:
+    """Whether a study claimed a gain, and the first columns of its row (under ``COLUMNS``)."""
+    s = status["summary"]
+    gain = s["gain"] or {}
+    lo, hi = gain.get("ci95_pct") or [None, None]
+    ci = f"{lo:+.1f}%..{hi:+.1f}%" if lo is not None and hi is not None else "-"
+    claimed = bool(gain.get("significant"))
+    conf = s.get("confirmation") or {}
+    pct = f"{gain['pct']:+.1f}%" if "pct" in gain else "-"
+    row = f"{scenario:>8} {seed:>4} {str(claimed):>7} {pct:>8} {ci:>20} "
+    return claimed, row + f"{conf.get('rounds', 0):>6} {conf.get('launches', 0):>16}"
+
+
+def print_tally(claims: dict[str, list[bool]]) -> None:
+    """How often each scenario claimed a gain (wrongly for ``null``, rightly otherwise)."""
+    for scenario, got in claims.items():
+        kind = "wrongly (false claims)" if scenario == "null" else "rightly"
+        print(f"{scenario}: a gain was claimed {kind} in {sum(got)} of {len(got)} studies")
 
 
 def main() -> None:
@@ -149,10 +164,7 @@ def main() -> None:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     claims: dict[str, list[bool]] = {}
     print(f"stand-in launch noise {args.noise:.0%}; SIMULATED figures")
-    print(
-        f"{'scenario':>8} {'seed':>4} {'claimed':>7} {'gain':>8} {'95% CI':>20} "
-        f"{'rounds':>6} {'confirm launches':>16} {'server s':>8} {'exported':>9} {'wall s':>6}"
-    )
+    print(f"{COLUMNS} {'server s':>8} {'exported':>9} {'wall s':>6}")
     with tempfile.TemporaryDirectory(prefix="noise-claims-") as tmp:
         env["AUTOTUNE_NODE_STATE"] = str(Path(tmp) / "node-state")
         for scenario in args.scenarios.split(","):
@@ -167,25 +179,14 @@ def main() -> None:
                     confirm=args.confirm,
                     rounds=args.rounds,
                 )
-                s = status["summary"]
-                gain = s["gain"] or {}
-                lo, hi = gain.get("ci95_pct") or [None, None]
-                ci = f"{lo:+.1f}%..{hi:+.1f}%" if lo is not None and hi is not None else "-"
-                claimed = bool(gain.get("significant"))
+                claimed, row = verdict(scenario, seed, status)
                 claims.setdefault(scenario, []).append(claimed)
-                conf = s.get("confirmation") or {}
+                server_s = (status["summary"].get("confirmation") or {}).get("server_s", 0)
                 what = "baseline" if exported["is_baseline"] else f"trial {exported['trial']}"
-                pct = f"{gain['pct']:+.1f}%" if "pct" in gain else "-"
-                print(
-                    f"{scenario:>8} {seed:>4} {str(claimed):>7} {pct:>8} {ci:>20} "
-                    f"{conf.get('rounds', 0):>6} {conf.get('launches', 0):>16} "
-                    f"{conf.get('server_s', 0):>8.0f} {what:>9} {time.monotonic() - t0:>6.0f}",
-                    flush=True,
-                )
+                wall = time.monotonic() - t0
+                print(f"{row} {server_s:>8.0f} {what:>9} {wall:>6.0f}", flush=True)
     print()
-    for scenario, got in claims.items():
-        kind = "wrongly (false claims)" if scenario == "null" else "rightly"
-        print(f"{scenario}: a gain was claimed {kind} in {sum(got)} of {len(got)} studies")
+    print_tally(claims)
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ import httpx
 
 from autotune.models import LengthDist, Prompts, Workload
 from autotune.node import bench
+from autotune.node.process import free_port
 from autotune.node.workload import Plan, Session, arrivals, sessions_for
 from autotune.space.workload import materialise
 
@@ -131,7 +132,7 @@ async def _serve(port: int, server: Server) -> None:
 
 
 def launch(args: argparse.Namespace) -> tuple[subprocess.Popen[bytes], str]:
-    port = bench_free_port()
+    port = free_port(HOST)
     argv = [sys.executable, __file__, "--serve", str(port)]
     argv += ["--ttft-ms", str(args.ttft_ms), "--prefill-us", str(args.prefill_us)]
     argv += ["--itl-ms", str(args.itl_ms), "--batch-k", str(args.batch_k)]
@@ -148,14 +149,6 @@ def launch(args: argparse.Namespace) -> tuple[subprocess.Popen[bytes], str]:
             time.sleep(0.05)
     proc.kill()
     raise SystemExit("the fidelity server did not start")
-
-
-def bench_free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
 
 
 # ---- the cases -----------------------------------------------------------------------------

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import sys
 from pathlib import Path
 
@@ -9,12 +8,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 AUTOTUNE = [sys.executable, "-m", "autotune.cli"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture

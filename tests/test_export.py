@@ -59,6 +59,8 @@ BEST_ENV = {
     "SGLANG_ODD": "a b\t'c' \"d\" $PATH `x`",
     "HF_TOKEN": HF,
 }
+BASE = {"chunked_prefill_size": 4096, "attention_backend": "triton"}
+BEST = {"chunked_prefill_size": 8192, "attention_backend": "fa3"}
 
 
 def make_study(path: Path, *, simulated: bool = False) -> optuna.Study:
@@ -83,10 +85,11 @@ def add(
     value: float,
     *,
     params: dict[str, Any],
-    argv: list[str],
-    env: dict[str, str],
+    argv: list[str] | None = None,
+    env: dict[str, str] | None = None,
     baseline: bool = False,
 ) -> None:
+    """One finished trial; a plain SGLang launch unless ``argv`` and ``env`` say otherwise."""
     ok = outcome == "ok"
     study.add_trial(
         create_trial(
@@ -100,8 +103,8 @@ def add(
                     state="COMPLETE",
                     outcome=outcome,  # type: ignore[arg-type]
                     config=params,
-                    argv=argv,
-                    env=env,
+                    argv=argv or ["python3", "-m", "sglang.launch_server"],
+                    env=env or {},
                     baseline=baseline,
                     simulated=Ledger(study).study_record().simulated,
                     metrics={"output_tok_s": value} if ok else {},
@@ -115,8 +118,8 @@ def filled(argv: list[str], host: str = "127.0.0.1", port: int = 30000) -> list[
     return [a.replace("{host}", host).replace("{port}", str(port)) for a in argv]
 
 
-def redacted_argv() -> list[str]:
-    out = filled(BEST_ARGV)
+def redacted_argv(host: str = "127.0.0.1") -> list[str]:
+    out = filled(BEST_ARGV, host=host)
     out[out.index("--api-key") + 1] = "***"
     return out
 
@@ -124,69 +127,23 @@ def redacted_argv() -> list[str]:
 @pytest.fixture
 def study(tmp_path: Path) -> optuna.Study:
     s = make_study(tmp_path)
-    base = {"chunked_prefill_size": 4096, "attention_backend": "triton"}
-    add(
-        s,
-        "ok",
-        1000.0,
-        params=base,
-        argv=["python3", "-m", "sglang.launch_server"],
-        env={},
-        baseline=True,
-    )
-    add(
-        s,
-        "crashed",
-        0.0,
-        params={"chunked_prefill_size": 16384, "attention_backend": "fa3"},
-        argv=["python3", "crash"],
-        env={},
-    )
-    add(
-        s,
-        "ok",
-        1250.0,
-        params={"chunked_prefill_size": 8192, "attention_backend": "fa3"},
-        argv=BEST_ARGV,
-        env=BEST_ENV,
-    )
+    add(s, "ok", 1000.0, params=BASE, baseline=True)
+    crash = {"chunked_prefill_size": 16384, "attention_backend": "fa3"}
+    add(s, "crashed", 0.0, params=crash, argv=["python3", "crash"])
+    add(s, "ok", 1250.0, params=BEST, argv=BEST_ARGV, env=BEST_ENV)
     for value in (990.0, 1010.0):  # the baseline's launch noise (about 1%) is known
-        add(
-            s,
-            "ok",
-            value,
-            params=base,
-            argv=["python3", "-m", "sglang.launch_server"],
-            env={},
-            baseline=True,
-        )
+        add(s, "ok", value, params=BASE, baseline=True)
     return s
 
 
 def test_a_noise_winner_is_never_exported_the_baseline_is(tmp_path: Path) -> None:
     s = make_study(tmp_path)
-    base = {"chunked_prefill_size": 4096, "attention_backend": "triton"}
     for value in (1000.0, 1090.0, 930.0):  # 8% launch noise
-        add(
-            s,
-            "ok",
-            value,
-            params=base,
-            argv=["python3", "-m", "sglang.launch_server"],
-            env={},
-            baseline=True,
-        )
-    add(
-        s,
-        "ok",
-        1060.0,
-        params={"chunked_prefill_size": 8192, "attention_backend": "fa3"},
-        argv=BEST_ARGV,
-        env=BEST_ENV,
-    )
+        add(s, "ok", value, params=BASE, baseline=True)
+    add(s, "ok", 1060.0, params=BEST, argv=BEST_ARGV, env=BEST_ENV)
     data = export_data(s)
     assert data["trial"] == 0 and data["is_baseline"] is True
-    assert data["config"] == base and data["gain"]["significant"] is False
+    assert data["config"] == BASE and data["gain"]["significant"] is False
     script = export(s, "sh")
     assert "# no configuration beat the baseline beyond noise" in script
     assert "keep your current configuration" in script and "--chunked-prefill-size" not in script
@@ -194,7 +151,7 @@ def test_a_noise_winner_is_never_exported_the_baseline_is(tmp_path: Path) -> Non
 
 def test_no_ok_trial_is_a_study_error(tmp_path: Path) -> None:
     s = make_study(tmp_path)
-    add(s, "crashed", 0.0, params={"chunked_prefill_size": 1024}, argv=["x"], env={})
+    add(s, "crashed", 0.0, params={"chunked_prefill_size": 1024}, argv=["x"])
     with pytest.raises(StudyError, match="no successful trial yet"):
         export(s, "sh")
 
@@ -265,7 +222,7 @@ def test_structured(study: optuna.Study, fmt: str) -> None:
     assert data["value"] == 1250.0 and data["baseline_value"] == 1000.0
     assert data["gain_pct"] == pytest.approx(25.0, abs=0.1)  # over the baseline's geomean
     assert (data["metric"], data["direction"]) == ("output_tok_s", "maximize")
-    assert data["config"] == {"chunked_prefill_size": 8192, "attention_backend": "fa3"}
+    assert data["config"] == BEST
     assert data["argv"] == redacted_argv()
     assert shlex.split(data["command"]) == redacted_argv()
     assert data["env"] == {**BEST_ENV, "HF_TOKEN": "***"}
@@ -275,7 +232,7 @@ def test_structured(study: optuna.Study, fmt: str) -> None:
 
 def test_simulated_study_exports_real_command_marked(tmp_path: Path) -> None:
     s = make_study(tmp_path, simulated=True)
-    add(s, "ok", 900.0, params={"chunked_prefill_size": 8192}, argv=BEST_ARGV, env={})
+    add(s, "ok", 900.0, params={"chunked_prefill_size": 8192}, argv=BEST_ARGV)
     script = export(s, "sh")
     assert "# WARNING: SIMULATED" in script
     assert "sglang.launch_server" in script and "autotune.sim" not in script.split("\n\n")[-1]
@@ -290,10 +247,7 @@ def test_unknown_format(study: optuna.Study) -> None:
 
 def test_export_a_chosen_trial_and_refuse_one_that_did_not_run_ok(study: optuna.Study) -> None:
     data = export_data(study, trial=0)
-    assert data["trial"] == 0 and data["config"] == {
-        "chunked_prefill_size": 4096,
-        "attention_backend": "triton",
-    }
+    assert data["trial"] == 0 and data["config"] == BASE
     with pytest.raises(StudyError, match="trial 1 .* cannot be exported \\(crashed\\)"):
         export(study, "sh", trial=1)
     with pytest.raises(StudyError, match="no such trial"):
@@ -355,7 +309,7 @@ def test_docker_runs_the_exact_command_with_the_callers_secret(
     script = export(study, "docker")
     argv = _probe(script, tmp_path, "docker", {"HF_TOKEN": "mine"})
     image_at = argv.index("lmsysorg/sglang:latest")
-    inner = redacted_argv_for("0.0.0.0")
+    inner = redacted_argv("0.0.0.0")
     assert argv[image_at + 1 :] == inner[1:]
     assert argv[argv.index("--entrypoint") + 1] == inner[0]
     assert "-e" in argv and "HF_TOKEN" in argv  # passed through from the caller
@@ -363,18 +317,12 @@ def test_docker_runs_the_exact_command_with_the_callers_secret(
     assert "/models/Kimi K2.5 (int4):/models/Kimi K2.5 (int4):ro" in argv
 
 
-def redacted_argv_for(host: str) -> list[str]:
-    out = filled(BEST_ARGV, host=host)
-    out[out.index("--api-key") + 1] = "***"
-    return out
-
-
 def test_k8s_deployment_holds_argv_env_and_secret_refs(study: optuna.Study) -> None:
     docs = [d for d in yaml.safe_load_all(export(study, "k8s")) if d]
     assert len(docs) == 1
     pod = docs[0]["spec"]["template"]["spec"]
     container = pod["containers"][0]
-    assert container["command"] + container["args"] == redacted_argv_for("0.0.0.0")
+    assert container["command"] + container["args"] == redacted_argv("0.0.0.0")
     env = {e["name"]: e for e in container["env"]}
     assert env["NCCL_PROTO"]["value"] == BEST_ENV["NCCL_PROTO"]
     assert env["HF_TOKEN"]["valueFrom"]["secretKeyRef"]["key"] == "HF_TOKEN"

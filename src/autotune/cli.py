@@ -602,9 +602,10 @@ def _objective_text(spec: Any) -> str:
 
 
 def _open_study(study: str | None, root: Path, storage: str | None) -> Any:
+    """The study named (the latest under ``root`` when none is), Optuna kept quiet."""
     import optuna
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    _quiet_optuna()
     if storage is None:
         if study is None:
             study = _latest_study(root)
@@ -784,7 +785,6 @@ def report(
     from autotune import report as rep
     from autotune.report_html import write_html
 
-    _quiet_optuna()
     s = _open_study(study, study_root, storage)
     folder = out or (study_root / s.study_name / "report")
     paths = rep.plots(s, folder)
@@ -814,7 +814,6 @@ def sync(
     from autotune.study.sync import sync as do_sync
     from autotune.tracking import make_tracker
 
-    _quiet_optuna()
     s = _open_study(study, study_root, storage)
     rec = Ledger(s).study_record()
     space = rec.space

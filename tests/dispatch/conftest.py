@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -42,24 +41,20 @@ def local_ray() -> Iterator[LocalRay]:
     # Short: Ray's unix sockets live under it (a socket path has a 107-byte limit).
     temp = Path(tempfile.mkdtemp(prefix="at-ray-", dir="/tmp"))
     state = temp / "node-state"
-    saved = os.environ.get("AUTOTUNE_NODE_STATE")
-    os.environ["AUTOTUNE_NODE_STATE"] = str(state)  # inherited by the raylet and its workers
-    try:
-        ray.init(
-            address="local",
-            num_cpus=2,
-            num_gpus=2,  # logical: Ray hands them out, no device needed
-            include_dashboard=False,
-            log_to_driver=False,
-            configure_logging=False,
-            logging_level="ERROR",
-            _temp_dir=str(temp),
-        )
-        yield LocalRay(state)
-    finally:
-        ray.shutdown()
-        if saved is None:
-            os.environ.pop("AUTOTUNE_NODE_STATE", None)
-        else:
-            os.environ["AUTOTUNE_NODE_STATE"] = saved
-        shutil.rmtree(temp, ignore_errors=True)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AUTOTUNE_NODE_STATE", str(state))  # inherited by the raylet and its workers
+        try:
+            ray.init(
+                address="local",
+                num_cpus=2,
+                num_gpus=2,  # logical: Ray hands them out, no device needed
+                include_dashboard=False,
+                log_to_driver=False,
+                configure_logging=False,
+                logging_level="ERROR",
+                _temp_dir=str(temp),
+            )
+            yield LocalRay(state)
+        finally:
+            ray.shutdown()
+            shutil.rmtree(temp, ignore_errors=True)

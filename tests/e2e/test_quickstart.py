@@ -12,7 +12,9 @@ import httpx
 import optuna
 import pytest
 import yaml
-from tests.conftest import AUTOTUNE, ROOT, free_port
+from tests.conftest import AUTOTUNE, ROOT
+
+from autotune.node.process import free_port
 
 pytestmark = pytest.mark.slow
 

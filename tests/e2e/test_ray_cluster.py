@@ -8,7 +8,6 @@ store (SQLite), ``autotune start`` as a subprocess. Nodes and drivers are killed
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -80,29 +79,20 @@ def loopback(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Loopback]:
     from ray.cluster_utils import Cluster
 
     state = tmp_path_factory.mktemp("node-state")
-    saved = os.environ.get("AUTOTUNE_NODE_STATE")
-    os.environ["AUTOTUNE_NODE_STATE"] = str(state)  # the nodes' state folder (inherited)
-    cluster = Cluster(
-        initialize_head=True,
-        head_node_args={
-            "num_cpus": 1,
-            "num_gpus": 0,
-            "include_dashboard": False,
-            "_system_config": SYSTEM_CONFIG,
-        },
-    )
-    try:
-        box = Loopback(cluster, state)
-        for _ in range(2):
-            box.add_worker()
-        cluster.wait_for_nodes()
-        yield box
-    finally:
-        cluster.shutdown()
-        if saved is None:
-            os.environ.pop("AUTOTUNE_NODE_STATE", None)
-        else:
-            os.environ["AUTOTUNE_NODE_STATE"] = saved
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AUTOTUNE_NODE_STATE", str(state))  # the nodes' state folder (inherited)
+        head = {"num_cpus": 1, "num_gpus": 0, "include_dashboard": False}
+        cluster = Cluster(
+            initialize_head=True, head_node_args={**head, "_system_config": SYSTEM_CONFIG}
+        )
+        try:
+            box = Loopback(cluster, state)
+            for _ in range(2):
+                box.add_worker()
+            cluster.wait_for_nodes()
+            yield box
+        finally:
+            cluster.shutdown()
 
 
 @pytest.fixture

@@ -21,18 +21,10 @@ pytestmark = pytest.mark.gpu
 CLI = [sys.executable, "-m", "autotune.cli"]
 
 
-def _gpus() -> int:
-    import pynvml
-
-    pynvml.nvmlInit()
-    try:
-        return int(pynvml.nvmlDeviceGetCount())
-    finally:
-        pynvml.nvmlShutdown()
-
-
-def test_bad_nccl_token_is_classified_nccl_error_from_the_real_log(tmp_path: Path) -> None:
-    if _gpus() < 2:
+def test_bad_nccl_token_is_classified_nccl_error_from_the_real_log(
+    tmp_path: Path, gpus: int
+) -> None:
+    if gpus < 2:
         # Seen on one H200 (NCCL 2.28.9): a 1-rank communicator never parses NCCL_PROTO, so a
         # bad token runs fine there; the failure needs a real multi-GPU communicator.
         pytest.skip("NCCL parses NCCL_PROTO/NCCL_ALGO only with 2 or more ranks; needs 2+ GPUs")
@@ -47,7 +39,7 @@ def test_bad_nccl_token_is_classified_nccl_error_from_the_real_log(tmp_path: Pat
                 "torch.distributed.run",
                 "--standalone",
                 "--nproc-per-node",
-                str(_gpus()),
+                str(gpus),
                 "-m",
                 "autotune.engines.collective_bench",
                 "--sizes",
@@ -74,10 +66,10 @@ def test_bad_nccl_token_is_classified_nccl_error_from_the_real_log(tmp_path: Pat
     assert result["cause"] == "nccl_error", result
 
 
-def test_collective_study_runs_on_the_gpus_with_nccl(tmp_path: Path) -> None:
+def test_collective_study_runs_on_the_gpus_with_nccl(tmp_path: Path, gpus: int) -> None:
     out = Path(os.environ.get("AUTOTUNE_GPU_OUT", tmp_path))
     space = yaml.safe_load((ROOT / "search_spaces" / "collective.yaml").read_text())
-    space["engine"]["gpus"] = _gpus()
+    space["engine"]["gpus"] = gpus
     space["engine"]["options"].update(sizes="42K", iters=200, warmup=20)
     space_file = tmp_path / "collective.yaml"
     space_file.write_text(yaml.safe_dump(space))
@@ -126,4 +118,4 @@ def test_collective_study_runs_on_the_gpus_with_nccl(tmp_path: Path) -> None:
     (out / "nccl-trials.json").write_text(json.dumps(rows, indent=2, default=str))
     ok = [r for r in rows if r["outcome"] == "ok"]
     assert ok and all(r["metrics"]["latency_p50_us"] > 0 for r in ok)
-    assert all(r["metrics"]["world_size"] == _gpus() for r in ok)
+    assert all(r["metrics"]["world_size"] == gpus for r in ok)

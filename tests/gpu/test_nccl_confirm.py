@@ -25,16 +25,6 @@ pytestmark = pytest.mark.gpu
 CLI = [sys.executable, "-m", "autotune.cli"]
 
 
-def _gpus() -> int:
-    import pynvml
-
-    pynvml.nvmlInit()
-    try:
-        return int(pynvml.nvmlDeviceGetCount())
-    finally:
-        pynvml.nvmlShutdown()
-
-
 def _cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(CLI + args, cwd=cwd, env=env, capture_output=True, text=True)
     sys.stdout.write(proc.stdout[-20000:])
@@ -43,9 +33,8 @@ def _cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Complete
 
 
 def test_nccl_study_with_confirmation_names_a_confirmed_winner_or_keeps_the_defaults(
-    tmp_path: Path,
+    tmp_path: Path, gpus: int
 ) -> None:
-    gpus = _gpus()
     if gpus < 2:
         pytest.skip("an all-reduce between GPUs needs 2 or more of them")
     out = Path(os.environ.get("AUTOTUNE_GPU_OUT", tmp_path))

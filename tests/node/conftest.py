@@ -74,20 +74,17 @@ def make_spec(tmp_path: Path) -> Callable[..., TrialSpec]:
 
 
 @pytest.fixture
-def fixture_server() -> Iterator[Callable[..., str]]:
-    """Start openai_server.py with extra flags; returns its base URL once healthy."""
+def start_server() -> Iterator[Callable[..., str]]:
+    """Start ``argv`` (``{host}``, ``{port}`` filled in); returns its URL once healthy."""
     procs: list[subprocess.Popen[bytes]] = []
 
-    def start(*extra: str) -> str:
-        port = free_port()
-        argv = [
-            a.replace("{host}", "127.0.0.1").replace("{port}", str(port))
-            for a in server_argv(*extra)
-        ]
-        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        procs.append(proc)
+    def start(argv: list[str], env: dict[str, str] | None = None) -> str:
+        port = str(free_port())
+        argv = [a.replace("{host}", "127.0.0.1").replace("{port}", port) for a in argv]
+        out = subprocess.DEVNULL
+        procs.append(subprocess.Popen(argv, env=env, stdout=out, stderr=out))
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
                 if httpx.get(url + "/health", timeout=1).status_code == 200:
@@ -95,12 +92,18 @@ def fixture_server() -> Iterator[Callable[..., str]]:
             except httpx.HTTPError:
                 pass
             time.sleep(0.05)
-        raise RuntimeError("fixture server did not start")
+        raise RuntimeError(f"{argv} did not start")
 
     yield start
     for proc in procs:
         proc.kill()
         proc.wait()
+
+
+@pytest.fixture
+def fixture_server(start_server: Callable[..., str]) -> Callable[..., str]:
+    """Start openai_server.py with extra flags; returns its base URL once healthy."""
+    return lambda *extra: start_server(server_argv(*extra))
 
 
 @pytest.fixture
@@ -134,12 +137,10 @@ def canned() -> Iterator[Callable[[Callable[[int], bytes]], str]]:
 
 
 @pytest.fixture
-def fixed_rate_sim() -> Iterator[Callable[..., str]]:
+def fixed_rate_sim(start_server: Callable[..., str]) -> Callable[..., str]:
     """The stand-in in its fixed-rate mode; returns its base URL once healthy."""
-    procs: list[subprocess.Popen[bytes]] = []
 
     def start(*, rate: float, ttft_ms: float) -> str:
-        port = free_port()
         env = {
             **os.environ,
             "AUTOTUNE_SIM_STARTUP": "0.001",
@@ -147,21 +148,7 @@ def fixed_rate_sim() -> Iterator[Callable[..., str]]:
             "AUTOTUNE_SIM_FIXED_TTFT_MS": str(ttft_ms),
         }
         argv = [sys.executable, "-m", "autotune.sim", "--model-path", "m", "--tp-size", "8",
-                "--log-level", "error", "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
-        proc = subprocess.Popen(argv, env=env, stderr=subprocess.DEVNULL)
-        procs.append(proc)
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(url + "/health", timeout=1).status_code == 200:
-                    return url
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.05)
-        raise RuntimeError("the stand-in did not start")
+                "--log-level", "error", "--host", "{host}", "--port", "{port}"]  # fmt: skip
+        return start_server(argv, env)
 
-    yield start
-    for proc in procs:
-        proc.kill()
-        proc.wait()
+    return start

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -14,15 +13,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from autotune.node.process import free_port
+
 SIM = [sys.executable, "-m", "autotune.sim"]
 # Start-up at 1/1000 of the realistic seconds: milestones still in order, ~0.1-0.4 s in all.
 FAST = "0.001"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def sim_env(**extra: str) -> dict[str, str]:

@@ -4,79 +4,74 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
 
+from autotune.node.process import free_port
+
 SECRET = "hf_" + "Qw3" * 12  # the same shape as tests/tracking/test_mlflow.py
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+@contextmanager
+def _mlflow_server(root: Path, port: int) -> Iterator[str]:
+    """A real ``mlflow server`` on ``port`` over a SQLite store in ``root``; killed on exit.
 
-
-@pytest.fixture(scope="session")
-def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real ``mlflow server`` on a free 127.0.0.1 port, backed by SQLite in a temp folder."""
-    root = tmp_path_factory.mktemp("mlflow-server")
-    port = _free_port()
-    mlflow_bin = Path(sys.executable).with_name("mlflow")
-    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"}
-    log = (root / "server.log").open("w")
+    The store and log stay in ``root``, so one can be killed and started again on them.
+    """
+    log = (root / "server.log").open("a")
+    argv = [str(Path(sys.executable).with_name("mlflow")), "server", "--host", "127.0.0.1",
+            "--port", str(port), "--workers", "1",
+            "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
+            "--artifacts-destination", str(root / "artifacts")]  # fmt: skip
     proc = subprocess.Popen(
-        [
-            str(mlflow_bin),
-            "server",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--workers",
-            "1",
-            "--backend-store-uri",
-            f"sqlite:///{root / 'mlflow.db'}",
-            "--artifacts-destination",
-            str(root / "artifacts"),
-        ],
+        argv,
         cwd=root,
-        env=env,
+        env={**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"},
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + 120
         while True:
-            if proc.poll() is not None:
-                log.flush()
-                tail = (root / "server.log").read_text()[-2000:]
-                raise RuntimeError(f"mlflow server exited: {tail}")
+            assert proc.poll() is None, (root / "server.log").read_text()[-2000:]
             try:
                 if httpx.get(f"{url}/health", timeout=1.0).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("mlflow server did not become healthy within 90 s")
+            assert time.monotonic() < deadline, "mlflow server not healthy within 120 s"
             time.sleep(0.25)
         yield url
     finally:
         try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=5)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=5)
+            os.killpg(proc.pid, signal.SIGKILL)  # the whole group: mlflow's workers too
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=10)
         log.close()
+
+
+@pytest.fixture(scope="session")
+def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real ``mlflow server`` on a free 127.0.0.1 port, backed by SQLite in a temp folder."""
+    with _mlflow_server(tmp_path_factory.mktemp("mlflow-server"), free_port()) as url:
+        yield url
+
+
+@pytest.fixture
+def start_mlflow() -> Callable[[Path, int], AbstractContextManager[str]]:
+    """Start an ``mlflow server`` on a store and port (a context manager), for a test that
+    kills it and starts it again."""
+    return _mlflow_server
 
 
 @pytest.fixture(scope="session")

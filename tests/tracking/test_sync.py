@@ -4,77 +4,22 @@ what MLflow missed. A real ``mlflow server`` process is killed and restarted."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
-import httpx
 import optuna
 import pytest
 from bench.steering import toy_space
 from mlflow.tracking import MlflowClient
 
+from autotune.node.process import free_port
+
 SCRIPT = Path(sys.executable).with_name("autotune")
 pytestmark = pytest.mark.slow  # two mlflow server boots and a study: about a minute
-
-
-@contextmanager
-def _server(root: Path, port: int) -> Iterator[str]:
-    """An ``mlflow server`` on ``port`` over the store in ``root`` (kept across restarts)."""
-    log = (root / "server.log").open("a")
-    proc = subprocess.Popen(
-        [
-            str(Path(sys.executable).with_name("mlflow")),
-            "server",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--workers",
-            "1",
-            "--backend-store-uri",
-            f"sqlite:///{root / 'mlflow.db'}",
-            "--artifacts-destination",
-            str(root / "artifacts"),
-        ],
-        cwd=root,
-        env={**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"},
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, (root / "server.log").read_text()[-2000:]
-            try:
-                if httpx.get(f"{url}/health", timeout=1.0).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "mlflow server not healthy within 120 s"
-            time.sleep(0.25)
-        yield url
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait(timeout=10)
-        log.close()
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _runs(url: str) -> list[object]:
@@ -85,13 +30,15 @@ def _runs(url: str) -> list[object]:
     return list(client.search_runs([exp.experiment_id], max_results=1000))
 
 
-def test_server_killed_mid_study_then_sync(tmp_path: Path) -> None:
+def test_server_killed_mid_study_then_sync(
+    tmp_path: Path, start_mlflow: Callable[[Path, int], AbstractContextManager[str]]
+) -> None:
     root = tmp_path / "mlflow"
     root.mkdir()
-    port = _free_port()
+    port = free_port()
     space = toy_space(tmp_path / "toy.yaml", trials=4)
     env = {**os.environ, "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "5"}
-    with _server(root, port) as url:
+    with start_mlflow(root, port) as url:
         study = subprocess.Popen(
             [
                 str(SCRIPT),
@@ -140,15 +87,10 @@ def test_server_killed_mid_study_then_sync(tmp_path: Path) -> None:
 
     # The server is back (slow on a busy machine: a generous timeout for the catch-up).
     env = {**env, "MLFLOW_HTTP_REQUEST_TIMEOUT": "120", "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2"}
-    with _server(root, port) as url:
-        sync = subprocess.run(
-            [str(SCRIPT), "sync", "--study", "toy", "--mlflow-uri", url],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+    with start_mlflow(root, port) as url:
+        command = [str(SCRIPT), "sync", "--study", "toy", "--mlflow-uri", url]
+        run = {"cwd": tmp_path, "env": env, "capture_output": True, "text": True, "timeout": 300}
+        sync = subprocess.run(command, **run)
         assert sync.returncode == 0, sync.stderr
         assert "#/experiments/" in sync.stdout
         runs = _runs(url)
@@ -163,14 +105,7 @@ def test_server_killed_mid_study_then_sync(tmp_path: Path) -> None:
         )
         assert ("best.sh" in files) == any_ok  # the best launch script, when there is a best
         # A second sync sends nothing twice.
-        again = subprocess.run(
-            [str(SCRIPT), "sync", "--study", "toy", "--mlflow-uri", url],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        again = subprocess.run(command, **run)
         assert again.returncode == 0, again.stderr
         assert len(
             [r for r in _runs(url) if r.data.tags.get("autotune.role") in ("trial", "skip")]

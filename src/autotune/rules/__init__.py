@@ -123,6 +123,13 @@ def _regex(value: Any, file: str, line: int | None, field: str) -> str:
     return value
 
 
+def _invalid(exc: ValidationError, file: str, line: int | None, where: str) -> ConfigError:
+    """Pydantic's first complaint, at ``file:line``, its field under ``where``."""
+    first = exc.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"])
+    return ConfigError(first["msg"], file=file, line=line, field=f"{where}.{loc}" if loc else where)
+
+
 def _log_sections(data: dict[str, Any], file: str) -> dict[str, Any]:
     """The ``marks``, ``ready`` and ``milestones`` sections, validated."""
     marks = data.get("marks") or []
@@ -145,11 +152,7 @@ def _log_sections(data: dict[str, Any], file: str) -> dict[str, Any]:
         try:
             milestone = Milestone.model_validate(item)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            loc = ".".join(str(p) for p in first["loc"])
-            raise ConfigError(
-                first["msg"], file=file, line=line, field=f"{where}.{loc}" if loc else where
-            ) from None
+            raise _invalid(exc, file, line, where) from None
         _regex(milestone.pattern, file, line, f"{where}.pattern")
         milestones.append(milestone)
     return {"marks": tuple(marks), "ready": ready, "milestones": tuple(milestones)}
@@ -170,11 +173,7 @@ def _rule(item: Any, file: str, where: str) -> tuple[Rule, int | None]:
                     "a rule with `near` must be `fatal: false`", file=file, line=line, field=where
                 )
     except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(
-            first["msg"], file=file, line=line, field=f"{where}.{loc}" if loc else where
-        ) from None
+        raise _invalid(exc, file, line, where) from None
     except re.error as exc:
         raise ConfigError(
             f"not a valid regular expression: {exc}", file=file, line=line, field=where

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 import threading
 import time
@@ -42,6 +44,16 @@ class SglangLog:
     def raw(self, text: str) -> None:
         """Text without a prefix (tracebacks' continuation, NCCL's own lines)."""
         self._write(text)
+
+    def sigquit_and_die(self) -> None:
+        """SGLang's end when a scheduler fails: the parent logs the child's SIGQUIT, then
+        SIGKILLs its tree and itself (no clean exit, no streams left hanging)."""
+        self.line(
+            "Received sigquit from a child process. It usually means the child failed.",
+            level="error",
+        )
+        sys.stderr.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def frame(path: str, line: int, func: str, code: str) -> str:

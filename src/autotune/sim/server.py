@@ -201,13 +201,7 @@ def main(argv: list[str] | None = None) -> int:
             state.phase = "serving"
     if plan.crash is not None:
         # SGLang: the failing scheduler SIGQUITs the parent, which kills its tree and itself.
-        log.line(
-            "Received sigquit from a child process. It usually means the child failed.",
-            rank=None,
-            level="error",
-        )
-        sys.stderr.flush()
-        os.kill(os.getpid(), signal.SIGKILL)
+        log.sigquit_and_die()
     state.phase = "ready"
     while not stop.wait(3600.0):
         pass

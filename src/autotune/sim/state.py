@@ -11,11 +11,8 @@ scheduler: its truth must not depend on load.
 from __future__ import annotations
 
 import math
-import os
 import queue
 import random
-import signal
-import sys
 import threading
 import time
 import traceback
@@ -215,13 +212,7 @@ class SimState:
                 rank="TP0",
                 level="error",
             )
-            self.log.line(
-                "Received sigquit from a child process. It usually means the child failed.",
-                rank=None,
-                level="error",
-            )
-            sys.stderr.flush()
-            os.kill(os.getpid(), signal.SIGKILL)
+            self.log.sigquit_and_die()
             raise  # not reached: SIGKILL ends the process
 
     def _iterate(self) -> None:
@@ -263,13 +254,7 @@ class SimState:
             rank="TP0",
             level="error",
         )
-        self.log.line(
-            "Received sigquit from a child process. It usually means the child failed.",
-            rank=None,
-            level="error",
-        )
-        sys.stderr.flush()
-        os.kill(os.getpid(), signal.SIGKILL)
+        self.log.sigquit_and_die()
 
     # ---- what the server reports
 

@@ -16,57 +16,15 @@ the edges of those regions; the optimum is about 3x the baseline (triton, 16, 0.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
-import sys
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import NoReturn
 
-RATE = 100.0
+import _http
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib name
-        pass
-
-    def do_GET(self) -> None:
-        body = b"{}"
-        self.send_response(200 if self.path == "/health" else 404)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length", "0"))
-        req = json.loads(self.rfile.read(length) or b"{}")
-        n = int(req.get("max_tokens", 16))
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Connection", "close")
-        self.end_headers()
-        start = time.monotonic()
-        for i in range(n):
-            time.sleep(max(0.0, start + (i + 1) / RATE - time.monotonic()))
-            chunk = {"choices": [{"index": 0, "text": " tok", "finish_reason": None}]}
-            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-            self.wfile.flush()
-        final = {"choices": [], "usage": {"completion_tokens": n, "prompt_tokens": 1}}
-        self.wfile.write(f"data: {json.dumps(final)}\n\ndata: [DONE]\n\n".encode())
-        self.wfile.flush()
-        self.close_connection = True
-
-
-def die(lines: list[str]) -> None:
-    print("Traceback (most recent call last):", flush=True)
-    print('  File "/srv/blackbox/model_runner.py", line 412, in capture', flush=True)
-    for line in lines:
-        print(line, flush=True)
-    sys.exit(1)
+def die(lines: list[str]) -> NoReturn:
+    _http.crash('  File "/srv/blackbox/model_runner.py", line 412, in capture', *lines)
 
 
 def crash_of(backend: str, batch: int, mem: float, threads: int, fusion: bool) -> list[str] | None:
@@ -96,7 +54,6 @@ def rate(backend: str, batch: int, mem: float, threads: int, fusion: bool) -> fl
 
 
 def main() -> None:
-    global RATE
     p = argparse.ArgumentParser(description="black-box inference server")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, required=True)
@@ -113,16 +70,11 @@ def main() -> None:
         f"threads={threads} fusion={fusion}",
         flush=True,
     )
-    lines = crash_of(a.attention_backend, a.max_batch, a.mem_fraction, threads, fusion)
+    args = (a.attention_backend, a.max_batch, a.mem_fraction, threads, fusion)
+    lines = crash_of(*args)
     if lines is not None:
         die(lines)
-    RATE = rate(a.attention_backend, a.max_batch, a.mem_fraction, threads, fusion)
-    server = ThreadingHTTPServer((a.host, a.port), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    print("blackbox ready", flush=True)
-    while True:
-        time.sleep(3600)
+    _http.serve(a.host, a.port, rate(*args), "blackbox ready")
 
 
 if __name__ == "__main__":

@@ -21,11 +21,9 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import threading
-import time
-from http.server import ThreadingHTTPServer
 from typing import Any
 
+import _http
 import blackbox
 
 PARAMETERS: list[dict[str, Any]] = [
@@ -142,13 +140,7 @@ def main() -> None:
     lines = crash_of(c)
     if lines is not None:
         blackbox.die(lines)
-    blackbox.RATE = rate(c)
-    server = ThreadingHTTPServer((a.host, a.port), blackbox.Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    print("blackbox2 ready", flush=True)
-    while True:
-        time.sleep(3600)
+    _http.serve(a.host, a.port, rate(c), "blackbox2 ready")
 
 
 if __name__ == "__main__":

@@ -22,11 +22,9 @@ import argparse
 import itertools
 import math
 import os
-import threading
-import time
-from http.server import ThreadingHTTPServer
 from typing import Any
 
+import _http
 import blackbox
 
 PARAMETERS: list[dict[str, Any]] = [
@@ -136,13 +134,7 @@ def main() -> None:
     lines = crash_of(c)
     if lines is not None:
         blackbox.die(lines)
-    blackbox.RATE = rate(c)
-    server = ThreadingHTTPServer((a.host, a.port), blackbox.Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    print("blackbox3 ready", flush=True)
-    while True:
-        time.sleep(3600)
+    _http.serve(a.host, a.port, rate(c), "blackbox3 ready")
 
 
 if __name__ == "__main__":

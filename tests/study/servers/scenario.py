@@ -23,52 +23,11 @@ It answers ``/health`` and ``/v1/completions`` (OpenAI server-sent events with `
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import random
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-RATE = 100.0  # tokens per second of one stream
-TTFT_S = 0.0
-
-
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib name
-        pass
-
-    def do_GET(self) -> None:
-        body = b"{}"
-        self.send_response(200 if self.path == "/health" else 404)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length", "0"))
-        req = json.loads(self.rfile.read(length) or b"{}")
-        n = int(req.get("max_tokens", 16))
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Connection", "close")
-        self.end_headers()
-        start = time.monotonic() + TTFT_S
-        for i in range(n):
-            # Absolute deadlines: token i at TTFT_S + (i + 1) / RATE, so that a request of n
-            # tokens takes TTFT_S + n / RATE and a stream's rate is RATE exactly.
-            time.sleep(max(0.0, start + (i + 1) / RATE - time.monotonic()))
-            chunk = {"choices": [{"index": 0, "text": " tok", "finish_reason": None}]}
-            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-            self.wfile.flush()
-        final = {"choices": [], "usage": {"completion_tokens": n, "prompt_tokens": 1}}
-        self.wfile.write(f"data: {json.dumps(final)}\n\ndata: [DONE]\n\n".encode())
-        self.wfile.flush()
-        self.close_connection = True
+import _http
 
 
 def launch_index(folder: str | None) -> int:
@@ -86,7 +45,6 @@ def launch_index(folder: str | None) -> int:
 
 
 def main() -> None:
-    global RATE, TTFT_S
     p = argparse.ArgumentParser()
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, required=True)
@@ -100,21 +58,12 @@ def main() -> None:
     a = p.parse_args()
     level = 1 if a.ignore_flags else a.level
     if level >= 4:
-        print("Traceback (most recent call last):", flush=True)
-        print(f"RuntimeError: scenario: level {level} too large for this device", flush=True)
-        raise SystemExit(1)
+        _http.crash(f"RuntimeError: scenario: level {level} too large for this device")
     index = launch_index(a.launches)
     draw = random.Random(f"{a.seed}-{index}").gauss(0.0, a.noise) if a.noise else 0.0
-    RATE = a.rate * level * math.exp(draw)
-    TTFT_S = a.ttft_ms * level / 1000.0
-    print(f"scenario server: launch {index} level={level} rate={RATE:.2f} tok/s", flush=True)
-    ThreadingHTTPServer.request_queue_size = 256  # 64 streams connect at once (default 5)
-    server = ThreadingHTTPServer((a.host, a.port), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    print("scenario server ready", flush=True)
-    while True:
-        time.sleep(3600)
+    rate = a.rate * level * math.exp(draw)
+    print(f"scenario server: launch {index} level={level} rate={rate:.2f} tok/s", flush=True)
+    _http.serve(a.host, a.port, rate, "scenario server ready", ttft_s=a.ttft_ms * level / 1000)
 
 
 if __name__ == "__main__":

@@ -19,60 +19,17 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import NoReturn
 
-RATE = 100.0
+import _http
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib name
-        pass
-
-    def do_GET(self) -> None:
-        body = b"{}"
-        self.send_response(200 if self.path == "/health" else 404)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length", "0"))
-        req = json.loads(self.rfile.read(length) or b"{}")
-        n = int(req.get("max_tokens", 16))
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Connection", "close")
-        self.end_headers()
-        start = time.monotonic()
-        for i in range(n):
-            # Absolute deadlines: the measured rate is the configured one, without drift.
-            time.sleep(max(0.0, start + (i + 1) / RATE - time.monotonic()))
-            chunk = {"choices": [{"index": 0, "text": " tok", "finish_reason": None}]}
-            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-            self.wfile.flush()
-        final = {"choices": [], "usage": {"completion_tokens": n, "prompt_tokens": 1}}
-        self.wfile.write(f"data: {json.dumps(final)}\n\ndata: [DONE]\n\n".encode())
-        self.wfile.flush()
-        self.close_connection = True
-
-
-def crash(message: str) -> None:
-    print("Traceback (most recent call last):", flush=True)
-    print('  File "toy.py", line 1, in <module>', flush=True)
-    print(message, flush=True)
-    sys.exit(1)
+def crash(message: str) -> NoReturn:
+    _http.crash('  File "toy.py", line 1, in <module>', message)
 
 
 def main() -> None:
-    global RATE
     p = argparse.ArgumentParser()
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, required=True)
@@ -103,13 +60,8 @@ def main() -> None:
                 first = False
         if first:
             port = a.clash_port
-    RATE = 100.0 * (1 + a.x * a.y / 5) * (1.1 if a.backend == "b" else 1.0)
-    server = ThreadingHTTPServer((a.host, port), Handler)  # EADDRINUSE when clashing
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    print("toy server ready", flush=True)
-    while True:
-        time.sleep(3600)
+    rate = 100.0 * (1 + a.x * a.y / 5) * (1.1 if a.backend == "b" else 1.0)
+    _http.serve(a.host, port, rate, "toy server ready")  # EADDRINUSE when clashing
 
 
 if __name__ == "__main__":

@@ -87,3 +87,25 @@ def test_resume_runs_a_dead_drivers_trial_again_once(tmp_path: Path) -> None:
     (retry,) = [t for t in trials if t.retry_of == lost.number]
     assert retry.launched and retry.config == {"backend": "b", "x": 0.1, "y": 1}
     assert sum(t.launched for t in trials) == 2
+
+
+def test_model_proposals_ask_the_crash_model_unless_steering_is_off(tmp_path: Path) -> None:
+    from autotune.study.sampler import LocalTPESampler
+    from autotune.study.steering import SteeringOptions
+
+    space = toy_space(tmp_path / "toy.yaml", trials=1)
+    steered = make_driver(space, tmp_path / "a", n_trials=1, seed=0)
+    off = make_driver(
+        space, tmp_path / "b", n_trials=1, seed=0, steering=SteeringOptions(enabled=False)
+    )
+    try:
+        sampler = steered.study.sampler
+        assert isinstance(sampler, LocalTPESampler)
+        assert sampler.refused == steered.risk.predicts
+        assert sampler.crash_risk == steered.risk.probability
+        unsteered = off.study.sampler
+        assert isinstance(unsteered, LocalTPESampler)
+        assert unsteered.refused is None and unsteered.crash_risk is None
+    finally:
+        steered.executor.shutdown()
+        off.executor.shutdown()

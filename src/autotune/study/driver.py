@@ -160,8 +160,9 @@ class Driver:
         self.ledger = Ledger(self.study)
         self.deadends = DeadEnds(spec, self.ledger.dead_ends())
         self.risk = make_risk(spec, options.steering, seed=options.seed)
-        if isinstance(self.study.sampler, LocalTPESampler):  # its model proposals ask the
-            self.study.sampler.refused = self.risk.predicts  # crash model first
+        if isinstance(self.study.sampler, LocalTPESampler) and self.risk.options.enabled:
+            # Model proposals ask the crash model first (not with --no-steer).
+            self.study.sampler.refused = self.risk.predicts
             self.study.sampler.crash_risk = self.risk.probability
         self.doom = Doom()  # a study that cannot succeed stops at once, saying why
         self.model_path = engine.prepare(spec.model)

@@ -161,3 +161,21 @@ def test_a_model_proposal_pushes_every_value_where_it_paid_short_of_a_refusal() 
         assert int(config["a"]) >= 64  # type: ignore[call-overload]
         study.tell(study.trials[-1].number, rate(config))
         earlier.append(config)
+
+
+def test_a_model_proposal_minimizes_where_the_objective_is_minimized() -> None:
+    def latency(c: dict[str, object]) -> float:
+        a, b = int(c["a"]), float(c["b"])  # type: ignore[call-overload, arg-type]
+        return 100.0 / ((1 + 0.2 * math.log2(a)) * (1 + b))
+
+    sampler = LocalTPESampler(
+        optuna.samplers.RandomSampler(seed=0), local=0.0, model=1.0, design=0, after=4, seed=0
+    )
+    study = optuna.create_study(direction="minimize", sampler=sampler)
+    for a, b in [(2, 0.2), (8, 0.4), (32, 0.3), (4, 0.7), (16, 0.6)]:
+        params = {"a": a, "b": b, "c": "x"}
+        study.add_trial(
+            optuna.trial.create_trial(params=params, distributions=SPACE, value=latency(params))
+        )
+    config = _ask(study)
+    assert latency(config) < min(t.value for t in study.trials if t.value is not None)

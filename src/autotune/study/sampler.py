@@ -51,19 +51,25 @@ RISKY = 1.0  # weight of the crash model's probability against the predicted gai
 
 
 class LocalTPESampler(BaseSampler):
-    """TPE, and now and then a small move from the best configuration so far.
+    """A one-at-a-time start, then TPE, small moves of the best and additive-model proposals.
 
     Args:
         tpe: the TPE sampler that makes every other proposal.
         local: share of trials that are local moves.
-        after: complete trials needed before the first local move.
+        after: complete trials needed before the first local move or model proposal.
         step: size of a numeric move, as a share of the range (one standard deviation).
         anneal: complete trials by which moves shrink to a third of ``step`` (0: never).
         bisect: share of local moves that go half-way toward the nearest crash (measured, off).
-        design: one-at-a-time proposals from the baseline before TPE (0: none, the default).
+        design: one-at-a-time proposals from the baseline before anything else (0: none).
         push: share of local moves that go half-way to an end of the range (measured, off).
-        model: share of trials that are the argmax of an additive model of the objective.
+        model: share of trials that are the additive model's best candidate.
+        reach: how far a model candidate moves a number from where it was, on [-1, 1].
+        most: the most parameters one model candidate moves at random.
+        risky: weight of log(1 - crash probability) against the model's predicted log value.
         seed: seed of the local draws.
+
+    The driver sets ``refused`` and ``crash_risk`` (the crash model's verdict and probability
+    of a configuration) so that model proposals skip and weigh crashes; unset, they do not.
     """
 
     def __init__(
@@ -88,9 +94,7 @@ class LocalTPESampler(BaseSampler):
         self._reach = reach
         self._most = most
         self._risky = risky
-        # Set by the driver: a crash probability of a configuration (None: no evidence).
         self.crash_risk: Callable[[Mapping[str, Any]], float | None] | None = None
-        # Set by the driver: whether the crash model would refuse a configuration.
         self.refused: Callable[[Mapping[str, Any]], bool] | None = None
         self._design = design  # one-at-a-time launches from the baseline still to make
         self._design_done: list[tuple[str, int]] = []  # (parameter, pass) already proposed
@@ -151,9 +155,12 @@ class LocalTPESampler(BaseSampler):
             and set(t.params) == set(best.params)
             and not any(v > 0 for v in t.constraints.values())
         ]
-        values = [sign * float(t.value or 0.0) for t in rows]
-        if all(v > 0 for v in values):  # effects multiply: fit their logs
-            values = [math.log(v) for v in values]
+        raw = [float(t.value or 0.0) for t in rows]
+        # Effects multiply (tok/s, latency): fit their logs, the larger the better.
+        if all(v > 0 for v in raw):
+            values = [sign * math.log(v) for v in raw]
+        else:
+            values = [sign * v for v in raw]
         model = AdditiveModel(best.distributions)
         if not model.fit([t.params for t in rows], values):
             return False

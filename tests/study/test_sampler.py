@@ -179,3 +179,30 @@ def test_a_model_proposal_minimizes_where_the_objective_is_minimized() -> None:
         )
     config = _ask(study)
     assert latency(config) < min(t.value for t in study.trials if t.value is not None)
+
+
+def test_a_model_proposal_learns_from_what_pruned_trials_read() -> None:
+    """The one-at-a-time start's worse settings are mostly stopped by the pruner after a
+    window: what they read is the only word on those settings, and the model uses it."""
+    sampler = LocalTPESampler(
+        optuna.samplers.RandomSampler(seed=0), local=0.0, model=1.0, design=0, after=4, seed=0
+    )
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    for a in (2, 4, 8, 16, 32):  # complete trials all at b = 0.5
+        params = {"a": a, "b": 0.5, "c": "x"}
+        study.add_trial(
+            optuna.trial.create_trial(
+                params=params, distributions=SPACE, value=1 + 0.2 * math.log2(a)
+            )
+        )
+    for a in (4, 16):  # b = 0 read far worse in its first window, and was stopped
+        study.add_trial(
+            optuna.trial.create_trial(
+                params={"a": a, "b": 0.0, "c": "x"},
+                distributions=SPACE,
+                state=optuna.trial.TrialState.PRUNED,
+                intermediate_values={0: 0.5 * (1 + 0.2 * math.log2(a))},
+            )
+        )
+    config = _ask(study)
+    assert float(config["b"]) >= 0.9  # type: ignore[arg-type]

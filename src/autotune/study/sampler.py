@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import random
+import statistics
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -87,6 +88,7 @@ class LocalTPESampler(BaseSampler):
         reach: float = REACH,
         most: int = 3,
         risky: float = RISKY,
+        gain: float = 0.0,
         seed: int | None = None,
     ) -> None:
         self._tpe = tpe
@@ -94,6 +96,7 @@ class LocalTPESampler(BaseSampler):
         self._reach = reach
         self._most = most
         self._risky = risky
+        self._gain = gain
         self.crash_risk: Callable[[Mapping[str, Any]], float | None] | None = None
         self.refused: Callable[[Mapping[str, Any]], bool] | None = None
         self._design = design  # one-at-a-time launches from the baseline still to make
@@ -155,14 +158,26 @@ class LocalTPESampler(BaseSampler):
             and set(t.params) == set(best.params)
             and not any(v > 0 for v in t.constraints.values())
         ]
-        raw = [float(t.value or 0.0) for t in rows]
+        # A trial the pruner stopped measured a window or two: what it read still says how
+        # its settings did (the one-at-a-time start's worse settings are mostly pruned).
+        stopped = [
+            t
+            for t in study.get_trials(deepcopy=False, states=(TrialState.PRUNED,))
+            if t.intermediate_values
+            and set(t.params) == set(best.params)
+            and not t.constraints.get("crash", 0) > 0
+        ]
+        configs = [t.params for t in rows] + [t.params for t in stopped]
+        raw = [float(t.value or 0.0) for t in rows] + [
+            statistics.mean(t.intermediate_values.values()) for t in stopped
+        ]
         # Effects multiply (tok/s, latency): fit their logs, the larger the better.
         if all(v > 0 for v in raw):
             values = [sign * math.log(v) for v in raw]
         else:
             values = [sign * v for v in raw]
         model = AdditiveModel(best.distributions)
-        if not model.fit([t.params for t in rows], values):
+        if not model.fit(configs, values):
             return False
         tops = sorted(rows, key=lambda t: -sign * float(t.value or 0.0))[:3]
         seen = {
@@ -187,6 +202,8 @@ class LocalTPESampler(BaseSampler):
         if self._risky and self.crash_risk is not None:
             risk = np.array([self.crash_risk(c) or 0.0 for c in pool])
             score = score + self._risky * np.log1p(-np.minimum(risk, 0.95))
+        if self._gain and float(score.max()) - float(model.predict([best.params])[0]) < self._gain:
+            return False  # a predicted gain within the noise: polishing, not progress
         chosen = pool[int(score.argmax())]
         self._moves[trial.number] = (chosen, set())
         return True

@@ -41,6 +41,26 @@ def _study(local: float, model: float = 0.0) -> optuna.Study:
     return study
 
 
+BASE = {"a": 16, "b": 0.3, "c": "x"}
+
+
+def _design_study(design: int) -> optuna.Study:
+    """A study whose sampler makes ``design`` one-at-a-time launches from ``BASE``, run."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        tpe = optuna.samplers.TPESampler(seed=0, n_startup_trials=5, multivariate=True)
+    study = optuna.create_study(
+        direction="maximize",
+        sampler=LocalTPESampler(tpe, local=0.0, model=0.0, design=design, seed=0),
+    )
+    study.add_trial(
+        optuna.trial.create_trial(
+            params=BASE, distributions=SPACE, value=1.0, user_attrs={"baseline": True}
+        )
+    )
+    return study
+
+
 def test_local_moves_change_one_or_two_values_of_the_best() -> None:
     study = _study(local=1.0)
     best = {"a": 64, "b": 0.5, "c": "y"}
@@ -68,19 +88,8 @@ def test_an_enqueued_trial_is_never_moved() -> None:
 
 
 def test_the_design_moves_one_value_of_the_baseline_to_a_range_end_per_trial() -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        tpe = optuna.samplers.TPESampler(seed=0, n_startup_trials=5, multivariate=True)
-    study = optuna.create_study(
-        direction="maximize",
-        sampler=LocalTPESampler(tpe, local=0.0, model=0.0, design=5, seed=0),
-    )
-    base = {"a": 16, "b": 0.3, "c": "x"}
-    study.add_trial(
-        optuna.trial.create_trial(
-            params=base, distributions=SPACE, value=1.0, user_attrs={"baseline": True}
-        )
-    )
+    study = _design_study(5)
+    base = BASE
     configs = [_ask(study) for _ in range(5)]
     # First pass: each value to its far end (16 is nearer 1 than 1024 on the log scale; 0.3
     # nearer 0), a categorical to another choice; then its last choice, then the near ends.
@@ -115,19 +124,8 @@ def test_a_push_moves_a_number_half_way_to_an_end() -> None:
 
 
 def test_the_design_skips_what_a_resumed_study_launched_and_counts_it() -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        tpe = optuna.samplers.TPESampler(seed=0, n_startup_trials=5, multivariate=True)
-    study = optuna.create_study(
-        direction="maximize",
-        sampler=LocalTPESampler(tpe, local=0.0, model=0.0, design=2, seed=0),
-    )
-    base = {"a": 16, "b": 0.3, "c": "x"}
-    study.add_trial(
-        optuna.trial.create_trial(
-            params=base, distributions=SPACE, value=1.0, user_attrs={"baseline": True}
-        )
-    )
+    study = _design_study(2)
+    base = BASE
     launched = {**base, "a": 1024}  # the design's first launch, made before a restart
     study.add_trial(optuna.trial.create_trial(params=launched, distributions=SPACE, value=2.0))
     assert _ask(study) == {**base, "b": 1.0}

@@ -18,13 +18,31 @@ from __future__ import annotations
 import argparse
 import math
 import os
-from typing import NoReturn
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 import _http
 
 
 def die(lines: list[str]) -> NoReturn:
     _http.crash('  File "/srv/blackbox/model_runner.py", line 412, in capture', *lines)
+
+
+def start(
+    name: str,
+    config: dict[str, Any],
+    crash_of: Callable[[dict[str, Any]], list[str] | None],
+    rate: Callable[[dict[str, Any]], float],
+    host: str,
+    port: int,
+) -> NoReturn:
+    """Log ``config``, then die with its error lines or serve at its rate (the other black
+    boxes' ``main``)."""
+    print(f"{name}: {config}", flush=True)
+    lines = crash_of(config)
+    if lines is not None:
+        die(lines)
+    _http.serve(host, port, rate(config), f"{name} ready")
 
 
 def crash_of(backend: str, batch: int, mem: float, threads: int, fusion: bool) -> list[str] | None:

@@ -23,7 +23,6 @@ import math
 import os
 from typing import Any
 
-import _http
 import blackbox
 
 PARAMETERS: list[dict[str, Any]] = [
@@ -136,11 +135,7 @@ def main() -> None:
         "streams": int(os.environ.get("BB2_STREAMS", "1")),
         "overlap": os.environ.get("BB2_OVERLAP", "0") == "1",
     }
-    print(f"blackbox2: {c}", flush=True)
-    lines = crash_of(c)
-    if lines is not None:
-        blackbox.die(lines)
-    _http.serve(a.host, a.port, rate(c), "blackbox2 ready")
+    blackbox.start("blackbox2", c, crash_of, rate, a.host, a.port)
 
 
 if __name__ == "__main__":

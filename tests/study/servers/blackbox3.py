@@ -24,7 +24,6 @@ import math
 import os
 from typing import Any
 
-import _http
 import blackbox
 
 PARAMETERS: list[dict[str, Any]] = [
@@ -130,11 +129,7 @@ def main() -> None:
         "buffsize": int(os.environ.get("BB3_NCCL_BUFFSIZE_KB", "1024")),
         "compile": os.environ.get("BB3_COMPILE", "0") == "1",
     }
-    print(f"blackbox3: {c}", flush=True)
-    lines = crash_of(c)
-    if lines is not None:
-        blackbox.die(lines)
-    _http.serve(a.host, a.port, rate(c), "blackbox3 ready")
+    blackbox.start("blackbox3", c, crash_of, rate, a.host, a.port)
 
 
 if __name__ == "__main__":

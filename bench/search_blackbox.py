@@ -151,23 +151,44 @@ SERVER: dict[str, tuple[list[dict[str, Any]], dict[str, Any], Any, Any, Any]] = 
 
 
 def run(
-    seed: int, trials: int, work: Path, server: str = "blackbox", **options: Any
+    seed: int,
+    trials: int,
+    work: Path,
+    server: str = "blackbox",
+    previous: bool = False,
+    **options: Any,
 ) -> tuple[float, int, int, int]:
     """(% of optimum of the configuration the study reports, crashes launched, launches of
-    the search, launches on top of it: the baseline's extra ones and confirmation)."""
+    the search, launches on top of it: the baseline's extra ones and confirmation).
+    ``previous``: with the previous round's search defaults instead (bench/search ``before``)."""
     from autotune.records import budget_launches
+    from autotune.study import driver as driver_module
     from autotune.study.ledger import Ledger
+    from autotune.study.sampler import LocalTPESampler
+    from autotune.study.steering import SteeringOptions
 
     _, _, truth_of, optimum_of, _ = SERVER[server]
-    folder = work / f"seed{seed}"
+    folder = work / f"{'previous' if previous else 'defaults'}-seed{seed}"
     folder.mkdir(parents=True)
-    driver = make_driver(
-        space_file(folder / "space.yaml", trials, server),
-        folder / "study",
-        study=f"bb{seed}",
-        seed=seed,
-        **options,
-    )
+    original = driver_module.make_sampler
+    if previous:
+        options["steering"] = SteeringOptions(edge=0.5, group=False)
+
+        def before(name: str, s: int | None, parallel: int, objectives: int = 1) -> Any:
+            tpe = original(name, s, parallel, objectives)._tpe  # type: ignore[attr-defined]
+            return LocalTPESampler(tpe, local=0.5, model=0.0, design=0, seed=s)
+
+        driver_module.make_sampler = before  # type: ignore[assignment]
+    try:
+        driver = make_driver(
+            space_file(folder / "space.yaml", trials, server),
+            folder / "study",
+            study=f"bb{seed}",
+            seed=seed,
+            **options,
+        )
+    finally:
+        driver_module.make_sampler = original
     try:
         driver.run()
     finally:
@@ -237,6 +258,11 @@ def main(argv: list[str] | None = None) -> int:
         help="answer launches in-process instead (a bench.search strategy name)",
     )
     ap.add_argument("--server", choices=sorted(SERVER), default="blackbox")
+    ap.add_argument(
+        "--previous",
+        action="store_true",
+        help="also run the previous search defaults on each seed, alternating with these",
+    )
     a = ap.parse_args(argv)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
@@ -249,21 +275,27 @@ def main(argv: list[str] | None = None) -> int:
             f"{statistics.mean(r[1] for r in rows):.1f} crashes per {a.trials} launches"
         )
         return 0
-    rows = []
+    sides = [False, True] if a.previous else [False]
+    rows: dict[bool, list[tuple[float, int]]] = {side: [] for side in sides}
     with tempfile.TemporaryDirectory(prefix="autotune-blackbox-") as tmp:
         for seed in range(a.seeds):
-            pct, crashes, search, extra = run(seed, a.trials, Path(tmp), a.server)
-            rows.append((pct, crashes))
-            print(
-                f"seed {seed}: answer {pct:5.1f}% of optimum, {crashes} crashes in {search} "
-                f"launches of the search (+{extra} baseline repeats and confirmation)",
-                flush=True,
-            )
-    print(
-        f"{a.server}: mean {statistics.mean(r[0] for r in rows):.1f}% of optimum; "
-        f"{sum(r[0] >= 95 for r in rows)}/{len(rows)} seeds >= 95%; "
-        f"{statistics.mean(r[1] for r in rows):.1f} crashes per {a.trials} launches"
-    )
+            for side in sides:  # alternating: each seed's pair runs under the same load
+                pct, crashes, search, extra = run(seed, a.trials, Path(tmp), a.server, side)
+                rows[side].append((pct, crashes))
+                print(
+                    f"seed {seed}{' (previous defaults)' if side else ''}: answer {pct:5.1f}% "
+                    f"of optimum, {crashes} crashes in {search} launches of the search "
+                    f"(+{extra} baseline repeats and confirmation)",
+                    flush=True,
+                )
+    for side in sides:
+        mine = rows[side]
+        print(
+            f"{a.server}{' (previous defaults)' if side else ''}: mean "
+            f"{statistics.mean(r[0] for r in mine):.1f}% of optimum; "
+            f"{sum(r[0] >= 95 for r in mine)}/{len(mine)} seeds >= 95%; "
+            f"{statistics.mean(r[1] for r in mine):.1f} crashes per {a.trials} launches"
+        )
     return 0
 
 

@@ -116,7 +116,7 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     "before": lambda land, s, n: run_driver(
         land, s, n, local=0.5, model=0.0, design=0, steering=_steer(edge=0.5, group=False)
     ),
-    "edge-0.5": lambda land, s, n: run_driver(land, s, n, steering=_steer(edge=0.5)),
+    "edge-0.25": lambda land, s, n: run_driver(land, s, n, steering=_steer(edge=0.25)),
     "gp": lambda land, s, n: run_driver(land, s, n, inner=_gp, local=0.0),
     "gp-local-0.3": lambda land, s, n: run_driver(land, s, n, inner=_gp, local=0.3),
     "gp-worst": lambda land, s, n: run_driver(land, s, n, inner=_gp_worst, local=0.0),

@@ -98,14 +98,14 @@ def test_crashes_that_failed_alike_are_explained_together() -> None:
     probe = {"backend": "c", "bs": 350, "mem": 0.7}
     # Apart, each crash is also explained by its memory share (no run had 0.55 or 0.93).
     assert model(("cuda_oom", "cuda_graph_capture")).check(probe) is None
-    # Together only the batch explains both: bs >= 300, widened a quarter of the way to 64
-    # on the log scale (about 94).
+    # Together only the batch explains both: bs >= 300, widened half-way to 64 on the log
+    # scale (about 139).
     alike = model(("cuda_graph_capture", "cuda_graph_capture"))
     reason = alike.check(probe)
     assert reason is not None and "bs >=" in reason
-    assert alike.check({"backend": "c", "bs": 100, "mem": 0.7}) is not None
-    assert alike.check({"backend": "c", "bs": 80, "mem": 0.7}) is None
-    assert alike.predicts(probe) and not alike.predicts({"backend": "c", "bs": 80, "mem": 0.7})
+    assert alike.check({"backend": "c", "bs": 150, "mem": 0.7}) is not None
+    assert alike.check({"backend": "c", "bs": 120, "mem": 0.7}) is None
+    assert alike.predicts(probe) and not alike.predicts({"backend": "c", "bs": 120, "mem": 0.7})
 
 
 def test_the_signature_is_the_cause_or_the_message_without_its_numbers() -> None:

@@ -51,7 +51,7 @@ class SteeringOptions:
     corroborated: int = 0  # regions: an explanation that this many crashes meet is enough (0: off)
     max_size: int = 2  # regions: most parameters in one explanation
     boundary: bool = True  # regions: thresholds half-way to the nearest run, not at the crash
-    edge: float = 0.25  # regions: where between the nearest run (0) and the crash (1) they go
+    edge: float = 0.5  # regions: where between the nearest run (0) and the crash (1) they go
     group: bool = True  # regions: crashes that failed alike are explained together
     ablations: int = 4  # regions: launches that test a crash's one-value explanation (0: off)
     explore: float = 0.0  # share of risky proposals launched anyway
@@ -275,8 +275,8 @@ class CrashRegions:
         """Move each numeric threshold toward the nearest configuration that ran.
 
         ``max_batch >= 795`` after a crash at 795, when 180 ran with the explanation's other
-        conditions met, becomes ``max_batch >= 378`` half-way on the log scale (``edge`` 0.5)
-        or ``>= 262`` a quarter of the way (0.25, the default): the region's edge lies
+        conditions met, becomes ``max_batch >= 378`` half-way on the log scale (``edge`` 0.5,
+        the default) or ``>= 262`` a quarter of the way (0.25): the region's edge lies
         somewhere between the two, and the crash's own value is its far side. Where a
         configuration that ran would fall inside, the threshold goes half-way, then stays at
         the crash's own value.

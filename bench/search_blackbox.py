@@ -259,6 +259,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--server", choices=sorted(SERVER), default="blackbox")
     ap.add_argument(
+        "--prune",
+        action="store_true",
+        help="with --in-process: 3 windows per launch, handed to the driver's pruner",
+    )
+    ap.add_argument(
         "--previous",
         action="store_true",
         help="also run the previous search defaults on each seed, alternating with these",
@@ -267,6 +272,10 @@ def main(argv: list[str] | None = None) -> int:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     if a.in_process:
+        if a.prune:
+            from bench.search import harness
+
+            harness.WINDOWS = 3
         rows = in_process(a.seeds, a.trials, a.in_process, a.server)
         print(
             f"{a.server} in-process, {a.in_process}: mean "

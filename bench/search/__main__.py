@@ -248,7 +248,16 @@ def main(argv: list[str] | None = None) -> int:
         help="3 landscapes x 2 seeds x 30 launches, autotune and random (CI)",
     )
     ap.add_argument("-v", "--verbose", action="store_true", help="one line per run")
+    ap.add_argument(
+        "--prune",
+        action="store_true",
+        help="measure each launch in 3 windows handed to the driver's pruner, as a node does",
+    )
     a = ap.parse_args(argv)
+    if a.prune:
+        from bench.search import harness
+
+        harness.WINDOWS = 3
     if a.quick:
         a.seeds, a.trials, a.strategies = 2, 30, "autotune,random"
         a.landscapes = "box,catnum,five"

@@ -26,6 +26,8 @@ from bench.search.landscapes import Landscape, Point, grid, levels
 from autotune.dispatch.base import WindowHook
 from autotune.models import Cause, Failure, Metrics, Outcome, Phase, TrialResult, TrialSpec
 
+WINDOWS = 0  # measurement windows per in-process launch (bench --prune sets 3)
+
 
 @dataclass(frozen=True)
 class Launch:
@@ -48,22 +50,46 @@ Evaluate = Callable[[dict[str, Any], random.Random], Point]
 class InProcessExecutor:
     """An executor whose trials are answered by a function, at once, in this process."""
 
-    def __init__(self, evaluate: Callable[[TrialSpec], Point], seed: int) -> None:
+    def __init__(self, evaluate: Callable[[TrialSpec], Point], seed: int, windows: int = 0) -> None:
         self.evaluate = evaluate
         self.launches: list[Launch] = []
         self.numbers: list[int] = []  # the trial number of each launch
+        # windows > 0: a launch that runs is measured in that many windows (2% noise around
+        # its value), each handed to the driver's pruner as a node would; 0: one value, no
+        # windows, nothing to prune on (the published figures).
+        self.windows = windows
+        self.rng = random.Random(seed * 31 + 7)
 
     def capacity(self) -> int:
         return 1
 
     def submit(self, spec: TrialSpec, on_window: WindowHook | None = None) -> Future[TrialResult]:
-        # A landscape answers with one value, no measurement windows: nothing to prune on.
         point = self.evaluate(spec)
+        fut: Future[TrialResult] = Future()
+        self.numbers.append(spec.number)
+        if point.value is not None and on_window is not None and self.windows:
+            seen: list[dict[str, float]] = []
+            for i in range(self.windows):
+                value = point.value * math.exp(self.rng.gauss(0.0, 0.02))
+                seen.append({"output_tok_s": value, "duration_s": 60.0})
+                if on_window(i, seen[-1]) and i + 1 < self.windows:  # stopped by the pruner
+                    spent = point.seconds * (i + 1) / self.windows
+                    self.launches.append(Launch(dict(spec.params), None, point.truth, False, spent))
+                    mean = sum(w["output_tok_s"] for w in seen) / len(seen)
+                    fut.set_result(
+                        TrialResult(
+                            study=spec.study,
+                            number=spec.number,
+                            outcome=Outcome.PRUNED,
+                            metrics=Metrics(output_tok_s=mean, completed=1),
+                            windows=seen,
+                            simulated=True,
+                        )
+                    )
+                    return fut
         self.launches.append(
             Launch(dict(spec.params), point.value, point.truth, point.value is None, point.seconds)
         )
-        self.numbers.append(spec.number)
-        fut: Future[TrialResult] = Future()
         fut.set_result(to_result(spec, point))
         return fut
 
@@ -165,7 +191,7 @@ def run_driver(
 
     spec = load_text(yaml.safe_dump(land.space(trials), sort_keys=False), f"<{land.name}>")
     rng = random.Random(seed * 7919 + 1)
-    executor = InProcessExecutor(lambda ts: land.evaluate(dict(ts.params), rng), seed)
+    executor = InProcessExecutor(lambda ts: land.evaluate(dict(ts.params), rng), seed, WINDOWS)
     engine = get_engine(spec.engine)
     with tempfile.TemporaryDirectory(prefix="autotune-bench-") as tmp:
         options = DriverOptions(

@@ -161,8 +161,9 @@ def run(
     """(% of optimum of the configuration the study reports, crashes launched, launches of
     the search, launches on top of it: the baseline's extra ones and confirmation).
     ``previous``: with the previous round's search defaults instead (bench/search ``before``)."""
+    from bench.search.harness import driver_sampler
+
     from autotune.records import budget_launches
-    from autotune.study import driver as driver_module
     from autotune.study.ledger import Ledger
     from autotune.study.sampler import LocalTPESampler
     from autotune.study.steering import SteeringOptions
@@ -170,16 +171,15 @@ def run(
     _, _, truth_of, optimum_of, _ = SERVER[server]
     folder = work / f"{'previous' if previous else 'defaults'}-seed{seed}"
     folder.mkdir(parents=True)
-    original = driver_module.make_sampler
+
+    def sampler(default: Any, s: int | None) -> Any:
+        if not previous:
+            return default
+        return LocalTPESampler(default._tpe, local=0.5, model=0.0, design=0, seed=s)
+
     if previous:
         options["steering"] = SteeringOptions(edge=0.5, group=False)
-
-        def before(name: str, s: int | None, parallel: int, objectives: int = 1) -> Any:
-            tpe = original(name, s, parallel, objectives)._tpe  # type: ignore[attr-defined]
-            return LocalTPESampler(tpe, local=0.5, model=0.0, design=0, seed=s)
-
-        driver_module.make_sampler = before  # type: ignore[assignment]
-    try:
+    with driver_sampler(sampler):
         driver = make_driver(
             space_file(folder / "space.yaml", trials, server),
             folder / "study",
@@ -187,8 +187,6 @@ def run(
             seed=seed,
             **options,
         )
-    finally:
-        driver_module.make_sampler = original
     try:
         driver.run()
     finally:

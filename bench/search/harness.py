@@ -13,8 +13,9 @@ import itertools
 import math
 import random
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -126,6 +127,27 @@ def to_result(spec: TrialSpec, point: Point) -> TrialResult:
     )
 
 
+@contextmanager
+def driver_sampler(
+    build: Callable[[optuna.samplers.BaseSampler, int | None], optuna.samplers.BaseSampler],
+) -> Iterator[None]:
+    """Drivers made inside get ``build(the default sampler, seed)`` as their sampler."""
+    from autotune.study import driver as driver_module
+
+    original = driver_module.make_sampler
+
+    def patched(
+        name: str, seed: int | None, parallel: int, objectives: int = 1
+    ) -> optuna.samplers.BaseSampler:
+        return build(original(name, seed, parallel, objectives), seed)
+
+    driver_module.make_sampler = patched  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        driver_module.make_sampler = original
+
+
 def run_driver(
     land: Landscape,
     seed: int,
@@ -147,20 +169,17 @@ def run_driver(
     DriverOptions fields to change)."""
     from autotune.engines import get_engine
     from autotune.space.load import load_text
-    from autotune.study import driver as driver_module
     from autotune.study.driver import Driver, DriverOptions
     from autotune.study.ledger import Ledger
     from autotune.tracking.none import NullTracker
 
     if tpe is not None or local is not None or moves or inner is not None:
-        original = driver_module.make_sampler
 
         def candidate(
-            name: str, s: int | None, parallel: int, objectives: int = 1
+            base: optuna.samplers.BaseSampler, s: int | None
         ) -> optuna.samplers.BaseSampler:
             from autotune.study.sampler import LOCAL_SHARE, LocalTPESampler
 
-            base = original(name, s, parallel, objectives)
             if inner is not None:
                 base = inner(s)
             elif tpe is not None:
@@ -181,13 +200,10 @@ def run_driver(
                 else base
             )
 
-        driver_module.make_sampler = candidate  # type: ignore[assignment]
-        try:
+        with driver_sampler(candidate):
             return run_driver(
                 land, seed, trials, sampler=sampler, steering=steering, defaults=defaults
             )
-        finally:
-            driver_module.make_sampler = original
 
     spec = load_text(yaml.safe_dump(land.space(trials), sort_keys=False), f"<{land.name}>")
     rng = random.Random(seed * 7919 + 1)

@@ -133,7 +133,7 @@ def _near(d: BaseDistribution, value: Any, rng: random.Random, reach: float) -> 
     if d.log:
         low, high = math.log(low), math.log(high)
     y = low + (x + 1.0) / 2.0 * (high - low)
-    return _on_grid(d, math.exp(y) if d.log else y)
+    return on_grid(d, math.exp(y) if d.log else y)
 
 
 def draw(d: BaseDistribution, rng: random.Random) -> Any:
@@ -147,7 +147,7 @@ def draw(d: BaseDistribution, rng: random.Random) -> Any:
         x = math.exp(rng.uniform(math.log(low), math.log(high)))
     else:
         x = rng.uniform(low, high)
-    return _on_grid(d, x)
+    return on_grid(d, x)
 
 
 def _levels(d: BaseDistribution) -> list[Any]:
@@ -158,7 +158,8 @@ def _levels(d: BaseDistribution) -> list[Any]:
     return []
 
 
-def _on_grid(d: IntDistribution | FloatDistribution, x: float) -> Any:
+def on_grid(d: IntDistribution | FloatDistribution, x: float) -> Any:
+    """``x`` on the parameter's grid (its step from ``low``), within its range."""
     if isinstance(d, IntDistribution):
         return int(min(d.high, max(d.low, d.low + round((x - d.low) / d.step) * d.step)))
     if d.step is not None:
@@ -170,4 +171,4 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b) and type(a) is type(b)
 
 
-__all__ = ["AdditiveModel", "candidates", "draw", "scaled"]
+__all__ = ["AdditiveModel", "candidates", "draw", "on_grid", "scaled"]

@@ -351,7 +351,7 @@ class Driver:
         trials = self.ledger.trials()
         for t in trials:  # resume: the risk model's history
             if t.launched:
-                self.risk.observe(t.config, t.crashed, signature_of(t.cause, t.message))
+                self._observe(t)
         loop = _Loop(
             target=o.n_trials or spec.budget.trials,
             deadline=(time.monotonic() + limit) if (limit := spec.budget.time_limit_s) else None,
@@ -527,14 +527,7 @@ class Driver:
         loop.launched = budget_launches(trials)
         if told.outcome in LAUNCHED:
             crashed = told.outcome in CRASHES
-            failure = result.failure
-            self.risk.observe(
-                config,
-                crashed,
-                signature_of(failure.cause.value, failure.message or "".join(failure.evidence[:1]))
-                if failure
-                else "",
-            )
+            self._observe(next(t for t in trials if t.number == trial.number))
             baseline = self.ledger.is_baseline(trial._trial_id)
             self.doom.observe(baseline=baseline, failure=result.failure, crashed=crashed)
             test = self.risk.ablation(config, self.spec.baseline) if crashed else None
@@ -551,6 +544,10 @@ class Driver:
             outcome=told.outcome,
             value=told.value,
         )
+
+    def _observe(self, t: TrialRecord) -> None:
+        """The crash model learns one launched trial, and how it failed."""
+        self.risk.observe(t.config, t.crashed, signature_of(t.cause, t.message))
 
     def _record(
         self, trial: optuna.Trial, config: dict[str, Any], result: TrialResult, baseline: bool

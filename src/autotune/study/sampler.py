@@ -40,7 +40,7 @@ from optuna.samplers import BaseSampler
 from optuna.study import Study, StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
-from autotune.study.additive import AdditiveModel, candidates
+from autotune.study.additive import AdditiveModel, candidates, on_grid, scaled
 from autotune.study.ledger import is_baseline, is_enqueued
 
 # The defaults, chosen on bench/search and the black boxes (docs/benchmarks.md).
@@ -100,7 +100,7 @@ class LocalTPESampler(BaseSampler):
         self.crash_risk: Callable[[Mapping[str, Any]], float | None] | None = None
         self.refused: Callable[[Mapping[str, Any]], bool] | None = None
         self._design = design  # one-at-a-time launches from the baseline still to make
-        self._design_done: list[tuple[str, int]] = []  # (parameter, pass) already proposed
+        self._design_at = 0  # where in the design's order (``_design_order``) the next one is
         self._push = push
         self._pushes: dict[int, bool] = {}  # trial -> move half-way to a range end
         self._local = local
@@ -151,20 +151,22 @@ class LocalTPESampler(BaseSampler):
         """Make this trial the additive model's best candidate that was never launched and
         that the crash model lets through (False: the model has nothing to say)."""
         sign = 1.0 if study.direction == StudyDirection.MAXIMIZE else -1.0
+        trials = study.get_trials(deepcopy=False)
+        alike = [t for t in trials if set(t.params) == set(best.params)]
         rows = [
             t
-            for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-            if t.value is not None
-            and set(t.params) == set(best.params)
+            for t in alike
+            if t.state == TrialState.COMPLETE
+            and t.value is not None
             and not any(v > 0 for v in t.constraints.values())
         ]
         # A trial the pruner stopped measured a window or two: what it read still says how
         # its settings did (the one-at-a-time start's worse settings are mostly pruned).
         stopped = [
             t
-            for t in study.get_trials(deepcopy=False, states=(TrialState.PRUNED,))
-            if t.intermediate_values
-            and set(t.params) == set(best.params)
+            for t in alike
+            if t.state == TrialState.PRUNED
+            and t.intermediate_values
             and not t.constraints.get("crash", 0) > 0
         ]
         configs = [t.params for t in rows] + [t.params for t in stopped]
@@ -180,11 +182,7 @@ class LocalTPESampler(BaseSampler):
         if not model.fit(configs, values):
             return False
         tops = sorted(rows, key=lambda t: -sign * float(t.value or 0.0))[:3]
-        seen = {
-            _key(t.params)
-            for t in study.get_trials(deepcopy=False)
-            if t.params and t.number != trial.number
-        }
+        seen = {_key(t.params) for t in trials if t.params and t.number != trial.number}
         pool = [
             c
             for c in candidates(
@@ -222,10 +220,10 @@ class LocalTPESampler(BaseSampler):
         if base is None:
             return False
         seen = {_key(t.params) for t in study.get_trials(deepcopy=False) if t.params}
-        for name, k in _design_order(base):
-            if self._design <= 0 or (name, k) in self._design_done:
-                continue
-            self._design_done.append((name, k))
+        for name, k in _design_order(base)[self._design_at :]:
+            if self._design <= 0:
+                break
+            self._design_at += 1
             self._design -= 1
             value = _end(base.distributions[name], base.params[name], k, self._rng)
             config = {**base.params, name: value}
@@ -344,13 +342,7 @@ def _halfway(d: IntDistribution | FloatDistribution, value: Any, edge: Any) -> A
         return value
     a, b = float(value), float(edge)
     mid = math.sqrt(a * b) if d.log and a > 0 and b > 0 else (a + b) / 2
-    if isinstance(d, IntDistribution):
-        out: Any = int(d.low + round((mid - d.low) / d.step) * d.step)
-    elif d.step is not None:
-        out = float(d.low + round((mid - d.low) / d.step) * d.step)
-    else:
-        out = mid
-    return min(d.high, max(d.low, out))
+    return on_grid(d, mid)
 
 
 def _end(d: BaseDistribution, value: Any, k: int, rng: random.Random) -> Any:
@@ -361,8 +353,7 @@ def _end(d: BaseDistribution, value: Any, k: int, rng: random.Random) -> Any:
         return others[k % len(others)] if others else value
     if not isinstance(d, IntDistribution | FloatDistribution):
         return value
-    low, high = _scaled(d, d.low), _scaled(d, d.high)
-    far_high = high - _scaled(d, value) >= _scaled(d, value) - low
+    far_high = scaled(d, value) <= 0.0  # nearer the low end on the parameter's scale
     return d.high if far_high == (k == 0) else d.low
 
 
@@ -373,10 +364,6 @@ def _toward_end(d: BaseDistribution, value: Any, rng: random.Random) -> Any:
     end = d.high if rng.random() < 0.5 else d.low
     out = _halfway(d, value, end)
     return out if out != value else _halfway(d, value, d.low if end == d.high else d.high)
-
-
-def _scaled(d: IntDistribution | FloatDistribution, x: Any) -> float:
-    return math.log(float(x)) if d.log and float(x) > 0 else float(x)
 
 
 def _nudge(d: BaseDistribution, value: Any, rng: random.Random, step: float) -> Any:
@@ -392,13 +379,7 @@ def _nudge(d: BaseDistribution, value: Any, rng: random.Random, step: float) -> 
         low, high, x = math.log(low), math.log(high), math.log(x)
     for _ in range(8):
         y = min(high, max(low, x + rng.gauss(0.0, step) * (high - low)))
-        out = math.exp(y) if log else y
-        if isinstance(d, IntDistribution):
-            out = d.low + round((out - d.low) / d.step) * d.step
-            out = int(min(d.high, max(d.low, out)))
-        elif d.step is not None:
-            out = d.low + round((out - d.low) / d.step) * d.step
-            out = float(min(d.high, max(d.low, out)))
+        out = on_grid(d, math.exp(y) if log else y)
         if out != value:
             return out
     return value

@@ -87,8 +87,8 @@ def test_crashes_that_failed_alike_are_explained_together() -> None:
     runs = [(8, 0.6, "a"), (16, 0.9, "b"), (32, 0.7, "c"), (64, 0.8, "a")]
     crashes = [(400, 0.55, "a"), (300, 0.93, "b")]  # both: graph capture at a large batch
 
-    def model(signatures: tuple[str, str]) -> CrashRegions:
-        m = CrashRegions(SPACE)
+    def model(signatures: tuple[str, str], group: bool = True) -> CrashRegions:
+        m = CrashRegions(SPACE, SteeringOptions(group=group))
         for bs, mem, backend in runs:
             m.observe({"backend": backend, "bs": bs, "mem": mem}, crashed=False)
         for (bs, mem, backend), sig in zip(crashes, signatures, strict=True):
@@ -106,6 +106,8 @@ def test_crashes_that_failed_alike_are_explained_together() -> None:
     assert alike.check({"backend": "c", "bs": 150, "mem": 0.7}) is not None
     assert alike.check({"backend": "c", "bs": 120, "mem": 0.7}) is None
     assert alike.predicts(probe) and not alike.predicts({"backend": "c", "bs": 120, "mem": 0.7})
+    # group=False (the previous rule, kept to be measured against): each crash on its own.
+    assert model(("cuda_graph_capture", "cuda_graph_capture"), group=False).check(probe) is None
 
 
 def test_the_signature_is_the_cause_or_the_message_without_its_numbers() -> None:

@@ -204,3 +204,27 @@ def test_a_model_proposal_learns_from_what_pruned_trials_read() -> None:
         )
     config = _ask(study)
     assert float(config["b"]) >= 0.9  # type: ignore[arg-type]
+
+
+def test_a_gain_floor_leaves_a_proposal_the_model_thinks_too_small_to_tpe() -> None:
+    """``gain`` (measured, off by default): no model proposal when its predicted gain over the
+    best is under the floor; the trial is the inner sampler's."""
+    for gain, modelled in [(0.0, True), (10.0, False)]:
+        sampler = LocalTPESampler(
+            optuna.samplers.RandomSampler(seed=0),
+            local=0.0,
+            model=1.0,
+            design=0,
+            after=4,
+            gain=gain,
+            seed=0,
+        )
+        study = optuna.create_study(direction="maximize", sampler=sampler)
+        for a, b in [(2, 0.2), (8, 0.4), (32, 0.3), (4, 0.7), (16, 0.6)]:
+            params = {"a": a, "b": b, "c": "x"}
+            value = (1 + 0.2 * math.log2(a)) * (1 + b)
+            study.add_trial(
+                optuna.trial.create_trial(params=params, distributions=SPACE, value=value)
+            )
+        trial = study.ask()
+        assert (trial.number in sampler._moves) is modelled

@@ -160,7 +160,8 @@ def run(
 ) -> tuple[float, int, int, int]:
     """(% of optimum of the configuration the study reports, crashes launched, launches of
     the search, launches on top of it: the baseline's extra ones and confirmation).
-    ``previous``: with the previous round's search defaults instead (bench/search ``before``)."""
+    ``previous``: with the search defaults this round started from instead (bench/search
+    ``last``)."""
     from bench.search.harness import driver_sampler
 
     from autotune.records import budget_launches
@@ -175,10 +176,10 @@ def run(
     def sampler(default: Any, s: int | None) -> Any:
         if not previous:
             return default
-        return LocalTPESampler(default._tpe, local=0.5, model=0.0, design=0, seed=s)
+        return LocalTPESampler(default._tpe, design=5, ei=False, risky=1.0, seed=s)
 
     if previous:
-        options["steering"] = SteeringOptions(edge=0.5, group=False)
+        options["steering"] = SteeringOptions(soft=False)
     with driver_sampler(sampler):
         driver = make_driver(
             space_file(folder / "space.yaml", trials, server),

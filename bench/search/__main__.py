@@ -40,10 +40,23 @@ def by_name(name: str) -> Landscape:
         from bench.search.verify import VERIFY
 
         return VERIFY
+    if name.startswith("gen") and name[3:].isdigit():
+        return _generated(int(name[3:]))
     for land in LANDSCAPES:
         if land.name == name:
             return land
     raise SystemExit(f"unknown landscape {name!r}; known: {', '.join(NAMES)}")
+
+
+_GENERATED: dict[int, Landscape] = {}
+
+
+def _generated(index: int) -> Landscape:
+    from bench.search.generated import generated
+
+    if index not in _GENERATED:
+        _GENERATED[index] = generated(index)
+    return _GENERATED[index]
 
 
 def _steer(**kw: Any) -> Any:
@@ -94,14 +107,15 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     "tpe-startup10": lambda land, s, n: run_driver(
         land, s, n, tpe={**PLAIN, "n_startup_trials": 10}, local=0.5
     ),
-    # five one-at-a-time launches from the baseline first (measured; cost reach: off).
+    # a fixed number of one-at-a-time launches from the baseline first (the default: each
+    # value and choice once, at most 8).
     "design-5": lambda land, s, n: run_driver(land, s, n, design=5),
     "design-8": lambda land, s, n: run_driver(land, s, n, design=8),
     "design-12": lambda land, s, n: run_driver(land, s, n, design=12),
     "push-0.3": lambda land, s, n: run_driver(land, s, n, push=0.3),
     "design-8-push-0.3": lambda land, s, n: run_driver(land, s, n, design=8, push=0.3),
     "design-12-push-0.3": lambda land, s, n: run_driver(land, s, n, design=12, push=0.3),
-    # This round's candidates (the defaults with one thing changed; docs/benchmarks.md).
+    # The previous round's candidates (the defaults with one thing changed).
     "no-model": lambda land, s, n: run_driver(land, s, n, model=0.0, local=0.5),
     "no-design": lambda land, s, n: run_driver(land, s, n, design=0),
     "no-risk": lambda land, s, n: run_driver(land, s, n, risky=0.0),
@@ -113,6 +127,15 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     "model-0.7": lambda land, s, n: run_driver(land, s, n, model=0.7, local=0.1),
     "no-group": lambda land, s, n: run_driver(land, s, n, steering=_steer(group=False)),
     "reach-0.5": lambda land, s, n: run_driver(land, s, n, reach=0.5),
+    # This round's candidates (docs/benchmarks.md): the defaults with one thing changed, and
+    # "last", the defaults this round started from.
+    "last": lambda land, s, n: run_driver(
+        land, s, n, design=5, ei=False, risky=1.0, steering=_steer(soft=False)
+    ),
+    "no-ei": lambda land, s, n: run_driver(land, s, n, ei=False),
+    "hard-edges": lambda land, s, n: run_driver(land, s, n, steering=_steer(soft=False)),
+    "risky-1": lambda land, s, n: run_driver(land, s, n, risky=1.0),
+    "risky-4": lambda land, s, n: run_driver(land, s, n, risky=4.0),
     "before": lambda land, s, n: run_driver(
         land, s, n, local=0.5, model=0.0, design=0, steering=_steer(edge=0.5, group=False)
     ),
@@ -235,6 +258,35 @@ def summary(scores: list[Score], strategies: list[str], title: str) -> str:
     return "\n".join(rows)
 
 
+def pooled(scores: list[Score], strategies: list[str], title: str) -> str:
+    """One row per strategy over many landscapes: every (landscape, seed) run pooled, and the
+    paired difference from the first strategy with its standard error."""
+    rows = [
+        f"\n{title}",
+        "| strategy | mean % opt @10 | @20 | @30 | answer | runs >= 95% @30 | answer vs first "
+        "(paired, SE) | crashes /30 | runs with <= 4 crashes |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    first = {(s.landscape, s.seed): s for s in scores if s.strategy == strategies[0]}
+    for strat in strategies:
+        mine = [s for s in scores if s.strategy == strat]
+        if not mine:
+            continue
+        diffs = [s.answer - first[(s.landscape, s.seed)].answer for s in mine]
+        se = statistics.stdev(diffs) / len(diffs) ** 0.5 if len(diffs) > 1 else 0.0
+        rows.append(
+            f"| {strat} | {statistics.mean(s.pct[10] for s in mine):.1f} | "
+            f"{statistics.mean(s.pct[20] for s in mine):.1f} | "
+            f"{statistics.mean(s.pct[30] for s in mine):.1f} | "
+            f"{statistics.mean(s.answer for s in mine):.1f} | "
+            f"{100 * statistics.mean(s.pct[30] >= 95.0 for s in mine):.0f}% | "
+            f"{statistics.mean(diffs):+.1f} ({se:.1f}) | "
+            f"{statistics.mean(s.crashes30 for s in mine):.2f} | "
+            f"{100 * statistics.mean(s.crashes30 <= 4 for s in mine):.0f}% |"
+        )
+    return "\n".join(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--seeds", type=int, default=10)
@@ -246,6 +298,13 @@ def main(argv: list[str] | None = None) -> int:
         "--quick",
         action="store_true",
         help="3 landscapes x 2 seeds x 30 launches, autotune and random (CI)",
+    )
+    ap.add_argument(
+        "--generated",
+        metavar="A:B",
+        default=None,
+        help="landscapes drawn at random instead (bench/search/generated.py): indices A..B-1;"
+        " 1000 and up are held out",
     )
     ap.add_argument("-v", "--verbose", action="store_true", help="one line per run")
     ap.add_argument(
@@ -269,6 +328,10 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"unknown strategy {unknown[0]!r}; known: {', '.join(STRATEGIES)}", file=sys.stderr)
         return 2
+    if a.generated:
+        from bench.search.generated import parse
+
+        a.landscapes = ",".join(f"gen{i}" for i in parse(a.generated))
     lands = [by_name(n) for n in a.landscapes.split(",")]
     scores: list[Score] = []
     start = time.monotonic()
@@ -292,6 +355,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{a.seeds} seeds x {a.trials} launches, landscapes {a.landscapes}; in-process, "
         f"no servers (simulated figures); {time.monotonic() - start:.0f} s"
     )
+    if a.generated:
+        print(pooled(scores, strategies, f"Generated landscapes {a.generated}"))
+        return 0
     if tuned:
         print(table(tuned, strategies, "Landscapes the defaults were chosen on"))
         print(summary(tuned, strategies, "Summary (tuning set)"))

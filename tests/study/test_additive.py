@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import random
 
+import numpy as np
 import optuna
 import pytest
 
@@ -63,3 +64,29 @@ def test_candidates_stay_on_the_grid_and_within_reach() -> None:
             assert (
                 abs(scaled(SPACE[name], c[name]) - scaled(SPACE[name], top[name])) <= 0.25 + 0.05
             )  # a grid step
+
+
+def test_the_spread_is_wider_where_the_launches_say_less() -> None:
+    """The posterior spread of a prediction: a kernel never launched is less certain than the
+    one most launches had; what the spread feeds is expected improvement."""
+    from autotune.study.sampler import _expected_improvement
+
+    rng = random.Random(3)
+    seen = [
+        {
+            "bs": rng.choice([2, 8, 32, 128]),
+            "mem": rng.choice([0.5, 0.6, 0.7, 0.8]),
+            "kernel": "a" if i % 5 else "b",
+            "fuse": rng.random() < 0.5,
+        }
+        for i in range(15)
+    ]
+    model = AdditiveModel(SPACE)
+    assert model.fit(seen, [math.log(_rate(c)) for c in seen])
+    a, b, c = ({**seen[1], "kernel": k} for k in "abc")
+    spread = model.std([a, b, c])
+    assert spread[0] < spread[1] < spread[2]
+    # E[max(0, f - ref)], f ~ N(mu, sd): sd * pdf(0) at mu = ref; mu - ref far above it.
+    ei = _expected_improvement(np.array([0.0, 5.0, -5.0]), np.array([1.0, 1.0, 1.0]), 0.0)
+    assert ei[0] == pytest.approx(1 / math.sqrt(2 * math.pi))
+    assert ei[1] == pytest.approx(5.0, abs=1e-5) and 0 < ei[2] < 1e-5

@@ -126,3 +126,33 @@ def test_the_edge_option_moves_a_learned_threshold_toward_the_run() -> None:
         m.observe({"backend": "a", "bs": 256, "mem": 0.6}, crashed=True)
         # backend a with bs >= 256 crashed, 8 ran: half-way (log) is 45, a quarter 19.
         assert (m.check({"backend": "a", "bs": 32, "mem": 0.6}) is not None) is refused
+
+
+def test_soft_edges_make_the_crash_probability_rise_across_the_unknown_stretch() -> None:
+    """Between the largest batch that ran and the one that crashed the edge is unknown: with
+    ``soft`` the probability rises along it (log scale) instead of jumping at the half-way
+    threshold; what is refused stays the same."""
+
+    def model(soft: bool) -> CrashRegions:
+        m = CrashRegions(SPACE, SteeringOptions(soft=soft))
+        for backend, bs, mem in [("b", 16, 0.6), ("b", 16, 0.7), ("b", 16, 0.9)] + [
+            ("a", 512, 0.6),
+            ("a", 512, 0.9),
+            ("c", 512, 0.7),
+        ]:
+            m.observe({"backend": backend, "bs": bs, "mem": mem}, crashed=False)
+        for bs in (512, 400):  # two graph-capture crashes of b: one region
+            m.observe({"backend": "b", "bs": bs, "mem": 0.7}, crashed=True, signature="graph")
+        return m
+
+    hard, soft = model(False), model(True)
+    at = {bs: soft.probability({"backend": "b", "bs": bs, "mem": 0.7}) for bs in (16, 32, 80, 300)}
+    assert at[16] == 0.0
+    assert at[16] < at[32] < at[80] < at[300] <= 1.0
+    # 80 is the half-way point of 16..400 on the log scale: refused by both, soft says ~0.5.
+    assert 0.35 < (at[80] or 0.0) < 0.65
+    assert hard.probability({"backend": "b", "bs": 32, "mem": 0.7}) == 0.0
+    for bs in (32, 80, 300):
+        config = {"backend": "b", "bs": bs, "mem": 0.7}
+        assert soft.predicts(config) == hard.predicts(config)
+    assert soft.probability({"backend": "a", "bs": 300, "mem": 0.7}) == 0.0

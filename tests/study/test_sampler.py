@@ -102,6 +102,20 @@ def test_the_design_moves_one_value_of_the_baseline_to_a_range_end_per_trial() -
     ]
 
 
+def test_the_whole_design_moves_every_value_once_and_tries_every_choice() -> None:
+    """``design=-1`` (the default): each parameter once, then every other choice of each
+    categorical, and no more; then it is another strategy's turn."""
+    study = _design_study(-1)
+    configs = [_ask(study) for _ in range(5)]
+    assert configs[:4] == [
+        {**BASE, "a": 1024},
+        {**BASE, "b": 1.0},
+        {**BASE, "c": "y"},
+        {**BASE, "c": "z"},
+    ]
+    assert configs[4] != {**BASE, "a": 1}  # the near ends are not part of it
+
+
 def test_a_push_moves_a_number_half_way_to_an_end() -> None:
     study = _study(local=1.0)
     study.sampler = LocalTPESampler(

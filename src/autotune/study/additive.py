@@ -41,6 +41,7 @@ class AdditiveModel:
     def __init__(self, distributions: Mapping[str, BaseDistribution]) -> None:
         self.distributions = dict(distributions)
         self._coef: np.ndarray | None = None
+        self._cov: np.ndarray | None = None  # the coefficients' posterior covariance
         self._mean = 0.0
 
     def features(self, config: Mapping[str, Any]) -> list[float]:
@@ -64,7 +65,20 @@ class AdditiveModel:
         self._mean = float(y.mean())
         a = x.T @ x + RIDGE * np.eye(x.shape[1])
         self._coef = np.linalg.solve(a, x.T @ (y - self._mean))
+        # Bayesian ridge: the residuals' variance times A^-1 (a floor keeps a perfect fit from
+        # claiming certainty).
+        resid = y - self._mean - x @ self._coef
+        dof = max(1, len(y) - 1)
+        var = max(float(resid @ resid) / dof, 1e-4)
+        self._cov = var * np.linalg.inv(a)
         return True
+
+    def std(self, configs: Sequence[Mapping[str, Any]]) -> np.ndarray:
+        """The posterior standard deviation of each configuration's predicted log value."""
+        if self._cov is None:
+            raise RuntimeError("fit the model first")
+        x = np.array([self.features(c) for c in configs])
+        return np.asarray(np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", x, self._cov, x), 1e-12)))
 
     def predict(self, configs: Sequence[Mapping[str, Any]]) -> np.ndarray:
         """Predicted log value of each configuration."""

@@ -6,11 +6,14 @@ puts every parameter at its best at once, and the best points of server tuning s
 
 - ``design``: the first proposals after the baseline are the baseline with one parameter
   moved: a number to the far end of its range, a categorical or bool to another choice (as
-  SGLang's auto_benchmark tiers start). A crash region that needs two settings together costs
-  nothing here, and the additive model gets each setting's own effect.
-- ``model`` (share of later proposals): the best candidate of an additive model of the
-  objective (``additive.py``) near the best configurations, weighed against the crash model's
-  probability (``risky``) and never one the crash model refuses or one launched before.
+  SGLang's auto_benchmark tiers start), every choice of a categorical once (up to
+  ``DESIGN_MOST`` launches). A crash region that needs two settings together costs nothing
+  here, and the additive model gets each setting's and each choice's own effect.
+- ``model`` (share of later proposals): the candidate near the best configurations with the
+  largest expected improvement under an additive model of the objective (``additive.py``:
+  a choice few launches had is uncertain, so it is worth a try where a sure small step is
+  not), weighed against the crash model's probability (``risky``), never one the crash model
+  refuses or one launched before.
 - ``local`` (share): the best configuration with one or two values moved a little: a number
   by a small step on its own scale, a categorical or bool to another value.
 - everything else is TPE's.
@@ -46,9 +49,11 @@ from autotune.study.ledger import is_baseline, is_enqueued
 # The defaults, chosen on bench/search and the black boxes (docs/benchmarks.md).
 LOCAL_SHARE = 0.2  # share of local moves
 MODEL_SHARE = 0.5  # share of the additive model's proposals
-DESIGN = 5  # one-at-a-time launches from the baseline first
+DESIGN = -1  # one-at-a-time launches from the baseline first (-1: each value and choice once)
+DESIGN_MOST = 8  # the most launches the whole design (-1) makes
 REACH = 1.0  # how far (of the [-1, 1] range) a model proposal moves a number
-RISKY = 1.0  # weight of the crash model's probability against the predicted gain
+RISKY = 2.0  # weight of log(1 - crash probability) against the proposal's log score
+EI = True  # rank the model's candidates by expected improvement, not predicted value
 
 
 class LocalTPESampler(BaseSampler):
@@ -61,12 +66,15 @@ class LocalTPESampler(BaseSampler):
         step: size of a numeric move, as a share of the range (one standard deviation).
         anneal: complete trials by which moves shrink to a third of ``step`` (0: never).
         bisect: share of local moves that go half-way toward the nearest crash (measured, off).
-        design: one-at-a-time proposals from the baseline before anything else (0: none).
+        design: one-at-a-time proposals from the baseline before anything else (0: none; -1:
+            each parameter once and each other choice of a categorical, at most DESIGN_MOST).
         push: share of local moves that go half-way to an end of the range (measured, off).
         model: share of trials that are the additive model's best candidate.
         reach: how far a model candidate moves a number from where it was, on [-1, 1].
         most: the most parameters one model candidate moves at random.
-        risky: weight of log(1 - crash probability) against the model's predicted log value.
+        risky: weight of log(1 - crash probability) against the model's log score.
+        gain: least predicted log gain for a model proposal (measured, off).
+        ei: rank model candidates by expected improvement (else by predicted value).
         seed: seed of the local draws.
 
     The driver sets ``refused`` and ``crash_risk`` (the crash model's verdict and probability
@@ -89,8 +97,10 @@ class LocalTPESampler(BaseSampler):
         most: int = 3,
         risky: float = RISKY,
         gain: float = 0.0,
+        ei: bool = EI,
         seed: int | None = None,
     ) -> None:
+        self._ei = ei
         self._tpe = tpe
         self._model = model
         self._reach = reach
@@ -121,7 +131,7 @@ class LocalTPESampler(BaseSampler):
         self._tpe.before_trial(study, trial)
         if is_enqueued(trial):
             return
-        if self._design > 0 and self._plan_design(study, trial):
+        if self._design != 0 and self._plan_design(study, trial):
             return
         draw = self._rng.random()
         if draw >= self._local + self._model:
@@ -196,11 +206,17 @@ class LocalTPESampler(BaseSampler):
         ]
         if not pool:
             return False
-        score = model.predict(pool)
+        predicted = model.predict(pool)
+        ref = float(model.predict([best.params])[0])
+        if self._ei:  # the expected improvement over the best (log scale): an uncertain
+            # prediction (a value few launches had) may be worth more than a sure small step
+            score = np.log(_expected_improvement(predicted, model.std(pool), ref) + 1e-12)
+        else:
+            score = predicted
         if self._risky and self.crash_risk is not None:
             risk = np.array([self.crash_risk(c) or 0.0 for c in pool])
             score = score + self._risky * np.log1p(-np.minimum(risk, 0.95))
-        if self._gain and float(score.max()) - float(model.predict([best.params])[0]) < self._gain:
+        if self._gain and float(predicted.max()) - ref < self._gain:
             return False  # a predicted gain within the noise: polishing, not progress
         chosen = pool[int(score.argmax())]
         self._moves[trial.number] = (chosen, set())
@@ -220,7 +236,10 @@ class LocalTPESampler(BaseSampler):
         if base is None:
             return False
         seen = {_key(t.params) for t in study.get_trials(deepcopy=False) if t.params}
-        for name, k in _design_order(base)[self._design_at :]:
+        order = _design_order(base)
+        if self._design < 0:  # every parameter once and every other choice of a categorical
+            self._design = min(DESIGN_MOST, sum(k == 0 or _is_choice(base, n) for n, k in order))
+        for name, k in order[self._design_at :]:
             if self._design <= 0:
                 break
             self._design_at += 1
@@ -305,6 +324,18 @@ def _design_order(base: FrozenTrial) -> list[tuple[str, int]]:
         ]
         + [(n, 1) for n, d in dists.items() if isinstance(d, IntDistribution | FloatDistribution)]
     )
+
+
+def _expected_improvement(mu: np.ndarray, sd: np.ndarray, ref: float) -> np.ndarray:
+    """E[max(0, f - ref)] for f ~ N(mu, sd^2), elementwise."""
+    z = (mu - ref) / sd
+    cdf = 0.5 * (1.0 + np.vectorize(math.erf)(z / math.sqrt(2.0)))
+    pdf = np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
+    return np.asarray(sd * (z * cdf + pdf))
+
+
+def _is_choice(base: FrozenTrial, name: str) -> bool:
+    return isinstance(base.distributions[name], CategoricalDistribution)
 
 
 def _key(params: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:

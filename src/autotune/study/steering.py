@@ -53,6 +53,7 @@ class SteeringOptions:
     boundary: bool = True  # regions: thresholds half-way to the nearest run, not at the crash
     edge: float = 0.5  # regions: where between the nearest run (0) and the crash (1) they go
     group: bool = True  # regions: crashes that failed alike are explained together
+    soft: bool = True  # regions: the crash probability rises across a threshold's uncertainty
     ablations: int = 4  # regions: launches that test a crash's one-value explanation (0: off)
     explore: float = 0.0  # share of risky proposals launched anyway
     max_streak: int = 20  # rejections in a row before one is launched regardless
@@ -186,6 +187,9 @@ class CrashRegions:
         self._ablations = 0
         self._streak = 0
         self._numeric = {p.name for p in spec.parameters if p.type in ("int", "float")}
+        # A widened threshold -> (the nearest value that ran, the crash's own value): the
+        # edge lies somewhere between, which ``probability`` reads as a ramp when ``soft``.
+        self._ramps: dict[Literal, tuple[float, float]] = {}
 
     def observe(self, config: Mapping[str, Any], crashed: bool, signature: str = "") -> None:
         """Learn the outcome of one launched configuration; ``signature`` says how a crash
@@ -306,6 +310,7 @@ class CrashRegions:
                 continue
             edge = max(side) if op == "ge" else min(side)
             out[k] = (name, op, self._between(name, edge, value, f))
+            self._ramps[out[k]] = (edge, value)
         return tuple(out)
 
     def _between(self, name: str, a: float, b: float, f: float) -> float:
@@ -366,9 +371,31 @@ class CrashRegions:
         for expl in self.explanations():
             if not expl:
                 continue
-            hit = sum(all(_meets(lit, config) for lit in e) for e in expl) / len(expl)
+            if self.options.soft:
+                hit = sum(math.prod(self._soft(lit, config) for lit in e) for e in expl)
+                hit /= len(expl)
+            else:
+                hit = sum(all(_meets(lit, config) for lit in e) for e in expl) / len(expl)
             best = hit if best is None else max(best, hit)
         return best
+
+    def _soft(self, lit: Literal, config: Mapping[str, Any]) -> float:
+        """How likely ``config`` meets ``lit``: 0 or 1, except between a widened threshold's
+        nearest run and its crash, where it rises along the parameter's scale."""
+        ramp = self._ramps.get(lit)
+        name, op, _ = lit
+        x = config.get(name)
+        if ramp is None or isinstance(x, bool) or not isinstance(x, int | float):
+            return 1.0 if _meets(lit, config) else 0.0
+        ran, crashed = (self._position(name, v) for v in ramp)
+        at = self._position(name, x)
+        if ran == crashed:
+            return 1.0 if _meets(lit, config) else 0.0
+        return min(1.0, max(0.0, (at - ran) / (crashed - ran)))
+
+    def _position(self, name: str, x: float) -> float:
+        p = self.spec.parameter(name)
+        return math.log(x) if p.log and x > 0 else float(x)
 
     def check(self, config: Mapping[str, Any]) -> str | None:
         """Why ``config`` should not be launched (starts with "predicted crash"), or None."""

@@ -88,3 +88,30 @@ def test_generated_runs_pool_every_landscape_and_seed(capsys: pytest.CaptureFixt
     out = capsys.readouterr().out
     assert "Generated landscapes 0:2" in out
     assert "| autotune |" in out and "| random |" in out
+
+
+def test_the_crash_model_learns_that_a_pruned_launch_served(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A launch the pruner stopped after its first window still started and served: the
+    crash model counts it among the configurations that ran (as a resumed study does), or
+    its explanations of a crash lean on values that in truth ran fine."""
+    from bench.search import harness
+    from bench.search.landscapes import by_name
+
+    from autotune.models import Outcome
+    from autotune.study.driver import Driver
+
+    seen: list[Outcome] = []
+    observe = Driver._observe
+
+    def spy(self: Driver, t: object) -> None:
+        seen.append(t.outcome)  # type: ignore[attr-defined]
+        observe(self, t)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Driver, "_observe", spy)
+    monkeypatch.setattr(harness, "WINDOWS", 3)
+    launches = harness.run_driver(by_name("box"), 0, 20)
+    assert Outcome.PRUNED in seen
+    search = [la for la in launches if la.kind == "search"]
+    assert len(seen) >= len(search), (len(seen), len(search))

@@ -525,9 +525,10 @@ class Driver:
         # The baseline's extra launches are not the search's: they do not count (a pruned
         # trial was launched and does).
         loop.launched = budget_launches(trials)
-        if told.outcome in LAUNCHED:
+        record = next(t for t in trials if t.number == trial.number)
+        if record.launched:  # a trial the pruner stopped served: the crash model learns it too
             crashed = told.outcome in CRASHES
-            self._observe(next(t for t in trials if t.number == trial.number))
+            self._observe(record)
             baseline = self.ledger.is_baseline(trial._trial_id)
             self.doom.observe(baseline=baseline, failure=result.failure, crashed=crashed)
             test = self.risk.ablation(config, self.spec.baseline) if crashed else None

@@ -13,6 +13,7 @@ not used to choose the defaults.
 
     .venv/bin/python -m bench.search --quick            # CI: under a minute
     .venv/bin/python -m bench.search --seeds 10 --trials 30
+    .venv/bin/python -m bench.search --generated 0:60 --seeds 2 --trials 30 --prune  # drawn
 """
 
 from __future__ import annotations

@@ -238,7 +238,10 @@ class LocalTPESampler(BaseSampler):
         seen = {_key(t.params) for t in study.get_trials(deepcopy=False) if t.params}
         order = _design_order(base)
         if self._design < 0:  # every parameter once and every other choice of a categorical
-            self._design = min(DESIGN_MOST, sum(k == 0 or _is_choice(base, n) for n, k in order))
+            choices = {
+                n for n, d in base.distributions.items() if isinstance(d, CategoricalDistribution)
+            }
+            self._design = min(DESIGN_MOST, sum(k == 0 or n in choices for n, k in order))
         for name, k in order[self._design_at :]:
             if self._design <= 0:
                 break
@@ -332,10 +335,6 @@ def _expected_improvement(mu: np.ndarray, sd: np.ndarray, ref: float) -> np.ndar
     cdf = 0.5 * (1.0 + np.vectorize(math.erf)(z / math.sqrt(2.0)))
     pdf = np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
     return np.asarray(sd * (z * cdf + pdf))
-
-
-def _is_choice(base: FrozenTrial, name: str) -> bool:
-    return isinstance(base.distributions[name], CategoricalDistribution)
 
 
 def _key(params: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:

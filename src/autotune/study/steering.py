@@ -198,6 +198,7 @@ class CrashRegions:
         if crashed:
             self._signatures.append(signature)
         self._explanations = None
+        self._ramps.clear()  # rebuilt with the explanations
 
     def explanations(self) -> list[list[tuple[Literal, ...]]]:
         """Per crash, its explanations still consistent with every success (may be empty).
@@ -371,27 +372,22 @@ class CrashRegions:
         for expl in self.explanations():
             if not expl:
                 continue
-            if self.options.soft:
-                hit = sum(math.prod(self._soft(lit, config) for lit in e) for e in expl)
-                hit /= len(expl)
-            else:
-                hit = sum(all(_meets(lit, config) for lit in e) for e in expl) / len(expl)
+            hit = sum(math.prod(self._degree(lit, config) for lit in e) for e in expl) / len(expl)
             best = hit if best is None else max(best, hit)
         return best
 
-    def _soft(self, lit: Literal, config: Mapping[str, Any]) -> float:
-        """How likely ``config`` meets ``lit``: 0 or 1, except between a widened threshold's
-        nearest run and its crash, where it rises along the parameter's scale."""
-        ramp = self._ramps.get(lit)
-        name, op, _ = lit
+    def _degree(self, lit: Literal, config: Mapping[str, Any]) -> float:
+        """How likely ``config`` meets ``lit``: 0 or 1, except (``soft``) between a widened
+        threshold's nearest run and its crash, where it rises along the parameter's scale."""
+        ramp = self._ramps.get(lit) if self.options.soft else None
+        name = lit[0]
         x = config.get(name)
         if ramp is None or isinstance(x, bool) or not isinstance(x, int | float):
             return 1.0 if _meets(lit, config) else 0.0
         ran, crashed = (self._position(name, v) for v in ramp)
-        at = self._position(name, x)
         if ran == crashed:
             return 1.0 if _meets(lit, config) else 0.0
-        return min(1.0, max(0.0, (at - ran) / (crashed - ran)))
+        return min(1.0, max(0.0, (self._position(name, x) - ran) / (crashed - ran)))
 
     def _position(self, name: str, x: float) -> float:
         p = self.spec.parameter(name)

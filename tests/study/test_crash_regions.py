@@ -128,24 +128,26 @@ def test_the_edge_option_moves_a_learned_threshold_toward_the_run() -> None:
         assert (m.check({"backend": "a", "bs": 32, "mem": 0.6}) is not None) is refused
 
 
+def _edge_model(options: SteeringOptions) -> CrashRegions:
+    """Backend b crashed at batch 400 and 512 and ran at 16; a and c ran at 512."""
+    m = CrashRegions(SPACE, options)
+    for backend, bs, mem in [("b", 16, 0.6), ("b", 16, 0.7), ("b", 16, 0.9)] + [
+        ("a", 512, 0.6),
+        ("a", 512, 0.9),
+        ("c", 512, 0.7),
+    ]:
+        m.observe({"backend": backend, "bs": bs, "mem": mem}, crashed=False)
+    for bs in (512, 400):  # two graph-capture crashes of b: one region
+        m.observe({"backend": "b", "bs": bs, "mem": 0.7}, crashed=True, signature="graph")
+    return m
+
+
 def test_soft_edges_make_the_crash_probability_rise_across_the_unknown_stretch() -> None:
     """Between the largest batch that ran and the one that crashed the edge is unknown: with
     ``soft`` the probability rises along it (log scale) instead of jumping at the half-way
     threshold; what is refused stays the same."""
 
-    def model(soft: bool) -> CrashRegions:
-        m = CrashRegions(SPACE, SteeringOptions(soft=soft))
-        for backend, bs, mem in [("b", 16, 0.6), ("b", 16, 0.7), ("b", 16, 0.9)] + [
-            ("a", 512, 0.6),
-            ("a", 512, 0.9),
-            ("c", 512, 0.7),
-        ]:
-            m.observe({"backend": backend, "bs": bs, "mem": mem}, crashed=False)
-        for bs in (512, 400):  # two graph-capture crashes of b: one region
-            m.observe({"backend": "b", "bs": bs, "mem": 0.7}, crashed=True, signature="graph")
-        return m
-
-    hard, soft = model(False), model(True)
+    hard, soft = _edge_model(SteeringOptions(soft=False)), _edge_model(SteeringOptions(soft=True))
     at = {bs: soft.probability({"backend": "b", "bs": bs, "mem": 0.7}) for bs in (16, 32, 80, 300)}
     assert at[16] == 0.0
     assert at[16] < at[32] < at[80] < at[300] <= 1.0
@@ -156,3 +158,8 @@ def test_soft_edges_make_the_crash_probability_rise_across_the_unknown_stretch()
         config = {"backend": "b", "bs": bs, "mem": 0.7}
         assert soft.predicts(config) == hard.predicts(config)
     assert soft.probability({"backend": "a", "bs": 300, "mem": 0.7}) == 0.0
+
+
+def test_soft_edges_are_the_default() -> None:
+    m = _edge_model(SteeringOptions())
+    assert 0.0 < (m.probability({"backend": "b", "bs": 32, "mem": 0.7}) or 0.0) < 0.5

@@ -116,6 +116,82 @@ def test_the_whole_design_moves_every_value_once_and_tries_every_choice() -> Non
     assert configs[4] != {**BASE, "a": 1}  # the near ends are not part of it
 
 
+def test_the_whole_design_stops_at_its_most_launches() -> None:
+    """A categorical of twelve choices would make the whole design 12 launches: it stops at
+    ``DESIGN_MOST`` (8), and the ninth proposal is another strategy's."""
+    from autotune.study.sampler import DESIGN_MOST
+
+    choices = [f"k{i}" for i in range(12)]
+    space = {
+        "a": optuna.distributions.IntDistribution(1, 1024, log=True),
+        "k": optuna.distributions.CategoricalDistribution(choices),
+    }
+    base = {"a": 16, "k": "k0"}
+    study = optuna.create_study(
+        direction="maximize",
+        sampler=LocalTPESampler(
+            optuna.samplers.RandomSampler(seed=0), local=0.0, model=0.0, design=-1, seed=0
+        ),
+    )
+    study.add_trial(
+        optuna.trial.create_trial(
+            params=base, distributions=space, value=1.0, user_attrs={"baseline": True}
+        )
+    )
+
+    def ask() -> dict[str, object]:
+        t = study.ask()
+        config = {
+            "a": t.suggest_int("a", 1, 1024, log=True),
+            "k": t.suggest_categorical("k", choices),
+        }
+        study.tell(t, 1.0)
+        return config
+
+    design = [ask() for _ in range(DESIGN_MOST)]
+    assert design == [{**base, "a": 1024}] + [{**base, "k": c} for c in choices[1:DESIGN_MOST]]
+    assert ask() not in [{**base, "k": c} for c in choices[DESIGN_MOST:]]
+
+
+def test_model_proposals_rank_by_expected_improvement() -> None:
+    """Against the predicted value alone, expected improvement prefers a less certain
+    candidate: here a batch beyond every launch of y over one between them."""
+    from autotune.study.additive import AdditiveModel
+
+    space = {
+        "a": optuna.distributions.IntDistribution(1, 8),
+        "c": optuna.distributions.CategoricalDistribution(["x", "y", "z"]),
+    }
+    runs = [({"a": a, "c": "x"}, 10.0 * (1.1 if a % 2 else 0.9)) for a in range(1, 9)]
+    runs += [({"a": a, "c": "y"}, 9.9 * (1.1 if a % 2 else 0.9)) for a in range(1, 5)]
+    runs += [({"a": 1, "c": "z"}, 8.0)]
+
+    def pick(ei: bool) -> dict[str, object]:
+        sampler = LocalTPESampler(
+            optuna.samplers.RandomSampler(seed=0),
+            local=0.0,
+            model=1.0,
+            design=0,
+            after=4,
+            ei=ei,
+            seed=0,
+        )
+        study = optuna.create_study(direction="maximize", sampler=sampler)
+        for params, value in runs:
+            study.add_trial(
+                optuna.trial.create_trial(params=params, distributions=space, value=value)
+            )
+        t = study.ask()
+        return {"a": t.suggest_int("a", 1, 8), "c": t.suggest_categorical("c", ["x", "y", "z"])}
+
+    by_ei, by_value = pick(True), pick(False)
+    model = AdditiveModel(space)
+    assert model.fit([p for p, _ in runs], [math.log(v) for _, v in runs])
+    assert by_ei != by_value
+    assert model.std([by_ei])[0] > model.std([by_value])[0]
+    assert model.predict([by_value])[0] >= model.predict([by_ei])[0]
+
+
 def test_a_push_moves_a_number_half_way_to_an_end() -> None:
     study = _study(local=1.0)
     study.sampler = LocalTPESampler(

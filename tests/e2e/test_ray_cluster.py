@@ -156,6 +156,37 @@ def small_space(tmp_path: Path, **fixed: Any) -> Path:
     return path
 
 
+def steady_space(tmp_path: Path) -> Path:
+    """``small_space`` cut to two settings the stand-in serves everywhere (no crash region):
+    what a test that needs trials in flight together can rely on, whatever the sampler
+    proposes."""
+    path = small_space(tmp_path)
+    space = yaml.safe_load(path.read_text())
+    space["parameters"] = [
+        {
+            "name": "cuda_graph_max_bs",
+            "type": "int",
+            "low": 16,
+            "high": 256,
+            "log": True,
+            "flag": "--cuda-graph-max-bs",
+        },
+        {
+            "name": "mem_fraction_static",
+            "type": "float",
+            "low": 0.45,
+            "high": 0.6,
+            "step": 0.05,
+            "flag": "--mem-fraction-static",
+        },
+    ]
+    space["fixed"]["args"] += ["--disable-custom-all-reduce"]
+    space["constraints"] = []
+    space["baseline"] = {"cuda_graph_max_bs": 128, "mem_fraction_static": 0.55}
+    path.write_text(yaml.safe_dump(space))
+    return path
+
+
 def start_cmd(
     loopback: Loopback,
     tmp_path: Path,
@@ -347,7 +378,8 @@ def test_parallel_trials_run_on_both_nodes_at_once(
     loopback: Loopback, tmp_path: Path, cli_env: dict[str, str]
 ) -> None:
     study = "ray-parallel"
-    proc = launch(start_cmd(loopback, tmp_path, study, 4), tmp_path, cli_env)
+    cmd = start_cmd(loopback, tmp_path, study, 4, space=steady_space(tmp_path))
+    proc = launch(cmd, tmp_path, cli_env)
     seen_together: set[str] = set()
 
     def both_nodes_busy() -> bool:
@@ -370,7 +402,7 @@ def test_a_killed_driver_resumes_without_losing_or_repeating_a_trial(
     loopback: Loopback, tmp_path: Path, cli_env: dict[str, str]
 ) -> None:
     study = "ray-driver-killed"
-    cmd = start_cmd(loopback, tmp_path, study, 3)
+    cmd = start_cmd(loopback, tmp_path, study, 3, space=steady_space(tmp_path))
     proc = launch(cmd, tmp_path, cli_env)
     wait_for(lambda: len(servers(study)) == 2, RUN_LIMIT_S, "two trials in flight", proc)
     proc.send_signal(signal.SIGKILL)

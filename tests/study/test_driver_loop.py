@@ -109,3 +109,23 @@ def test_model_proposals_ask_the_crash_model_unless_steering_is_off(tmp_path: Pa
     finally:
         steered.executor.shutdown()
         off.executor.shutdown()
+
+
+def test_the_sampler_knows_every_setting_a_configuration_names(tmp_path: Path) -> None:
+    """So that the design can move what a partial baseline leaves unset: every parameter
+    without a ``when`` (a conditional one is not always there)."""
+    from autotune.study.sampler import LocalTPESampler
+
+    params = [
+        {"name": "backend", "type": "categorical", "choices": ["a", "b"], "flag": "--backend"},
+        {"name": "x", "type": "float", "low": 0.0, "high": 1.0, "flag": "--x"},
+        {"name": "y", "type": "int", "low": 1, "high": 8, "flag": "--y", "when": "backend == 'b'"},
+    ]
+    space = toy_space(tmp_path / "toy.yaml", trials=1, parameters=params, baseline={"x": 0.5})
+    driver = make_driver(space, tmp_path / "study", n_trials=1, seed=0)
+    try:
+        sampler = driver.study.sampler
+        assert isinstance(sampler, LocalTPESampler)
+        assert sorted(sampler.space) == ["backend", "x"]
+    finally:
+        driver.executor.shutdown()

@@ -6,6 +6,7 @@ import math
 import warnings
 
 import optuna
+from pytest import approx
 
 from autotune.study.sampler import LocalTPESampler
 
@@ -114,6 +115,84 @@ def test_the_whole_design_moves_every_value_once_and_tries_every_choice() -> Non
         {**BASE, "c": "z"},
     ]
     assert configs[4] != {**BASE, "a": 1}  # the near ends are not part of it
+
+
+def _partial_study(unset: bool = True) -> optuna.Study:
+    """A study whose baseline names ``a`` and ``c`` and leaves ``b`` to the engine."""
+    sampler = LocalTPESampler(
+        optuna.samplers.RandomSampler(seed=0), local=0.0, model=0.0, unset=unset, seed=0
+    )
+    sampler.space = SPACE  # what the driver sets: every parameter a configuration names
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    study.add_trial(
+        optuna.trial.create_trial(
+            params={"a": 16, "c": "x"},
+            distributions={n: SPACE[n] for n in ("a", "c")},
+            value=1.0,
+            user_attrs={"baseline": True},
+        )
+    )
+    return study
+
+
+def test_a_partial_baseline_is_launched_with_reference_values_then_each_setting_moved() -> None:
+    """The design's first launch gives the setting the baseline leaves unset a reference
+    value (a float's middle); every move starts from there and the unset one is moved too."""
+    study = _partial_study()
+    ref = {"a": 16, "b": 0.5, "c": "x"}
+    configs = [_ask(study) for _ in range(5)]
+    assert configs == [
+        ref,
+        {**ref, "a": 1024},
+        {**ref, "c": "y"},
+        {**ref, "b": 1.0},  # 0.5 is the middle: the far end is the high one
+        {**ref, "c": "z"},
+    ]
+    # Without it (``unset=False``) the unset setting is a fresh draw in every design launch.
+    study = _partial_study(unset=False)
+    drawn = {_ask(study)["b"] for _ in range(3)}
+    assert len(drawn) == 3
+
+
+def test_reference_values_sit_in_the_middle_of_a_range_on_its_scale_and_grid() -> None:
+    from autotune.study.sampler import _reference
+
+    assert _reference(optuna.distributions.IntDistribution(1, 1024, log=True)) == 32
+    assert _reference(optuna.distributions.IntDistribution(64, 512, step=32)) == 288
+    assert _reference(optuna.distributions.FloatDistribution(0.4, 0.7, step=0.05)) == approx(0.55)
+    assert _reference(optuna.distributions.CategoricalDistribution(["LL", "Simple"])) == "LL"
+
+
+def test_the_design_starts_while_the_baseline_is_still_running() -> None:
+    """With several nodes the second launch is asked for before the baseline has a result:
+    it is already the design's, not a random draw."""
+    study = optuna.create_study(
+        direction="maximize",
+        sampler=LocalTPESampler(
+            optuna.samplers.RandomSampler(seed=0), local=0.0, model=0.0, seed=0
+        ),
+    )
+    study.enqueue_trial(BASE, user_attrs={"baseline": True})
+    baseline = _ask(study)  # running: asked, not told
+    assert baseline == BASE
+    assert _ask(study) == {**BASE, "a": 1024}
+
+
+def test_moves_start_from_the_best_configuration_that_names_every_setting() -> None:
+    """A partial baseline that stays the best is no place for a local move (the unset setting
+    has no value to move): moves start from the best configuration that sets it."""
+    study = _partial_study()
+    study.sampler._design = 0  # type: ignore[attr-defined]
+    study.sampler._local = 1.0  # type: ignore[attr-defined]
+    study.sampler._after = 4  # type: ignore[attr-defined]
+    best_full = {"a": 64, "b": 0.5, "c": "y"}
+    study.add_trial(optuna.trial.create_trial(params=best_full, distributions=SPACE, value=0.9))
+    for i in range(4):
+        params = {"a": 2 + i, "b": 0.1 * i, "c": "x"}
+        study.add_trial(optuna.trial.create_trial(params=params, distributions=SPACE, value=0.5))
+    for _ in range(10):
+        config = _ask(study)
+        assert 1 <= sum(config[k] != v for k, v in best_full.items()) <= 2, config
 
 
 def test_the_whole_design_stops_at_its_most_launches() -> None:

@@ -43,7 +43,7 @@ from autotune.redact import redact_argv, redact_env
 from autotune.space import scenarios
 from autotune.space.render import render, violations
 from autotune.space.schema import StudySpec
-from autotune.space.suggest import suggest
+from autotune.space.suggest import distribution, suggest
 from autotune.study import evidence
 from autotune.study.confirm import BASELINE as CONFIRM_BASELINE
 from autotune.study.confirm import Candidate, Confirmation, ConfirmOptions, Sample, confirm
@@ -160,6 +160,11 @@ class Driver:
         self.ledger = Ledger(self.study)
         self.deadends = DeadEnds(spec, self.ledger.dead_ends())
         self.risk = make_risk(spec, options.steering, seed=options.seed)
+        if isinstance(self.study.sampler, LocalTPESampler):
+            # What every configuration names (a conditional parameter is not always there).
+            self.study.sampler.space = {
+                p.name: distribution(p, spec) for p in spec.parameters if p.when is None
+            }
         if isinstance(self.study.sampler, LocalTPESampler) and self.risk.options.enabled:
             # Model proposals ask the crash model first (not with --no-steer).
             self.study.sampler.refused = self.risk.predicts

@@ -8,7 +8,12 @@ puts every parameter at its best at once, and the best points of server tuning s
   moved: a number to the far end of its range, a categorical or bool to another choice (as
   SGLang's auto_benchmark tiers start), every choice of a categorical once (up to
   ``DESIGN_MOST`` launches). A crash region that needs two settings together costs nothing
-  here, and the additive model gets each setting's and each choice's own effect.
+  here, and the additive model gets each setting's and each choice's own effect. It starts
+  as soon as the baseline is launched (other nodes need not wait for its result). A setting
+  the baseline leaves to the engine (an NCCL variable left unset) has no value to move from:
+  the design first launches the baseline with each such setting at a reference value (a
+  number's middle on its scale, a categorical's first choice), then moves every setting from
+  there, so that each launch still differs from another in one value.
 - ``model`` (share of later proposals): the candidate near the best configurations with the
   largest expected improvement under an additive model of the objective (``additive.py``:
   a choice few launches had is uncertain, so it is worth a try where a sure small step is
@@ -75,10 +80,15 @@ class LocalTPESampler(BaseSampler):
         risky: weight of log(1 - crash probability) against the model's log score.
         gain: least predicted log gain for a model proposal (measured, off).
         ei: rank model candidates by expected improvement (else by predicted value).
+        unset: the design also moves the settings a partial baseline leaves unset, from
+            their reference values (else they are TPE's draws; measured, on).
+        early: the design starts while the baseline is running (else after its result).
         seed: seed of the local draws.
 
     The driver sets ``refused`` and ``crash_risk`` (the crash model's verdict and probability
     of a configuration) so that model proposals skip and weigh crashes; unset, they do not.
+    It sets ``space`` (the distributions of the parameters every configuration has) so that
+    the design also moves the settings a partial baseline leaves unset.
     """
 
     def __init__(
@@ -98,9 +108,13 @@ class LocalTPESampler(BaseSampler):
         risky: float = RISKY,
         gain: float = 0.0,
         ei: bool = EI,
+        unset: bool = True,
+        early: bool = True,
         seed: int | None = None,
     ) -> None:
         self._ei = ei
+        self._unset = unset
+        self._early = early
         self._tpe = tpe
         self._model = model
         self._reach = reach
@@ -109,6 +123,8 @@ class LocalTPESampler(BaseSampler):
         self._gain = gain
         self.crash_risk: Callable[[Mapping[str, Any]], float | None] | None = None
         self.refused: Callable[[Mapping[str, Any]], bool] | None = None
+        self.space: Mapping[str, BaseDistribution] = {}
+        self._designed: set[int] = set()  # trials that are design launches
         self._design = design  # one-at-a-time launches from the baseline still to make
         self._design_at = 0  # where in the design's order (``_design_order``) the next one is
         self._push = push
@@ -136,7 +152,9 @@ class LocalTPESampler(BaseSampler):
         draw = self._rng.random()
         if draw >= self._local + self._model:
             return
-        best = _best(study)
+        # A baseline that leaves settings unset is no place to move from: moves start from
+        # the best configuration that names them all.
+        best = _best(study, need=set(self.space) if self._unset else None) or _best(study)
         if best is None:
             return
         done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
@@ -224,34 +242,47 @@ class LocalTPESampler(BaseSampler):
 
     def _plan_design(self, study: Study, trial: FrozenTrial) -> bool:
         """Make this trial the baseline with one parameter at an end of its range (or another
-        choice): the first pass moves each parameter once, the second to its other end."""
+        choice): the first pass moves each parameter once, the second to its other end. A
+        baseline that leaves settings unset is first launched with them at their reference
+        values, and every move starts from there."""
         base = next(
             (
                 t
-                for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+                for t in study.get_trials(
+                    deepcopy=False,
+                    states=(TrialState.COMPLETE, TrialState.RUNNING)
+                    if self._early
+                    else (TrialState.COMPLETE,),
+                )
                 if is_baseline(t) and t.params
             ),
             None,
         )
         if base is None:
             return False
+        unset = {n: d for n, d in self.space.items() if n not in base.params and self._unset}
+        dists = {**base.distributions, **unset}
+        ref = {**base.params, **{n: _reference(d) for n, d in unset.items()}}
         seen = {_key(t.params) for t in study.get_trials(deepcopy=False) if t.params}
-        order = _design_order(base)
+        # (None, 0): the reference configuration itself, when it is not the baseline
+        order: list[tuple[str | None, int]] = [(None, 0)] if unset else []
+        order += _design_order(dists, list(ref))
         if self._design < 0:  # every parameter once and every other choice of a categorical
-            choices = {
-                n for n, d in base.distributions.items() if isinstance(d, CategoricalDistribution)
-            }
-            self._design = min(DESIGN_MOST, sum(k == 0 or n in choices for n, k in order))
+            choices = {n for n, d in dists.items() if isinstance(d, CategoricalDistribution)}
+            moves = sum(k == 0 or n in choices for n, k in order if n is not None)
+            self._design = min(DESIGN_MOST, moves + bool(unset))
         for name, k in order[self._design_at :]:
             if self._design <= 0:
                 break
             self._design_at += 1
             self._design -= 1
-            value = _end(base.distributions[name], base.params[name], k, self._rng)
-            config = {**base.params, name: value}
+            config = dict(ref)
+            if name is not None:
+                config[name] = _end(dists[name], ref[name], k, self._rng)
             if _key(config) in seen:  # launched before this driver (a resumed study)
                 continue
             self._moves[trial.number] = (config, set())
+            self._designed.add(trial.number)
             return True
         self._design = 0
         return False
@@ -296,6 +327,8 @@ class LocalTPESampler(BaseSampler):
                 step = self._step * self._scale.get(trial.number, 1.0)
                 return _nudge(param_distribution, value, self._rng, step)
             return value
+        if trial.number in self._designed and self._unset:  # a setting the move turned on
+            return _reference(param_distribution)
         return self._tpe.sample_independent(study, trial, param_name, param_distribution)
 
     def after_trial(
@@ -312,13 +345,14 @@ class LocalTPESampler(BaseSampler):
         self._tpe.after_trial(study, trial, state, values)
 
 
-def _design_order(base: FrozenTrial) -> list[tuple[str, int]]:
+def _design_order(
+    dists: Mapping[str, BaseDistribution], names: Sequence[str]
+) -> list[tuple[str, int]]:
     """The one-at-a-time design's launches as (parameter, pass) for ``_end``: every parameter
-    once (a number to its far end, a choice to another one), then a categorical's other
-    choices, then the numbers' near ends."""
-    dists = base.distributions
+    of ``names`` once (a number to its far end, a choice to another one), then a categorical's
+    other choices, then the numbers' near ends."""
     return (
-        [(n, 0) for n in base.params]
+        [(n, 0) for n in names]
         + [
             (n, k)
             for n, d in dists.items()
@@ -327,6 +361,17 @@ def _design_order(base: FrozenTrial) -> list[tuple[str, int]]:
         ]
         + [(n, 1) for n, d in dists.items() if isinstance(d, IntDistribution | FloatDistribution)]
     )
+
+
+def _reference(d: BaseDistribution) -> Any:
+    """The value a design launch gives a setting it does not move and the baseline leaves
+    unset: a number's middle on its scale (on its grid), a categorical's first choice."""
+    if isinstance(d, CategoricalDistribution):
+        return d.choices[0]
+    if isinstance(d, IntDistribution | FloatDistribution):
+        low, high = float(d.low), float(d.high)
+        return on_grid(d, math.sqrt(low * high) if d.log else (low + high) / 2)
+    raise TypeError(f"no reference value for {d!r}")
 
 
 def _expected_improvement(mu: np.ndarray, sd: np.ndarray, ref: float) -> np.ndarray:
@@ -341,12 +386,15 @@ def _key(params: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((k, repr(v)) for k, v in params.items()))
 
 
-def _best(study: Study) -> FrozenTrial | None:
-    """The best measured trial that met its constraints."""
+def _best(study: Study, need: set[str] | None = None) -> FrozenTrial | None:
+    """The best measured trial that met its constraints (and names every parameter of
+    ``need``)."""
     sign = 1.0 if study.direction == StudyDirection.MAXIMIZE else -1.0
     best: FrozenTrial | None = None
     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
         if t.value is None or any(v > 0 for v in t.constraints.values()):
+            continue
+        if need and not need <= set(t.params):
             continue
         if best is None or sign * t.value > sign * (best.value or 0.0):
             best = t

@@ -176,7 +176,15 @@ def run(
     def sampler(default: Any, s: int | None) -> Any:
         if not previous:
             return default
-        return LocalTPESampler(default._tpe, design=5, ei=False, risky=1.0, seed=s)
+        return LocalTPESampler(
+            default._tpe,
+            design=5,
+            ei=False,
+            risky=1.0,
+            unset=False,
+            early=False,
+            seed=s,
+        )
 
     if previous:
         options["steering"] = SteeringOptions(soft=False)

@@ -43,6 +43,10 @@ def by_name(name: str) -> Landscape:
         return VERIFY
     if name.startswith("gen") and name[3:].isdigit():
         return _generated(int(name[3:]))
+    if name.startswith("gen") and name.endswith("u") and name[3:-1].isdigit():
+        from bench.search.generated import partial
+
+        return partial(_generated(int(name[3:-1])))
     for land in LANDSCAPES:
         if land.name == name:
             return land
@@ -131,8 +135,20 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     # This round's candidates (docs/benchmarks.md): the defaults with one thing changed, and
     # "last", the defaults this round started from.
     "last": lambda land, s, n: run_driver(
-        land, s, n, design=5, ei=False, risky=1.0, steering=_steer(soft=False)
+        land,
+        s,
+        n,
+        design=5,
+        ei=False,
+        risky=1.0,
+        unset=False,
+        early=False,
+        steering=_steer(soft=False),
     ),
+    # the design after the baseline's result (before it started while the baseline ran)
+    "late-design": lambda land, s, n: run_driver(land, s, n, early=False),
+    # a partial baseline's unset settings left to TPE in the design (before they had values)
+    "no-unset": lambda land, s, n: run_driver(land, s, n, unset=False),
     "no-ei": lambda land, s, n: run_driver(land, s, n, ei=False),
     "hard-edges": lambda land, s, n: run_driver(land, s, n, steering=_steer(soft=False)),
     "risky-1": lambda land, s, n: run_driver(land, s, n, risky=1.0),
@@ -307,17 +323,30 @@ def main(argv: list[str] | None = None) -> int:
         help="landscapes drawn at random instead (bench/search/generated.py): indices A..B-1;"
         " 1000 and up are held out",
     )
+    ap.add_argument(
+        "--partial",
+        action="store_true",
+        help="with --generated: baselines that leave one to three settings unset (gen12u)",
+    )
     ap.add_argument("-v", "--verbose", action="store_true", help="one line per run")
     ap.add_argument(
         "--prune",
         action="store_true",
         help="measure each launch in 3 windows handed to the driver's pruner, as a node does",
     )
+    ap.add_argument(
+        "--parallel",
+        type=int,
+        default=1,
+        help="trials in flight at once (autotune's strategies; answers come back in the order"
+        " their launches would end)",
+    )
     a = ap.parse_args(argv)
-    if a.prune:
-        from bench.search import harness
+    from bench.search import harness
 
+    if a.prune:
         harness.WINDOWS = 3
+    harness.PARALLEL = a.parallel
     if a.quick:
         a.seeds, a.trials, a.strategies = 2, 30, "autotune,random"
         a.landscapes = "box,catnum,five"
@@ -332,7 +361,8 @@ def main(argv: list[str] | None = None) -> int:
     if a.generated:
         from bench.search.generated import parse
 
-        a.landscapes = ",".join(f"gen{i}" for i in parse(a.generated))
+        tail = "u" if a.partial else ""
+        a.landscapes = ",".join(f"gen{i}{tail}" for i in parse(a.generated))
     lands = [by_name(n) for n in a.landscapes.split(",")]
     scores: list[Score] = []
     start = time.monotonic()

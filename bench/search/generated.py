@@ -13,6 +13,11 @@ often sit at a crash edge.
 
 Indices 0-999 are the tuning family; 1000 and up are held out (``--generated 1000:1040``),
 never looked at while choosing defaults.
+
+``partial(land)`` is the same landscape with a baseline that leaves one to three settings to
+the engine, as a campaign leaves NCCL variables unset (``--generated A:B --partial``, names
+``gen12u``): the landscape gives each an engine default of its own, drawn inside its range
+where the baseline still serves; a configuration that sets the value is measured with it.
 """
 
 from __future__ import annotations
@@ -117,6 +122,44 @@ def generated(index: int) -> Landscape:
     return land
 
 
+def partial(land: Landscape) -> Landscape:
+    """``land`` with a baseline that leaves settings unset (their engine defaults hidden)."""
+    index = int(land.name[3:])
+    rng = random.Random(index * 104_729 + 7)
+    names = [p["name"] for p in land.parameters]
+    k = min(len(names) - 1, rng.choice((1, 2, 2, 3)))
+    for _ in range(50):  # defaults under which the baseline still serves
+        unset = rng.sample(names, k)
+        defaults = {p["name"]: _draw(p, rng) for p in land.parameters if p["name"] in unset}
+        if land.evaluate({**land.baseline, **defaults}, random.Random(0)).truth is not None:
+            break
+    inner = land.evaluate
+
+    def evaluate(c: dict[str, Any], r: random.Random) -> Point:
+        return inner({**defaults, **c}, r)
+
+    return Landscape(
+        f"{land.name}u",
+        f"{land.about}; the baseline leaves {', '.join(sorted(defaults))} unset",
+        land.parameters,
+        evaluate,
+        {n: v for n, v in land.baseline.items() if n not in defaults},
+        held_out=land.held_out,
+        _optimum=land._optimum,
+    )
+
+
+def _draw(p: dict[str, Any], rng: random.Random) -> Any:
+    """An engine default: a choice, or a value 20-80% along the range on its scale."""
+    if p["type"] == "bool":
+        return rng.random() < 0.5
+    if p["type"] == "categorical":
+        return rng.choice(p["choices"])
+    low, high, u = float(p["low"]), float(p["high"]), rng.uniform(0.2, 0.8)
+    x = low * (high / low) ** u if p.get("log") else low + (high - low) * u
+    return int(round(x)) if p["type"] == "int" else round(x, 2)
+
+
 def _param(name: str, type_: str, rng: random.Random, **kw: Any) -> dict[str, Any]:
     how = {"env": f"GEN_{name.upper()}"} if rng.random() < 0.4 else {"flag": f"--{name}"}
     return {"name": name, "type": type_, **how, **kw}
@@ -219,4 +262,4 @@ def parse(spec: str) -> list[int]:
     return [int(x) for x in spec.split(",")]
 
 
-__all__ = ["HELD_OUT_FROM", "generated", "parse"]
+__all__ = ["HELD_OUT_FROM", "generated", "parse", "partial"]

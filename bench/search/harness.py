@@ -13,8 +13,10 @@ import itertools
 import math
 import random
 import tempfile
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -28,6 +30,7 @@ from autotune.dispatch.base import WindowHook
 from autotune.models import Cause, Failure, Metrics, Outcome, Phase, TrialResult, TrialSpec
 
 WINDOWS = 0  # measurement windows per in-process launch (bench --prune sets 3)
+PARALLEL = 1  # trials in flight at once (bench --parallel sets it)
 
 
 @dataclass(frozen=True)
@@ -49,10 +52,23 @@ Evaluate = Callable[[dict[str, Any], random.Random], Point]
 
 
 class InProcessExecutor:
-    """An executor whose trials are answered by a function, at once, in this process."""
+    """An executor whose trials are answered by a function, in this process: at once, or with
+    ``parallel`` > 1 on that many threads, each answer after a pause in proportion to the
+    launch's start-up and measuring seconds (1/2000 of them, longer than the driver takes to
+    ask), so that several trials are in flight together and the quicker ones (a crash at
+    load) come back first, as on nodes."""
 
-    def __init__(self, evaluate: Callable[[TrialSpec], Point], seed: int, windows: int = 0) -> None:
+    def __init__(
+        self,
+        evaluate: Callable[[TrialSpec], Point],
+        seed: int,
+        windows: int = 0,
+        parallel: int = 1,
+    ) -> None:
         self.evaluate = evaluate
+        self.parallel = parallel
+        self._pool = ThreadPoolExecutor(parallel) if parallel > 1 else None
+        self._lock = threading.Lock()
         self.launches: list[Launch] = []
         self.numbers: list[int] = []  # the trial number of each launch
         # windows > 0: a launch that runs is measured in that many windows (2% noise around
@@ -60,12 +76,32 @@ class InProcessExecutor:
         # windows, nothing to prune on (the published figures).
         self.windows = windows
         self.rng = random.Random(seed * 31 + 7)
+        self._pauses = random.Random(seed)
 
     def capacity(self) -> int:
-        return 1
+        return self.parallel
 
     def submit(self, spec: TrialSpec, on_window: WindowHook | None = None) -> Future[TrialResult]:
         point = self.evaluate(spec)
+        if self._pool is None:
+            return self._answer(spec, point, on_window)
+        pause = point.seconds / 2000 * self._pauses.uniform(0.8, 1.25)
+
+        def later() -> TrialResult:
+            time.sleep(pause)
+            return self._answer(spec, point, on_window).result()
+
+        return self._pool.submit(later)
+
+    def _answer(
+        self, spec: TrialSpec, point: Point, on_window: WindowHook | None
+    ) -> Future[TrialResult]:
+        with self._lock:
+            return self._answer_locked(spec, point, on_window)
+
+    def _answer_locked(
+        self, spec: TrialSpec, point: Point, on_window: WindowHook | None
+    ) -> Future[TrialResult]:
         fut: Future[TrialResult] = Future()
         self.numbers.append(spec.number)
         if point.value is not None and on_window is not None and self.windows:
@@ -95,7 +131,8 @@ class InProcessExecutor:
         return fut
 
     def shutdown(self) -> None:
-        pass
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
 
     def reap_orphans(self, log_dir: str) -> None:  # no servers: nothing to reap
         pass
@@ -207,7 +244,9 @@ def run_driver(
 
     spec = load_text(yaml.safe_dump(land.space(trials), sort_keys=False), f"<{land.name}>")
     rng = random.Random(seed * 7919 + 1)
-    executor = InProcessExecutor(lambda ts: land.evaluate(dict(ts.params), rng), seed, WINDOWS)
+    executor = InProcessExecutor(
+        lambda ts: land.evaluate(dict(ts.params), rng), seed, WINDOWS, PARALLEL
+    )
     engine = get_engine(spec.engine)
     with tempfile.TemporaryDirectory(prefix="autotune-bench-") as tmp:
         options = DriverOptions(

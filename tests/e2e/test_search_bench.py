@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 from bench.search.__main__ import main
+from bench.search.landscapes import Point
 
 pytestmark = pytest.mark.slow
 
@@ -81,6 +82,55 @@ def test_generated_landscapes_are_the_same_every_time_and_spare_the_baseline() -
                 kinds.add(point.cause)
     assert len(kinds) >= 4
     assert generated(HELD_OUT_FROM).held_out
+
+
+def test_a_partial_landscape_hides_engine_defaults_for_the_settings_its_baseline_leaves() -> None:
+    """``partial(land)``: the baseline names fewer settings; a configuration that leaves them
+    unset is measured at the landscape's hidden defaults, one that sets them at its values."""
+    import random
+
+    from bench.search.generated import generated, partial
+
+    for i in range(6):
+        full, part = generated(i), partial(generated(i))
+        unset = set(full.baseline) - set(part.baseline)
+        assert part.name == f"gen{i}u" and 1 <= len(unset) < len(full.baseline)
+        assert part.baseline == {n: v for n, v in full.baseline.items() if n not in unset}
+        assert part.evaluate(dict(part.baseline), random.Random(0)).truth is not None
+        # a configuration that sets every value is measured as on the full landscape
+        assert (
+            part.evaluate(dict(full.baseline), random.Random(0)).truth
+            == full.evaluate(dict(full.baseline), random.Random(0)).truth
+        )
+    assert partial(generated(3)).baseline == partial(generated(3)).baseline
+
+
+def test_the_parallel_in_process_executor_keeps_several_launches_in_flight() -> None:
+    """With ``parallel`` > 1 answers come back after a pause in proportion to the launch's
+    seconds: the shorter launch (a crash at launch) finishes first, and every launch is
+    recorded with its own trial number."""
+    from bench.search.harness import InProcessExecutor
+    from bench.search.landscapes import crash, ok
+
+    from autotune.models import Outcome, TrialSpec
+
+    def spec(n: int) -> TrialSpec:
+        return TrialSpec(
+            study="s", number=n, engine="command", params={"n": n}, argv=["s"], log_dir="l"
+        )
+
+    def answer(ts: TrialSpec) -> Point:
+        return ok(100.0) if ts.number == 0 else crash("invalid_argument", "launch", "bad flag")
+
+    executor = InProcessExecutor(answer, seed=0, parallel=2)
+    assert executor.capacity() == 2
+    slow, quick = executor.submit(spec(0)), executor.submit(spec(1))
+    assert quick.result().outcome is Outcome.CRASHED
+    assert not slow.done()  # still in flight
+    assert slow.result().outcome is Outcome.OK
+    executor.shutdown()
+    assert executor.numbers == [1, 0]
+    assert [la.config["n"] for la in executor.launches] == [1, 0]
 
 
 def test_generated_runs_pool_every_landscape_and_seed(capsys: pytest.CaptureFixture[str]) -> None:

@@ -154,6 +154,26 @@ def test_a_partial_baseline_is_launched_with_reference_values_then_each_setting_
     assert len(drawn) == 3
 
 
+def test_a_reference_launch_that_crashed_ends_the_start() -> None:
+    """Every move from the reference would share its values, the crash's cause with them: the
+    start goes on from a reference that served, and ends at one that crashed."""
+    ref = {"a": 16, "b": 0.5, "c": "x"}
+    moves = [{**ref, "a": 1024}, {**ref, "c": "y"}, {**ref, "b": 1.0}, {**ref, "c": "z"}]
+    served = _partial_study()
+    served.add_trial(optuna.trial.create_trial(params=ref, distributions=SPACE, value=1.0))
+    assert _ask(served) == moves[0]
+    crashed = _partial_study()
+    crashed.add_trial(
+        optuna.trial.create_trial(
+            state=optuna.trial.TrialState.PRUNED,
+            params=ref,
+            distributions=SPACE,
+            constraints={"crash": 1.0},
+        )
+    )
+    assert not [c for c in (_ask(crashed) for _ in range(4)) if c in moves]
+
+
 def test_reference_values_sit_in_the_middle_of_a_range_on_its_scale_and_grid() -> None:
     from autotune.study.sampler import _reference
 

@@ -50,6 +50,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from autotune.study.additive import AdditiveModel, candidates, on_grid, scaled
 from autotune.study.ledger import is_baseline, is_enqueued
+from autotune.study.outcome import CRASH, SKIP
 
 # The defaults, chosen on bench/search and the black boxes (docs/benchmarks.md).
 LOCAL_SHARE = 0.2  # share of local moves
@@ -263,7 +264,13 @@ class LocalTPESampler(BaseSampler):
         unset = {n: d for n, d in self.space.items() if n not in base.params and self._unset}
         dists = {**base.distributions, **unset}
         ref = {**base.params, **{n: _reference(d) for n, d in unset.items()}}
-        seen = {_key(t.params) for t in study.get_trials(deepcopy=False) if t.params}
+        trials = study.get_trials(deepcopy=False)
+        if unset and any(_failed(t) and _has(t.params, ref) for t in trials):
+            # The reference launch crashed or was refused: every move from it would share
+            # what failed, so the start ends here.
+            self._design = 0
+            return False
+        seen = {_key(t.params) for t in trials if t.params}
         # (None, 0): the reference configuration itself, when it is not the baseline
         order: list[tuple[str | None, int]] = [(None, 0)] if unset else []
         order += _design_order(dists, list(ref))
@@ -380,6 +387,18 @@ def _expected_improvement(mu: np.ndarray, sd: np.ndarray, ref: float) -> np.ndar
     cdf = 0.5 * (1.0 + np.vectorize(math.erf)(z / math.sqrt(2.0)))
     pdf = np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
     return np.asarray(sd * (z * cdf + pdf))
+
+
+def _failed(t: FrozenTrial) -> bool:
+    """A trial that crashed or was not launched (refused, broke a constraint)."""
+    return t.state == TrialState.PRUNED and (
+        t.constraints.get(CRASH, 0.0) > 0 or t.constraints.get(SKIP, 0.0) > 0
+    )
+
+
+def _has(params: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
+    """Whether ``params`` has every value of ``config`` (and maybe conditional others)."""
+    return all(n in params and _key({n: params[n]}) == _key({n: v}) for n, v in config.items())
 
 
 def _key(params: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:

@@ -43,10 +43,10 @@ def by_name(name: str) -> Landscape:
         return VERIFY
     if name.startswith("gen") and name[3:].isdigit():
         return _generated(int(name[3:]))
-    if name.startswith("gen") and name.endswith("u") and name[3:-1].isdigit():
+    if name.startswith("gen") and name[-1] in "ue" and name[3:-1].isdigit():
         from bench.search.generated import partial
 
-        return partial(_generated(int(name[3:-1])))
+        return partial(_generated(int(name[3:-1])), empty=name[-1] == "e")
     for land in LANDSCAPES:
         if land.name == name:
             return land
@@ -328,6 +328,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="with --generated: baselines that leave one to three settings unset (gen12u)",
     )
+    ap.add_argument(
+        "--empty",
+        action="store_true",
+        help="with --generated: empty baselines, the engine's defaults (gen12e)",
+    )
     ap.add_argument("-v", "--verbose", action="store_true", help="one line per run")
     ap.add_argument(
         "--prune",
@@ -361,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.generated:
         from bench.search.generated import parse
 
-        tail = "u" if a.partial else ""
+        tail = "e" if a.empty else "u" if a.partial else ""
         a.landscapes = ",".join(f"gen{i}{tail}" for i in parse(a.generated))
     lands = [by_name(n) for n in a.landscapes.split(",")]
     scores: list[Score] = []

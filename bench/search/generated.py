@@ -122,12 +122,13 @@ def generated(index: int) -> Landscape:
     return land
 
 
-def partial(land: Landscape) -> Landscape:
-    """``land`` with a baseline that leaves settings unset (their engine defaults hidden)."""
+def partial(land: Landscape, empty: bool = False) -> Landscape:
+    """``land`` with a baseline that leaves settings unset (their engine defaults hidden);
+    ``empty``: all of them (``baseline: {}``, the engine's defaults)."""
     index = int(land.name[3:])
     rng = random.Random(index * 104_729 + 7)
     names = [p["name"] for p in land.parameters]
-    k = min(len(names) - 1, rng.choice((1, 2, 2, 3)))
+    k = len(names) if empty else min(len(names) - 1, rng.choice((1, 2, 2, 3)))
     for _ in range(50):  # defaults under which the baseline still serves
         unset = rng.sample(names, k)
         defaults = {p["name"]: _draw(p, rng) for p in land.parameters if p["name"] in unset}
@@ -139,7 +140,7 @@ def partial(land: Landscape) -> Landscape:
         return inner({**defaults, **c}, r)
 
     return Landscape(
-        f"{land.name}u",
+        f"{land.name}{'e' if empty else 'u'}",
         f"{land.about}; the baseline leaves {', '.join(sorted(defaults))} unset",
         land.parameters,
         evaluate,

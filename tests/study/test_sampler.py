@@ -154,6 +154,21 @@ def test_a_partial_baseline_is_launched_with_reference_values_then_each_setting_
     assert len(drawn) == 3
 
 
+def test_an_empty_baseline_starts_from_every_setting_at_its_reference_value() -> None:
+    """``baseline: {}`` (the engine's defaults) names nothing to move from: the start is the
+    reference configuration, then each setting moved from it."""
+    sampler = LocalTPESampler(optuna.samplers.RandomSampler(seed=0), local=0.0, model=0.0)
+    sampler.space = SPACE
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    study.add_trial(
+        optuna.trial.create_trial(
+            params={}, distributions={}, value=1.0, user_attrs={"baseline": True}
+        )
+    )
+    ref = {"a": 32, "b": 0.5, "c": "x"}
+    assert [_ask(study) for _ in range(3)] == [ref, {**ref, "a": 1024}, {**ref, "b": 1.0}]
+
+
 def test_a_reference_launch_that_crashed_ends_the_start() -> None:
     """Every move from the reference would share its values, the crash's cause with them: the
     start goes on from a reference that served, and ends at one that crashed."""

@@ -255,7 +255,7 @@ class LocalTPESampler(BaseSampler):
                     if self._early
                     else (TrialState.COMPLETE,),
                 )
-                if is_baseline(t) and t.params
+                if is_baseline(t) and (t.params or (self.space and self._unset))
             ),
             None,
         )

@@ -103,6 +103,9 @@ def test_a_partial_landscape_hides_engine_defaults_for_the_settings_its_baseline
             == full.evaluate(dict(full.baseline), random.Random(0)).truth
         )
     assert partial(generated(3)).baseline == partial(generated(3)).baseline
+    empty = partial(generated(4), empty=True)  # baseline: {}, every default hidden
+    assert empty.name == "gen4e" and empty.baseline == {}
+    assert empty.evaluate({}, random.Random(0)).truth is not None
 
 
 def test_the_parallel_in_process_executor_keeps_several_launches_in_flight() -> None:

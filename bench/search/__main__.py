@@ -147,6 +147,7 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     ),
     # the design after the baseline's result (before it started while the baseline ran)
     "late-design": lambda land, s, n: run_driver(land, s, n, early=False),
+    "center": lambda land, s, n: run_driver(land, s, n, center=True),
     # a partial baseline's unset settings left to TPE in the design (before they had values)
     "no-unset": lambda land, s, n: run_driver(land, s, n, unset=False),
     "no-ei": lambda land, s, n: run_driver(land, s, n, ei=False),

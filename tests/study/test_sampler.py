@@ -169,6 +169,23 @@ def test_an_empty_baseline_starts_from_every_setting_at_its_reference_value() ->
     assert [_ask(study) for _ in range(3)] == [ref, {**ref, "a": 1024}, {**ref, "b": 1.0}]
 
 
+def test_a_centred_start_moves_every_setting_from_its_reference_value() -> None:
+    """``center`` (measured, off): the start ignores the baseline's values and moves each
+    setting from the middle of the space."""
+    sampler = LocalTPESampler(
+        optuna.samplers.RandomSampler(seed=0), local=0.0, model=0.0, center=True
+    )
+    sampler.space = SPACE
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    study.add_trial(
+        optuna.trial.create_trial(
+            params=BASE, distributions=SPACE, value=1.0, user_attrs={"baseline": True}
+        )
+    )
+    ref = {"a": 32, "b": 0.5, "c": "x"}
+    assert [_ask(study) for _ in range(3)] == [ref, {**ref, "a": 1024}, {**ref, "b": 1.0}]
+
+
 def test_a_reference_launch_that_crashed_ends_the_start() -> None:
     """Every move from the reference would share its values, the crash's cause with them: the
     start goes on from a reference that served, and ends at one that crashed."""

@@ -84,6 +84,8 @@ class LocalTPESampler(BaseSampler):
         unset: the design also moves the settings a partial baseline leaves unset, from
             their reference values (else they are TPE's draws; measured, on).
         early: the design starts while the baseline is running (else after its result).
+        center: the design starts from every setting at its reference value, not from the
+            baseline's values (measured, off: docs/benchmarks.md).
         seed: seed of the local draws.
 
     The driver sets ``refused`` and ``crash_risk`` (the crash model's verdict and probability
@@ -111,11 +113,13 @@ class LocalTPESampler(BaseSampler):
         ei: bool = EI,
         unset: bool = True,
         early: bool = True,
+        center: bool = False,
         seed: int | None = None,
     ) -> None:
         self._ei = ei
         self._unset = unset
         self._early = early
+        self._center = center
         self._tpe = tpe
         self._model = model
         self._reach = reach
@@ -261,9 +265,15 @@ class LocalTPESampler(BaseSampler):
         )
         if base is None:
             return False
-        unset = {n: d for n, d in self.space.items() if n not in base.params and self._unset}
+        unset = {
+            n: d
+            for n, d in self.space.items()
+            if (n not in base.params or self._center) and self._unset
+        }
         dists = {**base.distributions, **unset}
         ref = {**base.params, **{n: _reference(d) for n, d in unset.items()}}
+        if self._center:
+            ref = {n: v for n, v in ref.items() if n in unset}
         trials = study.get_trials(deepcopy=False)
         if unset and any(_failed(t) and _has(t.params, ref) for t in trials):
             # The reference launch crashed or was refused: every move from it would share

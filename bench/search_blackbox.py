@@ -211,11 +211,13 @@ def run(
 
 
 def in_process(
-    seeds: int, trials: int, strategy: str, server: str = "blackbox"
+    seeds: int, trials: int, strategy: str, server: str = "blackbox", empty: bool = False
 ) -> list[tuple[float, int]]:
     """The same study with the server's rate function answered in-process (3% noise), for
     many seeds in seconds; ``strategy`` is a bench.search strategy name. A crash is the
-    server's own error lines, classified by the command engine's rules as a launch's log is."""
+    server's own error lines, classified by the command engine's rules as a launch's log is.
+    ``empty``: the space's baseline is ``{}``, and a setting left unset takes the server's
+    own default (its usual baseline's value)."""
     import random
 
     from bench.search.__main__ import STRATEGIES
@@ -231,7 +233,10 @@ def in_process(
         EngineSpec(name="command", command=["server", "--port", "{port}"])
     ).failure_rules()
 
+    defaults = dict(baseline)
+
     def evaluate(c: dict[str, Any], rng: random.Random) -> Point:
+        c = {**defaults, **c}
         lines = crash_of_(c)
         if lines is None:
             return ok(truth_of(c), rng, 0.03)
@@ -239,7 +244,9 @@ def in_process(
         phase = f.phase.value if f.phase.value in CRASH_S else "load"
         return crash(f.cause.value, phase, f.message or "".join(f.evidence[:1]))
 
-    land = Landscape(server, f"tests/study/servers/{server}.py", parameters, evaluate, baseline)
+    land = Landscape(
+        server, f"tests/study/servers/{server}.py", parameters, evaluate, {} if empty else baseline
+    )
     land._optimum = optimum_of()
     out = []
     for seed in range(seeds):
@@ -271,6 +278,11 @@ def main(argv: list[str] | None = None) -> int:
         help="with --in-process: 3 windows per launch, handed to the driver's pruner",
     )
     ap.add_argument(
+        "--empty-baseline",
+        action="store_true",
+        help="with --in-process: the space's baseline is {} (the server's own defaults)",
+    )
+    ap.add_argument(
         "--previous",
         action="store_true",
         help="also run the previous search defaults on each seed, alternating with these",
@@ -283,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
             from bench.search import harness
 
             harness.WINDOWS = 3
-        rows = in_process(a.seeds, a.trials, a.in_process, a.server)
+        rows = in_process(a.seeds, a.trials, a.in_process, a.server, a.empty_baseline)
         print(
             f"{a.server} in-process, {a.in_process}: mean "
             f"{statistics.mean(r[0] for r in rows):.1f}% of optimum; "

@@ -84,37 +84,34 @@ class InProcessExecutor:
     def submit(self, spec: TrialSpec, on_window: WindowHook | None = None) -> Future[TrialResult]:
         point = self.evaluate(spec)
         if self._pool is None:
-            return self._answer(spec, point, on_window)
+            fut: Future[TrialResult] = Future()
+            fut.set_result(self._answer(spec, point, on_window))
+            return fut
         pause = point.seconds / 2000 * self._pauses.uniform(0.8, 1.25)
 
         def later() -> TrialResult:
             time.sleep(pause)
-            return self._answer(spec, point, on_window).result()
+            return self._answer(spec, point, on_window)
 
         return self._pool.submit(later)
 
-    def _answer(
-        self, spec: TrialSpec, point: Point, on_window: WindowHook | None
-    ) -> Future[TrialResult]:
+    def _answer(self, spec: TrialSpec, point: Point, on_window: WindowHook | None) -> TrialResult:
+        """Record the launch and what the node would return (under the lock: the pool's
+        threads share the records and the window noise)."""
         with self._lock:
-            return self._answer_locked(spec, point, on_window)
-
-    def _answer_locked(
-        self, spec: TrialSpec, point: Point, on_window: WindowHook | None
-    ) -> Future[TrialResult]:
-        fut: Future[TrialResult] = Future()
-        self.numbers.append(spec.number)
-        if point.value is not None and on_window is not None and self.windows:
-            seen: list[dict[str, float]] = []
-            for i in range(self.windows):
-                value = point.value * math.exp(self.rng.gauss(0.0, 0.02))
-                seen.append({"output_tok_s": value, "duration_s": 60.0})
-                if on_window(i, seen[-1]) and i + 1 < self.windows:  # stopped by the pruner
-                    spent = point.seconds * (i + 1) / self.windows
-                    self.launches.append(Launch(dict(spec.params), None, point.truth, False, spent))
-                    mean = sum(w["output_tok_s"] for w in seen) / len(seen)
-                    fut.set_result(
-                        TrialResult(
+            self.numbers.append(spec.number)
+            if point.value is not None and on_window is not None and self.windows:
+                seen: list[dict[str, float]] = []
+                for i in range(self.windows):
+                    value = point.value * math.exp(self.rng.gauss(0.0, 0.02))
+                    seen.append({"output_tok_s": value, "duration_s": 60.0})
+                    if on_window(i, seen[-1]) and i + 1 < self.windows:  # stopped by the pruner
+                        spent = point.seconds * (i + 1) / self.windows
+                        self.launches.append(
+                            Launch(dict(spec.params), None, point.truth, False, spent)
+                        )
+                        mean = sum(w["output_tok_s"] for w in seen) / len(seen)
+                        return TrialResult(
                             study=spec.study,
                             number=spec.number,
                             outcome=Outcome.PRUNED,
@@ -122,13 +119,12 @@ class InProcessExecutor:
                             windows=seen,
                             simulated=True,
                         )
-                    )
-                    return fut
-        self.launches.append(
-            Launch(dict(spec.params), point.value, point.truth, point.value is None, point.seconds)
-        )
-        fut.set_result(to_result(spec, point))
-        return fut
+            self.launches.append(
+                Launch(
+                    dict(spec.params), point.value, point.truth, point.value is None, point.seconds
+                )
+            )
+            return to_result(spec, point)
 
     def shutdown(self) -> None:
         if self._pool is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Any
 
 import optuna
 from pytest import approx
@@ -45,21 +46,44 @@ def _study(local: float, model: float = 0.0) -> optuna.Study:
 BASE = {"a": 16, "b": 0.3, "c": "x"}
 
 
+def _start_sampler(**kw: Any) -> LocalTPESampler:
+    """Only the one-at-a-time start, then random draws (no local moves, no model)."""
+    return LocalTPESampler(
+        optuna.samplers.RandomSampler(seed=0), local=0.0, model=0.0, seed=0, **kw
+    )
+
+
+def _model_sampler(**kw: Any) -> LocalTPESampler:
+    """Every proposal the additive model's, from the fourth complete trial on."""
+    return LocalTPESampler(
+        optuna.samplers.RandomSampler(seed=0), local=0.0, model=1.0, design=0, after=4, seed=0, **kw
+    )
+
+
+def _after_baseline(
+    sampler: LocalTPESampler,
+    params: dict[str, object],
+    distributions: dict[str, optuna.distributions.BaseDistribution] = SPACE,
+) -> optuna.Study:
+    """A study on ``sampler`` in which the baseline ``params`` ran."""
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    study.add_trial(
+        optuna.trial.create_trial(
+            params=params,
+            distributions={n: distributions[n] for n in params},
+            value=1.0,
+            user_attrs={"baseline": True},
+        )
+    )
+    return study
+
+
 def _design_study(design: int) -> optuna.Study:
     """A study whose sampler makes ``design`` one-at-a-time launches from ``BASE``, run."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         tpe = optuna.samplers.TPESampler(seed=0, n_startup_trials=5, multivariate=True)
-    study = optuna.create_study(
-        direction="maximize",
-        sampler=LocalTPESampler(tpe, local=0.0, model=0.0, design=design, seed=0),
-    )
-    study.add_trial(
-        optuna.trial.create_trial(
-            params=BASE, distributions=SPACE, value=1.0, user_attrs={"baseline": True}
-        )
-    )
-    return study
+    return _after_baseline(LocalTPESampler(tpe, local=0.0, model=0.0, design=design, seed=0), BASE)
 
 
 def test_local_moves_change_one_or_two_values_of_the_best() -> None:
@@ -119,20 +143,9 @@ def test_the_whole_design_moves_every_value_once_and_tries_every_choice() -> Non
 
 def _partial_study(unset: bool = True) -> optuna.Study:
     """A study whose baseline names ``a`` and ``c`` and leaves ``b`` to the engine."""
-    sampler = LocalTPESampler(
-        optuna.samplers.RandomSampler(seed=0), local=0.0, model=0.0, unset=unset, seed=0
-    )
+    sampler = _start_sampler(unset=unset)
     sampler.space = SPACE  # what the driver sets: every parameter a configuration names
-    study = optuna.create_study(direction="maximize", sampler=sampler)
-    study.add_trial(
-        optuna.trial.create_trial(
-            params={"a": 16, "c": "x"},
-            distributions={n: SPACE[n] for n in ("a", "c")},
-            value=1.0,
-            user_attrs={"baseline": True},
-        )
-    )
-    return study
+    return _after_baseline(sampler, {"a": 16, "c": "x"})
 
 
 def test_a_partial_baseline_is_launched_with_reference_values_then_each_setting_moved() -> None:
@@ -157,14 +170,9 @@ def test_a_partial_baseline_is_launched_with_reference_values_then_each_setting_
 def test_an_empty_baseline_starts_from_every_setting_at_its_reference_value() -> None:
     """``baseline: {}`` (the engine's defaults) names nothing to move from: the start is the
     reference configuration, then each setting moved from it."""
-    sampler = LocalTPESampler(optuna.samplers.RandomSampler(seed=0), local=0.0, model=0.0)
+    sampler = _start_sampler()
     sampler.space = SPACE
-    study = optuna.create_study(direction="maximize", sampler=sampler)
-    study.add_trial(
-        optuna.trial.create_trial(
-            params={}, distributions={}, value=1.0, user_attrs={"baseline": True}
-        )
-    )
+    study = _after_baseline(sampler, {})
     ref = {"a": 32, "b": 0.5, "c": "x"}
     assert [_ask(study) for _ in range(3)] == [ref, {**ref, "a": 1024}, {**ref, "b": 1.0}]
 
@@ -172,16 +180,9 @@ def test_an_empty_baseline_starts_from_every_setting_at_its_reference_value() ->
 def test_a_centred_start_moves_every_setting_from_its_reference_value() -> None:
     """``center`` (measured, off): the start ignores the baseline's values and moves each
     setting from the middle of the space."""
-    sampler = LocalTPESampler(
-        optuna.samplers.RandomSampler(seed=0), local=0.0, model=0.0, center=True
-    )
+    sampler = _start_sampler(center=True)
     sampler.space = SPACE
-    study = optuna.create_study(direction="maximize", sampler=sampler)
-    study.add_trial(
-        optuna.trial.create_trial(
-            params=BASE, distributions=SPACE, value=1.0, user_attrs={"baseline": True}
-        )
-    )
+    study = _after_baseline(sampler, BASE)
     ref = {"a": 32, "b": 0.5, "c": "x"}
     assert [_ask(study) for _ in range(3)] == [ref, {**ref, "a": 1024}, {**ref, "b": 1.0}]
 
@@ -218,12 +219,7 @@ def test_reference_values_sit_in_the_middle_of_a_range_on_its_scale_and_grid() -
 def test_the_design_starts_while_the_baseline_is_still_running() -> None:
     """With several nodes the second launch is asked for before the baseline has a result:
     it is already the design's, not a random draw."""
-    study = optuna.create_study(
-        direction="maximize",
-        sampler=LocalTPESampler(
-            optuna.samplers.RandomSampler(seed=0), local=0.0, model=0.0, seed=0
-        ),
-    )
+    study = optuna.create_study(direction="maximize", sampler=_start_sampler())
     study.enqueue_trial(BASE, user_attrs={"baseline": True})
     baseline = _ask(study)  # running: asked, not told
     assert baseline == BASE
@@ -258,17 +254,7 @@ def test_the_whole_design_stops_at_its_most_launches() -> None:
         "k": optuna.distributions.CategoricalDistribution(choices),
     }
     base = {"a": 16, "k": "k0"}
-    study = optuna.create_study(
-        direction="maximize",
-        sampler=LocalTPESampler(
-            optuna.samplers.RandomSampler(seed=0), local=0.0, model=0.0, design=-1, seed=0
-        ),
-    )
-    study.add_trial(
-        optuna.trial.create_trial(
-            params=base, distributions=space, value=1.0, user_attrs={"baseline": True}
-        )
-    )
+    study = _after_baseline(_start_sampler(design=-1), base, space)
 
     def ask() -> dict[str, object]:
         t = study.ask()
@@ -298,16 +284,7 @@ def test_model_proposals_rank_by_expected_improvement() -> None:
     runs += [({"a": 1, "c": "z"}, 8.0)]
 
     def pick(ei: bool) -> dict[str, object]:
-        sampler = LocalTPESampler(
-            optuna.samplers.RandomSampler(seed=0),
-            local=0.0,
-            model=1.0,
-            design=0,
-            after=4,
-            ei=ei,
-            seed=0,
-        )
-        study = optuna.create_study(direction="maximize", sampler=sampler)
+        study = optuna.create_study(direction="maximize", sampler=_model_sampler(ei=ei))
         for params, value in runs:
             study.add_trial(
                 optuna.trial.create_trial(params=params, distributions=space, value=value)
@@ -431,15 +408,7 @@ def test_a_gain_floor_leaves_a_proposal_the_model_thinks_too_small_to_tpe() -> N
     """``gain`` (measured, off by default): no model proposal when its predicted gain over the
     best is under the floor; the trial is the inner sampler's."""
     for gain, modelled in [(0.0, True), (10.0, False)]:
-        sampler = LocalTPESampler(
-            optuna.samplers.RandomSampler(seed=0),
-            local=0.0,
-            model=1.0,
-            design=0,
-            after=4,
-            gain=gain,
-            seed=0,
-        )
+        sampler = _model_sampler(gain=gain)
         study = optuna.create_study(direction="maximize", sampler=sampler)
         for a, b in [(2, 0.2), (8, 0.4), (32, 0.3), (4, 0.7), (16, 0.6)]:
             params = {"a": a, "b": b, "c": "x"}

@@ -165,10 +165,10 @@ class Driver:
             self.study.sampler.space = {
                 p.name: distribution(p, spec) for p in spec.parameters if p.when is None
             }
-        if isinstance(self.study.sampler, LocalTPESampler) and self.risk.options.enabled:
-            # Model proposals ask the crash model first (not with --no-steer).
-            self.study.sampler.refused = self.risk.predicts
-            self.study.sampler.crash_risk = self.risk.probability
+            if self.risk.options.enabled:
+                # Model proposals ask the crash model first (not with --no-steer).
+                self.study.sampler.refused = self.risk.predicts
+                self.study.sampler.crash_risk = self.risk.probability
         self.doom = Doom()  # a study that cannot succeed stops at once, saying why
         self.model_path = engine.prepare(spec.model)
         self.rules = [Rule(**r.model_dump()) for r in spec.rules] + engine.failure_rules()

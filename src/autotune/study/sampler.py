@@ -48,6 +48,7 @@ from optuna.samplers import BaseSampler
 from optuna.study import Study, StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
+from autotune.space.schema import same_value
 from autotune.study.additive import AdditiveModel, candidates, on_grid, scaled
 from autotune.study.ledger import is_baseline, is_enqueued
 from autotune.study.outcome import CRASH, SKIP
@@ -250,31 +251,25 @@ class LocalTPESampler(BaseSampler):
         choice): the first pass moves each parameter once, the second to its other end. A
         baseline that leaves settings unset is first launched with them at their reference
         values, and every move starts from there."""
+        trials = study.get_trials(deepcopy=False)
+        ready = (TrialState.COMPLETE, TrialState.RUNNING) if self._early else (TrialState.COMPLETE,)
         base = next(
             (
                 t
-                for t in study.get_trials(
-                    deepcopy=False,
-                    states=(TrialState.COMPLETE, TrialState.RUNNING)
-                    if self._early
-                    else (TrialState.COMPLETE,),
-                )
-                if is_baseline(t) and (t.params or (self.space and self._unset))
+                for t in trials
+                if t.state in ready
+                and is_baseline(t)
+                and (t.params or (self.space and self._unset))
             ),
             None,
         )
         if base is None:
             return False
-        unset = {
-            n: d
-            for n, d in self.space.items()
-            if (n not in base.params or self._center) and self._unset
-        }
+        kept = {} if self._center else base.params  # the values the start moves from
+        space = self.space if self._unset else {}
+        unset = {n: d for n, d in space.items() if n not in kept}
         dists = {**base.distributions, **unset}
-        ref = {**base.params, **{n: _reference(d) for n, d in unset.items()}}
-        if self._center:
-            ref = {n: v for n, v in ref.items() if n in unset}
-        trials = study.get_trials(deepcopy=False)
+        ref = {**kept, **{n: _reference(d) for n, d in unset.items()}}
         if unset and any(_failed(t) and _has(t.params, ref) for t in trials):
             # The reference launch crashed or was refused: every move from it would share
             # what failed, so the start ends here.
@@ -359,6 +354,7 @@ class LocalTPESampler(BaseSampler):
         self._scale.pop(trial.number, None)
         self._edges.pop(trial.number, None)
         self._pushes.pop(trial.number, None)
+        self._designed.discard(trial.number)
         self._tpe.after_trial(study, trial, state, values)
 
 
@@ -408,7 +404,7 @@ def _failed(t: FrozenTrial) -> bool:
 
 def _has(params: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
     """Whether ``params`` has every value of ``config`` (and maybe conditional others)."""
-    return all(n in params and _key({n: params[n]}) == _key({n: v}) for n, v in config.items())
+    return all(n in params and same_value(params[n], v) for n, v in config.items())
 
 
 def _key(params: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:

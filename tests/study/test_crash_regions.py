@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pytest import approx
+
 from autotune.space.schema import StudySpec
 from autotune.study.steering import (
     PREFIX,
@@ -163,3 +165,25 @@ def test_soft_edges_make_the_crash_probability_rise_across_the_unknown_stretch()
 def test_soft_edges_are_the_default() -> None:
     m = _edge_model(SteeringOptions())
     assert 0.0 < (m.probability({"backend": "b", "bs": 32, "mem": 0.7}) or 0.0) < 0.5
+
+
+def test_the_crash_probability_combines_the_regions_a_configuration_may_be_in() -> None:
+    """Backend c crashed at a large batch (or at little memory) and b with much memory (or a
+    large batch with it): c with a large batch and much memory meets one of two explanations
+    of each crash, so it runs only if neither is right: 1 - 0.5 * 0.5, not 0.5."""
+    for combine, p in [(False, 0.5), (True, 0.75)]:
+        m = CrashRegions(SPACE, SteeringOptions(combine=combine, soft=False))
+        for backend, bs, mem in [
+            ("a", 512, 0.6),
+            ("b", 16, 0.6),
+            ("c", 16, 0.9),
+            ("a", 16, 0.95),
+            ("b", 512, 0.5),
+        ]:
+            m.observe({"backend": backend, "bs": bs, "mem": mem}, crashed=False)
+        m.observe({"backend": "c", "bs": 400, "mem": 0.6}, crashed=True, signature="graph")
+        m.observe({"backend": "b", "bs": 64, "mem": 0.92}, crashed=True, signature="oom")
+        config = {"backend": "c", "bs": 300, "mem": 0.92}
+        assert m.probability(config) == approx(p)
+        assert not m.predicts(config)  # what is refused does not change
+        assert m.probability({"backend": "a", "bs": 8, "mem": 0.6}) == 0.0

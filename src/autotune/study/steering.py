@@ -54,6 +54,7 @@ class SteeringOptions:
     edge: float = 0.5  # regions: where between the nearest run (0) and the crash (1) they go
     group: bool = True  # regions: crashes that failed alike are explained together
     soft: bool = True  # regions: the crash probability rises across a threshold's uncertainty
+    combine: bool = True  # regions: the crash probability combines every region's share
     ablations: int = 4  # regions: launches that test a crash's one-value explanation (0: off)
     explore: float = 0.0  # share of risky proposals launched anyway
     max_streak: int = 20  # rejections in a row before one is launched regardless
@@ -107,8 +108,9 @@ class CrashRisk:
         o = self.options
         return len(self._points) >= o.min_launched and sum(self._crashed) >= o.min_crashes
 
-    def probability(self, config: Mapping[str, Any]) -> float | None:
-        """The predicted crash probability of ``config``, or None before ``ready``."""
+    def probability(self, config: Mapping[str, Any], soft: bool = True) -> float | None:
+        """The predicted crash probability of ``config``, or None before ``ready``
+        (``soft`` is the regions model's; the vote has no thresholds)."""
         if not self.ready:
             return None
         q = self._encode(config)
@@ -365,16 +367,24 @@ class CrashRegions:
         self._ablations += 1
         return test
 
-    def probability(self, config: Mapping[str, Any]) -> float | None:
+    def probability(self, config: Mapping[str, Any], soft: bool = True) -> float | None:
         """The largest share of one crash's explanations that ``config`` meets (None: no
-        crash explained yet)."""
-        best: float | None = None
+        crash explained yet); ``soft=False``: met at their thresholds, with no ramp."""
+        shares: dict[tuple[tuple[Literal, ...], ...], float] = {}
         for expl in self.explanations():
             if not expl:
                 continue
-            hit = sum(math.prod(self._degree(lit, config) for lit in e) for e in expl) / len(expl)
-            best = hit if best is None else max(best, hit)
-        return best
+            shares[tuple(expl)] = sum(  # crashes explained together count once
+                math.prod(self._degree(lit, config) if soft else _meets(lit, config) for lit in e)
+                for e in expl
+            ) / len(expl)
+        if not shares:
+            return None
+        if not self.options.combine:
+            return max(shares.values())
+        # Each crash region some explanation of which is right: the configuration runs only
+        # if it escapes every one of them.
+        return 1.0 - math.prod(1.0 - h for h in shares.values())
 
     def _degree(self, lit: Literal, config: Mapping[str, Any]) -> float:
         """How likely ``config`` meets ``lit``: 0 or 1, except (``soft``) between a widened

@@ -16,6 +16,8 @@ from the server's own rate function), and crashes launched in the search's 30 la
     .venv/bin/python bench/search_blackbox.py --server blackbox2 --seeds 5 --trials 30
     .venv/bin/python bench/search_blackbox.py --server blackbox3 --seeds 5 --trials 30
     .venv/bin/python bench/search_blackbox.py --seeds 10 --in-process tpe-nosteer   # seconds
+    .venv/bin/python bench/search_blackbox.py --seeds 60 --prune \
+        --in-process autotune --against before-swap   # paired, in-process
 """
 
 from __future__ import annotations
@@ -155,13 +157,14 @@ def run(
     trials: int,
     work: Path,
     server: str = "blackbox",
-    previous: bool = False,
+    variant: str = "defaults",
     **options: Any,
 ) -> tuple[float, int, int, int]:
     """(% of optimum of the configuration the study reports, crashes launched, launches of
     the search, launches on top of it: the baseline's extra ones and confirmation).
-    ``previous``: with the search defaults this round started from instead (bench/search
-    ``last``)."""
+    ``variant``: ``previous``, the search defaults this round started from (bench/search
+    ``last``); ``before-swap``, the defaults without swaps or the combined crash probability
+    (bench/search ``before-swap``)."""
     from bench.search.harness import driver_sampler
 
     from autotune.records import budget_launches
@@ -170,12 +173,14 @@ def run(
     from autotune.study.steering import SteeringOptions
 
     _, _, truth_of, optimum_of, _ = SERVER[server]
-    folder = work / f"{'previous' if previous else 'defaults'}-seed{seed}"
+    folder = work / f"{variant}-seed{seed}"
     folder.mkdir(parents=True)
 
     def sampler(default: Any, s: int | None) -> Any:
-        if not previous:
+        if variant == "defaults":
             return default
+        if variant == "before-swap":
+            return LocalTPESampler(default._tpe, swap=0, seed=s)
         return LocalTPESampler(
             default._tpe,
             design=5,
@@ -183,11 +188,14 @@ def run(
             risky=1.0,
             unset=False,
             early=False,
+            swap=0,
             seed=s,
         )
 
-    if previous:
-        options["steering"] = SteeringOptions(soft=False)
+    if variant == "previous":
+        options["steering"] = SteeringOptions(soft=False, combine=False)
+    elif variant == "before-swap":
+        options["steering"] = SteeringOptions(combine=False)
     with driver_sampler(sampler):
         driver = make_driver(
             space_file(folder / "space.yaml", trials, server),
@@ -261,6 +269,11 @@ def in_process(
     return out
 
 
+def _mean_se(xs: list[float]) -> str:
+    se = statistics.stdev(xs) / len(xs) ** 0.5 if len(xs) > 1 else 0.0
+    return f"{statistics.mean(xs):+.1f} (SE {se:.1f})"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--seeds", type=int, default=5)
@@ -283,9 +296,22 @@ def main(argv: list[str] | None = None) -> int:
         help="with --in-process: the space's baseline is {} (the server's own defaults)",
     )
     ap.add_argument(
+        "--against",
+        metavar="STRATEGY",
+        default=None,
+        help="with --in-process: also run this strategy on the same seeds, with the paired "
+        "difference in %% of optimum and crashes (standard errors)",
+    )
+    ap.add_argument(
         "--previous",
         action="store_true",
         help="also run the previous search defaults on each seed, alternating with these",
+    )
+    ap.add_argument(
+        "--before-swap",
+        action="store_true",
+        help="also run the defaults without swaps or the combined crash probability on each "
+        "seed, alternating with these",
     )
     a = ap.parse_args(argv)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -295,23 +321,37 @@ def main(argv: list[str] | None = None) -> int:
             from bench.search import harness
 
             harness.WINDOWS = 3
-        rows = in_process(a.seeds, a.trials, a.in_process, a.server, a.empty_baseline)
-        print(
-            f"{a.server} in-process, {a.in_process}: mean "
-            f"{statistics.mean(r[0] for r in rows):.1f}% of optimum; "
-            f"{sum(r[0] >= 95 for r in rows)}/{len(rows)} seeds >= 95%; "
-            f"{statistics.mean(r[1] for r in rows):.1f} crashes per {a.trials} launches"
-        )
+        runs = {}
+        for name in [a.in_process] + ([a.against] if a.against else []):
+            rows = runs[name] = in_process(a.seeds, a.trials, name, a.server, a.empty_baseline)
+            print(
+                f"{a.server} in-process, {name}: mean "
+                f"{statistics.mean(r[0] for r in rows):.1f}% of optimum; "
+                f"{sum(r[0] >= 95 for r in rows)}/{len(rows)} seeds >= 95%; "
+                f"{statistics.mean(r[1] for r in rows):.1f} crashes per {a.trials} launches"
+            )
+        if a.against:
+            pairs = list(zip(runs[a.in_process], runs[a.against], strict=True))
+            reach = [x[0] - y[0] for x, y in pairs]
+            crashes = [x[1] - y[1] for x, y in pairs]
+            print(
+                f"{a.in_process} - {a.against}, paired over {len(pairs)} seeds: "
+                f"{_mean_se(reach)} points of the optimum, {_mean_se(crashes)} crashes"
+            )
         return 0
-    sides = [False, True] if a.previous else [False]
-    rows: dict[bool, list[tuple[float, int]]] = {side: [] for side in sides}
+    sides = (
+        ["defaults"]
+        + (["previous"] if a.previous else [])
+        + (["before-swap"] if a.before_swap else [])
+    )
+    rows: dict[str, list[tuple[float, int]]] = {side: [] for side in sides}
     with tempfile.TemporaryDirectory(prefix="autotune-blackbox-") as tmp:
         for seed in range(a.seeds):
             for side in sides:  # alternating: each seed's pair runs under the same load
                 pct, crashes, search, extra = run(seed, a.trials, Path(tmp), a.server, side)
                 rows[side].append((pct, crashes))
                 print(
-                    f"seed {seed}{' (previous defaults)' if side else ''}: answer {pct:5.1f}% "
+                    f"seed {seed} ({side}): answer {pct:5.1f}% "
                     f"of optimum, {crashes} crashes in {search} launches of the search "
                     f"(+{extra} baseline repeats and confirmation)",
                     flush=True,
@@ -319,10 +359,17 @@ def main(argv: list[str] | None = None) -> int:
     for side in sides:
         mine = rows[side]
         print(
-            f"{a.server}{' (previous defaults)' if side else ''}: mean "
+            f"{a.server} ({side}): mean "
             f"{statistics.mean(r[0] for r in mine):.1f}% of optimum; "
             f"{sum(r[0] >= 95 for r in mine)}/{len(mine)} seeds >= 95%; "
             f"{statistics.mean(r[1] for r in mine):.1f} crashes per {a.trials} launches"
+        )
+    for side in sides[1:]:
+        pairs = list(zip(rows["defaults"], rows[side], strict=True))
+        print(
+            f"defaults - {side}, paired over {len(pairs)} seeds: "
+            f"{_mean_se([x[0] - y[0] for x, y in pairs])} points of the optimum, "
+            f"{_mean_se([float(x[1] - y[1]) for x, y in pairs])} crashes"
         )
     return 0
 

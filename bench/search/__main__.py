@@ -143,11 +143,21 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
         risky=1.0,
         unset=False,
         early=False,
-        steering=_steer(soft=False),
+        swap=0,
+        steering=_steer(soft=False, combine=False),
     ),
     # the design after the baseline's result (before it started while the baseline ran)
     "late-design": lambda land, s, n: run_driver(land, s, n, early=False),
     "center": lambda land, s, n: run_driver(land, s, n, center=True),
+    # This pass's candidates: the defaults without the swaps or the combined crash
+    # probability, and the swaps later or in several rounds.
+    "no-swap": lambda land, s, n: run_driver(land, s, n, swap=0),
+    "no-combine": lambda land, s, n: run_driver(land, s, n, steering=_steer(combine=False)),
+    "before-swap": lambda land, s, n: run_driver(
+        land, s, n, swap=0, steering=_steer(combine=False)
+    ),
+    "swap-16": lambda land, s, n: run_driver(land, s, n, swap=16),
+    "swap-rounds": lambda land, s, n: run_driver(land, s, n, swap_every=8),
     # a partial baseline's unset settings left to TPE in the design (before they had values)
     "no-unset": lambda land, s, n: run_driver(land, s, n, unset=False),
     "no-ei": lambda land, s, n: run_driver(land, s, n, ei=False),
@@ -155,7 +165,14 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     "risky-1": lambda land, s, n: run_driver(land, s, n, risky=1.0),
     "risky-4": lambda land, s, n: run_driver(land, s, n, risky=4.0),
     "before": lambda land, s, n: run_driver(
-        land, s, n, local=0.5, model=0.0, design=0, steering=_steer(edge=0.5, group=False)
+        land,
+        s,
+        n,
+        local=0.5,
+        model=0.0,
+        design=0,
+        swap=0,
+        steering=_steer(edge=0.5, group=False, combine=False),
     ),
     "edge-0.25": lambda land, s, n: run_driver(land, s, n, steering=_steer(edge=0.25)),
     "gp": lambda land, s, n: run_driver(land, s, n, inner=_gp, local=0.0),

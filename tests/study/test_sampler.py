@@ -418,3 +418,99 @@ def test_a_gain_floor_leaves_a_proposal_the_model_thinks_too_small_to_tpe() -> N
             )
         trial = study.ask()
         assert (trial.number in sampler._moves) is modelled
+
+
+def _swap_study(sampler: LocalTPESampler) -> optuna.Study:
+    """A study whose best configuration runs ``c=y`` at a large ``a``; ``z`` is better than
+    ``y`` wherever both ran and ``x`` much worse."""
+
+    def rate(a: int, b: float, c: str) -> float:
+        return (1 + 0.2 * math.log2(a)) * (1 + b) * {"x": 0.5, "y": 1.0, "z": 1.1}[c]
+
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    for a, b, c in [(512, 0.5, "y"), (4, 0.5, "z"), (4, 0.5, "y"), (8, 0.4, "x"), (2, 0.3, "z")]:
+        params = {"a": a, "b": b, "c": c}
+        study.add_trial(
+            optuna.trial.create_trial(params=params, distributions=SPACE, value=rate(a, b, c))
+        )
+    return study
+
+
+def _swap_sampler(swap: int = 5) -> LocalTPESampler:
+    """Only swaps (from the fifth complete trial on), then random draws."""
+    return LocalTPESampler(
+        optuna.samplers.RandomSampler(seed=0), local=0.0, model=0.0, design=0, swap=swap, seed=0
+    )
+
+
+def _crash_last(study: optuna.Study) -> None:
+    """Tell the last asked trial as a crash, as the driver does."""
+    trial = optuna.Trial(study, study.trials[-1]._trial_id)
+    trial.set_constraint("crash", 1.0)
+    study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+
+
+def test_a_swap_tries_another_choice_at_the_best_configuration() -> None:
+    """A choice judged only at other settings (``z`` never ran at a large ``a``) is tried at
+    the best configuration's; one the additive model calls clearly worse (``x``) is not."""
+    study = _swap_study(_swap_sampler())
+    assert _ask(study) == {"a": 512, "b": 0.5, "c": "z"}
+    study.tell(study.trials[-1].number, 1.0)
+    assert {"a": 512, "b": 0.5, "c": "x"} not in [_ask(study) for _ in range(3)]
+    assert _ask(_swap_study(_swap_sampler(swap=0))) != {"a": 512, "b": 0.5, "c": "z"}
+
+
+def test_a_refused_swap_moves_one_number_the_least_way_out_of_the_crash() -> None:
+    """``z`` crashes from a=100 (the crash model's verdict): the swap keeps ``z`` and moves
+    ``a`` just below the edge, not to the other end of its range, and leaves ``b``."""
+    sampler = _swap_sampler()
+    region = lambda c: c["c"] == "z" and int(c["a"]) >= 100  # noqa: E731
+    sampler.refused = region
+    sampler.crash_share = lambda c: 1.0 if region(c) else 0.0
+    config = _ask(_swap_study(sampler))
+    assert config["c"] == "z" and config["b"] == 0.5
+    assert 50 <= int(config["a"]) < 100  # type: ignore[call-overload]
+
+
+def test_a_swap_that_crashed_is_tried_once_more_repaired_and_then_not_again() -> None:
+    sampler = _swap_sampler()
+    study = _swap_study(sampler)
+    assert _ask(study) == {"a": 512, "b": 0.5, "c": "z"}
+    _crash_last(study)
+    # What the crash taught the crash model: z from a=100 on.
+    region = lambda c: c["c"] == "z" and int(c["a"]) >= 100  # noqa: E731
+    sampler.refused = region
+    sampler.crash_share = lambda c: 1.0 if region(c) else 0.0
+    again = _ask(study)
+    assert again["c"] == "z" and 50 <= int(again["a"]) < 100  # type: ignore[call-overload]
+    _crash_last(study)
+    sampler.refused = lambda c: c["c"] == "z" and int(c["a"]) >= 40  # it crashed again
+    later = [_ask(study) for _ in range(3)]
+    assert not [c for c in later if c["c"] == "z" and c["b"] == 0.5]
+
+
+def test_a_repaired_swap_that_did_well_goes_nearer_the_edge() -> None:
+    """``z`` ran below its edge at least as well as ``y`` would there: the next swap moves
+    ``a`` up to the edge the crash model has now (a bisection of it), keeping ``z``."""
+    sampler = _swap_sampler()
+    study = _swap_study(sampler)
+    edge = {"a": 100}
+    region = lambda c: c["c"] == "z" and int(c["a"]) >= edge["a"]  # noqa: E731
+    sampler.refused = region
+    sampler.crash_share = lambda c: 1.0 if region(c) else 0.0
+    first = _ask(study)
+    a = int(first["a"])  # type: ignore[call-overload]
+    assert first["c"] == "z" and a < 100
+    study.tell(study.trials[-1].number, (1 + 0.2 * math.log2(a)) * 1.5 * 1.1)
+    edge["a"] = 200  # the run moved the learned edge up
+    again = _ask(study)
+    assert again["c"] == "z" and 100 <= int(again["a"]) < 200  # type: ignore[call-overload]
+    # One that did clearly worse than y would there is not followed.
+    sampler, edge["a"] = _swap_sampler(), 100
+    sampler.refused = region
+    sampler.crash_share = lambda c: 1.0 if region(c) else 0.0
+    study = _swap_study(sampler)
+    _ask(study)
+    study.tell(study.trials[-1].number, (1 + 0.2 * math.log2(a)) * 1.5 * 0.5)
+    edge["a"] = 200
+    assert not [c for c in (_ask(study) for _ in range(3)) if c["c"] == "z" and c["b"] == 0.5]

@@ -17,6 +17,7 @@ import warnings
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +170,7 @@ class Driver:
                 # Model proposals ask the crash model first (not with --no-steer).
                 self.study.sampler.refused = self.risk.predicts
                 self.study.sampler.crash_risk = self.risk.probability
+                self.study.sampler.crash_share = partial(self.risk.probability, soft=False)
         self.doom = Doom()  # a study that cannot succeed stops at once, saying why
         self.model_path = engine.prepare(spec.model)
         self.rules = [Rule(**r.model_dump()) for r in spec.rules] + engine.failure_rules()

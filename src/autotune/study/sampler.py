@@ -21,6 +21,14 @@ puts every parameter at its best at once, and the best points of server tuning s
   refuses or one launched before.
 - ``local`` (share): the best configuration with one or two values moved a little: a number
   by a small step on its own scale, a categorical or bool to another value.
+- ``swap`` (once, after ``SWAP`` complete trials): the best configuration with each other
+  choice of a categorical or bool, where the additive model does not call it clearly worse.
+  A choice is otherwise judged at the settings of the choice it competes with: a backend
+  that crashes above a batch size another one takes looks worse at that batch size and
+  never wins, though below its edge it is the faster. A swap the crash model refuses moves
+  one number the least way out of the crash's explanations; one that crashed as it was is
+  made once more so repaired, and one that ran repaired about as well as the choice it
+  replaced would there is made again nearer the edge the crash model has learned since.
 - everything else is TPE's.
 
 Crashed and refused proposals are told to the study like any other trial, so TPE learns from
@@ -60,6 +68,10 @@ DESIGN = -1  # one-at-a-time launches from the baseline first (-1: each value an
 DESIGN_MOST = 8  # the most launches the whole design (-1) makes
 REACH = 1.0  # how far (of the [-1, 1] range) a model proposal moves a number
 RISKY = 2.0  # weight of log(1 - crash probability) against the proposal's log score
+SWAP = 12  # complete trials before each other choice is tried at the best configuration
+SWAP_NEAR = 0.05  # a repaired swap this close to the best (log) bisects its edge again
+SWAP_MOST = 3  # the most launches of one swap
+SWAP_RISK = 0.5  # the largest share of crash explanations a swap may still meet
 EI = True  # rank the model's candidates by expected improvement, not predicted value
 
 
@@ -87,10 +99,15 @@ class LocalTPESampler(BaseSampler):
         early: the design starts while the baseline is running (else after its result).
         center: the design starts from every setting at its reference value, not from the
             baseline's values (measured, off: docs/benchmarks.md).
+        swap: complete trials before each other choice of a categorical or bool is tried at
+            the best configuration (0: never; see ``_plan_swap``).
+        swap_every: complete trials between later rounds of swaps (0: one round; measured,
+            off).
         seed: seed of the local draws.
 
-    The driver sets ``refused`` and ``crash_risk`` (the crash model's verdict and probability
-    of a configuration) so that model proposals skip and weigh crashes; unset, they do not.
+    The driver sets ``refused``, ``crash_risk`` and ``crash_share`` (the crash model's verdict,
+    probability, and share of explanations met at their thresholds) so that model proposals
+    skip and weigh crashes and swaps are repaired; unset, they do not.
     It sets ``space`` (the distributions of the parameters every configuration has) so that
     the design also moves the settings a partial baseline leaves unset.
     """
@@ -115,9 +132,18 @@ class LocalTPESampler(BaseSampler):
         unset: bool = True,
         early: bool = True,
         center: bool = False,
+        swap: int = SWAP,
+        swap_every: int = 0,
         seed: int | None = None,
     ) -> None:
         self._ei = ei
+        self._swap = swap
+        self._swaps: list[tuple[str, Any]] = []  # (parameter, choice) still to try
+        self._swap_every = swap_every
+        self._rounds = 0  # rounds of swaps planned
+        # trial -> (parameter, choice, the choice it replaced, whether a number was repaired)
+        self._swapped: dict[int, tuple[str, Any, Any, bool]] = {}
+        self._swap_launches: dict[tuple[str, str], int] = {}  # launches of each swap
         self._unset = unset
         self._early = early
         self._center = center
@@ -128,6 +154,8 @@ class LocalTPESampler(BaseSampler):
         self._risky = risky
         self._gain = gain
         self.crash_risk: Callable[[Mapping[str, Any]], float | None] | None = None
+        # the share of some crash's explanations a configuration meets at their thresholds
+        self.crash_share: Callable[[Mapping[str, Any]], float | None] | None = None
         self.refused: Callable[[Mapping[str, Any]], bool] | None = None
         self.space: Mapping[str, BaseDistribution] = {}
         self._designed: set[int] = set()  # trials that are design launches
@@ -154,6 +182,8 @@ class LocalTPESampler(BaseSampler):
         if is_enqueued(trial):
             return
         if self._design != 0 and self._plan_design(study, trial):
+            return
+        if self._swap and self._plan_swap(study, trial):
             return
         draw = self._rng.random()
         if draw >= self._local + self._model:
@@ -186,35 +216,10 @@ class LocalTPESampler(BaseSampler):
         that the crash model lets through (False: the model has nothing to say)."""
         sign = 1.0 if study.direction == StudyDirection.MAXIMIZE else -1.0
         trials = study.get_trials(deepcopy=False)
-        alike = [t for t in trials if set(t.params) == set(best.params)]
-        rows = [
-            t
-            for t in alike
-            if t.state == TrialState.COMPLETE
-            and t.value is not None
-            and not any(v > 0 for v in t.constraints.values())
-        ]
-        # A trial the pruner stopped measured a window or two: what it read still says how
-        # its settings did (the one-at-a-time start's worse settings are mostly pruned).
-        stopped = [
-            t
-            for t in alike
-            if t.state == TrialState.PRUNED
-            and t.intermediate_values
-            and not t.constraints.get("crash", 0) > 0
-        ]
-        configs = [t.params for t in rows] + [t.params for t in stopped]
-        raw = [float(t.value or 0.0) for t in rows] + [
-            statistics.mean(t.intermediate_values.values()) for t in stopped
-        ]
-        # Effects multiply (tok/s, latency): fit their logs, the larger the better.
-        if all(v > 0 for v in raw):
-            values = [sign * math.log(v) for v in raw]
-        else:
-            values = [sign * v for v in raw]
-        model = AdditiveModel(best.distributions)
-        if not model.fit(configs, values):
+        fitted = _fit(study, best)
+        if fitted is None:
             return False
+        model, rows = fitted
         tops = sorted(rows, key=lambda t: -sign * float(t.value or 0.0))[:3]
         seen = {_key(t.params) for t in trials if t.params and t.number != trial.number}
         pool = [
@@ -245,6 +250,105 @@ class LocalTPESampler(BaseSampler):
         chosen = pool[int(score.argmax())]
         self._moves[trial.number] = (chosen, set())
         return True
+
+    def _plan_swap(self, study: Study, trial: FrozenTrial) -> bool:
+        """Make this trial the best configuration with one categorical or bool at another
+        choice, each once, after ``swap`` complete trials: a choice whose best settings differ
+        (a backend that crashes above a batch size the other takes) is otherwise judged at the
+        other choice's settings and never wins. A choice the additive model calls clearly
+        worse is left out. A swap the crash model refuses is repaired: one number moves the
+        least way out of the crash's explanations. A swap that crashed as it was, or ran
+        repaired within ``SWAP_NEAR`` of what the choice it replaced would do there, is made
+        again from what it taught (a bisection of the repaired number's edge), up to
+        ``SWAP_MOST`` launches of each."""
+        trials = study.get_trials(deepcopy=False)
+        need = set(self.space) if self._unset else None
+        done = [t for t in trials if t.state == TrialState.COMPLETE]
+        due = self._swap + self._rounds * self._swap_every
+        if not self._swaps and len(done) >= due and (self._rounds == 0 or self._swap_every):
+            best = _best(study, need=need) or _best(study)
+            if best is None:
+                return False
+            self._rounds += 1
+            self._swaps = [
+                (n, c)
+                for n, d in best.distributions.items()
+                if isinstance(d, CategoricalDistribution)
+                for c in d.choices
+            ]
+        if not self._swaps and not self._swapped:
+            return False
+        best = _best(study, need=need) or _best(study)
+        if best is None:
+            return False
+        fitted = _fit(study, best)
+        for t in trials:  # what a finished swap taught: try it again, or not
+            if t.number not in self._swapped or t.state == TrialState.RUNNING:
+                continue
+            name, choice, was, repaired = self._swapped.pop(t.number)
+            # Crashed as it was: once more, repaired. Ran repaired, and the choice did about
+            # as well as the one it replaced would at those settings (the model's guess): once
+            # more nearer the edge. A repaired launch that crashed is not tried again.
+            again = _failed(t) and not repaired
+            if repaired and t.state == TrialState.COMPLETE and t.value and fitted is not None:
+                sign = 1.0 if study.direction == StudyDirection.MAXIMIZE else -1.0
+                other = float(fitted[0].predict([{**t.params, name: was}])[0])
+                again = sign * math.log(max(t.value, 1e-12)) - other > -SWAP_NEAR
+            if again and self._swap_launches.get((name, repr(choice)), 0) < SWAP_MOST:
+                self._swaps.insert(0, (name, choice))
+        seen = {_key(t.params) for t in trials if t.params}
+        while self._swaps:
+            name, choice = self._swaps.pop(0)
+            if name not in best.params or same_value(best.params[name], choice):
+                continue
+            swapped = {**best.params, name: choice}
+            if fitted is not None:  # a choice the model calls clearly worse: not worth it
+                gain = fitted[0].predict([swapped])[0] - fitted[0].predict([best.params])[0]
+                if gain < -SWAP_NEAR:
+                    continue
+            config = self._repair(swapped, best.distributions, name)
+            if config is None or _key(config) in seen:
+                continue
+            self._moves[trial.number] = (config, set())
+            self._swapped[trial.number] = (name, choice, best.params[name], config != swapped)
+            pair = (name, repr(choice))
+            self._swap_launches[pair] = self._swap_launches.get(pair, 0) + 1
+            return True
+        return False
+
+    def _repair(
+        self, config: dict[str, Any], dists: Mapping[str, BaseDistribution], fixed: str
+    ) -> dict[str, Any] | None:
+        """``config``, or the configuration with one number moved the least way (in sixteenths
+        of the way to an end of its range) that meets the fewest of a crash's explanations
+        (at most ``SWAP_RISK``) and that the crash model does not refuse (None: none)."""
+
+        def refused(c: Mapping[str, Any]) -> bool:
+            return self.refused is not None and self.refused(c)
+
+        def share(c: Mapping[str, Any]) -> float:
+            return (self.crash_share(c) if self.crash_share is not None else None) or 0.0
+
+        first = share(config)
+        if first == 0.0 and not refused(config):
+            return config
+        tries: list[tuple[float, float, dict[str, Any]]] = [(first, 0.0, config)]
+        for n, d in dists.items():
+            if n == fixed or n not in config:
+                continue
+            if not isinstance(d, IntDistribution | FloatDistribution):
+                continue
+            for end in (d.low, d.high):
+                for k in range(1, 17):
+                    value = _toward(d, config[n], end, k / 16)
+                    if not same_value(value, config[n]):
+                        c = {**config, n: value}
+                        shift = abs(scaled(d, value) - scaled(d, config[n]))
+                        tries.append((round(share(c), 3), shift, c))
+        for met, _, c in sorted(tries, key=lambda t: t[:2]):  # the fewest explanations met,
+            if met <= SWAP_RISK and not refused(c):  # then the least move
+                return c
+        return None
 
     def _plan_design(self, study: Study, trial: FrozenTrial) -> bool:
         """Make this trial the baseline with one parameter at an end of its range (or another
@@ -358,6 +462,43 @@ class LocalTPESampler(BaseSampler):
         self._tpe.after_trial(study, trial, state, values)
 
 
+def _fit(study: Study, best: FrozenTrial) -> tuple[AdditiveModel, list[FrozenTrial]] | None:
+    """The additive model of the (log) objective over the trials with ``best``'s parameters,
+    and those that met their constraints (None: too few to fit)."""
+    sign = 1.0 if study.direction == StudyDirection.MAXIMIZE else -1.0
+    trials = study.get_trials(deepcopy=False)
+    alike = [t for t in trials if set(t.params) == set(best.params)]
+    rows = [
+        t
+        for t in alike
+        if t.state == TrialState.COMPLETE
+        and t.value is not None
+        and not any(v > 0 for v in t.constraints.values())
+    ]
+    # A trial the pruner stopped measured a window or two: what it read still says how
+    # its settings did (the one-at-a-time start's worse settings are mostly pruned).
+    stopped = [
+        t
+        for t in alike
+        if t.state == TrialState.PRUNED
+        and t.intermediate_values
+        and not t.constraints.get("crash", 0) > 0
+    ]
+    configs = [t.params for t in rows] + [t.params for t in stopped]
+    raw = [float(t.value or 0.0) for t in rows] + [
+        statistics.mean(t.intermediate_values.values()) for t in stopped
+    ]
+    # Effects multiply (tok/s, latency): fit their logs, the larger the better.
+    if all(v > 0 for v in raw):
+        values = [sign * math.log(v) for v in raw]
+    else:
+        values = [sign * v for v in raw]
+    model = AdditiveModel(best.distributions)
+    if not model.fit(configs, values):
+        return None
+    return model, rows
+
+
 def _design_order(
     dists: Mapping[str, BaseDistribution], names: Sequence[str]
 ) -> list[tuple[str, int]]:
@@ -446,6 +587,15 @@ def _halfway(d: IntDistribution | FloatDistribution, value: Any, edge: Any) -> A
     a, b = float(value), float(edge)
     mid = math.sqrt(a * b) if d.log and a > 0 and b > 0 else (a + b) / 2
     return on_grid(d, mid)
+
+
+def _toward(d: IntDistribution | FloatDistribution, value: Any, end: Any, f: float) -> Any:
+    """The point ``f`` of the way from ``value`` to ``end`` on the parameter's scale, on its
+    grid."""
+    a, b = float(value), float(end)
+    if d.log and a > 0 and b > 0:
+        return on_grid(d, math.exp(math.log(a) + f * (math.log(b) - math.log(a))))
+    return on_grid(d, a + f * (b - a))
 
 
 def _end(d: BaseDistribution, value: Any, k: int, rng: random.Random) -> Any:

@@ -67,7 +67,7 @@ def make_sampler(
             multivariate=True,
             group=True,
         )
-        # A one-at-a-time start, then TPE, local moves and the additive model's proposals
+        # A one-at-a-time start, then TPE, local moves, the additive model's proposals and swaps
         # (the shares chosen on bench/search and the black boxes, docs/benchmarks.md).
         return LocalTPESampler(tpe, local=LOCAL_SHARE, seed=seed)
     raise ConfigError(f"unknown sampler {name!r}; use tpe or random", field="--sampler")

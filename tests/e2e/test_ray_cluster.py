@@ -132,6 +132,13 @@ def servers(study: str) -> list[psutil.Process]:
     return found
 
 
+def registered(study: str) -> tuple[psutil.Process, dict[str, Any]] | None:
+    """A live stand-in server of ``study`` and the node runner's record of it, once both
+    exist."""
+    records = {r["pid"]: r for r in registered_servers()}
+    return next(((s, records[s.pid]) for s in servers(study) if s.pid in records), None)
+
+
 def wait_for(predicate: Any, limit_s: float, what: str, proc: subprocess.Popen[str]) -> Any:
     deadline = time.monotonic() + limit_s
     while True:
@@ -447,11 +454,13 @@ def test_a_node_lost_mid_trial_is_retried_on_another_node(
     space.write_text(yaml.safe_dump(data))
     cmd = start_cmd(loopback, tmp_path, study, 2, "--parallel", "1", space=space)
     proc = launch(cmd, tmp_path, cli_env)
-    server = wait_for(lambda: servers(study), RUN_LIMIT_S, "the first trial's server", proc)[0]
+    # The server's process shows before the node runner has registered it: wait for both.
+    server, record = wait_for(
+        lambda: registered(study), RUN_LIMIT_S, "the first trial's registered server", proc
+    )
     node = loopback.node_of(server.pid)
     assert node is not None
     lost_id = node.node_id
-    record = next(r for r in registered_servers() if r["pid"] == server.pid)
     number = int(Path(record["log"]).name.split("-")[1])
     try:
         loopback.cluster.remove_node(node, allow_graceful=False)  # SIGKILL its raylet

@@ -262,13 +262,15 @@ class LocalTPESampler(BaseSampler):
         again from what it taught (a bisection of the repaired number's edge), up to
         ``SWAP_MOST`` launches of each."""
         trials = study.get_trials(deepcopy=False)
-        need = set(self.space) if self._unset else None
-        done = [t for t in trials if t.state == TrialState.COMPLETE]
+        done = sum(t.state == TrialState.COMPLETE for t in trials)
         due = self._swap + self._rounds * self._swap_every
-        if not self._swaps and len(done) >= due and (self._rounds == 0 or self._swap_every):
-            best = _best(study, need=need) or _best(study)
-            if best is None:
-                return False
+        plan = not self._swaps and done >= due and (self._rounds == 0 or bool(self._swap_every))
+        if not (plan or self._swaps or self._swapped):
+            return False
+        best = _best(study, need=set(self.space) if self._unset else None) or _best(study)
+        if best is None:
+            return False
+        if plan:
             self._rounds += 1
             self._swaps = [
                 (n, c)
@@ -276,11 +278,6 @@ class LocalTPESampler(BaseSampler):
                 if isinstance(d, CategoricalDistribution)
                 for c in d.choices
             ]
-        if not self._swaps and not self._swapped:
-            return False
-        best = _best(study, need=need) or _best(study)
-        if best is None:
-            return False
         fitted = _fit(study, best)
         for t in trials:  # what a finished swap taught: try it again, or not
             if t.number not in self._swapped or t.state == TrialState.RUNNING:
@@ -584,9 +581,7 @@ def _halfway(d: IntDistribution | FloatDistribution, value: Any, edge: Any) -> A
     """Half-way from ``value`` to ``edge`` on the parameter's scale, on its grid."""
     if isinstance(edge, bool) or not isinstance(edge, int | float):
         return value
-    a, b = float(value), float(edge)
-    mid = math.sqrt(a * b) if d.log and a > 0 and b > 0 else (a + b) / 2
-    return on_grid(d, mid)
+    return _toward(d, value, edge, 0.5)
 
 
 def _toward(d: IntDistribution | FloatDistribution, value: Any, end: Any, f: float) -> Any:

@@ -180,7 +180,7 @@ def run(
         if variant == "defaults":
             return default
         if variant == "before-swap":
-            return LocalTPESampler(default._tpe, swap=0, seed=s)
+            return LocalTPESampler(default._tpe, swap=0, novel=0.0, seed=s)
         return LocalTPESampler(
             default._tpe,
             design=5,
@@ -189,6 +189,7 @@ def run(
             unset=False,
             early=False,
             swap=0,
+            novel=0.0,
             seed=s,
         )
 

@@ -144,6 +144,7 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
         unset=False,
         early=False,
         swap=0,
+        novel=0.0,
         steering=_steer(soft=False, combine=False),
     ),
     # the design after the baseline's result (before it started while the baseline ran)
@@ -154,8 +155,13 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     "no-swap": lambda land, s, n: run_driver(land, s, n, swap=0),
     "no-combine": lambda land, s, n: run_driver(land, s, n, steering=_steer(combine=False)),
     "before-swap": lambda land, s, n: run_driver(
-        land, s, n, swap=0, steering=_steer(combine=False)
+        land, s, n, swap=0, novel=0.0, steering=_steer(combine=False)
     ),
+    # This pass's candidates: the defaults without the fewest-untried-pairs choice among
+    # the model's best candidates, or with a narrower or wider margin for it.
+    "no-novel": lambda land, s, n: run_driver(land, s, n, novel=0.0),
+    "novel-0.5": lambda land, s, n: run_driver(land, s, n, novel=0.5),
+    "novel-1.0": lambda land, s, n: run_driver(land, s, n, novel=1.0),
     "swap-16": lambda land, s, n: run_driver(land, s, n, swap=16),
     "swap-rounds": lambda land, s, n: run_driver(land, s, n, swap_every=8),
     # a partial baseline's unset settings left to TPE in the design (before they had values)
@@ -172,6 +178,7 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
         model=0.0,
         design=0,
         swap=0,
+        novel=0.0,
         steering=_steer(edge=0.5, group=False, combine=False),
     ),
     "edge-0.25": lambda land, s, n: run_driver(land, s, n, steering=_steer(edge=0.25)),

@@ -514,3 +514,62 @@ def test_a_repaired_swap_that_did_well_goes_nearer_the_edge() -> None:
     study.tell(study.trials[-1].number, (1 + 0.2 * math.log2(a)) * 1.5 * 0.5)
     edge["a"] = 200
     assert not [c for c in (_ask(study) for _ in range(3)) if c["c"] == "z" and c["b"] == 0.5]
+
+
+def test_a_repaired_swap_that_became_the_best_still_goes_nearer_the_edge() -> None:
+    """The repaired ``z`` ran better than anything: it is the best configuration now, and the
+    next swap still starts from the one it was made from (``a`` = 512), so ``a`` moves up
+    to the edge the crash model has now instead of the swap being dropped as done."""
+    sampler = _swap_sampler()
+    study = _swap_study(sampler)
+    edge = {"a": 100}
+    region = lambda c: c["c"] == "z" and int(c["a"]) >= edge["a"]  # noqa: E731
+    sampler.refused = region
+    sampler.crash_share = lambda c: 1.0 if region(c) else 0.0
+    first = _ask(study)
+    assert first["c"] == "z" and int(first["a"]) < 100  # type: ignore[call-overload]
+    study.tell(study.trials[-1].number, 10.0)  # above the best (512, 0.5, y) at 4.2
+    assert study.best_trial.params == first
+    edge["a"] = 200
+    again = _ask(study)
+    assert again["c"] == "z" and 100 <= int(again["a"]) < 200  # type: ignore[call-overload]
+    assert again["b"] == 0.5
+
+
+def test_untried_pairs_count_a_choice_with_a_value_it_never_ran_with() -> None:
+    from autotune.study.sampler import _untried_pairs
+
+    ran = [{"a": 512, "b": 0.5, "c": "y"}, {"a": 4, "b": 0.5, "c": "z"}]
+    configs = [
+        {"a": 512, "b": 0.5, "c": "z"},  # z never ran with a large a
+        {"a": 4, "b": 0.5, "c": "z"},  # ran
+        {"a": 600, "b": 0.5, "c": "y"},  # 600 is near 512 on a's log scale
+        {"a": 512, "b": 1.0, "c": "z"},  # nor with b at 1.0
+        {"a": 512, "b": 1.0, "c": "y"},  # y with b at 1.0; a and b never so: not counted
+    ]
+    assert list(_untried_pairs(SPACE, configs, ran)) == [1, 0, 0, 2, 1]
+
+
+def test_of_the_model_candidates_near_the_best_one_the_fewest_untried_pairs_is_launched() -> None:
+    """The additive model's best candidate puts ``z`` with a large ``a`` (a pair no run had);
+    with a wide margin the proposal is one whose every pair of a choice and a value ran."""
+    from autotune.study.sampler import _untried_pairs
+
+    def propose(novel: float) -> dict[str, object]:
+        sampler = LocalTPESampler(
+            optuna.samplers.RandomSampler(seed=0),
+            local=0.0,
+            model=1.0,
+            design=0,
+            after=4,
+            swap=0,
+            novel=novel,
+            seed=0,
+        )
+        sampler.crash_risk = lambda c: 0.0
+        study = _swap_study(sampler)
+        return _ask(study)
+
+    runs = [t.params for t in _swap_study(_swap_sampler(swap=0)).trials]
+    assert _untried_pairs(SPACE, [propose(0.0)], runs)[0] >= 1
+    assert _untried_pairs(SPACE, [propose(100.0)], runs)[0] == 0

@@ -18,7 +18,11 @@ puts every parameter at its best at once, and the best points of server tuning s
   largest expected improvement under an additive model of the objective (``additive.py``:
   a choice few launches had is uncertain, so it is worth a try where a sure small step is
   not), weighed against the crash model's probability (``risky``), never one the crash model
-  refuses or one launched before.
+  refuses or one launched before. Of the candidates whose score is within ``novel`` of the
+  best one's, it is the one that puts the fewest choices of a categorical or bool together
+  with values of another setting that no run had with them: crash regions are mostly such
+  pairs (a backend with a large batch), and a crash with one new pair has one explanation
+  where a crash with several new pairs has as many.
 - ``local`` (share): the best configuration with one or two values moved a little: a number
   by a small step on its own scale, a categorical or bool to another value.
 - ``swap`` (once, after ``SWAP`` complete trials): the best configuration with each other
@@ -28,7 +32,8 @@ puts every parameter at its best at once, and the best points of server tuning s
   never wins, though below its edge it is the faster. A swap the crash model refuses moves
   one number the least way out of the crash's explanations; one that crashed as it was is
   made once more so repaired, and one that ran repaired about as well as the choice it
-  replaced would there is made again nearer the edge the crash model has learned since.
+  replaced would there is made again nearer the edge the crash model has learned since, from
+  the configuration it was first made from (it may be the best one by then).
 - everything else is TPE's.
 
 Crashed and refused proposals are told to the study like any other trial, so TPE learns from
@@ -73,6 +78,8 @@ SWAP_NEAR = 0.05  # a repaired swap this close to the best (log) bisects its edg
 SWAP_MOST = 3  # the most launches of one swap
 SWAP_RISK = 0.5  # the largest share of crash explanations a swap may still meet
 EI = True  # rank the model's candidates by expected improvement, not predicted value
+NOVEL = 0.7  # of model candidates this close to the best score (log), the fewest new pairs
+NOVEL_NEAR = 0.25  # a number this near (share of its scaled range) is the same value
 
 
 class LocalTPESampler(BaseSampler):
@@ -103,6 +110,9 @@ class LocalTPESampler(BaseSampler):
             the best configuration (0: never; see ``_plan_swap``).
         swap_every: complete trials between later rounds of swaps (0: one round; measured,
             off).
+        novel: of the model's candidates within this much of the best score (log), the one
+            with the fewest untried pairs of a choice and another value is proposed (0: the
+            best score alone; needs ``crash_risk``).
         seed: seed of the local draws.
 
     The driver sets ``refused``, ``crash_risk`` and ``crash_share`` (the crash model's verdict,
@@ -134,15 +144,19 @@ class LocalTPESampler(BaseSampler):
         center: bool = False,
         swap: int = SWAP,
         swap_every: int = 0,
+        novel: float = NOVEL,
         seed: int | None = None,
     ) -> None:
+        self._novel = novel
         self._ei = ei
         self._swap = swap
-        self._swaps: list[tuple[str, Any]] = []  # (parameter, choice) still to try
+        # (parameter, choice, the configuration it is made from: None for the best) to try
+        self._swaps: list[tuple[str, Any, dict[str, Any] | None]] = []
         self._swap_every = swap_every
         self._rounds = 0  # rounds of swaps planned
-        # trial -> (parameter, choice, the choice it replaced, whether a number was repaired)
-        self._swapped: dict[int, tuple[str, Any, Any, bool]] = {}
+        # trial -> (parameter, choice, the configuration it was made from, whether a number
+        # was repaired)
+        self._swapped: dict[int, tuple[str, Any, dict[str, Any], bool]] = {}
         self._swap_launches: dict[tuple[str, str], int] = {}  # launches of each swap
         self._unset = unset
         self._early = early
@@ -247,6 +261,14 @@ class LocalTPESampler(BaseSampler):
             score = score + self._risky * np.log1p(-np.minimum(risk, 0.95))
         if self._gain and float(predicted.max()) - ref < self._gain:
             return False  # a predicted gain within the noise: polishing, not progress
+        if self._novel and self.crash_risk is not None:
+            # Of the candidates about as good as the best one, the one that puts the fewest
+            # choices together with values they never ran with: a crash region is mostly a
+            # choice with a value of another setting, and a crash with one such pair new
+            # has one explanation, where one with several has as many.
+            pairs = _untried_pairs(best.distributions, pool, [t.params for t in rows])
+            near = score >= float(score.max()) - self._novel
+            score = np.where(near, score - 1000.0 * pairs, -np.inf)
         chosen = pool[int(score.argmax())]
         self._moves[trial.number] = (chosen, set())
         return True
@@ -273,7 +295,7 @@ class LocalTPESampler(BaseSampler):
         if plan:
             self._rounds += 1
             self._swaps = [
-                (n, c)
+                (n, c, None)
                 for n, d in best.distributions.items()
                 if isinstance(d, CategoricalDistribution)
                 for c in d.choices
@@ -282,32 +304,36 @@ class LocalTPESampler(BaseSampler):
         for t in trials:  # what a finished swap taught: try it again, or not
             if t.number not in self._swapped or t.state == TrialState.RUNNING:
                 continue
-            name, choice, was, repaired = self._swapped.pop(t.number)
+            name, choice, base, repaired = self._swapped.pop(t.number)
             # Crashed as it was: once more, repaired. Ran repaired, and the choice did about
             # as well as the one it replaced would at those settings (the model's guess): once
             # more nearer the edge. A repaired launch that crashed is not tried again.
             again = _failed(t) and not repaired
             if repaired and t.state == TrialState.COMPLETE and t.value and fitted is not None:
                 sign = 1.0 if study.direction == StudyDirection.MAXIMIZE else -1.0
-                other = float(fitted[0].predict([{**t.params, name: was}])[0])
+                other = float(fitted[0].predict([{**t.params, name: base[name]}])[0])
                 again = sign * math.log(max(t.value, 1e-12)) - other > -SWAP_NEAR
             if again and self._swap_launches.get((name, repr(choice)), 0) < SWAP_MOST:
-                self._swaps.insert(0, (name, choice))
+                # From the configuration it was made from: the swap may be the best now,
+                # and its repaired number is what the next launch moves nearer the edge.
+                self._swaps.insert(0, (name, choice, base))
         seen = {_key(t.params) for t in trials if t.params}
         while self._swaps:
-            name, choice = self._swaps.pop(0)
-            if name not in best.params or same_value(best.params[name], choice):
+            name, choice, base = self._swaps.pop(0)
+            again = base is not None  # what it taught says go on, whatever the model guesses
+            base = base or dict(best.params)
+            if name not in base or same_value(base[name], choice):
                 continue
-            swapped = {**best.params, name: choice}
-            if fitted is not None:  # a choice the model calls clearly worse: not worth it
-                gain = fitted[0].predict([swapped])[0] - fitted[0].predict([best.params])[0]
+            swapped = {**base, name: choice}
+            if fitted is not None and not again:  # a choice the model calls clearly worse
+                gain = fitted[0].predict([swapped])[0] - fitted[0].predict([base])[0]
                 if gain < -SWAP_NEAR:
                     continue
             config = self._repair(swapped, best.distributions, name)
             if config is None or _key(config) in seen:
                 continue
             self._moves[trial.number] = (config, set())
-            self._swapped[trial.number] = (name, choice, best.params[name], config != swapped)
+            self._swapped[trial.number] = (name, choice, base, config != swapped)
             pair = (name, repr(choice))
             self._swap_launches[pair] = self._swap_launches.get(pair, 0) + 1
             return True
@@ -494,6 +520,44 @@ def _fit(study: Study, best: FrozenTrial) -> tuple[AdditiveModel, list[FrozenTri
     if not model.fit(configs, values):
         return None
     return model, rows
+
+
+def _untried_pairs(
+    dists: Mapping[str, BaseDistribution],
+    configs: Sequence[Mapping[str, Any]],
+    ran: Sequence[Mapping[str, Any]],
+) -> np.ndarray:
+    """Per configuration, how many pairs of its values, one of them a categorical's or bool's
+    choice, no configuration of ``ran`` had together (a number within ``NOVEL_NEAR`` of its
+    scaled range counts as the same value)."""
+    names = list(dists)
+    count = np.zeros(len(configs))
+    if not ran:
+        return count
+
+    def coords(cs: Sequence[Mapping[str, Any]]) -> np.ndarray:
+        """A choice's index times 10 (two choices are never near), a number on [-0.5, 0.5]."""
+        out = np.zeros((len(cs), len(names)))
+        for j, n in enumerate(names):
+            d = dists[n]
+            for i, c in enumerate(cs):
+                if isinstance(d, CategoricalDistribution):
+                    out[i, j] = next(
+                        (10.0 * k for k, x in enumerate(d.choices) if same_value(x, c.get(n))),
+                        -10.0,
+                    )
+                else:
+                    out[i, j] = scaled(d, c.get(n)) / 2.0
+        return out
+
+    # far[i, r, j]: configuration i's value of parameter j is not near run r's
+    far = np.abs(coords(configs)[:, None, :] - coords(ran)[None, :, :]) > NOVEL_NEAR
+    choice = [isinstance(dists[n], CategoricalDistribution) for n in names]
+    for i in range(len(names)):
+        for j in range(i + 1, len(names)):
+            if choice[i] or choice[j]:
+                count += np.all(far[:, :, i] | far[:, :, j], axis=1)
+    return count
 
 
 def _design_order(

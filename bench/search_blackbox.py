@@ -164,7 +164,8 @@ def run(
     the search, launches on top of it: the baseline's extra ones and confirmation).
     ``variant``: ``previous``, the search defaults this round started from (bench/search
     ``last``); ``before-swap``, the defaults without swaps or the combined crash probability
-    (bench/search ``before-swap``)."""
+    (bench/search ``before-swap``); ``no-novel``, the defaults without the fewest untried
+    pairs among the model's best candidates (bench/search ``no-novel``)."""
     from bench.search.harness import driver_sampler
 
     from autotune.records import budget_launches
@@ -181,6 +182,8 @@ def run(
             return default
         if variant == "before-swap":
             return LocalTPESampler(default._tpe, swap=0, novel=0.0, seed=s)
+        if variant == "no-novel":
+            return LocalTPESampler(default._tpe, novel=0.0, seed=s)
         return LocalTPESampler(
             default._tpe,
             design=5,
@@ -314,6 +317,12 @@ def main(argv: list[str] | None = None) -> int:
         help="also run the defaults without swaps or the combined crash probability on each "
         "seed, alternating with these",
     )
+    ap.add_argument(
+        "--no-novel",
+        action="store_true",
+        help="also run the defaults without the fewest untried pairs among the model's best "
+        "candidates on each seed, alternating with these",
+    )
     a = ap.parse_args(argv)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
@@ -344,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
         ["defaults"]
         + (["previous"] if a.previous else [])
         + (["before-swap"] if a.before_swap else [])
+        + (["no-novel"] if a.no_novel else [])
     )
     rows: dict[str, list[tuple[float, int]]] = {side: [] for side in sides}
     with tempfile.TemporaryDirectory(prefix="autotune-blackbox-") as tmp:

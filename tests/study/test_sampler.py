@@ -489,15 +489,21 @@ def test_a_swap_that_crashed_is_tried_once_more_repaired_and_then_not_again() ->
     assert not [c for c in later if c["c"] == "z" and c["b"] == 0.5]
 
 
+def _edge(sampler: LocalTPESampler, edge: dict[str, int]) -> None:
+    """Give ``sampler`` a crash model that refuses ``z`` from ``edge["a"]`` on (the dict may
+    change later, as the crash model's learned edge does)."""
+    region = lambda c: c["c"] == "z" and int(c["a"]) >= edge["a"]  # noqa: E731
+    sampler.refused = region
+    sampler.crash_share = lambda c: 1.0 if region(c) else 0.0
+
+
 def test_a_repaired_swap_that_did_well_goes_nearer_the_edge() -> None:
     """``z`` ran below its edge at least as well as ``y`` would there: the next swap moves
     ``a`` up to the edge the crash model has now (a bisection of it), keeping ``z``."""
     sampler = _swap_sampler()
     study = _swap_study(sampler)
     edge = {"a": 100}
-    region = lambda c: c["c"] == "z" and int(c["a"]) >= edge["a"]  # noqa: E731
-    sampler.refused = region
-    sampler.crash_share = lambda c: 1.0 if region(c) else 0.0
+    _edge(sampler, edge)
     first = _ask(study)
     a = int(first["a"])  # type: ignore[call-overload]
     assert first["c"] == "z" and a < 100
@@ -507,8 +513,7 @@ def test_a_repaired_swap_that_did_well_goes_nearer_the_edge() -> None:
     assert again["c"] == "z" and 100 <= int(again["a"]) < 200  # type: ignore[call-overload]
     # One that did clearly worse than y would there is not followed.
     sampler, edge["a"] = _swap_sampler(), 100
-    sampler.refused = region
-    sampler.crash_share = lambda c: 1.0 if region(c) else 0.0
+    _edge(sampler, edge)
     study = _swap_study(sampler)
     _ask(study)
     study.tell(study.trials[-1].number, (1 + 0.2 * math.log2(a)) * 1.5 * 0.5)
@@ -523,9 +528,7 @@ def test_a_repaired_swap_that_became_the_best_still_goes_nearer_the_edge() -> No
     sampler = _swap_sampler()
     study = _swap_study(sampler)
     edge = {"a": 100}
-    region = lambda c: c["c"] == "z" and int(c["a"]) >= edge["a"]  # noqa: E731
-    sampler.refused = region
-    sampler.crash_share = lambda c: 1.0 if region(c) else 0.0
+    _edge(sampler, edge)
     first = _ask(study)
     assert first["c"] == "z" and int(first["a"]) < 100  # type: ignore[call-overload]
     study.tell(study.trials[-1].number, 10.0)  # above the best (512, 0.5, y) at 4.2

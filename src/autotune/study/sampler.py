@@ -319,9 +319,9 @@ class LocalTPESampler(BaseSampler):
                 self._swaps.insert(0, (name, choice, base))
         seen = {_key(t.params) for t in trials if t.params}
         while self._swaps:
-            name, choice, base = self._swaps.pop(0)
-            again = base is not None  # what it taught says go on, whatever the model guesses
-            base = base or dict(best.params)
+            name, choice, made_from = self._swaps.pop(0)
+            again = made_from is not None  # what it taught says go on, whatever the model says
+            base = made_from or dict(best.params)
             if name not in base or same_value(base[name], choice):
                 continue
             swapped = {**base, name: choice}

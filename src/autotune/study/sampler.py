@@ -267,9 +267,10 @@ class LocalTPESampler(BaseSampler):
             # choice with a value of another setting, and a crash with one such pair new
             # has one explanation, where one with several has as many.
             pairs = _untried_pairs(best.distributions, pool, [t.params for t in rows])
-            near = score >= float(score.max()) - self._novel
-            score = np.where(near, score - 1000.0 * pairs, -np.inf)
-        chosen = pool[int(score.argmax())]
+            near = np.flatnonzero(score >= float(score.max()) - self._novel)
+            chosen = pool[min(near, key=lambda i: (pairs[i], -score[i]))]
+        else:
+            chosen = pool[int(score.argmax())]
         self._moves[trial.number] = (chosen, set())
         return True
 
@@ -320,12 +321,13 @@ class LocalTPESampler(BaseSampler):
         seen = {_key(t.params) for t in trials if t.params}
         while self._swaps:
             name, choice, made_from = self._swaps.pop(0)
-            again = made_from is not None  # what it taught says go on, whatever the model says
             base = made_from or dict(best.params)
             if name not in base or same_value(base[name], choice):
                 continue
             swapped = {**base, name: choice}
-            if fitted is not None and not again:  # a choice the model calls clearly worse
+            # A choice the model calls clearly worse is not tried; one made again is, as what
+            # it taught says go on, whatever the model says.
+            if fitted is not None and made_from is None:
                 gain = fitted[0].predict([swapped])[0] - fitted[0].predict([base])[0]
                 if gain < -SWAP_NEAR:
                     continue
@@ -531,28 +533,28 @@ def _untried_pairs(
     choice, no configuration of ``ran`` had together (a number within ``NOVEL_NEAR`` of its
     scaled range counts as the same value)."""
     names = list(dists)
+    choice = [isinstance(dists[n], CategoricalDistribution) for n in names]
     count = np.zeros(len(configs))
     if not ran:
         return count
 
     def coords(cs: Sequence[Mapping[str, Any]]) -> np.ndarray:
-        """A choice's index times 10 (two choices are never near), a number on [-0.5, 0.5]."""
+        """A choice's index (-1: none of them), a number on [-1, 1] of its scale."""
         out = np.zeros((len(cs), len(names)))
         for j, n in enumerate(names):
             d = dists[n]
             for i, c in enumerate(cs):
                 if isinstance(d, CategoricalDistribution):
                     out[i, j] = next(
-                        (10.0 * k for k, x in enumerate(d.choices) if same_value(x, c.get(n))),
-                        -10.0,
+                        (k for k, x in enumerate(d.choices) if same_value(x, c.get(n))), -1
                     )
                 else:
-                    out[i, j] = scaled(d, c.get(n)) / 2.0
+                    out[i, j] = scaled(d, c.get(n))
         return out
 
-    # far[i, r, j]: configuration i's value of parameter j is not near run r's
-    far = np.abs(coords(configs)[:, None, :] - coords(ran)[None, :, :]) > NOVEL_NEAR
-    choice = [isinstance(dists[n], CategoricalDistribution) for n in names]
+    # far[i, r, j]: configuration i's value of parameter j is not run r's, nor near it
+    gap = np.abs(coords(configs)[:, None, :] - coords(ran)[None, :, :])
+    far = np.where(choice, gap > 0, gap / 2 > NOVEL_NEAR)
     for i in range(len(names)):
         for j in range(i + 1, len(names)):
             if choice[i] or choice[j]:

@@ -165,7 +165,8 @@ def run(
     ``variant``: ``previous``, the search defaults this round started from (bench/search
     ``last``); ``before-swap``, the defaults without swaps or the combined crash probability
     (bench/search ``before-swap``); ``no-novel``, the defaults without the fewest untried
-    pairs among the model's best candidates (bench/search ``no-novel``)."""
+    pairs among the model's best candidates (bench/search ``no-novel``); ``no-budget``, the
+    defaults without the crash budget (the defaults before it, bench/search ``no-budget``)."""
     from bench.search.harness import driver_sampler
 
     from autotune.records import budget_launches
@@ -178,7 +179,7 @@ def run(
     folder.mkdir(parents=True)
 
     def sampler(default: Any, s: int | None) -> Any:
-        if variant == "defaults":
+        if variant in ("defaults", "no-budget"):
             return default
         if variant == "before-swap":
             return LocalTPESampler(default._tpe, swap=0, novel=0.0, seed=s)
@@ -197,9 +198,11 @@ def run(
         )
 
     if variant == "previous":
-        options["steering"] = SteeringOptions(soft=False, combine=False)
+        options["steering"] = SteeringOptions(soft=False, combine=False, budget=0)
     elif variant == "before-swap":
-        options["steering"] = SteeringOptions(combine=False)
+        options["steering"] = SteeringOptions(combine=False, budget=0)
+    elif variant == "no-budget":
+        options["steering"] = SteeringOptions(budget=0)
     with driver_sampler(sampler):
         driver = make_driver(
             space_file(folder / "space.yaml", trials, server),
@@ -223,9 +226,15 @@ def run(
 
 
 def in_process(
-    seeds: int, trials: int, strategy: str, server: str = "blackbox", empty: bool = False
+    seeds: int,
+    trials: int,
+    strategy: str,
+    server: str = "blackbox",
+    empty: bool = False,
+    noise: float = 0.03,
 ) -> list[tuple[float, int]]:
-    """The same study with the server's rate function answered in-process (3% noise), for
+    """The same study with the server's rate function answered in-process (``noise``: the
+    launch-to-launch spread, log scale), for
     many seeds in seconds; ``strategy`` is a bench.search strategy name. A crash is the
     server's own error lines, classified by the command engine's rules as a launch's log is.
     ``empty``: the space's baseline is ``{}``, and a setting left unset takes the server's
@@ -251,7 +260,7 @@ def in_process(
         c = {**defaults, **c}
         lines = crash_of_(c)
         if lines is None:
-            return ok(truth_of(c), rng, 0.03)
+            return ok(truth_of(c), rng, noise)
         f = classify(lines, rules, phase=Phase.LOAD, exit_code=1, argv=[], env={})
         phase = f.phase.value if f.phase.value in CRASH_S else "load"
         return crash(f.cause.value, phase, f.message or "".join(f.evidence[:1]))
@@ -273,6 +282,20 @@ def in_process(
     return out
 
 
+def check_passes(rows: list[tuple[float, int]], draws: int = 20_000) -> float:
+    """The share of draws of 5 studies from ``rows`` (with replacement) that pass the issue's
+    check: at least 95% of the optimum in 4 of the 5, at most 4 crashes per 30 on average."""
+    import random
+
+    rng = random.Random(1)
+    passed = 0
+    for _ in range(draws):
+        five = [rng.choice(rows) for _ in range(5)]
+        reached = sum(pct >= 95 for pct, _ in five) >= 4
+        passed += reached and statistics.mean(c for _, c in five) <= 4
+    return passed / draws
+
+
 def _mean_se(xs: list[float]) -> str:
     se = statistics.stdev(xs) / len(xs) ** 0.5 if len(xs) > 1 else 0.0
     return f"{statistics.mean(xs):+.1f} (SE {se:.1f})"
@@ -281,6 +304,7 @@ def _mean_se(xs: list[float]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--first-seed", type=int, default=0, help="real launches: the first seed")
     ap.add_argument("--trials", type=int, default=30)
     ap.add_argument(
         "--in-process",
@@ -293,6 +317,13 @@ def main(argv: list[str] | None = None) -> int:
         "--prune",
         action="store_true",
         help="with --in-process: 3 windows per launch, handed to the driver's pruner",
+    )
+    ap.add_argument(
+        "--noise",
+        type=float,
+        default=0.03,
+        help="with --in-process: launch-to-launch noise (log spread; real launches of the boxes "
+        "measure about 0.01); with --prune the windows' spread is two thirds of it",
     )
     ap.add_argument(
         "--empty-baseline",
@@ -323,6 +354,18 @@ def main(argv: list[str] | None = None) -> int:
         help="also run the defaults without the fewest untried pairs among the model's best "
         "candidates on each seed, alternating with these",
     )
+    ap.add_argument(
+        "--no-budget",
+        action="store_true",
+        help="also run the defaults without the crash budget on each seed, alternating with these",
+    )
+    ap.add_argument(
+        "--check",
+        action="store_true",
+        help="with --in-process: how often the issue's check would pass (5 seeds drawn from "
+        "these with replacement: >= 95%% of the optimum in 4 of 5, <= 4 crashes per 30 on "
+        "average)",
+    )
     a = ap.parse_args(argv)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
@@ -331,14 +374,18 @@ def main(argv: list[str] | None = None) -> int:
             from bench.search import harness
 
             harness.WINDOWS = 3
+            harness.WINDOW_NOISE = a.noise * 2 / 3
         runs = {}
         for name in [a.in_process] + ([a.against] if a.against else []):
-            rows = runs[name] = in_process(a.seeds, a.trials, name, a.server, a.empty_baseline)
+            rows = runs[name] = in_process(
+                a.seeds, a.trials, name, a.server, a.empty_baseline, a.noise
+            )
             print(
                 f"{a.server} in-process, {name}: mean "
                 f"{statistics.mean(r[0] for r in rows):.1f}% of optimum; "
                 f"{sum(r[0] >= 95 for r in rows)}/{len(rows)} seeds >= 95%; "
-                f"{statistics.mean(r[1] for r in rows):.1f} crashes per {a.trials} launches"
+                f"{statistics.mean(r[1] for r in rows):.2f} crashes per {a.trials} launches"
+                + (f"; the check passes {check_passes(rows):.0%} of the time" if a.check else "")
             )
         if a.against:
             pairs = list(zip(runs[a.in_process], runs[a.against], strict=True))
@@ -354,10 +401,11 @@ def main(argv: list[str] | None = None) -> int:
         + (["previous"] if a.previous else [])
         + (["before-swap"] if a.before_swap else [])
         + (["no-novel"] if a.no_novel else [])
+        + (["no-budget"] if a.no_budget else [])
     )
     rows: dict[str, list[tuple[float, int]]] = {side: [] for side in sides}
     with tempfile.TemporaryDirectory(prefix="autotune-blackbox-") as tmp:
-        for seed in range(a.seeds):
+        for seed in range(a.first_seed, a.first_seed + a.seeds):
             for side in sides:  # alternating: each seed's pair runs under the same load
                 pct, crashes, search, extra = run(seed, a.trials, Path(tmp), a.server, side)
                 rows[side].append((pct, crashes))

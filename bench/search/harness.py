@@ -31,6 +31,7 @@ from autotune.models import Cause, Failure, Metrics, Outcome, Phase, TrialResult
 
 WINDOWS = 0  # measurement windows per in-process launch (bench --prune sets 3)
 PARALLEL = 1  # trials in flight at once (bench --parallel sets it)
+WINDOW_NOISE = 0.02  # spread (log) of a window's reading around its launch's value
 
 
 @dataclass(frozen=True)
@@ -71,8 +72,8 @@ class InProcessExecutor:
         self._lock = threading.Lock()
         self.launches: list[Launch] = []
         self.numbers: list[int] = []  # the trial number of each launch
-        # windows > 0: a launch that runs is measured in that many windows (2% noise around
-        # its value), each handed to the driver's pruner as a node would; 0: one value, no
+        # windows > 0: a launch that runs is measured in that many windows (WINDOW_NOISE
+        # around its value), each handed to the driver's pruner as a node would; 0: one value, no
         # windows, nothing to prune on (the published figures).
         self.windows = windows
         self.rng = random.Random(seed * 31 + 7)
@@ -103,7 +104,7 @@ class InProcessExecutor:
             if point.value is not None and on_window is not None and self.windows:
                 seen: list[dict[str, float]] = []
                 for i in range(self.windows):
-                    value = point.value * math.exp(self.rng.gauss(0.0, 0.02))
+                    value = point.value * math.exp(self.rng.gauss(0.0, WINDOW_NOISE))
                     seen.append({"output_tok_s": value, "duration_s": 60.0})
                     if on_window(i, seen[-1]) and i + 1 < self.windows:  # stopped by the pruner
                         spent = point.seconds * (i + 1) / self.windows

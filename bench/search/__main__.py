@@ -145,7 +145,7 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
         early=False,
         swap=0,
         novel=0.0,
-        steering=_steer(soft=False, combine=False),
+        steering=_steer(soft=False, combine=False, budget=0),
     ),
     # the design after the baseline's result (before it started while the baseline ran)
     "late-design": lambda land, s, n: run_driver(land, s, n, early=False),
@@ -155,13 +155,20 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     "no-swap": lambda land, s, n: run_driver(land, s, n, swap=0),
     "no-combine": lambda land, s, n: run_driver(land, s, n, steering=_steer(combine=False)),
     "before-swap": lambda land, s, n: run_driver(
-        land, s, n, swap=0, novel=0.0, steering=_steer(combine=False)
+        land, s, n, swap=0, novel=0.0, steering=_steer(combine=False, budget=0)
     ),
     # This pass's candidates: the defaults without the fewest-untried-pairs choice among
     # the model's best candidates, or with a narrower or wider margin for it.
     "no-novel": lambda land, s, n: run_driver(land, s, n, novel=0.0),
     "novel-0.5": lambda land, s, n: run_driver(land, s, n, novel=0.5),
     "novel-1.0": lambda land, s, n: run_driver(land, s, n, novel=1.0),
+    # This pass's candidates: the defaults without the crash budget (the previous defaults
+    # exactly), and other budgets (crashes as a share of the trials) and caps.
+    "no-budget": lambda land, s, n: run_driver(land, s, n, steering=_steer(budget=0)),
+    "budget-4": lambda land, s, n: run_driver(land, s, n, steering=_steer(budget=4)),
+    "budget-2": lambda land, s, n: run_driver(land, s, n, steering=_steer(budget=2)),
+    "cap-0.3": lambda land, s, n: run_driver(land, s, n, steering=_steer(cap=0.3)),
+    "cap-0.5": lambda land, s, n: run_driver(land, s, n, steering=_steer(cap=0.5)),
     "swap-16": lambda land, s, n: run_driver(land, s, n, swap=16),
     "swap-rounds": lambda land, s, n: run_driver(land, s, n, swap_every=8),
     # a partial baseline's unset settings left to TPE in the design (before they had values)
@@ -179,7 +186,7 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
         design=0,
         swap=0,
         novel=0.0,
-        steering=_steer(edge=0.5, group=False, combine=False),
+        steering=_steer(edge=0.5, group=False, combine=False, budget=0),
     ),
     "edge-0.25": lambda land, s, n: run_driver(land, s, n, steering=_steer(edge=0.25)),
     "gp": lambda land, s, n: run_driver(land, s, n, inner=_gp, local=0.0),

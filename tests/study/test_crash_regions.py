@@ -90,7 +90,7 @@ def test_crashes_that_failed_alike_are_explained_together() -> None:
     crashes = [(400, 0.55, "a"), (300, 0.93, "b")]  # both: graph capture at a large batch
 
     def model(signatures: tuple[str, str], group: bool = True) -> CrashRegions:
-        m = CrashRegions(SPACE, SteeringOptions(group=group))
+        m = CrashRegions(SPACE, SteeringOptions(group=group, budget=0))
         for bs, mem, backend in runs:
             m.observe({"backend": backend, "bs": bs, "mem": mem}, crashed=False)
         for (bs, mem, backend), sig in zip(crashes, signatures, strict=True):
@@ -172,7 +172,7 @@ def test_the_crash_probability_combines_the_regions_a_configuration_may_be_in() 
     large batch with it): c with a large batch and much memory meets one of two explanations
     of each crash, so it runs only if neither is right: 1 - 0.5 * 0.5, not 0.5."""
     for combine, p in [(False, 0.5), (True, 0.75)]:
-        m = CrashRegions(SPACE, SteeringOptions(combine=combine, soft=False))
+        m = CrashRegions(SPACE, SteeringOptions(combine=combine, soft=False, budget=0))
         for backend, bs, mem in [
             ("a", 512, 0.6),
             ("b", 16, 0.6),
@@ -187,3 +187,48 @@ def test_the_crash_probability_combines_the_regions_a_configuration_may_be_in() 
         assert m.probability(config) == approx(p)
         assert not m.predicts(config)  # what is refused does not change
         assert m.probability({"backend": "a", "bs": 8, "mem": 0.6}) == 0.0
+
+
+def _budget_model(options: SteeringOptions, trials: int | None = None) -> CrashRegions:
+    """Backend c crashed at a large batch, then b with much memory, then a with both: each
+    crash has two explanations (its backend with the batch, or with the memory)."""
+    m = CrashRegions(SPACE, options, trials=trials)
+    for backend, bs, mem in [("a", 8, 0.6), ("b", 8, 0.6), ("c", 8, 0.6), ("a", 512, 0.5)]:
+        m.observe({"backend": backend, "bs": bs, "mem": mem}, crashed=False)
+    for backend, bs, mem, sig in [
+        ("c", 400, 0.9, "graph"),
+        ("b", 300, 0.92, "oom"),
+        ("a", 300, 0.93, "assert"),
+    ]:
+        m.observe({"backend": backend, "bs": bs, "mem": mem}, crashed=True, signature=sig)
+    return m
+
+
+def test_once_the_crash_budget_is_spent_an_even_chance_of_crashing_is_not_taken() -> None:
+    """Before the budget is spent only what every explanation of a crash covers is refused; a
+    configuration meeting one of two is weighed, not refused. After it, one that the crash
+    model gives ``cap`` or more is refused too, saying why."""
+    risky = {"backend": "c", "bs": 400, "mem": 0.7}  # c with the batch, not the memory
+    safe = {"backend": "a", "bs": 8, "mem": 0.6}
+    unspent = _budget_model(SteeringOptions(budget=4))
+    assert (unspent.probability(risky) or 0.0) >= 0.4
+    assert unspent.check(risky) is None
+    spent = _budget_model(SteeringOptions(budget=3))
+    reason = spent.check(risky)
+    assert reason is not None and reason.startswith(PREFIX) and "crash budget 3" in reason
+    assert spent.check(safe) is None
+    assert _budget_model(SteeringOptions(budget=3, cap=0.9)).check(risky) is None
+    assert _budget_model(SteeringOptions(budget=0)).check(risky) is None  # off
+
+
+def test_the_crash_budget_is_a_share_of_the_study_s_trials() -> None:
+    """budget.crash_budget (a tenth by default) of the trials, those of --n-trials where given;
+    0 turns it off."""
+    assert CrashRegions(SPACE).options.budget == 2  # 20 trials by default
+    assert CrashRegions(SPACE, trials=30).options.budget == 3
+    assert make_risk(SPACE, trials=60).options.budget == 6
+    off = SPACE.model_copy(update={"budget": SPACE.budget.model_copy(update={"crash_budget": 0})})
+    assert CrashRegions(off, trials=30).options.budget == 0
+    risky = {"backend": "c", "bs": 400, "mem": 0.7}
+    assert _budget_model(SteeringOptions(), trials=30).check(risky) is not None
+    assert _budget_model(SteeringOptions(), trials=40).check(risky) is None  # 4: not yet

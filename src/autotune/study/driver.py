@@ -160,7 +160,7 @@ class Driver:
         self.study = self._open_study()
         self.ledger = Ledger(self.study)
         self.deadends = DeadEnds(spec, self.ledger.dead_ends())
-        self.risk = make_risk(spec, options.steering, seed=options.seed)
+        self.risk = make_risk(spec, options.steering, seed=options.seed, trials=options.n_trials)
         if isinstance(self.study.sampler, LocalTPESampler):
             # What every configuration names (a conditional parameter is not always there).
             self.study.sampler.space = {

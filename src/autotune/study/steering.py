@@ -15,8 +15,11 @@ explanation of some crash covers, so nothing is refused for being near a crash t
 parameter caused (the earlier nearest-neighbour vote, ``CrashRisk``, did that: kept as
 ``model="knn"`` to be measured against). When a crash's only explanation is a categorical or
 bool value that never ran, ``ablation`` proposes the baseline with just that value, once, to
-tell the value from its company. ``max_streak`` caps refusals in a row, so no model can lock
-a study out of its space. The defaults were chosen on ``bench/search`` (docs/benchmarks.md).
+tell the value from its company. Once a study has had its crash budget (``budget.crash_budget``
+of its trials, a tenth by default), a proposal the model gives ``cap`` (40%) or more of crashing
+is refused too: before that, meeting some of a crash's explanations is a chance the model
+proposals weigh, after it one the study no longer takes. ``max_streak`` caps refusals in a
+row, so no model can lock a study out of its space. The defaults were chosen on ``bench/search`` (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import math
 import random
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from autotune.space.schema import Parameter, StudySpec, same_value
@@ -56,19 +59,27 @@ class SteeringOptions:
     soft: bool = True  # regions: the crash probability rises across a threshold's uncertainty
     combine: bool = True  # regions: the crash probability combines every region's share
     ablations: int = 4  # regions: launches that test a crash's one-value explanation (0: off)
+    # regions: crashes after which a proposal as likely to crash as ``cap`` is refused (None:
+    # the space's budget.crash_budget of its trials; 0: never)
+    budget: int | None = None
+    cap: float = 0.4
     explore: float = 0.0  # share of risky proposals launched anyway
     max_streak: int = 20  # rejections in a row before one is launched regardless
 
 
 def make_risk(
-    spec: StudySpec, options: SteeringOptions | None = None, seed: int | None = None
+    spec: StudySpec,
+    options: SteeringOptions | None = None,
+    seed: int | None = None,
+    trials: int | None = None,
 ) -> CrashRisk | CrashRegions:
-    """The crash model ``options.model`` names."""
+    """The crash model ``options.model`` names; ``trials``: the study's budget, for the
+    crash budget (``budget.crash_budget`` of it) where ``options.budget`` is None."""
     options = options or SteeringOptions()
     if options.model == "knn":
         return CrashRisk(spec, options, seed)
     if options.model == "regions":
-        return CrashRegions(spec, options, seed)
+        return CrashRegions(spec, options, seed, trials)
     raise ValueError(f"unknown steering model {options.model!r}; use regions or knn")
 
 
@@ -176,10 +187,18 @@ class CrashRegions:
     """
 
     def __init__(
-        self, spec: StudySpec, options: SteeringOptions | None = None, seed: int | None = None
+        self,
+        spec: StudySpec,
+        options: SteeringOptions | None = None,
+        seed: int | None = None,
+        trials: int | None = None,
     ) -> None:
         self.spec = spec
-        self.options = options or SteeringOptions()
+        options = options or SteeringOptions()
+        if options.budget is None:  # the space's share of the study's trials
+            share, n = spec.budget.crash_budget, trials or spec.budget.trials
+            options = replace(options, budget=max(1, round(share * n)) if share > 0 else 0)
+        self.options = options
         self._rng = random.Random(seed)
         self._ok: list[dict[str, Any]] = []
         self._crashes: list[dict[str, Any]] = []
@@ -414,7 +433,7 @@ class CrashRegions:
             self._streak = 0
             return None
         self._streak += 1
-        return f"{PREFIX}: {why}; no configuration that ran had it"
+        return f"{PREFIX}: {why}"
 
     def predicts(self, config: Mapping[str, Any]) -> bool:
         """Whether the model would refuse ``config`` (no exploration draw, no streak)."""
@@ -422,19 +441,30 @@ class CrashRegions:
 
     def _why(self, config: Mapping[str, Any]) -> str | None:
         o = self.options
-        why: str | None = None
         for expl in self.explanations():
             hits = [e for e in expl if all(_meets(lit, config) for lit in e)]
             if hits and len(hits) >= o.agree * len(expl):
                 more = f" (1 of {len(expl)} explanations)" if len(expl) > 1 else ""
-                why = f"{_conj(hits[0])}, as in a crashed configuration{more}"
-                break
-        if why is None:
-            for e in self._corroborated:
-                if all(_meets(lit, config) for lit in e):
-                    why = f"{_conj(e)}, as in several crashed configurations"
-                    break
-        return why
+                return (
+                    f"{_conj(hits[0])}, as in a crashed configuration{more}; no "
+                    "configuration that ran had it"
+                )
+        for e in self._corroborated:
+            if all(_meets(lit, config) for lit in e):
+                return (
+                    f"{_conj(e)}, as in several crashed configurations; no configuration "
+                    "that ran had it"
+                )
+        spent = len(self._crashes)
+        if o.budget and spent >= o.budget:
+            # The study has had the crashes it may: it takes no more even chances.
+            p = self.probability(config)
+            if p is not None and p >= o.cap:
+                return (
+                    f"a {p:.0%} chance of crashing after {spent} crashes (crash budget "
+                    f"{o.budget}: budget.crash_budget in the space file)"
+                )
+        return None
 
 
 def signature_of(cause: str | None, message: str = "") -> str:

@@ -165,8 +165,8 @@ def run(
     ``variant``: ``previous``, the search defaults this round started from (bench/search
     ``last``); ``before-swap``, the defaults without swaps or the combined crash probability
     (bench/search ``before-swap``); ``no-novel``, the defaults without the fewest untried
-    pairs among the model's best candidates (bench/search ``no-novel``); ``no-budget``, the
-    defaults without the crash budget (the defaults before it, bench/search ``no-budget``)."""
+    pairs among the model's best candidates (bench/search ``no-novel``); ``crash-budget``, the
+    defaults with ``budget.crash_budget: 0.1`` (bench/search ``crash-budget``)."""
     from bench.search.harness import driver_sampler
 
     from autotune.records import budget_launches
@@ -179,7 +179,7 @@ def run(
     folder.mkdir(parents=True)
 
     def sampler(default: Any, s: int | None) -> Any:
-        if variant in ("defaults", "no-budget"):
+        if variant in ("defaults", "crash-budget"):
             return default
         if variant == "before-swap":
             return LocalTPESampler(default._tpe, swap=0, novel=0.0, seed=s)
@@ -201,8 +201,8 @@ def run(
         options["steering"] = SteeringOptions(soft=False, combine=False, budget=0)
     elif variant == "before-swap":
         options["steering"] = SteeringOptions(combine=False, budget=0)
-    elif variant == "no-budget":
-        options["steering"] = SteeringOptions(budget=0)
+    elif variant == "crash-budget":
+        options["steering"] = SteeringOptions(budget=max(1, round(0.1 * trials)))
     with driver_sampler(sampler):
         driver = make_driver(
             space_file(folder / "space.yaml", trials, server),
@@ -355,9 +355,10 @@ def main(argv: list[str] | None = None) -> int:
         "candidates on each seed, alternating with these",
     )
     ap.add_argument(
-        "--no-budget",
+        "--crash-budget",
         action="store_true",
-        help="also run the defaults without the crash budget on each seed, alternating with these",
+        help="also run the defaults with a crash budget of a tenth of the trials on each "
+        "seed, alternating with these",
     )
     ap.add_argument(
         "--check",
@@ -401,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
         + (["previous"] if a.previous else [])
         + (["before-swap"] if a.before_swap else [])
         + (["no-novel"] if a.no_novel else [])
-        + (["no-budget"] if a.no_budget else [])
+        + (["crash-budget"] if a.crash_budget else [])
     )
     rows: dict[str, list[tuple[float, int]]] = {side: [] for side in sides}
     with tempfile.TemporaryDirectory(prefix="autotune-blackbox-") as tmp:

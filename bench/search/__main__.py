@@ -70,6 +70,11 @@ def _steer(**kw: Any) -> Any:
     return SteeringOptions(**kw)
 
 
+def _budget(trials: int, **kw: Any) -> Any:
+    """Steering with the crash budget ``budget.crash_budget: 0.1`` gives a study of ``trials``."""
+    return _steer(budget=max(1, round(0.1 * trials)), **kw)
+
+
 def _gp(seed: int | None, **kw: Any) -> optuna.samplers.BaseSampler:
     from autotune.study.gp import CrashAwareGPSampler
 
@@ -162,13 +167,13 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     "no-novel": lambda land, s, n: run_driver(land, s, n, novel=0.0),
     "novel-0.5": lambda land, s, n: run_driver(land, s, n, novel=0.5),
     "novel-1.0": lambda land, s, n: run_driver(land, s, n, novel=1.0),
-    # This pass's candidates: the defaults without the crash budget (the previous defaults
-    # exactly), and other budgets (crashes as a share of the trials) and caps.
-    "no-budget": lambda land, s, n: run_driver(land, s, n, steering=_steer(budget=0)),
+    # This pass's candidates: a crash budget of a tenth of the trials (budget.crash_budget
+    # 0.1), of 2 or 4 crashes, and other caps.
+    "crash-budget": lambda land, s, n: run_driver(land, s, n, steering=_budget(n)),
     "budget-4": lambda land, s, n: run_driver(land, s, n, steering=_steer(budget=4)),
     "budget-2": lambda land, s, n: run_driver(land, s, n, steering=_steer(budget=2)),
-    "cap-0.3": lambda land, s, n: run_driver(land, s, n, steering=_steer(cap=0.3)),
-    "cap-0.5": lambda land, s, n: run_driver(land, s, n, steering=_steer(cap=0.5)),
+    "cap-0.3": lambda land, s, n: run_driver(land, s, n, steering=_budget(n, cap=0.3)),
+    "cap-0.5": lambda land, s, n: run_driver(land, s, n, steering=_budget(n, cap=0.5)),
     "swap-16": lambda land, s, n: run_driver(land, s, n, swap=16),
     "swap-rounds": lambda land, s, n: run_driver(land, s, n, swap_every=8),
     # a partial baseline's unset settings left to TPE in the design (before they had values)

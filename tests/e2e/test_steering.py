@@ -68,9 +68,7 @@ def test_crashes_steer_the_study_away_from_the_crashing_region(tmp_path: Path) -
         assert t.user_attrs["outcome"] == "pruned"
         # Stored as its own kind, never as a dead end (which would claim a crash happened).
         assert t.user_attrs["cause"] == "predicted_crash"
-        # Every explanation of a crash covers it, or the crash budget is spent.
-        why = t.user_attrs["skipped"]
-        assert "no configuration that ran had it" in why or "crash budget" in why, why
+        assert "no configuration that ran had it" in t.user_attrs["skipped"]
         assert t.system_attrs.get("constraints:skip", 0) > 0
         assert "log_path" not in t.user_attrs
     # It only acts on evidence: a refusal always follows a launched crash.

@@ -189,10 +189,12 @@ def test_the_crash_probability_combines_the_regions_a_configuration_may_be_in() 
         assert m.probability({"backend": "a", "bs": 8, "mem": 0.6}) == 0.0
 
 
-def _budget_model(options: SteeringOptions, trials: int | None = None) -> CrashRegions:
+def _budget_model(
+    options: SteeringOptions, trials: int | None = None, spec: StudySpec = SPACE
+) -> CrashRegions:
     """Backend c crashed at a large batch, then b with much memory, then a with both: each
     crash has two explanations (its backend with the batch, or with the memory)."""
-    m = CrashRegions(SPACE, options, trials=trials)
+    m = CrashRegions(spec, options, trials=trials)
     for backend, bs, mem in [("a", 8, 0.6), ("b", 8, 0.6), ("c", 8, 0.6), ("a", 512, 0.5)]:
         m.observe({"backend": backend, "bs": bs, "mem": mem}, crashed=False)
     for backend, bs, mem, sig in [
@@ -222,13 +224,16 @@ def test_once_the_crash_budget_is_spent_an_even_chance_of_crashing_is_not_taken(
 
 
 def test_the_crash_budget_is_a_share_of_the_study_s_trials() -> None:
-    """budget.crash_budget (a tenth by default) of the trials, those of --n-trials where given;
-    0 turns it off."""
-    assert CrashRegions(SPACE).options.budget == 2  # 20 trials by default
-    assert CrashRegions(SPACE, trials=30).options.budget == 3
-    assert make_risk(SPACE, trials=60).options.budget == 6
-    off = SPACE.model_copy(update={"budget": SPACE.budget.model_copy(update={"crash_budget": 0})})
-    assert CrashRegions(off, trials=30).options.budget == 0
+    """budget.crash_budget of the trials, those of --n-trials where given; 0 (the default)
+    turns it off."""
+    assert CrashRegions(SPACE).options.budget == 0
+    tenth = SPACE.model_copy(
+        update={"budget": SPACE.budget.model_copy(update={"crash_budget": 0.1})}
+    )
+    assert CrashRegions(tenth).options.budget == 2  # 20 trials by default
+    assert CrashRegions(tenth, trials=30).options.budget == 3
+    assert make_risk(tenth, trials=60).options.budget == 6
+    assert CrashRegions(tenth, SteeringOptions(budget=5)).options.budget == 5
     risky = {"backend": "c", "bs": 400, "mem": 0.7}
-    assert _budget_model(SteeringOptions(), trials=30).check(risky) is not None
-    assert _budget_model(SteeringOptions(), trials=40).check(risky) is None  # 4: not yet
+    assert _budget_model(SteeringOptions(), trials=30).check(risky) is None  # off
+    assert _budget_model(SteeringOptions(), trials=30, spec=tenth).check(risky) is not None

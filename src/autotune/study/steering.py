@@ -15,11 +15,12 @@ explanation of some crash covers, so nothing is refused for being near a crash t
 parameter caused (the earlier nearest-neighbour vote, ``CrashRisk``, did that: kept as
 ``model="knn"`` to be measured against). When a crash's only explanation is a categorical or
 bool value that never ran, ``ablation`` proposes the baseline with just that value, once, to
-tell the value from its company. Once a study has had its crash budget (``budget.crash_budget``
-of its trials, a tenth by default), a proposal the model gives ``cap`` (40%) or more of crashing
-is refused too: before that, meeting some of a crash's explanations is a chance the model
-proposals weigh, after it one the study no longer takes. ``max_streak`` caps refusals in a
-row, so no model can lock a study out of its space. The defaults were chosen on ``bench/search`` (docs/benchmarks.md).
+tell the value from its company. Once a study has had its crash budget
+(``budget.crash_budget`` of its trials, where the space sets one), a proposal the model gives
+``cap`` (40%) or more of crashing is refused too: before that, meeting some of a crash's
+explanations is a chance the model proposals weigh, after it one the study no longer takes.
+``max_streak`` caps refusals in a row, so no model can lock a study out of its space. The
+defaults were chosen on ``bench/search`` (docs/benchmarks.md).
 """
 
 from __future__ import annotations

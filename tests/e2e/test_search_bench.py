@@ -6,6 +6,8 @@ driver with the in-process executor (docs/benchmarks.md has the full figures).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from bench.search.__main__ import main
 from bench.search.landscapes import Point
@@ -168,3 +170,51 @@ def test_the_crash_model_learns_that_a_pruned_launch_served(
     assert Outcome.PRUNED in seen
     search = [la for la in launches if la.kind == "search"]
     assert len(seen) >= len(search), (len(seen), len(search))
+
+
+def test_a_space_s_crash_budget_reaches_the_study_s_steering(tmp_path: Path) -> None:
+    """``budget.crash_budget`` in the space file: once that share of the trials crashed, the
+    driver's crash model refuses what it gives 40% or more, and says so; without it, nothing
+    is refused for that."""
+    import random
+
+    import yaml
+    from bench.search.harness import InProcessExecutor
+    from bench.search.landscapes import LANDSCAPES
+
+    from autotune.engines import get_engine
+    from autotune.space.load import load_text
+    from autotune.study.driver import Driver, DriverOptions
+    from autotune.study.ledger import Ledger
+    from autotune.tracking.none import NullTracker
+
+    land = next(la for la in LANDSCAPES if la.name == "five")
+
+    def reasons(share: float) -> tuple[list[str], int]:
+        content = land.space(30)
+        content["budget"] = {"trials": 30, "crash_budget": share}
+        spec = load_text(yaml.safe_dump(content, sort_keys=False), "<five>")
+        rng = random.Random(1)
+        executor = InProcessExecutor(lambda ts: land.evaluate(dict(ts.params), rng), 1)
+        engine = get_engine(spec.engine)
+        options = DriverOptions(
+            study=f"five-{share}", study_dir=tmp_path / str(share), storage=":memory:", seed=1
+        )
+        driver = Driver(
+            spec,
+            engine=engine,
+            real_engine=engine,
+            executor=executor,
+            tracker=NullTracker(),
+            options=options,
+        )
+        driver.run()
+        records = Ledger(driver.study).trials()
+        skipped = [str(r.skip.reason) for r in records if r.skip is not None]
+        return skipped, sum(r.crashed for r in records if r.launched)
+
+    budgeted, crashes = reasons(0.1)
+    spent = [r for r in budgeted if "crash budget 3" in r]
+    assert spent, budgeted
+    assert crashes >= 3
+    assert not [r for r in reasons(0.0)[0] if "crash budget" in r]

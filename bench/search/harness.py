@@ -201,11 +201,9 @@ def run_driver(
     """autotune's real path on ``land`` (``steering``: SteeringOptions or None; ``tpe``:
     TPESampler arguments to try instead of the driver's, for candidates; ``defaults``:
     DriverOptions fields to change)."""
-    from autotune.engines import get_engine
     from autotune.space.load import load_text
-    from autotune.study.driver import Driver, DriverOptions
+    from autotune.study.driver import DriverOptions
     from autotune.study.ledger import Ledger
-    from autotune.tracking.none import NullTracker
 
     if tpe is not None or local is not None or moves or inner is not None:
 
@@ -244,7 +242,6 @@ def run_driver(
     executor = InProcessExecutor(
         lambda ts: land.evaluate(dict(ts.params), rng), seed, WINDOWS, PARALLEL
     )
-    engine = get_engine(spec.engine)
     with tempfile.TemporaryDirectory(prefix="autotune-bench-") as tmp:
         options = DriverOptions(
             study=f"{land.name}-{seed}",
@@ -258,16 +255,27 @@ def run_driver(
         )
         if steering is not None:
             options.steering = steering
-        driver = Driver(
-            spec,
-            engine=engine,
-            real_engine=engine,
-            executor=executor,
-            tracker=NullTracker(),
-            options=options,
-        )
+        driver = in_process_driver(spec, executor, options)
         driver.run()
         return _tagged(executor, Ledger(driver.study), land, rng)
+
+
+def in_process_driver(spec: Any, executor: InProcessExecutor, options: Any) -> Any:
+    """The real ``study.Driver`` over ``spec`` whose launches ``executor`` answers, with no
+    tracker (``options``: its DriverOptions)."""
+    from autotune.engines import get_engine
+    from autotune.study.driver import Driver
+    from autotune.tracking.none import NullTracker
+
+    engine = get_engine(spec.engine)
+    return Driver(
+        spec,
+        engine=engine,
+        real_engine=engine,
+        executor=executor,
+        tracker=NullTracker(),
+        options=options,
+    )
 
 
 def _tagged(

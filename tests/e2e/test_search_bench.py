@@ -179,14 +179,12 @@ def test_a_space_s_crash_budget_reaches_the_study_s_steering(tmp_path: Path) -> 
     import random
 
     import yaml
-    from bench.search.harness import InProcessExecutor
+    from bench.search.harness import InProcessExecutor, in_process_driver
     from bench.search.landscapes import LANDSCAPES
 
-    from autotune.engines import get_engine
     from autotune.space.load import load_text
-    from autotune.study.driver import Driver, DriverOptions
+    from autotune.study.driver import DriverOptions
     from autotune.study.ledger import Ledger
-    from autotune.tracking.none import NullTracker
 
     land = next(la for la in LANDSCAPES if la.name == "five")
 
@@ -196,18 +194,10 @@ def test_a_space_s_crash_budget_reaches_the_study_s_steering(tmp_path: Path) -> 
         spec = load_text(yaml.safe_dump(content, sort_keys=False), "<five>")
         rng = random.Random(1)
         executor = InProcessExecutor(lambda ts: land.evaluate(dict(ts.params), rng), 1)
-        engine = get_engine(spec.engine)
         options = DriverOptions(
             study=f"five-{share}", study_dir=tmp_path / str(share), storage=":memory:", seed=1
         )
-        driver = Driver(
-            spec,
-            engine=engine,
-            real_engine=engine,
-            executor=executor,
-            tracker=NullTracker(),
-            options=options,
-        )
+        driver = in_process_driver(spec, executor, options)
         driver.run()
         records = Ledger(driver.study).trials()
         skipped = [str(r.skip.reason) for r in records if r.skip is not None]

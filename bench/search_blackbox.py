@@ -18,6 +18,8 @@ from the server's own rate function), and crashes launched in the search's 30 la
     .venv/bin/python bench/search_blackbox.py --seeds 10 --in-process tpe-nosteer   # seconds
     .venv/bin/python bench/search_blackbox.py --seeds 60 --prune \
         --in-process autotune --against before-swap   # paired, in-process
+    .venv/bin/python bench/search_blackbox.py --server blackbox3 --seeds 120 --prune \
+        --noise 0.01 --in-process crash-budget --against autotune --check   # real launches' noise
 """
 
 from __future__ import annotations

@@ -174,7 +174,7 @@ def run(
     from autotune.records import budget_launches
     from autotune.study.ledger import Ledger
     from autotune.study.sampler import LocalTPESampler
-    from autotune.study.steering import SteeringOptions
+    from autotune.study.steering import SteeringOptions, crash_allowance
 
     _, _, truth_of, optimum_of, _ = SERVER[server]
     folder = work / f"{variant}-seed{seed}"
@@ -200,11 +200,11 @@ def run(
         )
 
     if variant == "previous":
-        options["steering"] = SteeringOptions(soft=False, combine=False, budget=0)
+        options["steering"] = SteeringOptions(soft=False, combine=False)
     elif variant == "before-swap":
-        options["steering"] = SteeringOptions(combine=False, budget=0)
+        options["steering"] = SteeringOptions(combine=False)
     elif variant == "crash-budget":
-        options["steering"] = SteeringOptions(budget=max(1, round(0.1 * trials)))
+        options["steering"] = SteeringOptions(budget=crash_allowance(0.1, trials))
     with driver_sampler(sampler):
         driver = make_driver(
             space_file(folder / "space.yaml", trials, server),

@@ -72,7 +72,9 @@ def _steer(**kw: Any) -> Any:
 
 def _budget(trials: int, **kw: Any) -> Any:
     """Steering with the crash budget ``budget.crash_budget: 0.1`` gives a study of ``trials``."""
-    return _steer(budget=max(1, round(0.1 * trials)), **kw)
+    from autotune.study.steering import crash_allowance
+
+    return _steer(budget=crash_allowance(0.1, trials), **kw)
 
 
 def _gp(seed: int | None, **kw: Any) -> optuna.samplers.BaseSampler:
@@ -150,7 +152,7 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
         early=False,
         swap=0,
         novel=0.0,
-        steering=_steer(soft=False, combine=False, budget=0),
+        steering=_steer(soft=False, combine=False),
     ),
     # the design after the baseline's result (before it started while the baseline ran)
     "late-design": lambda land, s, n: run_driver(land, s, n, early=False),
@@ -160,7 +162,7 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     "no-swap": lambda land, s, n: run_driver(land, s, n, swap=0),
     "no-combine": lambda land, s, n: run_driver(land, s, n, steering=_steer(combine=False)),
     "before-swap": lambda land, s, n: run_driver(
-        land, s, n, swap=0, novel=0.0, steering=_steer(combine=False, budget=0)
+        land, s, n, swap=0, novel=0.0, steering=_steer(combine=False)
     ),
     # This pass's candidates: the defaults without the fewest-untried-pairs choice among
     # the model's best candidates, or with a narrower or wider margin for it.
@@ -191,7 +193,7 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
         design=0,
         swap=0,
         novel=0.0,
-        steering=_steer(edge=0.5, group=False, combine=False, budget=0),
+        steering=_steer(edge=0.5, group=False, combine=False),
     ),
     "edge-0.25": lambda land, s, n: run_driver(land, s, n, steering=_steer(edge=0.25)),
     "gp": lambda land, s, n: run_driver(land, s, n, inner=_gp, local=0.0),

@@ -197,8 +197,8 @@ class CrashRegions:
         self.spec = spec
         options = options or SteeringOptions()
         if options.budget is None:  # the space's share of the study's trials
-            share, n = spec.budget.crash_budget, trials or spec.budget.trials
-            options = replace(options, budget=max(1, round(share * n)) if share > 0 else 0)
+            n = trials or spec.budget.trials
+            options = replace(options, budget=crash_allowance(spec.budget.crash_budget, n))
         self.options = options
         self._rng = random.Random(seed)
         self._ok: list[dict[str, Any]] = []
@@ -468,6 +468,11 @@ class CrashRegions:
         return None
 
 
+def crash_allowance(share: float, trials: int) -> int:
+    """The crashes a crash budget of ``share`` allows a study of ``trials`` (0: no budget)."""
+    return max(1, round(share * trials)) if share > 0 else 0
+
+
 def signature_of(cause: str | None, message: str = "") -> str:
     """How a crash failed, for grouping crashes: its cause, or where no rule named one, its
     message with the numbers taken out (two launches of one region print other sizes)."""
@@ -526,6 +531,7 @@ __all__ = [
     "CrashRisk",
     "PREFIX",
     "SteeringOptions",
+    "crash_allowance",
     "make_risk",
     "signature_of",
 ]

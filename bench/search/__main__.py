@@ -176,6 +176,9 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     "budget-2": lambda land, s, n: run_driver(land, s, n, steering=_steer(budget=2)),
     "cap-0.3": lambda land, s, n: run_driver(land, s, n, steering=_budget(n, cap=0.3)),
     "cap-0.5": lambda land, s, n: run_driver(land, s, n, steering=_budget(n, cap=0.5)),
+    # This pass's: a repaired swap that crashed is not made again (before it was, with
+    # another number moved).
+    "no-retry": lambda land, s, n: run_driver(land, s, n, retry=False),
     "swap-16": lambda land, s, n: run_driver(land, s, n, swap=16),
     "swap-rounds": lambda land, s, n: run_driver(land, s, n, swap_every=8),
     # a partial baseline's unset settings left to TPE in the design (before they had values)

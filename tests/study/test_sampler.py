@@ -7,6 +7,7 @@ import warnings
 from typing import Any
 
 import optuna
+import pytest
 from pytest import approx
 
 from autotune.study.sampler import LocalTPESampler
@@ -487,6 +488,48 @@ def test_a_swap_that_crashed_is_tried_once_more_repaired_and_then_not_again() ->
     sampler.refused = lambda c: c["c"] == "z" and int(c["a"]) >= 40  # it crashed again
     later = [_ask(study) for _ in range(3)]
     assert not [c for c in later if c["c"] == "z" and c["b"] == 0.5]
+
+
+def _big_a(c: dict[str, object]) -> bool:
+    return c["c"] == "z" and int(c["a"]) >= 100  # type: ignore[call-overload]
+
+
+def _big_b(c: dict[str, object]) -> bool:
+    return c["c"] == "z" and float(c["b"]) >= 0.45  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("retry", [True, False])
+def test_a_repaired_swap_that_crashed_is_made_once_more_with_the_other_number_moved(
+    retry: bool,
+) -> None:
+    """``z``'s crash had two explanations, a large ``a`` and a large ``b``: moving ``b`` a
+    little meets half of them, as moving ``a`` a long way does, and the least move is ``b``.
+    It crashed, so ``b`` was not the cause: the swap is made once more from the best
+    configuration with ``b`` left as it was and ``a`` moved below its edge instead
+    (``retry``, the default; without it the swap is not made again)."""
+    sampler = LocalTPESampler(
+        optuna.samplers.RandomSampler(seed=0),
+        local=0.0,
+        model=0.0,
+        design=0,
+        swap=5,
+        retry=retry,
+        seed=0,
+    )
+    study = _swap_study(sampler)
+    sampler.crash_share = lambda c: (_big_a(dict(c)) + _big_b(dict(c))) / 2
+    sampler.refused = lambda c: _big_a(dict(c)) and _big_b(dict(c))
+    first = _ask(study)
+    assert first["c"] == "z" and first["a"] == 512 and float(first["b"]) < 0.45  # type: ignore[arg-type]
+    _crash_last(study)
+    sampler.crash_share = lambda c: float(_big_a(dict(c)))  # b is ruled out; a is left
+    sampler.refused = lambda c: _big_a(dict(c))
+    later = [_ask(study) for _ in range(3)]
+    retried = [c for c in later if c["c"] == "z" and c["b"] == 0.5]
+    if retry:
+        assert retried == [later[0]] and 50 <= int(later[0]["a"]) < 100  # type: ignore[call-overload]
+    else:
+        assert not retried
 
 
 def _edge(sampler: LocalTPESampler, edge: dict[str, int]) -> None:

@@ -33,7 +33,10 @@ puts every parameter at its best at once, and the best points of server tuning s
   one number the least way out of the crash's explanations; one that crashed as it was is
   made once more so repaired, and one that ran repaired about as well as the choice it
   replaced would there is made again nearer the edge the crash model has learned since, from
-  the configuration it was first made from (it may be the best one by then).
+  the configuration it was first made from (it may be the best one by then). A repair that
+  crashed before any launch of its swap ran moved a number that was not the cause (a crash
+  at a large batch with a new buffer size is explained by either, and the buffer was the
+  smaller move): the swap is made once more with that number left and another one moved.
 - everything else is TPE's.
 
 Crashed and refused proposals are told to the study like any other trial, so TPE learns from
@@ -77,6 +80,7 @@ SWAP = 12  # complete trials before each other choice is tried at the best confi
 SWAP_NEAR = 0.05  # a repaired swap this close to the best (log) bisects its edge again
 SWAP_MOST = 3  # the most launches of one swap
 SWAP_RISK = 0.5  # the largest share of crash explanations a swap may still meet
+RETRY = True  # a repaired swap that crashed is made once more with another number moved
 EI = True  # rank the model's candidates by expected improvement, not predicted value
 NOVEL = 0.7  # of model candidates this close to the best score (log), the fewest new pairs
 NOVEL_NEAR = 0.25  # a number this near (share of its scaled range) is the same value
@@ -110,6 +114,8 @@ class LocalTPESampler(BaseSampler):
             the best configuration (0: never; see ``_plan_swap``).
         swap_every: complete trials between later rounds of swaps (0: one round; measured,
             off).
+        retry: a swap whose repair crashed before any launch of it ran is made once more
+            with another number moved (the crash says the one moved was not the cause).
         novel: of the model's candidates within this much of the best score (log), the one
             with the fewest untried pairs of a choice and another value is proposed (0: the
             best score alone; needs ``crash_risk``).
@@ -144,20 +150,24 @@ class LocalTPESampler(BaseSampler):
         center: bool = False,
         swap: int = SWAP,
         swap_every: int = 0,
+        retry: bool = RETRY,
         novel: float = NOVEL,
         seed: int | None = None,
     ) -> None:
+        self._retry = retry
         self._novel = novel
         self._ei = ei
         self._swap = swap
         # (parameter, choice, the configuration it is made from: None for the best) to try
-        self._swaps: list[tuple[str, Any, dict[str, Any] | None]] = []
+        # (and the numbers a repair may not move: one whose repair crashed)
+        self._swaps: list[tuple[str, Any, dict[str, Any] | None, frozenset[str]]] = []
         self._swap_every = swap_every
         self._rounds = 0  # rounds of swaps planned
-        # trial -> (parameter, choice, the configuration it was made from, whether a number
-        # was repaired)
-        self._swapped: dict[int, tuple[str, Any, dict[str, Any], bool]] = {}
+        # trial -> (parameter, choice, the configuration it was made from, the number the
+        # repair moved or None, the numbers it could not move)
+        self._swapped: dict[int, tuple[str, Any, dict[str, Any], str | None, frozenset[str]]] = {}
         self._swap_launches: dict[tuple[str, str], int] = {}  # launches of each swap
+        self._swap_ran: set[tuple[str, str]] = set()  # swaps a launch of which ran
         self._unset = unset
         self._early = early
         self._center = center
@@ -282,8 +292,9 @@ class LocalTPESampler(BaseSampler):
         worse is left out. A swap the crash model refuses is repaired: one number moves the
         least way out of the crash's explanations. A swap that crashed as it was, or ran
         repaired within ``SWAP_NEAR`` of what the choice it replaced would do there, is made
-        again from what it taught (a bisection of the repaired number's edge), up to
-        ``SWAP_MOST`` launches of each."""
+        again from what it taught (a bisection of the repaired number's edge); one whose
+        repair crashed before any launch of it ran is made again with another number moved
+        (``retry``); up to ``SWAP_MOST`` launches of each."""
         trials = study.get_trials(deepcopy=False)
         done = sum(t.state == TrialState.COMPLETE for t in trials)
         due = self._swap + self._rounds * self._swap_every
@@ -296,7 +307,7 @@ class LocalTPESampler(BaseSampler):
         if plan:
             self._rounds += 1
             self._swaps = [
-                (n, c, None)
+                (n, c, None, frozenset())
                 for n, d in best.distributions.items()
                 if isinstance(d, CategoricalDistribution)
                 for c in d.choices
@@ -305,22 +316,31 @@ class LocalTPESampler(BaseSampler):
         for t in trials:  # what a finished swap taught: try it again, or not
             if t.number not in self._swapped or t.state == TrialState.RUNNING:
                 continue
-            name, choice, base, repaired = self._swapped.pop(t.number)
+            name, choice, base, moved, avoid = self._swapped.pop(t.number)
+            repaired = moved is not None
+            pair = (name, repr(choice))
+            if t.state == TrialState.COMPLETE:
+                self._swap_ran.add(pair)
             # Crashed as it was: once more, repaired. Ran repaired, and the choice did about
             # as well as the one it replaced would at those settings (the model's guess): once
-            # more nearer the edge. A repaired launch that crashed is not tried again.
+            # more nearer the edge. Crashed repaired before any launch of it ran: the repair
+            # moved a number that was not the cause (a crash's explanations often tie), so
+            # once more with another number moved (``retry``). Crashed nearer the edge: done.
             again = _failed(t) and not repaired
+            if self._retry and _failed(t) and moved is not None and pair not in self._swap_ran:
+                avoid = avoid | {moved}
+                again = True
             if repaired and t.state == TrialState.COMPLETE and t.value and fitted is not None:
                 sign = 1.0 if study.direction == StudyDirection.MAXIMIZE else -1.0
                 other = float(fitted[0].predict([{**t.params, name: base[name]}])[0])
                 again = sign * math.log(max(t.value, 1e-12)) - other > -SWAP_NEAR
-            if again and self._swap_launches.get((name, repr(choice)), 0) < SWAP_MOST:
+            if again and self._swap_launches.get(pair, 0) < SWAP_MOST:
                 # From the configuration it was made from: the swap may be the best now,
                 # and its repaired number is what the next launch moves nearer the edge.
-                self._swaps.insert(0, (name, choice, base))
+                self._swaps.insert(0, (name, choice, base, avoid))
         seen = {_key(t.params) for t in trials if t.params}
         while self._swaps:
-            name, choice, made_from = self._swaps.pop(0)
+            name, choice, made_from, avoid = self._swaps.pop(0)
             base = made_from or dict(best.params)
             if name not in base or same_value(base[name], choice):
                 continue
@@ -331,18 +351,22 @@ class LocalTPESampler(BaseSampler):
                 gain = fitted[0].predict([swapped])[0] - fitted[0].predict([base])[0]
                 if gain < -SWAP_NEAR:
                     continue
-            config = self._repair(swapped, best.distributions, name)
+            config = self._repair(swapped, best.distributions, {name, *avoid})
             if config is None or _key(config) in seen:
                 continue
             self._moves[trial.number] = (config, set())
-            self._swapped[trial.number] = (name, choice, base, config != swapped)
+            moved = next((n for n in config if not same_value(config[n], swapped[n])), None)
+            self._swapped[trial.number] = (name, choice, base, moved, avoid)
             pair = (name, repr(choice))
             self._swap_launches[pair] = self._swap_launches.get(pair, 0) + 1
             return True
         return False
 
     def _repair(
-        self, config: dict[str, Any], dists: Mapping[str, BaseDistribution], fixed: str
+        self,
+        config: dict[str, Any],
+        dists: Mapping[str, BaseDistribution],
+        fixed: set[str],
     ) -> dict[str, Any] | None:
         """``config``, or the configuration with one number moved the least way (in sixteenths
         of the way to an end of its range) that meets the fewest of a crash's explanations
@@ -359,7 +383,7 @@ class LocalTPESampler(BaseSampler):
             return config
         tries: list[tuple[float, float, dict[str, Any]]] = [(first, 0.0, config)]
         for n, d in dists.items():
-            if n == fixed or n not in config:
+            if n in fixed or n not in config:
                 continue
             if not isinstance(d, IntDistribution | FloatDistribution):
                 continue

@@ -168,7 +168,10 @@ def run(
     ``last``); ``before-swap``, the defaults without swaps or the combined crash probability
     (bench/search ``before-swap``); ``no-novel``, the defaults without the fewest untried
     pairs among the model's best candidates (bench/search ``no-novel``); ``crash-budget``, the
-    defaults with ``budget.crash_budget: 0.1`` (bench/search ``crash-budget``)."""
+    defaults with ``budget.crash_budget: 0.1`` (bench/search ``crash-budget``); ``no-retry``,
+    the defaults without a crashed repair's swap made again (bench/search ``no-retry``);
+    ``no-mid``, the defaults without the design's half-way launches (bench/search
+    ``no-mid``)."""
     from bench.search.harness import driver_sampler
 
     from autotune.records import budget_launches
@@ -187,6 +190,10 @@ def run(
             return LocalTPESampler(default._tpe, swap=0, novel=0.0, seed=s)
         if variant == "no-novel":
             return LocalTPESampler(default._tpe, novel=0.0, seed=s)
+        if variant == "no-retry":
+            return LocalTPESampler(default._tpe, retry=False, seed=s)
+        if variant == "no-mid":
+            return LocalTPESampler(default._tpe, mid="off", seed=s)
         return LocalTPESampler(
             default._tpe,
             design=5,
@@ -363,6 +370,18 @@ def main(argv: list[str] | None = None) -> int:
         "seed, alternating with these",
     )
     ap.add_argument(
+        "--no-retry",
+        action="store_true",
+        help="also run the defaults without a crashed repair's swap made again on each seed, "
+        "alternating with these",
+    )
+    ap.add_argument(
+        "--no-mid",
+        action="store_true",
+        help="also run the defaults without the design's half-way launches on each seed, "
+        "alternating with these",
+    )
+    ap.add_argument(
         "--check",
         action="store_true",
         help="with --in-process: how often the issue's check would pass (5 seeds drawn from "
@@ -405,6 +424,8 @@ def main(argv: list[str] | None = None) -> int:
         + (["before-swap"] if a.before_swap else [])
         + (["no-novel"] if a.no_novel else [])
         + (["crash-budget"] if a.crash_budget else [])
+        + (["no-retry"] if a.no_retry else [])
+        + (["no-mid"] if a.no_mid else [])
     )
     rows: dict[str, list[tuple[float, int]]] = {side: [] for side in sides}
     with tempfile.TemporaryDirectory(prefix="autotune-blackbox-") as tmp:

@@ -179,6 +179,10 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     # This pass's: a repaired swap that crashed is not made again (before it was, with
     # another number moved).
     "no-retry": lambda land, s, n: run_driver(land, s, n, retry=False),
+    # The one-at-a-time start without its half-way launches (before this pass), and with one
+    # for every number, not only those whose far end read no better than the baseline.
+    "no-mid": lambda land, s, n: run_driver(land, s, n, mid="off"),
+    "mid-all": lambda land, s, n: run_driver(land, s, n, mid="all"),
     "swap-16": lambda land, s, n: run_driver(land, s, n, swap=16),
     "swap-rounds": lambda land, s, n: run_driver(land, s, n, swap_every=8),
     # a partial baseline's unset settings left to TPE in the design (before they had values)

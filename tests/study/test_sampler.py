@@ -142,6 +142,30 @@ def test_the_whole_design_moves_every_value_once_and_tries_every_choice() -> Non
     assert configs[4] != {**BASE, "a": 1}  # the near ends are not part of it
 
 
+def test_a_number_whose_far_end_read_no_better_is_also_tried_half_way() -> None:
+    """The two ends of a buffer size can read alike while its best lies inside: a number
+    whose far end ran no better than the baseline is tried half-way there too (``mid``).
+    One whose far end paid (``a``) is not: its trend is plain and the model follows it."""
+    sampler = LocalTPESampler(
+        optuna.samplers.RandomSampler(seed=0), local=0.0, model=0.0, design=-1, seed=0
+    )
+    study = _after_baseline(sampler, BASE)
+    for value in (2.0, 1.0, 0.8, 0.9):  # a far: better; b far: as the baseline; c: worse
+        _ask(study)
+        study.tell(study.trials[-1].number, value)
+    assert [study.trials[n].params for n in range(1, 5)] == [
+        {**BASE, "a": 1024},
+        {**BASE, "b": 1.0},
+        {**BASE, "c": "y"},
+        {**BASE, "c": "z"},
+    ]
+    half = _ask(study)
+    assert half["b"] == pytest.approx(0.65) and {**half, "b": 0.3} == BASE
+    study.tell(study.trials[-1].number, 1.5)
+    after = _ask(study)  # the design is over: a is not tried half-way
+    assert sampler._design == 0 and {**after, "a": 16} != BASE
+
+
 def _partial_study(unset: bool = True) -> optuna.Study:
     """A study whose baseline names ``a`` and ``c`` and leaves ``b`` to the engine."""
     sampler = _start_sampler(unset=unset)

@@ -13,7 +13,10 @@ puts every parameter at its best at once, and the best points of server tuning s
   the baseline leaves to the engine (an NCCL variable left unset) has no value to move from:
   the design first launches the baseline with each such setting at a reference value (a
   number's middle on its scale, a categorical's first choice), then moves every setting from
-  there, so that each launch still differs from another in one value.
+  there, so that each launch still differs from another in one value. A number whose far
+  end read no better than the baseline is then tried half-way there too (``mid``): a buffer
+  size can read alike at both ends and peak between them, which no effect fitted to the ends
+  can show.
 - ``model`` (share of later proposals): the candidate near the best configurations with the
   largest expected improvement under an additive model of the objective (``additive.py``:
   a choice few launches had is uncertain, so it is worth a try where a sure small step is
@@ -81,6 +84,7 @@ SWAP_NEAR = 0.05  # a repaired swap this close to the best (log) bisects its edg
 SWAP_MOST = 3  # the most launches of one swap
 SWAP_RISK = 0.5  # the largest share of crash explanations a swap may still meet
 RETRY = True  # a repaired swap that crashed is made once more with another number moved
+MID = "flat"  # the design also tries half-way a number whose far end read no better ("all", "off")
 EI = True  # rank the model's candidates by expected improvement, not predicted value
 NOVEL = 0.7  # of model candidates this close to the best score (log), the fewest new pairs
 NOVEL_NEAR = 0.25  # a number this near (share of its scaled range) is the same value
@@ -119,6 +123,9 @@ class LocalTPESampler(BaseSampler):
         novel: of the model's candidates within this much of the best score (log), the one
             with the fewest untried pairs of a choice and another value is proposed (0: the
             best score alone; needs ``crash_risk``).
+        mid: ``flat`` (the default): the design also tries half-way to its far end a number
+            whose far end read no better than the baseline (within ``SWAP_NEAR``); ``all``:
+            every number (measured, off); ``off``: none.
         seed: seed of the local draws.
 
     The driver sets ``refused``, ``crash_risk`` and ``crash_share`` (the crash model's verdict,
@@ -151,10 +158,15 @@ class LocalTPESampler(BaseSampler):
         swap: int = SWAP,
         swap_every: int = 0,
         retry: bool = RETRY,
+        mid: str = MID,
         novel: float = NOVEL,
         seed: int | None = None,
     ) -> None:
         self._retry = retry
+        if mid not in ("flat", "all", "off"):
+            raise ValueError(f"mid must be flat, all or off, not {mid!r}")
+        self._mid = mid
+        self._whole = design < 0  # the whole design: every move once
         self._novel = novel
         self._ei = ei
         self._swap = swap
@@ -431,15 +443,19 @@ class LocalTPESampler(BaseSampler):
         seen = {_key(t.params) for t in trials if t.params}
         # (None, 0): the reference configuration itself, when it is not the baseline
         order: list[tuple[str | None, int]] = [(None, 0)] if unset else []
-        order += _design_order(dists, list(ref))
+        # A design of every move (-1) has no near ends: they would take the half-way
+        # launches' places where those are not made.
+        order += _design_order(dists, list(ref), self._mid != "off", ends=not self._whole)
         if self._design < 0:  # every parameter once and every other choice of a categorical
             choices = {n for n, d in dists.items() if isinstance(d, CategoricalDistribution)}
-            moves = sum(k == 0 or n in choices for n, k in order if n is not None)
+            moves = sum(k <= 0 or n in choices for n, k in order if n is not None)
             self._design = min(DESIGN_MOST, moves + bool(unset))
         for name, k in order[self._design_at :]:
             if self._design <= 0:
                 break
             self._design_at += 1
+            if k < 0 and name is not None and not self._flat_end(study, trials, ref, dists, name):
+                continue  # half-way only where the far end did no better than the baseline
             self._design -= 1
             config = dict(ref)
             if name is not None:
@@ -451,6 +467,31 @@ class LocalTPESampler(BaseSampler):
             return True
         self._design = 0
         return False
+
+    def _flat_end(
+        self,
+        study: Study,
+        trials: Sequence[FrozenTrial],
+        ref: Mapping[str, Any],
+        dists: Mapping[str, BaseDistribution],
+        name: str,
+    ) -> bool:
+        """Whether the design's launch of ``name`` at its far end ran and read no better than
+        the baseline (by ``SWAP_NEAR``, log): a number whose far end does nothing may peak
+        inside its range (a buffer size), which the two ends cannot show. With ``mid`` "all",
+        every number is tried half-way."""
+        if self._mid == "all":
+            return True
+        sign = 1.0 if study.direction == StudyDirection.MAXIMIZE else -1.0
+        far = {**ref, name: _end(dists[name], ref[name], 0, self._rng)}
+        end = [_read(t) for t in trials if t.params and _has(t.params, far)]
+        base = [_read(t) for t in trials if is_baseline(t) and t.state == TrialState.COMPLETE]
+        end_v = [v for v in end if v]
+        base_v = [v for v in base if v]
+        if not end_v or not base_v:
+            return False
+        gain = sign * (math.log(statistics.median(end_v)) - math.log(statistics.median(base_v)))
+        return gain <= SWAP_NEAR
 
     def infer_relative_search_space(
         self, study: Study, trial: FrozenTrial
@@ -587,11 +628,15 @@ def _untried_pairs(
 
 
 def _design_order(
-    dists: Mapping[str, BaseDistribution], names: Sequence[str]
+    dists: Mapping[str, BaseDistribution],
+    names: Sequence[str],
+    mid: bool = False,
+    ends: bool = True,
 ) -> list[tuple[str, int]]:
     """The one-at-a-time design's launches as (parameter, pass) for ``_end``: every parameter
     of ``names`` once (a number to its far end, a choice to another one), then a categorical's
-    other choices, then the numbers' near ends."""
+    other choices, then (``mid``) the numbers half-way to their far ends (pass -1), then
+    (``ends``) their near ends (pass 1)."""
     return (
         [(n, 0) for n in names]
         + [
@@ -600,7 +645,16 @@ def _design_order(
             if isinstance(d, CategoricalDistribution)
             for k in range(1, len(d.choices) - 1)
         ]
-        + [(n, 1) for n, d in dists.items() if isinstance(d, IntDistribution | FloatDistribution)]
+        + [
+            (n, -1)
+            for n, d in dists.items()
+            if mid and n in names and isinstance(d, IntDistribution | FloatDistribution)
+        ]
+        + [
+            (n, 1)
+            for n, d in dists.items()
+            if ends and isinstance(d, IntDistribution | FloatDistribution)
+        ]
     )
 
 
@@ -621,6 +675,22 @@ def _expected_improvement(mu: np.ndarray, sd: np.ndarray, ref: float) -> np.ndar
     cdf = 0.5 * (1.0 + np.vectorize(math.erf)(z / math.sqrt(2.0)))
     pdf = np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
     return np.asarray(sd * (z * cdf + pdf))
+
+
+def _read(t: FrozenTrial) -> float | None:
+    """What a trial measured: its value, or the mean of the windows a pruned one read (None:
+    nothing, or not positive)."""
+    if t.state == TrialState.COMPLETE and t.value is not None:
+        v: float | None = float(t.value)
+    elif (
+        t.state == TrialState.PRUNED
+        and t.intermediate_values
+        and not t.constraints.get(CRASH, 0.0) > 0
+    ):
+        v = statistics.mean(t.intermediate_values.values())
+    else:
+        v = None
+    return v if v is not None and v > 0 else None
 
 
 def _failed(t: FrozenTrial) -> bool:
@@ -692,6 +762,8 @@ def _end(d: BaseDistribution, value: Any, k: int, rng: random.Random) -> Any:
     if not isinstance(d, IntDistribution | FloatDistribution):
         return value
     far_high = scaled(d, value) <= 0.0  # nearer the low end on the parameter's scale
+    if k < 0:  # half-way to the far end
+        return _toward(d, value, d.high if far_high else d.low, 0.5)
     return d.high if far_high == (k == 0) else d.low
 
 

@@ -461,10 +461,16 @@ def _swap_study(sampler: LocalTPESampler) -> optuna.Study:
     return study
 
 
-def _swap_sampler(swap: int = 5) -> LocalTPESampler:
+def _swap_sampler(swap: int = 5, retry: bool = True) -> LocalTPESampler:
     """Only swaps (from the fifth complete trial on), then random draws."""
     return LocalTPESampler(
-        optuna.samplers.RandomSampler(seed=0), local=0.0, model=0.0, design=0, swap=swap, seed=0
+        optuna.samplers.RandomSampler(seed=0),
+        local=0.0,
+        model=0.0,
+        design=0,
+        swap=swap,
+        retry=retry,
+        seed=0,
     )
 
 
@@ -531,15 +537,7 @@ def test_a_repaired_swap_that_crashed_is_made_once_more_with_the_other_number_mo
     It crashed, so ``b`` was not the cause: the swap is made once more from the best
     configuration with ``b`` left as it was and ``a`` moved below its edge instead
     (``retry``, the default; without it the swap is not made again)."""
-    sampler = LocalTPESampler(
-        optuna.samplers.RandomSampler(seed=0),
-        local=0.0,
-        model=0.0,
-        design=0,
-        swap=5,
-        retry=retry,
-        seed=0,
-    )
+    sampler = _swap_sampler(retry=retry)
     study = _swap_study(sampler)
     sampler.crash_share = lambda c: (_big_a(dict(c)) + _big_b(dict(c))) / 2
     sampler.refused = lambda c: _big_a(dict(c)) and _big_b(dict(c))

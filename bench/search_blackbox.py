@@ -154,6 +154,15 @@ SERVER: dict[str, tuple[list[dict[str, Any]], dict[str, Any], Any, Any, Any]] = 
 }
 
 
+# Variants of run(): the default sampler with these settings (bench/search strategies alike).
+ONE_CHANGE: dict[str, dict[str, Any]] = {
+    "before-swap": {"swap": 0, "novel": 0.0},
+    "no-novel": {"novel": 0.0},
+    "no-retry": {"retry": False},
+    "no-mid": {"mid": "off"},
+}
+
+
 def run(
     seed: int,
     trials: int,
@@ -186,14 +195,8 @@ def run(
     def sampler(default: Any, s: int | None) -> Any:
         if variant in ("defaults", "crash-budget"):
             return default
-        if variant == "before-swap":
-            return LocalTPESampler(default._tpe, swap=0, novel=0.0, seed=s)
-        if variant == "no-novel":
-            return LocalTPESampler(default._tpe, novel=0.0, seed=s)
-        if variant == "no-retry":
-            return LocalTPESampler(default._tpe, retry=False, seed=s)
-        if variant == "no-mid":
-            return LocalTPESampler(default._tpe, mid="off", seed=s)
+        if variant in ONE_CHANGE:  # the defaults with one setting of the sampler changed
+            return LocalTPESampler(default._tpe, seed=s, **ONE_CHANGE[variant])
         return LocalTPESampler(
             default._tpe,
             design=5,

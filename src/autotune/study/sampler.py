@@ -486,8 +486,8 @@ class LocalTPESampler(BaseSampler):
         far = {**ref, name: _end(dists[name], ref[name], 0, self._rng)}
         end = [_read(t) for t in trials if t.params and _has(t.params, far)]
         base = [_read(t) for t in trials if is_baseline(t) and t.state == TrialState.COMPLETE]
-        end_v = [v for v in end if v]
-        base_v = [v for v in base if v]
+        end_v = [v for v in end if v is not None and v > 0]
+        base_v = [v for v in base if v is not None and v > 0]
         if not end_v or not base_v:
             return False
         gain = sign * (math.log(statistics.median(end_v)) - math.log(statistics.median(base_v)))
@@ -567,17 +567,9 @@ def _fit(study: Study, best: FrozenTrial) -> tuple[AdditiveModel, list[FrozenTri
     ]
     # A trial the pruner stopped measured a window or two: what it read still says how
     # its settings did (the one-at-a-time start's worse settings are mostly pruned).
-    stopped = [
-        t
-        for t in alike
-        if t.state == TrialState.PRUNED
-        and t.intermediate_values
-        and not t.constraints.get("crash", 0) > 0
-    ]
+    stopped = [t for t in alike if t.state == TrialState.PRUNED and _read(t) is not None]
     configs = [t.params for t in rows] + [t.params for t in stopped]
-    raw = [float(t.value or 0.0) for t in rows] + [
-        statistics.mean(t.intermediate_values.values()) for t in stopped
-    ]
+    raw = [_read(t) or 0.0 for t in rows + stopped]
     # Effects multiply (tok/s, latency): fit their logs, the larger the better.
     if all(v > 0 for v in raw):
         values = [sign * math.log(v) for v in raw]
@@ -679,18 +671,13 @@ def _expected_improvement(mu: np.ndarray, sd: np.ndarray, ref: float) -> np.ndar
 
 def _read(t: FrozenTrial) -> float | None:
     """What a trial measured: its value, or the mean of the windows a pruned one read (None:
-    nothing, or not positive)."""
+    nothing, a crash)."""
     if t.state == TrialState.COMPLETE and t.value is not None:
-        v: float | None = float(t.value)
-    elif (
-        t.state == TrialState.PRUNED
-        and t.intermediate_values
-        and not t.constraints.get(CRASH, 0.0) > 0
-    ):
-        v = statistics.mean(t.intermediate_values.values())
-    else:
-        v = None
-    return v if v is not None and v > 0 else None
+        return float(t.value)
+    crashed = t.constraints.get(CRASH, 0.0) > 0
+    if t.state == TrialState.PRUNED and t.intermediate_values and not crashed:
+        return statistics.mean(t.intermediate_values.values())
+    return None
 
 
 def _failed(t: FrozenTrial) -> bool:

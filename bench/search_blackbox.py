@@ -160,6 +160,7 @@ ONE_CHANGE: dict[str, dict[str, Any]] = {
     "no-novel": {"novel": 0.0},
     "no-retry": {"retry": False},
     "no-mid": {"mid": "off"},
+    "no-edge-step": {"edge_step": False},
 }
 
 
@@ -180,7 +181,8 @@ def run(
     defaults with ``budget.crash_budget: 0.1`` (bench/search ``crash-budget``); ``no-retry``,
     the defaults without a crashed repair's swap made again (bench/search ``no-retry``);
     ``no-mid``, the defaults without the design's half-way launches (bench/search
-    ``no-mid``)."""
+    ``no-mid``); ``no-edge-step``, the defaults without edge steps (bench/search
+    ``no-edge-step``)."""
     from bench.search.harness import driver_sampler
 
     from autotune.records import budget_launches
@@ -385,6 +387,11 @@ def main(argv: list[str] | None = None) -> int:
         "alternating with these",
     )
     ap.add_argument(
+        "--no-edge-step",
+        action="store_true",
+        help="also run the defaults without edge steps on each seed, alternating with these",
+    )
+    ap.add_argument(
         "--check",
         action="store_true",
         help="with --in-process: how often the issue's check would pass (5 seeds drawn from "
@@ -429,6 +436,7 @@ def main(argv: list[str] | None = None) -> int:
         + (["crash-budget"] if a.crash_budget else [])
         + (["no-retry"] if a.no_retry else [])
         + (["no-mid"] if a.no_mid else [])
+        + (["no-edge-step"] if a.no_edge_step else [])
     )
     rows: dict[str, list[tuple[float, int]]] = {side: [] for side in sides}
     with tempfile.TemporaryDirectory(prefix="autotune-blackbox-") as tmp:

@@ -183,6 +183,10 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     # for every number, not only those whose far end read no better than the baseline.
     "no-mid": lambda land, s, n: run_driver(land, s, n, mid="off"),
     "mid-all": lambda land, s, n: run_driver(land, s, n, mid="all"),
+    # Without the edge steps once the swaps are over (before this pass), and with steps that
+    # go as far as a crash probability of 0.5 (a bisection of the learned ramp).
+    "no-edge-step": lambda land, s, n: run_driver(land, s, n, edge_step=False),
+    "edge-risk-0.5": lambda land, s, n: run_driver(land, s, n, edge_risk=0.5),
     "swap-16": lambda land, s, n: run_driver(land, s, n, swap=16),
     "swap-rounds": lambda land, s, n: run_driver(land, s, n, swap_every=8),
     # a partial baseline's unset settings left to TPE in the design (before they had values)

@@ -641,3 +641,46 @@ def test_of_the_model_candidates_near_the_best_one_the_fewest_untried_pairs_is_l
     runs = [t.params for t in _swap_study(_swap_sampler(swap=0)).trials]
     assert _untried_pairs(SPACE, [propose(0.0)], runs)[0] >= 1
     assert _untried_pairs(SPACE, [propose(100.0)], runs)[0] == 0
+
+
+def _below_edge(sampler: LocalTPESampler) -> optuna.Study:
+    """A study whose best configuration (a=32, y) is the largest ``a`` that ran with ``y``,
+    which crashed at a=256: the crash model's probability rises from 0 at 32 to 1 at 256
+    on ``a``'s log scale, and the objective rises with ``a``."""
+    sampler.refused = lambda c: c["c"] == "y" and int(c["a"]) >= 256
+    sampler.crash_risk = lambda c: (
+        min(1.0, max(0.0, math.log(int(c["a"]) / 32) / math.log(8))) if c["c"] == "y" else 0.0
+    )
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    for a, b, c in [(32, 0.5, "y"), (8, 0.5, "y"), (2, 0.3, "y"), (16, 0.2, "x"), (4, 0.6, "x")]:
+        value = (1 + 0.2 * math.log2(a)) * (1 + b) * (1.0 if c == "y" else 0.8)
+        params = {"a": a, "b": b, "c": c}
+        study.add_trial(optuna.trial.create_trial(params=params, distributions=SPACE, value=value))
+    return study
+
+
+@pytest.mark.parametrize("edge_step", [True, False])
+def test_a_number_below_a_learned_edge_steps_toward_it_as_far_as_the_risk_is_low(
+    edge_step: bool,
+) -> None:
+    """Once the swaps are over (here: off), a model draw moves ``a`` of the best
+    configuration up toward the edge the crash model learned, as far as its crash
+    probability stays within 0.25 (``EDGE_RISK``), and leaves ``b`` and ``c``."""
+    sampler = _model_sampler(swap=0, edge_step=edge_step)
+    config = _ask(_below_edge(sampler))
+    risk = sampler.crash_risk(config) or 0.0  # type: ignore[misc]
+    stepped = config["b"] == 0.5 and config["c"] == "y" and 32 < int(config["a"])  # type: ignore[call-overload]
+    assert stepped is edge_step
+    if edge_step:
+        assert 0.0 < risk <= 0.25
+        # The next sixteenth of the way toward a's end would have gone past 0.25.
+        assert math.log(int(config["a"]) / 32) > math.log(1024 / 32) / 16  # type: ignore[call-overload]
+
+
+def test_no_edge_step_is_made_before_the_swaps() -> None:
+    """While the round of swaps has not been made (due after 12 complete trials here), a
+    model draw is the additive model's own candidate: an edge reached for one choice first
+    would put the best configuration where the others crash."""
+    sampler = _model_sampler(swap=12)
+    config = _ask(_below_edge(sampler))
+    assert not (config["b"] == 0.5 and config["c"] == "y" and 32 < int(config["a"]))  # type: ignore[call-overload]

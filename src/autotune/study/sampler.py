@@ -40,6 +40,12 @@ puts every parameter at its best at once, and the best points of server tuning s
   crashed before any launch of its swap ran moved a number that was not the cause (a crash
   at a large batch with a new buffer size is explained by either, and the buffer was the
   smaller move): the swap is made once more with that number left and another one moved.
+- ``edge step`` (of the model's share, once the swaps are over): the best configuration with
+  one number moved toward a crash edge the crash model has learned, as far as its crash
+  probability stays low (``edge_risk``), where the additive model predicts a gain: the best
+  points sit at edges (the largest batch that still fits), and the model's own candidates
+  weigh the probability that the few runs below the edge leave high, so they creep. Before
+  the swaps, an edge reached for one choice puts the best where other choices crash.
 - everything else is TPE's.
 
 Crashed and refused proposals are told to the study like any other trial, so TPE learns from
@@ -84,6 +90,9 @@ SWAP_NEAR = 0.05  # a repaired swap this close to the best (log) bisects its edg
 SWAP_MOST = 3  # the most launches of one swap
 SWAP_RISK = 0.5  # the largest share of crash explanations a swap may still meet
 RETRY = True  # a repaired swap that crashed is made once more with another number moved
+EDGE_STEP = True  # once the swaps are over, model draws step a number toward a learned edge
+EDGE_RISK = 0.25  # the highest crash probability an edge step goes to
+EDGE_GAIN = 0.02  # the least gain (log) the additive model predicts for an edge step
 MID = "flat"  # the design also tries half-way a number whose far end read no better ("all", "off")
 EI = True  # rank the model's candidates by expected improvement, not predicted value
 NOVEL = 0.7  # of model candidates this close to the best score (log), the fewest new pairs
@@ -126,6 +135,10 @@ class LocalTPESampler(BaseSampler):
         mid: ``flat`` (the default): the design also tries half-way to its far end a number
             whose far end read no better than the baseline (within ``SWAP_NEAR``); ``all``:
             every number (measured, off); ``off``: none.
+        edge_step: once the swaps are over, a model draw first steps one number of the best
+            configuration toward a learned crash edge (``_plan_edge_step``).
+        edge_risk: the highest crash probability an edge step goes to (0.5: a bisection of
+            the learned ramp; measured, 0.25 kept).
         seed: seed of the local draws.
 
     The driver sets ``refused``, ``crash_risk`` and ``crash_share`` (the crash model's verdict,
@@ -159,10 +172,14 @@ class LocalTPESampler(BaseSampler):
         swap_every: int = 0,
         retry: bool = RETRY,
         mid: str = MID,
+        edge_step: bool = EDGE_STEP,
+        edge_risk: float = EDGE_RISK,
         novel: float = NOVEL,
         seed: int | None = None,
     ) -> None:
         self._retry = retry
+        self._edge_step = edge_step
+        self._edge_risk = edge_risk
         if mid not in ("flat", "all", "off"):
             raise ValueError(f"mid must be flat, all or off, not {mid!r}")
         self._mid = mid
@@ -233,6 +250,8 @@ class LocalTPESampler(BaseSampler):
         if len(done) < self._after:
             return
         if draw >= self._local:
+            if self._edge_step and self._swaps_over() and self._plan_edge_step(study, trial, best):
+                return
             self._plan_model(study, trial, best)
             return
         names = list(best.params)
@@ -294,6 +313,50 @@ class LocalTPESampler(BaseSampler):
         else:
             chosen = pool[int(score.argmax())]
         self._moves[trial.number] = (chosen, set())
+        return True
+
+    def _swaps_over(self) -> bool:
+        """Whether the round of swaps is over (or swaps are off)."""
+        return not self._swap or (self._rounds > 0 and not self._swaps and not self._swapped)
+
+    def _plan_edge_step(self, study: Study, trial: FrozenTrial, best: FrozenTrial) -> bool:
+        """Make this trial the best configuration with one number moved toward a crash edge
+        the crash model has learned: as far toward an end of its range (in sixteenths of the
+        way) as the crash probability stays within ``edge_risk``, where a crash lies beyond
+        and the additive model predicts at least ``EDGE_GAIN`` (the largest such gain; False:
+        none). A batch size below the edge that crashed at a larger one stays there
+        otherwise: the model's candidates near the edge weigh a probability that the few
+        runs between leave high, and the best one is a small step. A run moves the ramp's
+        low end up and a crash its high end down, so steps made again bisect the edge."""
+        if self.crash_risk is None:
+            return False
+        fitted = _fit(study, best)
+        if fitted is None:
+            return False
+        model = fitted[0]
+        ref = float(model.predict([best.params])[0])
+        seen = {_key(t.params) for t in study.get_trials(deepcopy=False) if t.params}
+        steps: list[tuple[float, dict[str, Any]]] = []
+        for n, d in best.distributions.items():
+            if not isinstance(d, IntDistribution | FloatDistribution):
+                continue
+            for end in (d.low, d.high):
+                line = [
+                    {**best.params, n: _toward(d, best.params[n], end, k / 16)}
+                    for k in range(1, 17)
+                ]
+                line = [c for c in line if not same_value(c[n], best.params[n])]
+                risk = [self.crash_risk(c) or 0.0 for c in line]
+                beyond = next((i for i, p in enumerate(risk) if p > self._edge_risk), None)
+                if not beyond:  # no learned edge that way, or one already too near
+                    continue
+                c = line[beyond - 1]
+                if _key(c) not in seen and not (self.refused is not None and self.refused(c)):
+                    steps.append((float(model.predict([c])[0]) - ref, c))
+        gain, config = max(steps, key=lambda s: s[0], default=(0.0, None))
+        if config is None or gain < EDGE_GAIN:
+            return False
+        self._moves[trial.number] = (config, set())
         return True
 
     def _plan_swap(self, study: Study, trial: FrozenTrial) -> bool:

@@ -161,6 +161,7 @@ ONE_CHANGE: dict[str, dict[str, Any]] = {
     "no-retry": {"retry": False},
     "no-mid": {"mid": "off"},
     "no-edge-step": {"edge_step": False},
+    "coarse": {"fine": False},
 }
 
 
@@ -182,7 +183,8 @@ def run(
     the defaults without a crashed repair's swap made again (bench/search ``no-retry``);
     ``no-mid``, the defaults without the design's half-way launches (bench/search
     ``no-mid``); ``no-edge-step``, the defaults without edge steps (bench/search
-    ``no-edge-step``)."""
+    ``no-edge-step``); ``coarse``, the defaults with the additive model's three bends only
+    (bench/search ``coarse``)."""
     from bench.search.harness import driver_sampler
 
     from autotune.records import budget_launches
@@ -392,6 +394,12 @@ def main(argv: list[str] | None = None) -> int:
         help="also run the defaults without edge steps on each seed, alternating with these",
     )
     ap.add_argument(
+        "--coarse",
+        action="store_true",
+        help="also run the defaults with the additive model's three bends only on each seed, "
+        "alternating with these",
+    )
+    ap.add_argument(
         "--check",
         action="store_true",
         help="with --in-process: how often the issue's check would pass (5 seeds drawn from "
@@ -437,6 +445,7 @@ def main(argv: list[str] | None = None) -> int:
         + (["no-retry"] if a.no_retry else [])
         + (["no-mid"] if a.no_mid else [])
         + (["no-edge-step"] if a.no_edge_step else [])
+        + (["coarse"] if a.coarse else [])
     )
     rows: dict[str, list[tuple[float, int]]] = {side: [] for side in sides}
     with tempfile.TemporaryDirectory(prefix="autotune-blackbox-") as tmp:

@@ -187,6 +187,9 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     # go as far as a crash probability of 0.5 (a bisection of the learned ramp).
     "no-edge-step": lambda land, s, n: run_driver(land, s, n, edge_step=False),
     "edge-risk-0.5": lambda land, s, n: run_driver(land, s, n, edge_risk=0.5),
+    # The additive model with its three bends only (before this pass), not also the finer
+    # five where those predict left-out launches better.
+    "coarse": lambda land, s, n: run_driver(land, s, n, fine=False),
     "swap-16": lambda land, s, n: run_driver(land, s, n, swap=16),
     "swap-rounds": lambda land, s, n: run_driver(land, s, n, swap_every=8),
     # a partial baseline's unset settings left to TPE in the design (before they had values)

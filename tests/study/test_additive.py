@@ -9,7 +9,7 @@ import numpy as np
 import optuna
 import pytest
 
-from autotune.study.additive import AdditiveModel, candidates, scaled
+from autotune.study.additive import FINE_KNOTS, KNOTS, AdditiveModel, candidates, scaled
 
 SPACE = {
     "bs": optuna.distributions.IntDistribution(1, 1024, log=True),
@@ -90,3 +90,60 @@ def test_the_spread_is_wider_where_the_launches_say_less() -> None:
     ei = _expected_improvement(np.array([0.0, 5.0, -5.0]), np.array([1.0, 1.0, 1.0]), 0.0)
     assert ei[0] == pytest.approx(1 / math.sqrt(2 * math.pi))
     assert ei[1] == pytest.approx(5.0, abs=1e-5) and 0 < ei[2] < 1e-5
+
+
+BUFFER = {
+    "buf": optuna.distributions.IntDistribution(256, 65536, log=True),
+    "bs": optuna.distributions.IntDistribution(1, 1024, log=True),
+}
+
+
+def _peaked(c: dict[str, object]) -> float:
+    """log rate: a buffer best at 8 MiB (a quarter of its log range above the middle, between
+    the coarse bends at 0 and 0.5), and larger batches help."""
+    buf, bs = int(c["buf"]), int(c["bs"])  # type: ignore[call-overload]
+    return math.log(
+        1 + 0.3 * math.exp(-0.5 * (math.log2(buf / 8192) / 1.5) ** 2)
+    ) + 0.1 * math.log2(bs)
+
+
+def _linear(c: dict[str, object]) -> float:
+    return 0.05 * math.log2(int(c["buf"])) + 0.1 * math.log2(int(c["bs"]))  # type: ignore[call-overload]
+
+
+def _spread(n: int) -> list[dict[str, object]]:
+    """``n`` launches evenly across the buffer's log range, the batch size cycling."""
+    return [
+        {"buf": int(256 * 256 ** (i / (n - 1))), "bs": [1, 8, 64, 512][i % 4]} for i in range(n)
+    ]
+
+
+def _fits(seen: list[dict[str, object]], rate: object) -> list[AdditiveModel]:
+    models = [AdditiveModel(BUFFER, k) for k in (KNOTS, FINE_KNOTS)]
+    for m in models:
+        assert m.fit(seen, [rate(c) for c in seen])  # type: ignore[operator]
+    return models
+
+
+def test_finer_bends_predict_left_out_launches_of_a_peak_between_the_coarse_ones_better() -> None:
+    """Launches across a buffer's range: the finer model's leave-one-out error is the
+    smaller, and it puts the best buffer near 8 MiB where the coarse one, whose bends are at
+    4 and 16 MiB, puts it at 16 MiB."""
+    coarse, fine = _fits(_spread(12), _peaked)
+    assert fine.loo < coarse.loo
+    grid = [{"buf": int(256 * 256 ** (i / 200)), "bs": 64} for i in range(201)]
+    best = [int(grid[int(m.predict(grid).argmax())]["buf"]) for m in (coarse, fine)]  # type: ignore[call-overload]
+    assert 8192 / 1.5 < best[1] < 8192 * 1.5
+    assert not 8192 / 1.5 < best[0] < 8192 * 1.5
+
+
+def test_on_a_trend_without_a_peak_the_finer_bends_change_nothing() -> None:
+    """Launches of an effect that keeps rising: neither model predicts left-out launches
+    clearly better (within 15%), and both put the best buffer at the top of its range."""
+    grid = [{"buf": int(256 * 256 ** (i / 200)), "bs": 64} for i in range(201)]
+    for n in (8, 12, 16):
+        coarse, fine = _fits(_spread(n), _linear)
+        assert abs(fine.loo - coarse.loo) < 0.15 * coarse.loo
+        assert [int(grid[int(m.predict(grid).argmax())]["buf"]) for m in (coarse, fine)] == [
+            65536
+        ] * 2  # type: ignore[call-overload]

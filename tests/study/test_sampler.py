@@ -684,3 +684,26 @@ def test_no_edge_step_is_made_before_the_swaps() -> None:
     sampler = _model_sampler(swap=12)
     config = _ask(_below_edge(sampler))
     assert not (config["b"] == 0.5 and config["c"] == "y" and 32 < int(config["a"]))  # type: ignore[call-overload]
+
+
+def test_the_model_proposals_use_finer_bends_where_they_predict_left_out_launches_better() -> None:
+    """A study whose buffer reads best inside its range, between the coarse bends: its
+    additive model is the finer one (``fine``, the default), and the coarse one without."""
+    from autotune.study.additive import FINE_KNOTS, KNOTS
+    from autotune.study.sampler import _fit
+
+    space = {"buf": optuna.distributions.IntDistribution(256, 65536, log=True), **SPACE}
+    study = optuna.create_study(direction="maximize")
+    for i in range(12):
+        params = {
+            "buf": int(256 * 256 ** (i / 11)),
+            "a": [1, 8, 64, 512][i % 4],
+            "b": 0.5,
+            "c": "x",
+        }
+        peak = math.exp(-0.5 * (math.log2(int(params["buf"]) / 8192) / 1.5) ** 2)
+        value = (1 + 0.3 * peak) * (1 + 0.1 * math.log2(int(params["a"])))
+        study.add_trial(optuna.trial.create_trial(params=params, distributions=space, value=value))
+    best = study.best_trial
+    assert _fit(study, best)[0].knots == FINE_KNOTS  # type: ignore[index]
+    assert _fit(study, best, fine=False)[0].knots == KNOTS  # type: ignore[index]

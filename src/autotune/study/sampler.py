@@ -74,7 +74,14 @@ from optuna.study import Study, StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
 from autotune.space.schema import same_value
-from autotune.study.additive import AdditiveModel, candidates, on_grid, scaled
+from autotune.study.additive import (
+    FINE_KNOTS,
+    KNOTS,
+    AdditiveModel,
+    candidates,
+    on_grid,
+    scaled,
+)
 from autotune.study.ledger import is_baseline, is_enqueued
 from autotune.study.outcome import CRASH, SKIP
 
@@ -93,6 +100,7 @@ RETRY = True  # a repaired swap that crashed is made once more with another numb
 EDGE_STEP = True  # once the swaps are over, model draws step a number toward a learned edge
 EDGE_RISK = 0.25  # the highest crash probability an edge step goes to
 EDGE_GAIN = 0.02  # the least gain (log) the additive model predicts for an edge step
+FINE = True  # the additive model may bend finer where that predicts left-out launches better
 MID = "flat"  # the design also tries half-way a number whose far end read no better ("all", "off")
 EI = True  # rank the model's candidates by expected improvement, not predicted value
 NOVEL = 0.7  # of model candidates this close to the best score (log), the fewest new pairs
@@ -139,6 +147,8 @@ class LocalTPESampler(BaseSampler):
             configuration toward a learned crash edge (``_plan_edge_step``).
         edge_risk: the highest crash probability an edge step goes to (0.5: a bisection of
             the learned ramp; measured, 0.25 kept).
+        fine: the additive model is fitted with finer bends too (``FINE_KNOTS``), and the one
+            with the smaller leave-one-out error is used.
         seed: seed of the local draws.
 
     The driver sets ``refused``, ``crash_risk`` and ``crash_share`` (the crash model's verdict,
@@ -174,12 +184,14 @@ class LocalTPESampler(BaseSampler):
         mid: str = MID,
         edge_step: bool = EDGE_STEP,
         edge_risk: float = EDGE_RISK,
+        fine: bool = FINE,
         novel: float = NOVEL,
         seed: int | None = None,
     ) -> None:
         self._retry = retry
         self._edge_step = edge_step
         self._edge_risk = edge_risk
+        self._fine = fine
         if mid not in ("flat", "all", "off"):
             raise ValueError(f"mid must be flat, all or off, not {mid!r}")
         self._mid = mid
@@ -271,7 +283,7 @@ class LocalTPESampler(BaseSampler):
         that the crash model lets through (False: the model has nothing to say)."""
         sign = 1.0 if study.direction == StudyDirection.MAXIMIZE else -1.0
         trials = study.get_trials(deepcopy=False)
-        fitted = _fit(study, best)
+        fitted = _fit(study, best, self._fine)
         if fitted is None:
             return False
         model, rows = fitted
@@ -330,7 +342,7 @@ class LocalTPESampler(BaseSampler):
         low end up and a crash its high end down, so steps made again bisect the edge."""
         if self.crash_risk is None:
             return False
-        fitted = _fit(study, best)
+        fitted = _fit(study, best, self._fine)
         if fitted is None:
             return False
         model = fitted[0]
@@ -387,7 +399,7 @@ class LocalTPESampler(BaseSampler):
                 if isinstance(d, CategoricalDistribution)
                 for c in d.choices
             ]
-        fitted = _fit(study, best)
+        fitted = _fit(study, best, self._fine)
         for t in trials:  # what a finished swap taught: try it again, or not
             if t.number not in self._swapped or t.state == TrialState.RUNNING:
                 continue
@@ -615,9 +627,12 @@ class LocalTPESampler(BaseSampler):
         self._tpe.after_trial(study, trial, state, values)
 
 
-def _fit(study: Study, best: FrozenTrial) -> tuple[AdditiveModel, list[FrozenTrial]] | None:
+def _fit(
+    study: Study, best: FrozenTrial, fine: bool = True
+) -> tuple[AdditiveModel, list[FrozenTrial]] | None:
     """The additive model of the (log) objective over the trials with ``best``'s parameters,
-    and those that met their constraints (None: too few to fit)."""
+    and those that met their constraints (None: too few to fit). With ``fine``, the model
+    with finer bends (``FINE_KNOTS``) where it predicts left-out launches better."""
     sign = 1.0 if study.direction == StudyDirection.MAXIMIZE else -1.0
     trials = study.get_trials(deepcopy=False)
     alike = [t for t in trials if set(t.params) == set(best.params)]
@@ -638,10 +653,10 @@ def _fit(study: Study, best: FrozenTrial) -> tuple[AdditiveModel, list[FrozenTri
         values = [sign * math.log(v) for v in raw]
     else:
         values = [sign * v for v in raw]
-    model = AdditiveModel(best.distributions)
-    if not model.fit(configs, values):
+    models = [AdditiveModel(best.distributions, k) for k in (KNOTS, FINE_KNOTS)[: 1 + fine]]
+    if not all([m.fit(configs, values) for m in models]):  # too few launches for either
         return None
-    return model, rows
+    return min(models, key=lambda m: m.loo), rows
 
 
 def _untried_pairs(

@@ -4,10 +4,10 @@ Server settings mostly act on their own: a larger batch is better until it no lo
 kernel backend is worth so much, fusion adds a few percent. TPE learns such trends slowly
 within 30 launches over five or more parameters: it rarely puts every parameter at its best
 end at once. This model fits log(value) as a sum of one effect per parameter (a level per
-categorical or bool value, a quadratic on the scaled range of a number) by ridge regression
-over the configurations that ran, and ranks candidate configurations by it. Its argmax among
-candidates that the crash model lets through is a proposal that moves every parameter toward
-its best end together, up to the learned crash edges.
+categorical or bool value, a piecewise-linear curve on the scaled range of a number) by
+ridge regression over the configurations that ran, and ranks candidate configurations by it.
+Its argmax among candidates that the crash model lets through is a proposal that moves every
+parameter toward its best end together, up to the learned crash edges.
 """
 
 from __future__ import annotations

@@ -673,8 +673,10 @@ def test_a_number_below_a_learned_edge_steps_toward_it_as_far_as_the_risk_is_low
     assert stepped is edge_step
     if edge_step:
         assert 0.0 < risk <= 0.25
-        # The next sixteenth of the way toward a's end would have gone past 0.25.
-        assert math.log(int(config["a"]) / 32) > math.log(1024 / 32) / 16  # type: ignore[call-overload]
+        # It went k sixteenths of the way to a's end (1024); k + 1 would have gone past 0.25.
+        k = round(16 * math.log(int(config["a"]) / 32) / math.log(1024 / 32))  # type: ignore[call-overload]
+        further = {**config, "a": round(32 * (1024 / 32) ** ((k + 1) / 16))}
+        assert k >= 1 and (sampler.crash_risk(further) or 0.0) > 0.25  # type: ignore[misc]
 
 
 def test_no_edge_step_is_made_before_the_swaps() -> None:

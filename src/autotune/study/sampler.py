@@ -339,7 +339,7 @@ class LocalTPESampler(BaseSampler):
         none). A batch size below the edge that crashed at a larger one stays there
         otherwise: the model's candidates near the edge weigh a probability that the few
         runs between leave high, and the best one is a small step. A run moves the ramp's
-        low end up and a crash its high end down, so steps made again bisect the edge."""
+        low end up and a crash its high end down, so steps made again close in on the edge."""
         if self.crash_risk is None:
             return False
         fitted = _fit(study, best, self._fine)

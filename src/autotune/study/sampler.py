@@ -262,9 +262,13 @@ class LocalTPESampler(BaseSampler):
         if len(done) < self._after:
             return
         if draw >= self._local:
-            if self._edge_step and self._swaps_over() and self._plan_edge_step(study, trial, best):
+            fitted = _fit(study, best, self._fine)  # one fit serves both
+            if fitted is None:
                 return
-            self._plan_model(study, trial, best)
+            if self._edge_step and self._swaps_over():
+                if self._plan_edge_step(study, trial, best, fitted[0]):
+                    return
+            self._plan_model(study, trial, best, fitted)
             return
         names = list(best.params)
         moved = set(self._rng.sample(names, k=min(len(names), self._rng.choice((1, 1, 2)))))
@@ -278,14 +282,17 @@ class LocalTPESampler(BaseSampler):
         if self._push and self._rng.random() < self._push:
             self._pushes[trial.number] = True
 
-    def _plan_model(self, study: Study, trial: FrozenTrial, best: FrozenTrial) -> bool:
-        """Make this trial the additive model's best candidate that was never launched and
-        that the crash model lets through (False: the model has nothing to say)."""
+    def _plan_model(
+        self,
+        study: Study,
+        trial: FrozenTrial,
+        best: FrozenTrial,
+        fitted: tuple[AdditiveModel, list[FrozenTrial]],
+    ) -> bool:
+        """Make this trial the best candidate of the additive model ``fitted`` (``_fit``)
+        that was never launched and that the crash model lets through (False: none)."""
         sign = 1.0 if study.direction == StudyDirection.MAXIMIZE else -1.0
         trials = study.get_trials(deepcopy=False)
-        fitted = _fit(study, best, self._fine)
-        if fitted is None:
-            return False
         model, rows = fitted
         tops = sorted(rows, key=lambda t: -sign * float(t.value or 0.0))[:3]
         seen = {_key(t.params) for t in trials if t.params and t.number != trial.number}
@@ -331,7 +338,9 @@ class LocalTPESampler(BaseSampler):
         """Whether the round of swaps is over (or swaps are off)."""
         return not self._swap or (self._rounds > 0 and not self._swaps and not self._swapped)
 
-    def _plan_edge_step(self, study: Study, trial: FrozenTrial, best: FrozenTrial) -> bool:
+    def _plan_edge_step(
+        self, study: Study, trial: FrozenTrial, best: FrozenTrial, model: AdditiveModel
+    ) -> bool:
         """Make this trial the best configuration with one number moved toward a crash edge
         the crash model has learned: as far toward an end of its range (in sixteenths of the
         way) as the crash probability stays within ``edge_risk``, where a crash lies beyond
@@ -342,10 +351,6 @@ class LocalTPESampler(BaseSampler):
         low end up and a crash its high end down, so steps made again close in on the edge."""
         if self.crash_risk is None:
             return False
-        fitted = _fit(study, best, self._fine)
-        if fitted is None:
-            return False
-        model = fitted[0]
         ref = float(model.predict([best.params])[0])
         seen = {_key(t.params) for t in study.get_trials(deepcopy=False) if t.params}
         steps: list[tuple[float, dict[str, Any]]] = []
@@ -353,11 +358,7 @@ class LocalTPESampler(BaseSampler):
             if not isinstance(d, IntDistribution | FloatDistribution):
                 continue
             for end in (d.low, d.high):
-                line = [
-                    {**best.params, n: _toward(d, best.params[n], end, k / 16)}
-                    for k in range(1, 17)
-                ]
-                line = [c for c in line if not same_value(c[n], best.params[n])]
+                line = [{**best.params, n: v} for v in _sixteenths(d, best.params[n], end)]
                 risk = [self.crash_risk(c) or 0.0 for c in line]
                 beyond = next((i for i, p in enumerate(risk) if p > self._edge_risk), None)
                 if not beyond:  # no learned edge that way, or one already too near
@@ -475,12 +476,10 @@ class LocalTPESampler(BaseSampler):
             if not isinstance(d, IntDistribution | FloatDistribution):
                 continue
             for end in (d.low, d.high):
-                for k in range(1, 17):
-                    value = _toward(d, config[n], end, k / 16)
-                    if not same_value(value, config[n]):
-                        c = {**config, n: value}
-                        shift = abs(scaled(d, value) - scaled(d, config[n]))
-                        tries.append((round(share(c), 3), shift, c))
+                for value in _sixteenths(d, config[n], end):
+                    c = {**config, n: value}
+                    shift = abs(scaled(d, value) - scaled(d, config[n]))
+                    tries.append((round(share(c), 3), shift, c))
         for met, _, c in sorted(tries, key=lambda t: t[:2]):  # the fewest explanations met,
             if met <= SWAP_RISK and not refused(c):  # then the least move
                 return c
@@ -653,7 +652,8 @@ def _fit(
         values = [sign * math.log(v) for v in raw]
     else:
         values = [sign * v for v in raw]
-    models = [AdditiveModel(best.distributions, k) for k in (KNOTS, FINE_KNOTS)[: 1 + fine]]
+    knots = (KNOTS, FINE_KNOTS) if fine else (KNOTS,)
+    models = [AdditiveModel(best.distributions, k) for k in knots]
     if not all([m.fit(configs, values) for m in models]):  # too few launches for either
         return None
     return min(models, key=lambda m: m.loo), rows
@@ -816,6 +816,13 @@ def _toward(d: IntDistribution | FloatDistribution, value: Any, end: Any, f: flo
     if d.log and a > 0 and b > 0:
         return on_grid(d, math.exp(math.log(a) + f * (math.log(b) - math.log(a))))
     return on_grid(d, a + f * (b - a))
+
+
+def _sixteenths(d: IntDistribution | FloatDistribution, value: Any, end: Any) -> list[Any]:
+    """The points 1/16, 2/16, ... of the way from ``value`` to ``end`` on the parameter's
+    scale and grid, those that differ from ``value``."""
+    points = (_toward(d, value, end, k / 16) for k in range(1, 17))
+    return [v for v in points if not same_value(v, value)]
 
 
 def _end(d: BaseDistribution, value: Any, k: int, rng: random.Random) -> Any:

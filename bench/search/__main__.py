@@ -104,11 +104,6 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     "local-0.3": lambda land, s, n: run_driver(land, s, n, tpe=PLAIN, local=0.3),
     "step-0.06": lambda land, s, n: run_driver(land, s, n, tpe=PLAIN, local=0.5, step=0.06),
     "step-0.2": lambda land, s, n: run_driver(land, s, n, tpe=PLAIN, local=0.5, step=0.2),
-    "anneal-30": lambda land, s, n: run_driver(land, s, n, tpe=PLAIN, local=0.5, anneal=30),
-    "anneal-30-0.2": lambda land, s, n: run_driver(
-        land, s, n, tpe=PLAIN, local=0.5, step=0.2, anneal=30
-    ),
-    "bisect-0.5": lambda land, s, n: run_driver(land, s, n, tpe=PLAIN, local=0.5, bisect=0.5),
     "local-0.7": lambda land, s, n: run_driver(land, s, n, tpe=PLAIN, local=0.7),
     "agree-0.5": lambda land, s, n: run_driver(land, s, n, steering=_steer(agree=0.5)),
     "agree-0.75": lambda land, s, n: run_driver(land, s, n, steering=_steer(agree=0.75)),
@@ -124,9 +119,6 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     "design-5": lambda land, s, n: run_driver(land, s, n, design=5),
     "design-8": lambda land, s, n: run_driver(land, s, n, design=8),
     "design-12": lambda land, s, n: run_driver(land, s, n, design=12),
-    "push-0.3": lambda land, s, n: run_driver(land, s, n, push=0.3),
-    "design-8-push-0.3": lambda land, s, n: run_driver(land, s, n, design=8, push=0.3),
-    "design-12-push-0.3": lambda land, s, n: run_driver(land, s, n, design=12, push=0.3),
     # The previous round's candidates (the defaults with one thing changed).
     "no-model": lambda land, s, n: run_driver(land, s, n, model=0.0, local=0.5),
     "no-design": lambda land, s, n: run_driver(land, s, n, design=0),

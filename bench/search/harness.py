@@ -192,8 +192,6 @@ def run_driver(
     tpe: dict[str, Any] | None = None,
     local: float | None = None,
     step: float = 0.12,
-    anneal: int = 0,
-    bisect: float = 0.0,
     defaults: dict[str, Any] | None = None,
     inner: Callable[[int | None], optuna.samplers.BaseSampler] | None = None,
     **moves: Any,
@@ -223,8 +221,6 @@ def run_driver(
                     base,
                     local=local if local is not None else LOCAL_SHARE,
                     step=step,
-                    anneal=anneal,
-                    bisect=bisect,
                     seed=s,
                     **moves,
                 )

@@ -325,27 +325,6 @@ def test_model_proposals_rank_by_expected_improvement() -> None:
     assert model.predict([by_value])[0] >= model.predict([by_ei])[0]
 
 
-def test_a_push_moves_a_number_half_way_to_an_end() -> None:
-    study = _study(local=1.0)
-    study.sampler = LocalTPESampler(
-        study.sampler._tpe,  # type: ignore[attr-defined]
-        local=1.0,
-        after=4,
-        push=1.0,
-        seed=0,
-    )
-    best = {"a": 64, "b": 0.5, "c": "y"}
-    numbers = 0
-    for _ in range(10):
-        config = _ask(study)
-        numbers += config["a"] != best["a"] or config["b"] != best["b"]
-        if config["b"] != best["b"]:
-            assert config["b"] in (0.25, 0.75)
-        if config["a"] != best["a"]:
-            assert config["a"] in (8, 256)  # half-way on the log scale: sqrt(64), sqrt(64*1024)
-    assert numbers >= 3
-
-
 def test_the_design_skips_what_a_resumed_study_launched_and_counts_it() -> None:
     study = _design_study(2)
     base = BASE

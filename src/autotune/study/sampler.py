@@ -50,8 +50,7 @@ puts every parameter at its best at once, and the best points of server tuning s
 
 Crashed and refused proposals are told to the study like any other trial, so TPE learns from
 them too; the crash models still vet every proposal before it is launched. The shares were
-chosen on bench/search and the black boxes (docs/benchmarks.md); ``push``, ``bisect`` and
-``anneal`` were measured there and are off.
+chosen on bench/search and the black boxes (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -115,11 +114,8 @@ class LocalTPESampler(BaseSampler):
         local: share of trials that are local moves.
         after: complete trials needed before the first local move or model proposal.
         step: size of a numeric move, as a share of the range (one standard deviation).
-        anneal: complete trials by which moves shrink to a third of ``step`` (0: never).
-        bisect: share of local moves that go half-way toward the nearest crash (measured, off).
         design: one-at-a-time proposals from the baseline before anything else (0: none; -1:
             each parameter once and each other choice of a categorical, at most DESIGN_MOST).
-        push: share of local moves that go half-way to an end of the range (measured, off).
         model: share of trials that are the additive model's best candidate.
         reach: how far a model candidate moves a number from where it was, on [-1, 1].
         most: the most parameters one model candidate moves at random.
@@ -165,10 +161,7 @@ class LocalTPESampler(BaseSampler):
         local: float = LOCAL_SHARE,
         after: int = 8,
         step: float = 0.12,
-        anneal: int = 0,
-        bisect: float = 0.0,
         design: int = DESIGN,
-        push: float = 0.0,
         model: float = MODEL_SHARE,
         reach: float = REACH,
         most: int = 3,
@@ -226,17 +219,11 @@ class LocalTPESampler(BaseSampler):
         self._designed: set[int] = set()  # trials that are design launches
         self._design = design  # one-at-a-time launches from the baseline still to make
         self._design_at = 0  # where in the design's order (``_design_order``) the next one is
-        self._push = push
-        self._pushes: dict[int, bool] = {}  # trial -> move half-way to a range end
         self._local = local
         self._after = after
         self._step = step
-        self._anneal = anneal
-        self._bisect = bisect
-        self._edges: dict[int, dict[str, Any]] = {}  # trial -> the crash nearest the best
-        self._scale: dict[int, float] = {}
         self._rng = random.Random(seed)
-        self._moves: dict[int, tuple[dict[str, Any], set[str]]] = {}  # trial -> (best, moved)
+        self._moves: dict[int, dict[str, Any]] = {}  # trial -> the configuration it proposes
 
     def reseed_rng(self) -> None:
         self._tpe.reseed_rng()
@@ -272,15 +259,10 @@ class LocalTPESampler(BaseSampler):
             return
         names = list(best.params)
         moved = set(self._rng.sample(names, k=min(len(names), self._rng.choice((1, 1, 2)))))
-        self._moves[trial.number] = (dict(best.params), moved)
-        if self._bisect and self._rng.random() < self._bisect:
-            near = _nearest_crash(study, best)
-            if near is not None:
-                self._edges[trial.number] = near
-        if self._anneal:  # smaller moves as the study goes on: a third of the size at anneal
-            self._scale[trial.number] = max(1 / 3, 1 - (2 / 3) * len(done) / self._anneal)
-        if self._push and self._rng.random() < self._push:
-            self._pushes[trial.number] = True
+        self._moves[trial.number] = {
+            n: _nudge(best.distributions[n], v, self._rng, self._step) if n in moved else v
+            for n, v in best.params.items()
+        }
 
     def _plan_model(
         self,
@@ -331,7 +313,7 @@ class LocalTPESampler(BaseSampler):
             chosen = pool[min(near, key=lambda i: (pairs[i], -score[i]))]
         else:
             chosen = pool[int(score.argmax())]
-        self._moves[trial.number] = (chosen, set())
+        self._moves[trial.number] = chosen
         return True
 
     def _swaps_over(self) -> bool:
@@ -369,7 +351,7 @@ class LocalTPESampler(BaseSampler):
         gain, config = max(steps, key=lambda s: s[0], default=(0.0, None))
         if config is None or gain < EDGE_GAIN:
             return False
-        self._moves[trial.number] = (config, set())
+        self._moves[trial.number] = config
         return True
 
     def _plan_swap(self, study: Study, trial: FrozenTrial) -> bool:
@@ -442,7 +424,7 @@ class LocalTPESampler(BaseSampler):
             config = self._repair(swapped, best.distributions, {name, *avoid})
             if config is None or _key(config) in seen:
                 continue
-            self._moves[trial.number] = (config, set())
+            self._moves[trial.number] = config
             moved = next((n for n in config if not same_value(config[n], swapped[n])), None)
             self._swapped[trial.number] = (name, choice, base, moved, avoid)
             pair = (name, repr(choice))
@@ -536,7 +518,7 @@ class LocalTPESampler(BaseSampler):
                 config[name] = _end(dists[name], ref[name], k, self._rng)
             if _key(config) in seen:  # launched before this driver (a resumed study)
                 continue
-            self._moves[trial.number] = (config, set())
+            self._moves[trial.number] = config
             self._designed.add(trial.number)
             return True
         self._design = 0
@@ -589,23 +571,10 @@ class LocalTPESampler(BaseSampler):
         param_distribution: BaseDistribution,
     ) -> Any:
         move = self._moves.get(trial.number)
-        if move is not None and param_name in move[0]:
-            best, moved = move
-            value = best[param_name]
-            if param_name in moved and self._pushes.get(trial.number):
-                return _toward_end(param_distribution, value, self._rng)
-            if param_name in moved or not param_distribution._contains(
-                param_distribution.to_internal_repr(value)
-            ):
-                edge = self._edges.get(trial.number, {}).get(param_name)
-                if edge is not None and isinstance(
-                    param_distribution, IntDistribution | FloatDistribution
-                ):  # half-way to the crash: optima sit at crash edges
-                    half = _halfway(param_distribution, value, edge)
-                    if half != value:
-                        return half
-                step = self._step * self._scale.get(trial.number, 1.0)
-                return _nudge(param_distribution, value, self._rng, step)
+        if move is not None and param_name in move:
+            value = move[param_name]
+            if not param_distribution._contains(param_distribution.to_internal_repr(value)):
+                return _nudge(param_distribution, value, self._rng, self._step)  # out of range
             return value
         if trial.number in self._designed and self._unset:  # a setting the move turned on
             return _reference(param_distribution)
@@ -619,9 +588,6 @@ class LocalTPESampler(BaseSampler):
         values: Sequence[float] | None,
     ) -> None:
         self._moves.pop(trial.number, None)
-        self._scale.pop(trial.number, None)
-        self._edges.pop(trial.number, None)
-        self._pushes.pop(trial.number, None)
         self._designed.discard(trial.number)
         self._tpe.after_trial(study, trial, state, values)
 
@@ -789,26 +755,6 @@ def _best(study: Study, need: set[str] | None = None) -> FrozenTrial | None:
     return best
 
 
-def _nearest_crash(study: Study, best: FrozenTrial) -> dict[str, Any] | None:
-    """The params of the crashed trial that differs from ``best`` in the fewest values."""
-    crashed = [
-        t
-        for t in study.get_trials(deepcopy=False, states=(TrialState.PRUNED,))
-        if t.constraints.get("crash", 0) > 0 and t.params
-    ]
-    if not crashed:
-        return None
-    near = min(crashed, key=lambda t: sum(t.params.get(k) != v for k, v in best.params.items()))
-    return dict(near.params)
-
-
-def _halfway(d: IntDistribution | FloatDistribution, value: Any, edge: Any) -> Any:
-    """Half-way from ``value`` to ``edge`` on the parameter's scale, on its grid."""
-    if isinstance(edge, bool) or not isinstance(edge, int | float):
-        return value
-    return _toward(d, value, edge, 0.5)
-
-
 def _toward(d: IntDistribution | FloatDistribution, value: Any, end: Any, f: float) -> Any:
     """The point ``f`` of the way from ``value`` to ``end`` on the parameter's scale, on its
     grid."""
@@ -837,15 +783,6 @@ def _end(d: BaseDistribution, value: Any, k: int, rng: random.Random) -> Any:
     if k < 0:  # half-way to the far end
         return _toward(d, value, d.high if far_high else d.low, 0.5)
     return d.high if far_high == (k == 0) else d.low
-
-
-def _toward_end(d: BaseDistribution, value: Any, rng: random.Random) -> Any:
-    """Half-way from ``value`` to one end of the range (either, at random), on its grid."""
-    if not isinstance(d, IntDistribution | FloatDistribution) or isinstance(value, bool):
-        return _nudge(d, value, rng, 0.12)
-    end = d.high if rng.random() < 0.5 else d.low
-    out = _halfway(d, value, end)
-    return out if out != value else _halfway(d, value, d.low if end == d.high else d.high)
 
 
 def _nudge(d: BaseDistribution, value: Any, rng: random.Random, step: float) -> Any:

@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 import blackbox2  # noqa: E402
 import blackbox3  # noqa: E402
+from bench.search.harness import check_passes  # noqa: E402
 from bench.steering import make_driver  # noqa: E402
 from blackbox import crash_of, rate  # noqa: E402
 
@@ -296,20 +297,6 @@ def in_process(
             (100.0 * (answer[0].truth or 0.0) / land._optimum, sum(la.crashed for la in launches))
         )
     return out
-
-
-def check_passes(rows: list[tuple[float, int]], draws: int = 20_000) -> float:
-    """The share of draws of 5 studies from ``rows`` (with replacement) that pass the issue's
-    check: at least 95% of the optimum in 4 of the 5, at most 4 crashes per 30 on average."""
-    import random
-
-    rng = random.Random(1)
-    passed = 0
-    for _ in range(draws):
-        five = [rng.choice(rows) for _ in range(5)]
-        reached = sum(pct >= 95 for pct, _ in five) >= 4
-        passed += reached and statistics.mean(c for _, c in five) <= 4
-    return passed / draws
 
 
 def _mean_se(xs: list[float]) -> str:

@@ -12,7 +12,9 @@ and log line, and 0.5-3% launch noise. Regions are drawn where the values are go
 often sit at a crash edge.
 
 Indices 0-999 are the tuning family; 1000 and up are held out (``--generated 1000:1040``),
-never looked at while choosing defaults.
+never looked at while choosing defaults. ``like_hidden(land)`` (``--like-hidden``) keeps those
+of the shape issue 13 gives its hidden server: five settings, three crash regions, an optimum
+2-4.5x the baseline.
 
 ``partial(land)`` is the same landscape with a baseline that leaves one to three settings to
 the engine, as a campaign leaves NCCL variables unset (``--generated A:B --partial``, names
@@ -117,9 +119,23 @@ def generated(index: int) -> Landscape:
         evaluate,
         baseline,
         held_out=index >= HELD_OUT_FROM,
+        regions=len(regions),
     )
     land._optimum = _optimum(land)
     return land
+
+
+def like_hidden(land: Landscape) -> bool:
+    """Whether a generated landscape has the shape issue 13 gives its hidden server: five
+    settings of the kinds it names (categorical, log-scaled int, bool; no fraction), three
+    crash regions, and an optimum 2 to 4.5 times the baseline (the issue's is 3.07x)."""
+    kinds = [p["type"] for p in land.parameters]
+    if len(kinds) != 5 or "float" in kinds or land.regions != 3:
+        return False
+    if not any(p.get("log") for p in land.parameters):
+        return False
+    base = land.evaluate(land.baseline, random.Random(0)).truth
+    return base is not None and 2.0 <= land.optimum() / base <= 4.5
 
 
 def partial(land: Landscape, empty: bool = False) -> Landscape:
@@ -146,6 +162,7 @@ def partial(land: Landscape, empty: bool = False) -> Landscape:
         evaluate,
         {n: v for n, v in land.baseline.items() if n not in defaults},
         held_out=land.held_out,
+        regions=land.regions,
         _optimum=land._optimum,
     )
 
@@ -263,4 +280,4 @@ def parse(spec: str) -> list[int]:
     return [int(x) for x in spec.split(",")]
 
 
-__all__ = ["HELD_OUT_FROM", "generated", "parse", "partial"]
+__all__ = ["HELD_OUT_FROM", "generated", "like_hidden", "parse", "partial"]

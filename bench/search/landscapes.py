@@ -65,6 +65,7 @@ class Landscape:
     baseline: dict[str, Any]
     held_out: bool = False
     extra: dict[str, Any] = field(default_factory=dict)  # more space keys (constraints, ...)
+    regions: int = 0  # crash regions, where known (generated landscapes)
     _optimum: float | None = None
 
     def space(self, trials: int) -> dict[str, Any]:

@@ -145,6 +145,42 @@ def test_generated_runs_pool_every_landscape_and_seed(capsys: pytest.CaptureFixt
     assert "| autotune |" in out and "| random |" in out
 
 
+def test_like_hidden_keeps_the_shape_of_the_issue_s_hidden_server() -> None:
+    """Five settings (categorical, log-scaled int, bool; no fraction), three crash regions and
+    an optimum 2-4.5x the baseline: 113 and 131 of the tuning family have it, 100-102 not."""
+    import random
+
+    from bench.search.generated import generated, like_hidden
+
+    kept = [i for i in (100, 101, 102, 113, 131) if like_hidden(generated(i))]
+    assert kept == [113, 131]
+    for i in kept:
+        land = generated(i)
+        assert len(land.parameters) == 5 and land.regions == 3
+        assert {p["type"] for p in land.parameters} <= {"categorical", "int", "bool"}
+        base = land.evaluate(land.baseline, random.Random(0)).truth
+        assert base is not None and 2.0 <= land.optimum() / base <= 4.5
+
+
+def test_the_check_column_passes_a_landscape_by_both_halves() -> None:
+    """The check (4 of 5 at 95%, at most 4 crashes on average) per landscape: a landscape
+    whose studies all reach 95% with 3 crashes passes; one whose studies crash 6 times fails
+    on the crash half alone; the TPE-calibrated row keeps the landscapes where TPE reached 95%
+    in half its seeds."""
+    from bench.search.__main__ import Score, checks
+
+    scores = []
+    for seed in range(4):
+        scores.append(Score("good", "autotune", seed, {30: 99.0}, 99.0, 3, 0.0, 0, 0.0))
+        scores.append(Score("crashy", "autotune", seed, {30: 99.0}, 99.0, 6, 0.0, 0, 0.0))
+        tpe = 96.0 if seed % 2 else 80.0  # half its seeds at 95%
+        scores.append(Score("good", "tpe-nosteer", seed, {30: tpe}, tpe, 7, 0.0, 0, 0.0))
+        scores.append(Score("crashy", "tpe-nosteer", seed, {30: 80.0}, 80.0, 7, 0.0, 0, 0.0))
+    table = checks(scores, ["autotune", "tpe-nosteer"])
+    assert "| autotune (all) | 2 | 50% | 50% | 100% | 50% |" in table
+    assert "| autotune (where TPE reaches 95% in half) | 1 | 100% | 100% | 100% | 100% |" in table
+
+
 def test_the_crash_model_learns_that_a_pruned_launch_served(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

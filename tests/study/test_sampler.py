@@ -163,7 +163,7 @@ def test_a_number_whose_far_end_read_no_better_is_also_tried_half_way() -> None:
     assert half["b"] == pytest.approx(0.65) and {**half, "b": 0.3} == BASE
     study.tell(study.trials[-1].number, 1.5)
     after = _ask(study)  # the design is over: a is not tried half-way
-    assert sampler._design == 0 and {**after, "a": 16} != BASE
+    assert sampler._design.left == 0 and {**after, "a": 16} != BASE
 
 
 def _partial_study(unset: bool = True) -> optuna.Study:
@@ -233,7 +233,7 @@ def test_a_reference_launch_that_crashed_ends_the_start() -> None:
 
 
 def test_reference_values_sit_in_the_middle_of_a_range_on_its_scale_and_grid() -> None:
-    from autotune.study.sampler import _reference
+    from autotune.study.design import reference as _reference
 
     assert _reference(optuna.distributions.IntDistribution(1, 1024, log=True)) == 32
     assert _reference(optuna.distributions.IntDistribution(64, 512, step=32)) == 288
@@ -255,7 +255,7 @@ def test_moves_start_from_the_best_configuration_that_names_every_setting() -> N
     """A partial baseline that stays the best is no place for a local move (the unset setting
     has no value to move): moves start from the best configuration that sets it."""
     study = _partial_study()
-    study.sampler._design = 0  # type: ignore[attr-defined]
+    study.sampler._design.left = 0  # type: ignore[attr-defined]
     study.sampler._local = 1.0  # type: ignore[attr-defined]
     study.sampler._after = 4  # type: ignore[attr-defined]
     best_full = {"a": 64, "b": 0.5, "c": "y"}
@@ -271,7 +271,7 @@ def test_moves_start_from_the_best_configuration_that_names_every_setting() -> N
 def test_the_whole_design_stops_at_its_most_launches() -> None:
     """A categorical of twelve choices would make the whole design 12 launches: it stops at
     ``DESIGN_MOST`` (8), and the ninth proposal is another strategy's."""
-    from autotune.study.sampler import DESIGN_MOST
+    from autotune.study.design import DESIGN_MOST
 
     choices = [f"k{i}" for i in range(12)]
     space = {
@@ -671,7 +671,7 @@ def test_the_model_proposals_use_finer_bends_where_they_predict_left_out_launche
     """A study whose buffer reads best inside its range, between the coarse bends: its
     additive model is the finer one (``fine``, the default), and the coarse one without."""
     from autotune.study.additive import FINE_KNOTS, KNOTS
-    from autotune.study.sampler import _fit
+    from autotune.study.history import fit as _fit
 
     space = {"buf": optuna.distributions.IntDistribution(256, 65536, log=True), **SPACE}
     study = optuna.create_study(direction="maximize")

@@ -25,6 +25,8 @@ from optuna.distributions import (
     IntDistribution,
 )
 
+from autotune.space.schema import same_value
+
 RIDGE = 0.3  # shrinks effects the launches barely support toward none
 # A number's effect is piecewise linear on its scaled range, bending at these points: it can
 # rise and level off (graph batch sizes), peak inside the range (a buffer size) or keep rising.
@@ -193,8 +195,24 @@ def on_grid(d: IntDistribution | FloatDistribution, x: float) -> Any:
     return float(min(d.high, max(d.low, x)))
 
 
+def toward(d: IntDistribution | FloatDistribution, value: Any, end: Any, f: float) -> Any:
+    """The point ``f`` of the way from ``value`` to ``end`` on the parameter's scale, on its
+    grid."""
+    a, b = float(value), float(end)
+    if d.log and a > 0 and b > 0:
+        return on_grid(d, math.exp(math.log(a) + f * (math.log(b) - math.log(a))))
+    return on_grid(d, a + f * (b - a))
+
+
+def sixteenths(d: IntDistribution | FloatDistribution, value: Any, end: Any) -> list[Any]:
+    """The points 1/16, 2/16, ... of the way from ``value`` to ``end`` on the parameter's
+    scale and grid, those that differ from ``value``."""
+    points = (toward(d, value, end, k / 16) for k in range(1, 17))
+    return [v for v in points if not same_value(v, value)]
+
+
 def _same(a: Any, b: Any) -> bool:
     return bool(a == b) and type(a) is type(b)
 
 
-__all__ = ["AdditiveModel", "candidates", "draw", "on_grid", "scaled"]
+__all__ = ["AdditiveModel", "candidates", "draw", "on_grid", "scaled", "sixteenths", "toward"]

@@ -1,0 +1,194 @@
+"""Swaps: the best configuration with each other choice of a categorical or bool, once.
+
+A choice is otherwise judged at the settings of the choice it competes with: a backend that
+crashes above a batch size another one takes looks worse at that batch size and never wins,
+though below its edge it is the faster. So once, after ``SWAP`` complete trials, the best
+configuration is launched with each other choice, where the additive model does not call it
+clearly worse. A swap the crash model refuses moves one number the least way out of the
+crash's explanations (``repair``); one that crashed as it was is made once more so repaired,
+and one that ran repaired about as well as the choice it replaced would there is made again
+nearer the edge the crash model has learned since, from the configuration it was first made
+from (it may be the best one by then). A repair that crashed before any launch of its swap
+ran moved a number that was not the cause (a crash at a large batch with a new buffer size is
+explained by either, and the buffer was the smaller move): the swap is made once more with
+that number left and another one moved (``retry``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from optuna.distributions import (
+    BaseDistribution,
+    CategoricalDistribution,
+    FloatDistribution,
+    IntDistribution,
+)
+from optuna.study import Study
+from optuna.trial import FrozenTrial, TrialState
+
+from autotune.space.schema import same_value
+from autotune.study.additive import AdditiveModel, scaled, sixteenths
+from autotune.study.history import NEAR, failed, key, sign
+
+SWAP = 12  # complete trials before each other choice is tried at the best configuration
+SWAP_MOST = 3  # the most launches of one swap
+SWAP_RISK = 0.5  # the largest share of crash explanations a swap may still meet
+RETRY = True  # a repaired swap that crashed is made once more with another number moved
+
+Verdict = Callable[[Mapping[str, Any]], bool]
+Share = Callable[[Mapping[str, Any]], float | None]
+Fitted = tuple[AdditiveModel, list[FrozenTrial]]
+
+
+class Swaps:
+    """The round of swaps of one study, and what each swap launched so far taught.
+
+    Args:
+        after: complete trials before the swaps (0: never).
+        every: complete trials between later rounds (0: one round; measured, off).
+        retry: a swap whose repair crashed before any launch of it ran is made once more
+            with another number moved (the crash says the one moved was not the cause).
+    """
+
+    def __init__(self, after: int = SWAP, every: int = 0, retry: bool = RETRY) -> None:
+        self.after = after
+        self.every = every
+        self.retry = retry
+        self.rounds = 0  # rounds of swaps planned
+        # (parameter, choice, the configuration it is made from: None for the best) to try
+        # (and the numbers a repair may not move: one whose repair crashed)
+        self.queue: list[tuple[str, Any, dict[str, Any] | None, frozenset[str]]] = []
+        # trial -> (parameter, choice, the configuration it was made from, the number the
+        # repair moved or None, the numbers it could not move)
+        self.made: dict[int, tuple[str, Any, dict[str, Any], str | None, frozenset[str]]] = {}
+        self.launches: dict[tuple[str, str], int] = {}  # launches of each swap
+        self.ran: set[tuple[str, str]] = set()  # swaps a launch of which ran
+
+    def over(self) -> bool:
+        """Whether the round of swaps is over (or swaps are off)."""
+        return not self.after or (self.rounds > 0 and not self.queue and not self.made)
+
+    def due(self, study: Study) -> bool:
+        """Whether there is a swap to plan or one whose launch has news."""
+        done = sum(t.state == TrialState.COMPLETE for t in study.get_trials(deepcopy=False))
+        return self._plan_now(done) or bool(self.queue or self.made)
+
+    def _plan_now(self, done: int) -> bool:
+        due = self.after + self.rounds * self.every
+        return not self.queue and done >= due and (self.rounds == 0 or bool(self.every))
+
+    def plan(
+        self,
+        study: Study,
+        trial: FrozenTrial,
+        best: FrozenTrial,
+        fitted: Fitted | None,
+        share: Share | None,
+        refused: Verdict | None,
+    ) -> dict[str, Any] | None:
+        """The next swap for ``trial`` (None: none): made at ``best``, judged by the additive
+        model ``fitted``, repaired against the crash model's ``share`` and ``refused``. A
+        swap that crashed as it was, or ran repaired within ``NEAR`` of what the choice it
+        replaced would do there, is made again from what it taught (a bisection of the
+        repaired number's edge); one whose repair crashed before any launch of it ran is made
+        again with another number moved (``retry``); up to ``SWAP_MOST`` launches of each."""
+        trials = study.get_trials(deepcopy=False)
+        done = sum(t.state == TrialState.COMPLETE for t in trials)
+        if self._plan_now(done):
+            self.rounds += 1
+            self.queue = [
+                (n, c, None, frozenset())
+                for n, d in best.distributions.items()
+                if isinstance(d, CategoricalDistribution)
+                for c in d.choices
+            ]
+        for t in trials:  # what a finished swap taught: try it again, or not
+            if t.number not in self.made or t.state == TrialState.RUNNING:
+                continue
+            name, choice, base, moved, avoid = self.made.pop(t.number)
+            repaired = moved is not None
+            pair = (name, repr(choice))
+            if t.state == TrialState.COMPLETE:
+                self.ran.add(pair)
+            # Crashed as it was: once more, repaired. Ran repaired, and the choice did about
+            # as well as the one it replaced would at those settings (the model's guess): once
+            # more nearer the edge. Crashed repaired before any launch of it ran: the repair
+            # moved a number that was not the cause (a crash's explanations often tie), so
+            # once more with another number moved (``retry``). Crashed nearer the edge: done.
+            again = failed(t) and not repaired
+            if self.retry and failed(t) and moved is not None and pair not in self.ran:
+                avoid = avoid | {moved}
+                again = True
+            if repaired and t.state == TrialState.COMPLETE and t.value and fitted is not None:
+                other = float(fitted[0].predict([{**t.params, name: base[name]}])[0])
+                again = sign(study) * math.log(max(t.value, 1e-12)) - other > -NEAR
+            if again and self.launches.get(pair, 0) < SWAP_MOST:
+                # From the configuration it was made from: the swap may be the best now,
+                # and its repaired number is what the next launch moves nearer the edge.
+                self.queue.insert(0, (name, choice, base, avoid))
+        seen = {key(t.params) for t in trials if t.params}
+        while self.queue:
+            name, choice, made_from, avoid = self.queue.pop(0)
+            base = made_from or dict(best.params)
+            if name not in base or same_value(base[name], choice):
+                continue
+            swapped = {**base, name: choice}
+            # A choice the model calls clearly worse is not tried; one made again is, as what
+            # it taught says go on, whatever the model says.
+            if fitted is not None and made_from is None:
+                gain = fitted[0].predict([swapped])[0] - fitted[0].predict([base])[0]
+                if gain < -NEAR:
+                    continue
+            config = repair(swapped, best.distributions, {name, *avoid}, share, refused)
+            if config is None or key(config) in seen:
+                continue
+            moved = next((n for n in config if not same_value(config[n], swapped[n])), None)
+            self.made[trial.number] = (name, choice, base, moved, avoid)
+            pair = (name, repr(choice))
+            self.launches[pair] = self.launches.get(pair, 0) + 1
+            return config
+        return None
+
+
+def repair(
+    config: dict[str, Any],
+    dists: Mapping[str, BaseDistribution],
+    fixed: set[str],
+    share: Share | None,
+    refused: Verdict | None,
+) -> dict[str, Any] | None:
+    """``config``, or the configuration with one number (not of ``fixed``) moved the least
+    way, in sixteenths of the way to an end of its range, that meets the fewest of a crash's
+    explanations (``share``, at most ``SWAP_RISK``) and that the crash model does not
+    refuse (None: none)."""
+
+    def no(c: Mapping[str, Any]) -> bool:
+        return refused is not None and refused(c)
+
+    def met(c: Mapping[str, Any]) -> float:
+        return (share(c) if share is not None else None) or 0.0
+
+    first = met(config)
+    if first == 0.0 and not no(config):
+        return config
+    tries: list[tuple[float, float, dict[str, Any]]] = [(first, 0.0, config)]
+    for n, d in dists.items():
+        if n in fixed or n not in config:
+            continue
+        if not isinstance(d, IntDistribution | FloatDistribution):
+            continue
+        for end in (d.low, d.high):
+            for value in sixteenths(d, config[n], end):
+                c = {**config, n: value}
+                shift = abs(scaled(d, value) - scaled(d, config[n]))
+                tries.append((round(met(c), 3), shift, c))
+    for m, _, c in sorted(tries, key=lambda t: t[:2]):  # the fewest explanations met,
+        if m <= SWAP_RISK and not no(c):  # then the least move
+            return c
+    return None
+
+
+__all__ = ["RETRY", "SWAP", "SWAP_MOST", "SWAP_RISK", "Swaps", "repair"]

@@ -1,0 +1,55 @@
+"""The swap repair on its own: one number moved the least way out of a crash's explanations."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import optuna
+
+from autotune.study.swaps import SWAP_RISK, repair
+
+SPACE = {
+    "backend": optuna.distributions.CategoricalDistribution(["triton", "fa3"]),
+    "graph_bs": optuna.distributions.IntDistribution(1, 512, log=True),
+    "buffsize": optuna.distributions.IntDistribution(256, 65536, log=True),
+}
+
+
+def _share(c: Mapping[str, Any]) -> float:
+    """Two explanations of one crash: fa3 with graph_bs >= 160, fa3 with buffsize >= 4096."""
+    if c["backend"] != "fa3":
+        return 0.0
+    return ((c["graph_bs"] >= 160) + (c["buffsize"] >= 4096)) / 2
+
+
+def test_a_swap_that_meets_no_explanation_is_made_as_it_is() -> None:
+    config = {"backend": "fa3", "graph_bs": 64, "buffsize": 1024}
+    assert repair(config, SPACE, {"backend"}, _share, None) is config
+
+
+def test_the_repair_moves_one_number_the_least_way_below_the_explanations() -> None:
+    config = {"backend": "fa3", "graph_bs": 512, "buffsize": 1024}  # meets one of two
+    fixed = repair(config, SPACE, {"backend"}, _share, None)
+    assert fixed is not None and fixed["buffsize"] == 1024 and fixed["backend"] == "fa3"
+    assert fixed["graph_bs"] < 160  # out of the explanation, by the least move there is
+    assert _share(fixed) == 0.0
+    one_less = repair(config, SPACE, {"backend", "graph_bs"}, _share, None)  # graph_bs fixed
+    assert one_less is not None and _share(one_less) <= SWAP_RISK  # half met: still allowed
+    assert one_less["graph_bs"] == 512
+
+
+def test_no_repair_when_every_one_number_move_leaves_too_much_met() -> None:
+    def share(c: Mapping[str, Any]) -> float:  # three explanations, one of them no number
+        if c["backend"] != "fa3":
+            return 0.0
+        return (1 + (c["graph_bs"] >= 160) + (c["buffsize"] >= 4096)) / 3
+
+    config = {"backend": "fa3", "graph_bs": 512, "buffsize": 8192}
+    assert repair(config, SPACE, {"backend"}, share, None) is None
+
+
+def test_the_repair_skips_what_the_crash_model_refuses() -> None:
+    config = {"backend": "fa3", "graph_bs": 512, "buffsize": 1024}
+    fixed = repair(config, SPACE, {"backend"}, _share, lambda c: c["graph_bs"] > 64)
+    assert fixed is not None and fixed["graph_bs"] <= 64

@@ -459,6 +459,12 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"unknown strategy {unknown[0]!r}; known: {', '.join(STRATEGIES)}", file=sys.stderr)
         return 2
+    if a.like_hidden and not a.generated:
+        print(
+            "--like-hidden chooses among generated landscapes: give --generated A:B too",
+            file=sys.stderr,
+        )
+        return 2
     if a.generated:
         from bench.search.generated import parse
 

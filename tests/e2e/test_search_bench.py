@@ -162,6 +162,13 @@ def test_like_hidden_keeps_the_shape_of_the_issue_s_hidden_server() -> None:
         assert base is not None and 2.0 <= land.optimum() / base <= 4.5
 
 
+def test_like_hidden_without_generated_landscapes_is_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["--like-hidden"]) == 2
+    assert "give --generated A:B too" in capsys.readouterr().err
+
+
 def test_the_check_column_passes_a_landscape_by_both_halves() -> None:
     """The check (4 of 5 at 95%, at most 4 crashes on average) per landscape: a landscape
     whose studies all reach 95% with 3 crashes passes; one whose studies crash 6 times fails

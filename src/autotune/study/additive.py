@@ -60,7 +60,7 @@ class AdditiveModel:
         for name, d in self.distributions.items():
             value = config.get(name)
             if isinstance(d, CategoricalDistribution):
-                row += [1.0 if _same(value, c) else 0.0 for c in d.choices]
+                row += [1.0 if same_value(value, c) else 0.0 for c in d.choices]
             else:
                 x = scaled(d, value)
                 row += [x] + [max(0.0, x - k) for k in self.knots]
@@ -209,10 +209,6 @@ def sixteenths(d: IntDistribution | FloatDistribution, value: Any, end: Any) -> 
     scale and grid, those that differ from ``value``."""
     points = (toward(d, value, end, k / 16) for k in range(1, 17))
     return [v for v in points if not same_value(v, value)]
-
-
-def _same(a: Any, b: Any) -> bool:
-    return bool(a == b) and type(a) is type(b)
 
 
 __all__ = ["AdditiveModel", "candidates", "draw", "on_grid", "scaled", "sixteenths", "toward"]

@@ -233,6 +233,10 @@ class Score:
     extra: int  # launches on top of the budget: the baseline's extra ones, confirmation
     seconds: float
     launched: int = 0  # launches of the search
+    # per kind of proposal (Launch.source): launches and crashes among those counted, and
+    # the kind whose launch first had the configuration reported as the answer
+    sources: tuple[tuple[str, int, int], ...] = ()
+    answer_source: str = ""
 
 
 def score(land: Landscape, strategy: str, seed: int, launches: list[Launch], secs: float) -> Score:
@@ -253,6 +257,16 @@ def score(land: Landscape, strategy: str, seed: int, launches: list[Launch], sec
     answer = 100.0 * (reported[0].truth or 0.0) / opt
     # Crashes among the first 30 launches of the search, and any the extra launches had.
     counted = search[:30] + extra
+    kinds = dict.fromkeys(la.source for la in counted)
+    sources = tuple(
+        (
+            k,
+            sum(la.source == k for la in counted),
+            sum(la.crashed for la in counted if la.source == k),
+        )
+        for k in kinds
+    )
+    first = next((la for la in search if la.config == reported[0].config), None)
     return Score(
         land.name,
         strategy,
@@ -264,6 +278,8 @@ def score(land: Landscape, strategy: str, seed: int, launches: list[Launch], sec
         len(extra),
         secs,
         len(search),
+        sources,
+        first.source if first is not None else "",
     )
 
 
@@ -350,6 +366,30 @@ def pooled(scores: list[Score], strategies: list[str], title: str) -> str:
     return "\n".join(rows)
 
 
+def by_source(scores: list[Score], strategies: list[str]) -> str:
+    """Per strategy and kind of proposal (``Launch.source``): launches and crashes per study
+    (the first 30 of the search and the extra launches), the share of those launches that
+    crashed, and the share of studies whose answer one of them first launched."""
+    rows = [
+        "\nBy kind of proposal (per study: the first 30 launches of the search, and the extra)",
+        "| strategy | proposal | launches | crashes | crashed | answers found |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for strat in strategies:
+        mine = [s for s in scores if s.strategy == strat]
+        kinds = dict.fromkeys(k for s in mine for k, _, _ in s.sources)
+        for kind in kinds:
+            launched = sum(n for s in mine for k, n, _ in s.sources if k == kind)
+            crashed = sum(c for s in mine for k, _, c in s.sources if k == kind)
+            found = sum(s.answer_source == kind for s in mine)
+            rows.append(
+                f"| {strat} | {kind or '-'} | {launched / len(mine):.2f} | "
+                f"{crashed / len(mine):.2f} | {crashed / max(launched, 1):.0%} | "
+                f"{found / len(mine):.0%} |"
+            )
+    return "\n".join(rows)
+
+
 def checks(scores: list[Score], strategies: list[str]) -> str:
     """Per strategy, how often issue 13's check (5 studies: 95% of the optimum in 4, at most 4
     crashes per 30 on average) would pass on one of the landscapes, its seeds drawn with
@@ -429,6 +469,11 @@ def main(argv: list[str] | None = None) -> int:
         " 3 crash regions, optimum 2-4.5x the baseline); the table adds how often its check"
         " would pass",
     )
+    ap.add_argument(
+        "--sources",
+        action="store_true",
+        help="also a table by kind of proposal: launches, crashes, answers found",
+    )
     ap.add_argument("-v", "--verbose", action="store_true", help="one line per run")
     ap.add_argument(
         "--prune",
@@ -505,6 +550,8 @@ def main(argv: list[str] | None = None) -> int:
         print(pooled(scores, strategies, f"Generated landscapes {a.generated}"))
         if a.like_hidden:
             print(checks(scores, strategies))
+        if a.sources:
+            print(by_source(scores, strategies))
         return 0
     if tuned:
         print(table(tuned, strategies, "Landscapes the defaults were chosen on"))
@@ -512,6 +559,8 @@ def main(argv: list[str] | None = None) -> int:
     if held:
         print(table(held, strategies, "Held-out landscapes (not used to choose defaults)"))
         print(summary(held, strategies, "Summary (held out)"))
+    if a.sources:
+        print(by_source(scores, strategies))
     return 0
 
 

@@ -48,6 +48,9 @@ class Launch:
     # launches and confirmation rounds (on top of it); answer: not a launch, the configuration
     # the study reports as its winner at the end (autotune's driver only).
     kind: str = "search"
+    # the kind of proposal (study/sampler.py SOURCES), or baseline, relaunch, confirm, or
+    # sampler (another sampler's own proposal); "" for the competitors' loops
+    source: str = ""
 
 
 Evaluate = Callable[[dict[str, Any], random.Random], Point]
@@ -298,7 +301,14 @@ def _tagged(
         t = records[number]
         extra = t.confirm_round is not None or (t.baseline and baselines > 0)
         baselines += t.baseline and t.confirm_round is None
-        out.append(replace(la, kind="extra" if extra else "search"))
+        source = (
+            "confirm"
+            if t.confirm_round is not None
+            else "baseline"
+            if t.baseline
+            else t.proposed_by or ("relaunch" if t.repeat_of is not None else "sampler")
+        )
+        out.append(replace(la, kind="extra" if extra else "search", source=source))
     best = ledger.best()
     if best is not None:
         truth = land.evaluate(dict(best.config), rng).truth

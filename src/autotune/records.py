@@ -82,6 +82,9 @@ class TrialRecord(_Record):
     duration_s: float | None = None
     constraints: dict[str, float] = Field(default_factory=dict)  # as told to Optuna (> 0 violated)
     retry_of: int | None = None  # queued again after this trial was interrupted
+    # the kind of proposal that made it (study/sampler.py SOURCES: design, swap, model, edge,
+    # local, tpe); None for the baseline, relaunches, confirmation rounds and other samplers
+    proposed_by: str | None = None
     # Noise and confirmation (study/noise.py, study/confirm.py, study/evidence.py).
     windows: list[dict[str, float]] = Field(default_factory=list)  # Metrics.flat() per window
     peak: dict[str, Any] | None = None  # models.PeakLoad as JSON (survived the peak load?)
@@ -226,6 +229,7 @@ class TrialLog(_Record):
     argv: list[str] = Field(default_factory=list)  # redacted
     env: dict[str, str] = Field(default_factory=dict)  # redacted
     baseline: bool = False
+    proposed_by: str | None = None  # TrialRecord.proposed_by
 
 
 class SkipLog(_Record):

@@ -139,10 +139,16 @@ def test_the_parallel_in_process_executor_keeps_several_launches_in_flight() -> 
 
 
 def test_generated_runs_pool_every_landscape_and_seed(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--generated", "0:2", "--seeds", "1", "--trials", "12"]) == 0
+    assert main(["--generated", "0:2", "--seeds", "1", "--trials", "12", "--sources"]) == 0
     out = capsys.readouterr().out
     assert "Generated landscapes 0:2" in out
     assert "| autotune |" in out and "| random |" in out
+    # --sources: autotune's launches by the kind of proposal that made them, as the study
+    # keeps it; the random sampler names none (its own proposals)
+    rows = [line for line in out.splitlines() if line.startswith("| autotune | ")]
+    kinds = {line.split(" | ")[1] for line in rows[1:]}
+    assert {"baseline", "design"} <= kinds, out
+    assert "| random | sampler |" in out
 
 
 def test_like_hidden_keeps_the_shape_of_the_issue_s_hidden_server() -> None:

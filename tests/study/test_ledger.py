@@ -68,6 +68,7 @@ FULL = TrialRecord(
     timings=Timings(total_s=12.0),
     cleanup=Cleanup(processes_left=1),
     retry_of=7,
+    proposed_by="model",
     windows=[{"output_tok_s": 120.0}, {"output_tok_s": 121.0}],
     peak={"concurrency": 16, "survived": True},
     repeat_of=2,

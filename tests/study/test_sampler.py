@@ -113,6 +113,28 @@ def test_an_enqueued_trial_is_never_moved() -> None:
     assert _ask(study) == {"a": 3, "b": 0.9, "c": "z"}
 
 
+def test_each_trial_keeps_the_kind_of_proposal_that_made_it() -> None:
+    """The design's launches say so, then local moves, and a trial the sampler left to TPE
+    says tpe; an enqueued trial (the baseline, a relaunch) is not the sampler's and has none."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        tpe = optuna.samplers.TPESampler(seed=0, n_startup_trials=5, multivariate=True)
+    study = _after_baseline(
+        LocalTPESampler(tpe, local=0.5, model=0.0, design=3, after=1, seed=0), BASE
+    )
+    study.enqueue_trial({"a": 3, "b": 0.9, "c": "z"})
+    for i in range(14):
+        _ask(study)
+        study.tell(study.trials[-1].number, 1.0 + i)
+    kinds = [t.user_attrs.get("proposed_by") for t in study.trials]
+    assert kinds[:5] == [None, None, "design", "design", "design"]
+    assert set(kinds[5:]) == {"local", "tpe"}
+    local = [t for t in study.trials[5:] if t.user_attrs["proposed_by"] == "local"]
+    for t in local:  # a local move is one or two values of the best one moved
+        best = max((u for u in study.trials if u.number < t.number), key=lambda u: u.value or 0)
+        assert 1 <= sum(t.params[k] != best.params[k] for k in SPACE) <= 2
+
+
 def test_the_design_moves_one_value_of_the_baseline_to_a_range_end_per_trial() -> None:
     study = _design_study(5)
     base = BASE

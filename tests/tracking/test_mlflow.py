@@ -119,7 +119,7 @@ def _study_roundtrip(uri: str, tmp_path: Path, server_log: Path, study: str) -> 
             env={"HF_TOKEN": SECRET},
         )
     )
-    tracker.log_trial(log(crashed_result(1), {"chunked_prefill_size": 16384}))
+    tracker.log_trial(log(crashed_result(1), {"chunked_prefill_size": 16384}, proposed_by="model"))
     tracker.finish(
         StudySummary(
             study=study,
@@ -199,6 +199,9 @@ def _study_roundtrip(uri: str, tmp_path: Path, server_log: Path, study: str) -> 
     assert ok.data.tags["autotune.simulated"] == "true"
     assert crashed.data.tags["autotune.cause"] == "kv_pool_oom"
     assert crashed.data.tags["autotune.phase"] == "memory_pool"
+    # Why it was tried: the kind of proposal that made it (the baseline is no proposal).
+    assert crashed.data.tags["autotune.proposed_by"] == "model"
+    assert "autotune.proposed_by" not in ok.data.tags
     # Cause, phase, message and the whole hint in the run's description.
     note = crashed.data.tags["mlflow.note.content"]
     assert "kv_pool_oom at memory_pool" in note and "KV cache pool could not" in note

@@ -540,7 +540,7 @@ class Driver:
             self.doom.observe(baseline=baseline, failure=result.failure, crashed=crashed)
             test = self.risk.ablation(config, self.spec.baseline) if crashed else None
             if test is not None:  # tell a crash's cause from a value that never ran
-                self.ledger.enqueue(test)
+                self.ledger.enqueue(test, proposed_by="ablation")
         loop.crash_streak = loop.crash_streak + 1 if told.outcome in CRASHES else 0
         self._refresh_incumbent(trials)
         self._emit(
@@ -573,6 +573,7 @@ class Driver:
                 argv=command[0],
                 env=command[1],
                 baseline=baseline,
+                proposed_by=self.ledger.proposed_by(trial._trial_id),
             )
         )
         return told

@@ -56,6 +56,7 @@ _STUDY_DERIVED = frozenset({"name", "metric", "direction"})
 _DEAD_ENDS = "dead_ends"  # list of DeadEnd.to_json() (study/deadends.py)
 # Optuna's own system attribute: the parameters an enqueued trial was asked to use.
 _FIXED_PARAMS = "fixed_params"
+_PROPOSED_BY = "proposed_by"  # TrialRecord.proposed_by
 
 
 def is_enqueued(trial: FrozenTrial) -> bool:
@@ -64,6 +65,12 @@ def is_enqueued(trial: FrozenTrial) -> bool:
     For the sampler, which sees only the frozen trial Optuna hands it.
     """
     return _FIXED_PARAMS in trial.system_attrs
+
+
+def mark_proposed(study: optuna.Study, trial: FrozenTrial, kind: str) -> None:
+    """Keep with a trial the kind of proposal that made it (``TrialRecord.proposed_by``),
+    for the sampler, from ``before_trial``."""
+    study._storage.set_trial_user_attr(trial._trial_id, _PROPOSED_BY, kind)
 
 
 def is_baseline(trial: FrozenTrial) -> bool:
@@ -246,10 +253,13 @@ class Ledger:
         retry_of: int | None = None,
         confirm_round: int | None = None,
         confirm_key: str | None = None,
+        proposed_by: str | None = None,
     ) -> None:
-        """Queue ``config`` to be proposed next (the baseline, an interrupted trial's, or a
-        confirmation launch)."""
+        """Queue ``config`` to be proposed next (the baseline, an interrupted trial's, a
+        confirmation launch, or a proposal made elsewhere, ``proposed_by``: a crash's test)."""
         user: dict[str, Any] = {}
+        if proposed_by is not None:
+            user[_PROPOSED_BY] = proposed_by
         if baseline:
             user["baseline"] = True
         if retry_of is not None:
@@ -280,6 +290,11 @@ class Ledger:
     def is_baseline(self, trial_id: int) -> bool:
         """Whether a trial runs the space's baseline."""
         return bool(self._storage.get_trial(trial_id).user_attrs.get("baseline"))
+
+    def proposed_by(self, trial_id: int) -> str | None:
+        """The kind of proposal that made this trial (``TrialRecord.proposed_by``)."""
+        kind = self._storage.get_trial(trial_id).user_attrs.get(_PROPOSED_BY)
+        return kind if isinstance(kind, str) else None
 
     def write_trial(self, trial_id: int, record: TrialRecord) -> None:
         """Store ``record`` on a trial (before it is told: a told trial takes no attribute)."""

@@ -57,7 +57,7 @@ from autotune.space.schema import same_value
 from autotune.study.additive import AdditiveModel, candidates, on_grid, scaled, sixteenths
 from autotune.study.design import DESIGN, MID, Design, reference
 from autotune.study.history import best_trial, fit, key, sign
-from autotune.study.ledger import is_enqueued
+from autotune.study.ledger import is_enqueued, mark_proposed
 from autotune.study.swaps import RETRY, SWAP, Swaps
 
 # The defaults, chosen on bench/search and the black boxes (docs/benchmarks.md).
@@ -72,6 +72,10 @@ FINE = True  # the additive model may bend finer where that predicts left-out la
 EI = True  # rank the model's candidates by expected improvement, not predicted value
 NOVEL = 0.7  # of model candidates this close to the best score (log), the fewest new pairs
 NOVEL_NEAR = 0.25  # a number this near (share of its scaled range) is the same value
+# the kinds: the one-at-a-time start, a swap, the additive model, an edge step, a local move,
+# TPE; and a crash's one-value test, which the driver enqueues (the baseline, relaunches and
+# confirmation rounds have none)
+SOURCES = ("design", "swap", "model", "edge", "local", "tpe", "ablation")
 
 
 class LocalTPESampler(BaseSampler):
@@ -172,11 +176,19 @@ class LocalTPESampler(BaseSampler):
         self._tpe.before_trial(study, trial)
         if is_enqueued(trial):
             return
+        # Which kind of proposal this trial is, kept with it (``TrialRecord.proposed_by``):
+        # a person reading the study sees why a configuration was tried, and bench/search
+        # counts what each kind found and crashed.
+        mark_proposed(study, trial, self._plan(study, trial))
+
+    def _plan(self, study: Study, trial: FrozenTrial) -> str:
+        """Plan this trial's configuration (into ``_moves``; none for TPE's) and say which
+        kind of proposal it is (``SOURCES``)."""
         if self._design.left != 0:
             config = self._design.plan(study, trial, self.space)
             if config is not None:
                 self._moves[trial.number] = config
-                return
+                return "design"
         if self._swaps.after and self._swaps.due(study):
             best = self._best(study)
             if best is not None:
@@ -185,31 +197,31 @@ class LocalTPESampler(BaseSampler):
                 )
                 if config is not None:
                     self._moves[trial.number] = config
-                    return
+                    return "swap"
         draw = self._rng.random()
         if draw >= self._local + self._model:
-            return
+            return "tpe"
         best = self._best(study)
         if best is None:
-            return
+            return "tpe"
         done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
         if len(done) < self._after:
-            return
+            return "tpe"
         if draw >= self._local:
             fitted = fit(study, best, self._fine)  # one fit serves both
             if fitted is None:
-                return
+                return "tpe"
             if self._edge_step and self._swaps.over():
                 if self._plan_edge_step(study, trial, best, fitted[0]):
-                    return
-            self._plan_model(study, trial, best, fitted)
-            return
+                    return "edge"
+            return "model" if self._plan_model(study, trial, best, fitted) else "tpe"
         names = list(best.params)
         moved = set(self._rng.sample(names, k=min(len(names), self._rng.choice((1, 1, 2)))))
         self._moves[trial.number] = {
             n: _nudge(best.distributions[n], v, self._rng, self._step) if n in moved else v
             for n, v in best.params.items()
         }
+        return "local"
 
     def _best(self, study: Study) -> FrozenTrial | None:
         """The configuration moves start from: a baseline that leaves settings unset is no
@@ -409,4 +421,4 @@ def _nudge(d: BaseDistribution, value: Any, rng: random.Random, step: float) -> 
     return value
 
 
-__all__ = ["DESIGN", "LOCAL_SHARE", "MODEL_SHARE", "LocalTPESampler"]
+__all__ = ["DESIGN", "LOCAL_SHARE", "MODEL_SHARE", "SOURCES", "LocalTPESampler"]

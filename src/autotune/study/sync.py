@@ -103,6 +103,7 @@ def sync(study: optuna.Study, tracker: Tracker, info: StudyInfo) -> tuple[int, i
                     argv=record.argv,
                     env=record.env,
                     baseline=record.baseline,
+                    proposed_by=record.proposed_by,
                 )
             )
             sent += 1

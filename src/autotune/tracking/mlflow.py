@@ -16,8 +16,9 @@ with its real start and end, the whole configuration as params (a parameter the
 configuration leaves unset shows ``(default)``), only measurements as metrics, and cause,
 phase, message and hint in full in its description. Tags: ``autotune.study``,
 ``autotune.role`` (study, trial, skip), ``autotune.trial``, ``autotune.attempt``,
-``autotune.outcome``, ``autotune.baseline``, ``autotune.simulated``, and for failures
-``autotune.cause``, ``autotune.phase``. Skipped proposals end KILLED, failures FAILED.
+``autotune.outcome``, ``autotune.baseline``, ``autotune.simulated``, the kind of proposal
+that made the trial (``autotune.proposed_by``: design, model, local, tpe, ...), and for
+failures ``autotune.cause``, ``autotune.phase``. Skipped proposals end KILLED, failures FAILED.
 """
 
 from __future__ import annotations
@@ -315,6 +316,8 @@ class MlflowTracker(Tracker):
             start = timings.launched_at or (time.time() - timings.total_s)
             end = timings.clean_at or (start + timings.total_s)
             tags = self._trial_tags(result, log.baseline)
+            if log.proposed_by:
+                tags["autotune.proposed_by"] = log.proposed_by
             note = _trial_note(result)
             if note:
                 tags[TAG_NOTE] = note

@@ -183,6 +183,9 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     # The additive model with its three bends only (before this pass), not also the finer
     # five where those predict left-out launches better.
     "coarse": lambda land, s, n: run_driver(land, s, n, fine=False),
+    # Without two numbers too large together (their places in their ranges added) as the
+    # explanation of crashes alike that no shared values explain (before this pass).
+    "no-sums": lambda land, s, n: run_driver(land, s, n, steering=_steer(sums=False)),
     "swap-16": lambda land, s, n: run_driver(land, s, n, swap=16),
     "swap-rounds": lambda land, s, n: run_driver(land, s, n, swap_every=8),
     # a partial baseline's unset settings left to TPE in the design (before they had values)

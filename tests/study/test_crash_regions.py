@@ -112,6 +112,51 @@ def test_crashes_that_failed_alike_are_explained_together() -> None:
     assert model(("cuda_graph_capture", "cuda_graph_capture"), group=False).check(probe) is None
 
 
+def test_crashes_along_a_diagonal_edge_are_explained_by_two_numbers_too_large_together() -> None:
+    """A batch size and a memory share that fill one pool: bs 512 crashed at mem 0.7 and bs
+    32 at mem 0.95, while bs 64 ran at mem 0.75, inside the box of their two thresholds. No
+    one box explains both crashes, so where the two sit in their ranges added is the
+    explanation (1.44 or more; widened half-way toward 1.22, the most a run had): the far
+    side of the diagonal is refused, also where neither crash's own box reaches, and its
+    good side is not."""
+    runs = [(8, 0.6), (512, 0.5), (1, 0.95), (64, 0.75)]
+    crashes = [(512, 0.7), (32, 0.95)]
+
+    def model(sums: bool) -> CrashRegions:
+        m = CrashRegions(SPACE, SteeringOptions(sums=sums, budget=0))
+        for bs, mem in runs:
+            m.observe({"backend": "a", "bs": bs, "mem": mem}, crashed=False)
+        for bs, mem in crashes:
+            m.observe({"backend": "a", "bs": bs, "mem": mem}, crashed=True, signature="cuda_oom")
+        return m
+
+    beyond = {"backend": "a", "bs": 128, "mem": 0.82}  # 0.78 + 0.71 of the ranges
+    m = model(sums=True)
+    reason = m.check(beyond)
+    assert reason is not None and "bs + mem >= 1.33 of their ranges" in reason
+    assert m.probability(beyond) == approx(1.0)
+    for good in ({"bs": 512, "mem": 0.55}, {"bs": 8, "mem": 0.9}, {"bs": 80, "mem": 0.76}):
+        assert m.check({"backend": "a", **good}) is None, good
+    # Between the most a run had and the least a crash had, the probability rises.
+    assert 0.0 < m.probability({"backend": "a", "bs": 100, "mem": 0.8}) < 1.0  # type: ignore[operator]
+    # Without sums, each crash keeps its own box, and the point between them is launched.
+    assert model(sums=False).check(beyond) is None
+
+
+def test_a_box_that_explains_crashes_alike_is_kept_without_a_sum() -> None:
+    """Two numbers' sum is tried only where nothing the crashes share explains them all: a
+    backend that crashes at large batches stays a backend with a batch threshold."""
+    m = CrashRegions(SPACE, SteeringOptions(sums=True, budget=0))
+    for bs, mem, backend in [(8, 0.6, "a"), (512, 0.9, "a"), (8, 0.9, "c"), (16, 0.6, "c")]:
+        m.observe({"backend": backend, "bs": bs, "mem": mem}, crashed=False)
+    for bs, mem in [(512, 0.6), (256, 0.9)]:
+        m.observe({"backend": "c", "bs": bs, "mem": mem}, crashed=True, signature="assertion")
+    (expl, _) = m.explanations()
+    assert all(lit[1] != "sum" for e in expl for lit in e)
+    assert m.check({"backend": "c", "bs": 300, "mem": 0.55}) is not None
+    assert m.check({"backend": "a", "bs": 300, "mem": 0.95}) is None
+
+
 def test_the_signature_is_the_cause_or_the_message_without_its_numbers() -> None:
     assert signature_of("cuda_oom", "Tried to allocate 2.00 GiB") == "cuda_oom"
     a = signature_of("unknown", "RuntimeError: 1024 threads requested for launch")

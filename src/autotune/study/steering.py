@@ -13,12 +13,16 @@ two parameter values that the crashed configuration meets and no configuration t
 meets, with numeric thresholds half-way to the nearest run. It refuses only what every such
 explanation of some crash covers, so nothing is refused for being near a crash that another
 parameter caused (the earlier nearest-neighbour vote, ``CrashRisk``, did that: kept as
-``model="knn"`` to be measured against). When a crash's only explanation is a categorical or
-bool value that never ran, ``ablation`` proposes the baseline with just that value, once, to
-tell the value from its company. Once a study has had its crash budget
-(``budget.crash_budget`` of its trials, where the space sets one), a proposal the model gives
-``cap`` (40%) or more of crashing is refused too: before that, meeting some of a crash's
-explanations is a chance the model proposals weigh, after it one the study no longer takes.
+``model="knn"`` to be measured against). Crashes alike that no shared values explain (a
+memory pool that the batch size and the context length fill together crashes along a
+diagonal, and a run sits inside the box of the crashes' thresholds) are explained by the two
+numbers too large together: where they sit in their ranges, added (``sums``). When a crash's
+only explanation is a categorical or bool value that never ran, ``ablation`` proposes the
+baseline with just that value, once, to tell the value from its company. Once a study has
+had its crash budget (``budget.crash_budget`` of its trials, where the space sets one), a
+proposal the model gives ``cap`` (40%) or more of crashing is refused too: before that,
+meeting some of a crash's explanations is a chance the model proposals weigh, after it one
+the study no longer takes.
 ``max_streak`` caps refusals in a row, so no model can lock a study out of its space. The
 defaults were chosen on ``bench/search`` (docs/benchmarks.md).
 """
@@ -59,6 +63,7 @@ class SteeringOptions:
     group: bool = True  # regions: crashes that failed alike are explained together
     soft: bool = True  # regions: the crash probability rises across a threshold's uncertainty
     combine: bool = True  # regions: the crash probability combines every region's share
+    sums: bool = True  # regions: crashes alike no shared values explain: two numbers' sum
     ablations: int = 4  # regions: launches that test a crash's one-value explanation (0: off)
     # regions: crashes after which a proposal as likely to crash as ``cap`` is refused (None:
     # the space's budget.crash_budget of its trials; 0: never)
@@ -255,7 +260,7 @@ class CrashRegions:
                 if need
                 and len(e) > 1
                 and all(lit[1] == "eq" for lit in e)
-                and sum(all(_meets(lit, c) for lit in e) for c in self._crashes) >= need
+                and sum(all(self._meets(lit, c) for lit in e) for c in self._crashes) >= need
             ]
         return self._explanations
 
@@ -274,12 +279,19 @@ class CrashRegions:
                 literals += [(name, "ge", min(values)), (name, "le", max(values))]
             elif all(same_value(v, value) for v in values):
                 literals.append((name, "eq", value))
-        return self._explain_literals(literals)
+        # Where no values the crashes share explain them all, two numbers too large
+        # together may: crashes along a diagonal edge (a memory pool that the batch size
+        # and the context length fill together) meet no one box.
+        return self._explain_literals(literals) or self._explain_literals([], self._sums(crashes))
 
-    def _explain_literals(self, literals: list[Literal]) -> list[tuple[Literal, ...]]:
+    def _explain_literals(
+        self, literals: list[Literal], sums: list[Literal] | None = None
+    ) -> list[tuple[Literal, ...]]:
+        """The explanations among ``literals``: one that no success meets, or where none
+        will do, two together; a sum of two numbers (``sums``) counts as two."""
         # A bit mask per literal of the successes that meet it; an explanation must meet none.
         masks = [
-            sum(1 << i for i, ok in enumerate(self._ok) if _meets(lit, ok)) for lit in literals
+            sum(1 << i for i, ok in enumerate(self._ok) if self._meets(lit, ok)) for lit in literals
         ]
         singles: list[tuple[Literal, ...]] = [
             (lit,) for lit, m in zip(literals, masks, strict=True) if m == 0
@@ -293,6 +305,9 @@ class CrashRegions:
                 for i in range(len(literals))
                 for j in range(i + 1, len(literals))
                 if literals[i][0] != literals[j][0] and masks[i] & masks[j] == 0
+            ]
+            found += [
+                (lit,) for lit in sums or [] if not any(self._meets(lit, ok) for ok in self._ok)
             ]
         if not self.options.boundary:
             return found
@@ -310,7 +325,7 @@ class CrashRegions:
         """
         for f in sorted({self.options.edge, 0.5}):
             widened = self._widened(e, f)
-            if not any(all(_meets(lit, ok) for lit in widened) for ok in self._ok):
+            if not any(all(self._meets(lit, ok) for lit in widened) for ok in self._ok):
                 return widened
         return e
 
@@ -320,11 +335,24 @@ class CrashRegions:
             if op == "eq":
                 continue
             others = [lit for j, lit in enumerate(e) if j != k]
+            if op == "sum":
+                below = [
+                    t
+                    for ok in self._ok
+                    if all(self._meets(lit, ok) for lit in others)
+                    and (t := self._sum(e[k], ok)) is not None
+                    and t < value[1]
+                ]
+                if below:
+                    edge = max(below)
+                    out[k] = (name, op, (value[0], edge + f * (value[1] - edge)))
+                    self._ramps[out[k]] = (edge, value[1])
+                continue
             near = [
                 ok[name]
                 for ok in self._ok
                 if name in ok
-                and all(_meets(lit, ok) for lit in others)
+                and all(self._meets(lit, ok) for lit in others)
                 and not isinstance(ok[name], bool)
                 and isinstance(ok[name], int | float)
             ]
@@ -356,6 +384,48 @@ class CrashRegions:
                 out.append((name, "eq", value))
         return out
 
+    def _meets(self, lit: Literal, config: Mapping[str, Any]) -> bool:
+        if lit[1] != "sum":
+            return _meets(lit, config)
+        total = self._sum(lit, config)
+        return total is not None and total >= lit[2][1]
+
+    def _sum(self, lit: Literal, config: Mapping[str, Any]) -> float | None:
+        """For a sum literal ``(a, "sum", (b, s))``: where ``a`` and ``b`` of ``config`` sit
+        in their ranges (0 to 1 each, on their scales), added (None: either unset)."""
+        a, (b, _) = lit[0], lit[2]
+        xa, xb = (self._fraction(n, config.get(n)) for n in (a, b))
+        return None if xa is None or xb is None else xa + xb
+
+    def _fraction(self, name: str, x: Any) -> float | None:
+        """Where ``x`` sits in the parameter's range, 0 to 1 on its scale (None: not a
+        number)."""
+        if isinstance(x, bool) or not isinstance(x, int | float):
+            return None
+        p = self.spec.parameter(name)
+        low, high = self.spec.static_range(p)
+        if p.log and low > 0 and x > 0:
+            low, high, x = math.log(low), math.log(high), math.log(x)
+        return (float(x) - low) / (high - low) if high > low else 0.0
+
+    def _sums(self, crashes: list[dict[str, Any]]) -> list[Literal]:
+        """Per two numbers every one of ``crashes`` sets: the two too large together, their
+        places in their ranges added at least the least of the crashes' (a memory pool that
+        the batch size and the context length fill together)."""
+        if not self.options.sums:
+            return []
+        names = sorted(
+            n
+            for n in self._numeric
+            if all(self._fraction(n, c.get(n)) is not None for c in crashes)
+        )
+        out: list[Literal] = []
+        for i, a in enumerate(names):
+            for b in names[i + 1 :]:
+                least = min(self._sum((a, "sum", (b, 0.0)), c) or 0.0 for c in crashes)
+                out.append((a, "sum", (b, least)))
+        return out
+
     def ablation(
         self, crashed: Mapping[str, Any], baseline: Mapping[str, Any] | None
     ) -> dict[str, Any] | None:
@@ -373,7 +443,7 @@ class CrashRegions:
             or self._ablations >= self.options.ablations
         ):
             return None
-        singles = [e[0] for e in self._explain(dict(crashed)) if len(e) == 1]
+        singles = [e[0] for e in self._explain(dict(crashed)) if len(e) == 1 and e[0][1] != "sum"]
         # Numeric thresholds are what a crash region's edge looks like; only a categorical or
         # bool value that no run ever had is worth a launch to test.
         if not 0 < len(singles) <= 2 or singles[0][1] != "eq" or len(singles) > 1:
@@ -395,7 +465,9 @@ class CrashRegions:
             if not expl:
                 continue
             shares[tuple(expl)] = sum(  # crashes explained together count once
-                math.prod(self._degree(lit, config) if soft else _meets(lit, config) for lit in e)
+                math.prod(
+                    self._degree(lit, config) if soft else self._meets(lit, config) for lit in e
+                )
                 for e in expl
             ) / len(expl)
         if not shares:
@@ -410,13 +482,18 @@ class CrashRegions:
         """How likely ``config`` meets ``lit``: 0 or 1, except (``soft``) between a widened
         threshold's nearest run and its crash, where it rises along the parameter's scale."""
         ramp = self._ramps.get(lit) if self.options.soft else None
+        if lit[1] == "sum":
+            total = self._sum(lit, config)
+            if ramp is None or total is None or ramp[0] == ramp[1]:
+                return 1.0 if self._meets(lit, config) else 0.0
+            return min(1.0, max(0.0, (total - ramp[0]) / (ramp[1] - ramp[0])))
         name = lit[0]
         x = config.get(name)
         if ramp is None or isinstance(x, bool) or not isinstance(x, int | float):
-            return 1.0 if _meets(lit, config) else 0.0
+            return 1.0 if self._meets(lit, config) else 0.0
         ran, crashed = (self._position(name, v) for v in ramp)
         if ran == crashed:
-            return 1.0 if _meets(lit, config) else 0.0
+            return 1.0 if self._meets(lit, config) else 0.0
         return min(1.0, max(0.0, (self._position(name, x) - ran) / (crashed - ran)))
 
     def _position(self, name: str, x: float) -> float:
@@ -443,7 +520,7 @@ class CrashRegions:
     def _why(self, config: Mapping[str, Any]) -> str | None:
         o = self.options
         for expl in self.explanations():
-            hits = [e for e in expl if all(_meets(lit, config) for lit in e)]
+            hits = [e for e in expl if all(self._meets(lit, config) for lit in e)]
             if hits and len(hits) >= o.agree * len(expl):
                 more = f" (1 of {len(expl)} explanations)" if len(expl) > 1 else ""
                 return (
@@ -451,7 +528,7 @@ class CrashRegions:
                     "configuration that ran had it"
                 )
         for e in self._corroborated:
-            if all(_meets(lit, config) for lit in e):
+            if all(self._meets(lit, config) for lit in e):
                 return (
                     f"{_conj(e)}, as in several crashed configurations; no configuration "
                     "that ran had it"
@@ -504,6 +581,8 @@ def _conj(e: tuple[Literal, ...]) -> str:
 
 def _show(lit: Literal) -> str:
     name, op, value = lit
+    if op == "sum":  # where the two sit in their ranges (0 to 1 on their scales), added
+        return f"{name} + {value[0]} >= {value[1]:.2f} of their ranges"
     return f"{name} {dict(eq='==', ge='>=', le='<=')[op]} {value!r}"
 
 

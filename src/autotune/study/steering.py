@@ -282,13 +282,9 @@ class CrashRegions:
         # Where no values the crashes share explain them all, two numbers too large
         # together may: crashes along a diagonal edge (a memory pool that the batch size
         # and the context length fill together) meet no one box.
-        return self._explain_literals(literals) or self._explain_literals([], self._sums(crashes))
+        return self._explain_literals(literals) or self._explain_sums(crashes)
 
-    def _explain_literals(
-        self, literals: list[Literal], sums: list[Literal] | None = None
-    ) -> list[tuple[Literal, ...]]:
-        """The explanations among ``literals``: one that no success meets, or where none
-        will do, two together; a sum of two numbers (``sums``) counts as two."""
+    def _explain_literals(self, literals: list[Literal]) -> list[tuple[Literal, ...]]:
         # A bit mask per literal of the successes that meet it; an explanation must meet none.
         masks = [
             sum(1 << i for i, ok in enumerate(self._ok) if self._meets(lit, ok)) for lit in literals
@@ -305,9 +301,6 @@ class CrashRegions:
                 for i in range(len(literals))
                 for j in range(i + 1, len(literals))
                 if literals[i][0] != literals[j][0] and masks[i] & masks[j] == 0
-            ]
-            found += [
-                (lit,) for lit in sums or [] if not any(self._meets(lit, ok) for ok in self._ok)
             ]
         if not self.options.boundary:
             return found
@@ -340,7 +333,7 @@ class CrashRegions:
                     t
                     for ok in self._ok
                     if all(self._meets(lit, ok) for lit in others)
-                    and (t := self._sum(e[k], ok)) is not None
+                    and (t := self._sum(name, value[0], ok)) is not None
                     and t < value[1]
                 ]
                 if below:
@@ -385,46 +378,41 @@ class CrashRegions:
         return out
 
     def _meets(self, lit: Literal, config: Mapping[str, Any]) -> bool:
+        """``_meets``, and a sum literal ``(a, "sum", (b, s))``: ``a`` and ``b`` sit in
+        their ranges at ``s`` or more, added (``_sum``)."""
         if lit[1] != "sum":
             return _meets(lit, config)
-        total = self._sum(lit, config)
+        total = self._sum(lit[0], lit[2][0], config)
         return total is not None and total >= lit[2][1]
 
-    def _sum(self, lit: Literal, config: Mapping[str, Any]) -> float | None:
-        """For a sum literal ``(a, "sum", (b, s))``: where ``a`` and ``b`` of ``config`` sit
-        in their ranges (0 to 1 each, on their scales), added (None: either unset)."""
-        a, (b, _) = lit[0], lit[2]
-        xa, xb = (self._fraction(n, config.get(n)) for n in (a, b))
+    def _sum(self, a: str, b: str, config: Mapping[str, Any]) -> float | None:
+        """Where ``a`` and ``b`` of ``config`` sit in their ranges (0 to 1 each, on their
+        scales), added (None: either is not set to a number)."""
+        xa, xb = (_fraction(self.spec, self.spec.parameter(n), config.get(n)) for n in (a, b))
         return None if xa is None or xb is None else xa + xb
 
-    def _fraction(self, name: str, x: Any) -> float | None:
-        """Where ``x`` sits in the parameter's range, 0 to 1 on its scale (None: not a
-        number)."""
-        if isinstance(x, bool) or not isinstance(x, int | float):
-            return None
-        p = self.spec.parameter(name)
-        low, high = self.spec.static_range(p)
-        if p.log and low > 0 and x > 0:
-            low, high, x = math.log(low), math.log(high), math.log(x)
-        return (float(x) - low) / (high - low) if high > low else 0.0
-
-    def _sums(self, crashes: list[dict[str, Any]]) -> list[Literal]:
-        """Per two numbers every one of ``crashes`` sets: the two too large together, their
-        places in their ranges added at least the least of the crashes' (a memory pool that
-        the batch size and the context length fill together)."""
-        if not self.options.sums:
+    def _explain_sums(self, crashes: list[dict[str, Any]]) -> list[tuple[Literal, ...]]:
+        """Per two numbers every one of ``crashes`` sets, the two too large together: their
+        places in their ranges added at least the least of the crashes', where no success
+        had as much (a memory pool that the batch size and the context length fill
+        together); widened as other explanations are."""
+        if not self.options.sums or self.options.max_size < 2:
             return []
         names = sorted(
             n
             for n in self._numeric
-            if all(self._fraction(n, c.get(n)) is not None for c in crashes)
+            if all(
+                _fraction(self.spec, self.spec.parameter(n), c.get(n)) is not None for c in crashes
+            )
         )
-        out: list[Literal] = []
+        found: list[tuple[Literal, ...]] = []
         for i, a in enumerate(names):
             for b in names[i + 1 :]:
-                least = min(self._sum((a, "sum", (b, 0.0)), c) or 0.0 for c in crashes)
-                out.append((a, "sum", (b, least)))
-        return out
+                least = min(self._sum(a, b, c) or 0.0 for c in crashes)
+                lit: Literal = (a, "sum", (b, least))
+                if not any(self._meets(lit, ok) for ok in self._ok):
+                    found.append((lit,))
+        return found if not self.options.boundary else [self._widen(e) for e in found]
 
     def ablation(
         self, crashed: Mapping[str, Any], baseline: Mapping[str, Any] | None
@@ -443,7 +431,7 @@ class CrashRegions:
             or self._ablations >= self.options.ablations
         ):
             return None
-        singles = [e[0] for e in self._explain(dict(crashed)) if len(e) == 1 and e[0][1] != "sum"]
+        singles = [e[0] for e in self._explain(dict(crashed)) if len(e) == 1]
         # Numeric thresholds are what a crash region's edge looks like; only a categorical or
         # bool value that no run ever had is worth a launch to test.
         if not 0 < len(singles) <= 2 or singles[0][1] != "eq" or len(singles) > 1:
@@ -483,7 +471,7 @@ class CrashRegions:
         threshold's nearest run and its crash, where it rises along the parameter's scale."""
         ramp = self._ramps.get(lit) if self.options.soft else None
         if lit[1] == "sum":
-            total = self._sum(lit, config)
+            total = self._sum(lit[0], lit[2][0], config)
             if ramp is None or total is None or ramp[0] == ramp[1]:
                 return 1.0 if self._meets(lit, config) else 0.0
             return min(1.0, max(0.0, (total - ramp[0]) / (ramp[1] - ramp[0])))
@@ -595,14 +583,21 @@ def _features(spec: StudySpec, p: Parameter, value: Any, active: bool) -> list[f
         ]
     # int/float: position in the range (log scale where the parameter is log), plus whether
     # the parameter is active at all (conditional parameters).
-    if not active or isinstance(value, bool) or not isinstance(value, int | float):
-        return [0.0, 0.0]
+    x = _fraction(spec, p, value) if active else None
+    return [0.0, 0.0] if x is None else [min(1.0, max(0.0, x)), 1.0]
+
+
+def _fraction(spec: StudySpec, p: Parameter, value: Any) -> float | None:
+    """Where ``value`` sits in the parameter's range, 0 to 1 on its scale (log where the
+    parameter is; None: not a number)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
     low, high = spec.static_range(p)
     x = float(value)
     if p.log and low > 0 and x > 0:
         low, high, x = math.log(low), math.log(high), math.log(x)
     span = high - low
-    return [min(1.0, max(0.0, (x - low) / span)) if span > 0 else 0.0, 1.0]
+    return (x - low) / span if span > 0 else 0.0
 
 
 __all__ = [

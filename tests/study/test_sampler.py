@@ -492,6 +492,34 @@ def test_a_swap_tries_another_choice_at_the_best_configuration() -> None:
     assert _ask(_swap_study(_swap_sampler(swap=0))) != {"a": 512, "b": 0.5, "c": "z"}
 
 
+@pytest.mark.parametrize("untried", [True, False])
+def test_a_choice_no_run_had_is_swapped_in_whatever_the_model_says(untried: bool) -> None:
+    """``z`` never ran (the one-at-a-time start had no room for it): the additive model gives
+    it no level, below ``y``'s, and would call it clearly worse; it is tried at the best
+    configuration all the same (``untried=False``: judged as the others are)."""
+
+    def rate(a: int, b: float, c: str) -> float:
+        return (1 + 0.2 * math.log2(a)) * (1 + b) * {"x": 0.5, "y": 1.0}[c]
+
+    sampler = LocalTPESampler(
+        optuna.samplers.RandomSampler(seed=0),
+        local=0.0,
+        model=0.0,
+        design=0,
+        swap=5,
+        untried=untried,
+        seed=0,
+    )
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    for a, b, c in [(512, 0.5, "y"), (4, 0.5, "y"), (8, 0.4, "x"), (2, 0.3, "x"), (64, 0.2, "y")]:
+        params = {"a": a, "b": b, "c": c}
+        study.add_trial(
+            optuna.trial.create_trial(params=params, distributions=SPACE, value=rate(a, b, c))
+        )
+    swapped = {"a": 512, "b": 0.5, "c": "z"}
+    assert (_ask(study) == swapped) is untried
+
+
 def test_a_refused_swap_moves_one_number_the_least_way_out_of_the_crash() -> None:
     """``z`` crashes from a=100 (the crash model's verdict): the swap keeps ``z`` and moves
     ``a`` just below the edge, not to the other end of its range, and leaves ``b``."""

@@ -462,7 +462,7 @@ def _swap_study(sampler: LocalTPESampler) -> optuna.Study:
     return study
 
 
-def _swap_sampler(swap: int = 5, retry: bool = True) -> LocalTPESampler:
+def _swap_sampler(swap: int = 5, retry: bool = True, untried: bool = True) -> LocalTPESampler:
     """Only swaps (from the fifth complete trial on), then random draws."""
     return LocalTPESampler(
         optuna.samplers.RandomSampler(seed=0),
@@ -471,6 +471,7 @@ def _swap_sampler(swap: int = 5, retry: bool = True) -> LocalTPESampler:
         design=0,
         swap=swap,
         retry=retry,
+        untried=untried,
         seed=0,
     )
 
@@ -501,16 +502,7 @@ def test_a_choice_no_run_had_is_swapped_in_whatever_the_model_says(untried: bool
     def rate(a: int, b: float, c: str) -> float:
         return (1 + 0.2 * math.log2(a)) * (1 + b) * {"x": 0.5, "y": 1.0}[c]
 
-    sampler = LocalTPESampler(
-        optuna.samplers.RandomSampler(seed=0),
-        local=0.0,
-        model=0.0,
-        design=0,
-        swap=5,
-        untried=untried,
-        seed=0,
-    )
-    study = optuna.create_study(direction="maximize", sampler=sampler)
+    study = optuna.create_study(direction="maximize", sampler=_swap_sampler(untried=untried))
     for a, b, c in [(512, 0.5, "y"), (4, 0.5, "y"), (8, 0.4, "x"), (2, 0.3, "x"), (64, 0.2, "y")]:
         params = {"a": a, "b": b, "c": c}
         study.add_trial(

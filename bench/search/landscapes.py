@@ -66,6 +66,7 @@ class Landscape:
     held_out: bool = False
     extra: dict[str, Any] = field(default_factory=dict)  # more space keys (constraints, ...)
     regions: int = 0  # crash regions, where known (generated landscapes)
+    grid_levels: int = 33  # grid points per number when the optimum is searched
     _optimum: float | None = None
 
     def space(self, trials: int) -> dict[str, Any]:
@@ -82,10 +83,10 @@ class Landscape:
         }
 
     def optimum(self) -> float:
-        """The best noise-free value over a grid of the space."""
+        """The best noise-free value over a grid of the space (searched on first use)."""
         if self._optimum is None:
             best = 0.0
-            for config in grid(self.parameters, 33):
+            for config in grid(self.parameters, self.grid_levels):
                 p = self.evaluate(config, random.Random(0))
                 if p.truth is not None:
                     best = max(best, p.truth)

@@ -186,8 +186,6 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     # Without two numbers too large together (their places in their ranges added) as the
     # explanation of crashes alike that no shared values explain (before this pass).
     "no-sums": lambda land, s, n: run_driver(land, s, n, steering=_steer(sums=False)),
-    # Swaps judged by the additive model also for a choice no run had (before this pass).
-    "judge-untried": lambda land, s, n: run_driver(land, s, n, untried=False),
     "swap-16": lambda land, s, n: run_driver(land, s, n, swap=16),
     "swap-rounds": lambda land, s, n: run_driver(land, s, n, swap_every=8),
     # a partial baseline's unset settings left to TPE in the design (before they had values)

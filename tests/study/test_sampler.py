@@ -462,7 +462,7 @@ def _swap_study(sampler: LocalTPESampler) -> optuna.Study:
     return study
 
 
-def _swap_sampler(swap: int = 5, retry: bool = True, untried: bool = True) -> LocalTPESampler:
+def _swap_sampler(swap: int = 5, retry: bool = True) -> LocalTPESampler:
     """Only swaps (from the fifth complete trial on), then random draws."""
     return LocalTPESampler(
         optuna.samplers.RandomSampler(seed=0),
@@ -471,7 +471,6 @@ def _swap_sampler(swap: int = 5, retry: bool = True, untried: bool = True) -> Lo
         design=0,
         swap=swap,
         retry=retry,
-        untried=untried,
         seed=0,
     )
 
@@ -491,25 +490,6 @@ def test_a_swap_tries_another_choice_at_the_best_configuration() -> None:
     study.tell(study.trials[-1].number, 1.0)
     assert {"a": 512, "b": 0.5, "c": "x"} not in [_ask(study) for _ in range(3)]
     assert _ask(_swap_study(_swap_sampler(swap=0))) != {"a": 512, "b": 0.5, "c": "z"}
-
-
-@pytest.mark.parametrize("untried", [True, False])
-def test_a_choice_no_run_had_is_swapped_in_whatever_the_model_says(untried: bool) -> None:
-    """``z`` never ran (the one-at-a-time start had no room for it): the additive model gives
-    it no level, below ``y``'s, and would call it clearly worse; it is tried at the best
-    configuration all the same (``untried=False``: judged as the others are)."""
-
-    def rate(a: int, b: float, c: str) -> float:
-        return (1 + 0.2 * math.log2(a)) * (1 + b) * {"x": 0.5, "y": 1.0}[c]
-
-    study = optuna.create_study(direction="maximize", sampler=_swap_sampler(untried=untried))
-    for a, b, c in [(512, 0.5, "y"), (4, 0.5, "y"), (8, 0.4, "x"), (2, 0.3, "x"), (64, 0.2, "y")]:
-        params = {"a": a, "b": b, "c": c}
-        study.add_trial(
-            optuna.trial.create_trial(params=params, distributions=SPACE, value=rate(a, b, c))
-        )
-    swapped = {"a": 512, "b": 0.5, "c": "z"}
-    assert (_ask(study) == swapped) is untried
 
 
 def test_a_refused_swap_moves_one_number_the_least_way_out_of_the_crash() -> None:

@@ -4,8 +4,7 @@ A choice is otherwise judged at the settings of the choice it competes with: a b
 crashes above a batch size another one takes looks worse at that batch size and never wins,
 though below its edge it is the faster. So once, after ``SWAP`` complete trials, the best
 configuration is launched with each other choice, where the additive model does not call it
-clearly worse (a choice no launch ran with is launched whatever the model says: it knows
-nothing of it). A swap the crash model refuses moves one number the least way out of the
+clearly worse. A swap the crash model refuses moves one number the least way out of the
 crash's explanations (``repair``); one that crashed as it was is made once more so repaired,
 and one that ran repaired about as well as the choice it replaced would there is made again
 nearer the edge the crash model has learned since, from the configuration it was first made
@@ -32,13 +31,12 @@ from optuna.trial import FrozenTrial, TrialState
 
 from autotune.space.schema import same_value
 from autotune.study.additive import AdditiveModel, scaled, sixteenths
-from autotune.study.history import NEAR, failed, key, read, sign
+from autotune.study.history import NEAR, failed, key, sign
 
 SWAP = 12  # complete trials before each other choice is tried at the best configuration
 SWAP_MOST = 3  # the most launches of one swap
 SWAP_RISK = 0.5  # the largest share of crash explanations a swap may still meet
 RETRY = True  # a repaired swap that crashed is made once more with another number moved
-UNTRIED = True  # a choice no run had is swapped in whatever the additive model says
 
 Verdict = Callable[[Mapping[str, Any]], bool]
 Share = Callable[[Mapping[str, Any]], float | None]
@@ -53,17 +51,12 @@ class Swaps:
         every: complete trials between later rounds (0: one round; measured, off).
         retry: a swap whose repair crashed before any launch of it ran is made once more
             with another number moved (the crash says the one moved was not the cause).
-        untried: a choice no launch ran with is swapped in whatever the additive model says
-            (its level there is the ridge's none, below a good choice's).
     """
 
-    def __init__(
-        self, after: int = SWAP, every: int = 0, retry: bool = RETRY, untried: bool = UNTRIED
-    ) -> None:
+    def __init__(self, after: int = SWAP, every: int = 0, retry: bool = RETRY) -> None:
         self.after = after
         self.every = every
         self.retry = retry
-        self.untried = untried
         self.rounds = 0  # rounds of swaps planned
         # (parameter, choice, the configuration it is made from: None for the best) to try
         # (and the numbers a repair may not move: one whose repair crashed)
@@ -144,14 +137,8 @@ class Swaps:
                 continue
             swapped = {**base, name: choice}
             # A choice the model calls clearly worse is not tried; one made again is, as what
-            # it taught says go on, whatever the model says, and so is one that no run had:
-            # the model knows nothing of it (its level is the ridge's none), and a choice the
-            # one-at-a-time start had no room for is otherwise never tried at the best.
-            if (
-                fitted is not None
-                and made_from is None
-                and not (self.untried and not _ran_with(trials, name, choice))
-            ):
+            # it taught says go on, whatever the model says.
+            if fitted is not None and made_from is None:
                 gain = fitted[0].predict([swapped])[0] - fitted[0].predict([base])[0]
                 if gain < -NEAR:
                     continue
@@ -164,14 +151,6 @@ class Swaps:
             self.launches[pair] = self.launches.get(pair, 0) + 1
             return config
         return None
-
-
-def _ran_with(trials: list[FrozenTrial], name: str, choice: Any) -> bool:
-    """Whether some launch that ran (to its end, or stopped early) had ``choice``."""
-    return any(
-        name in t.params and same_value(t.params[name], choice) and read(t) is not None
-        for t in trials
-    )
 
 
 def repair(

@@ -186,6 +186,8 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     # Without two numbers too large together (their places in their ranges added) as the
     # explanation of crashes alike that no shared values explain (before this pass).
     "no-sums": lambda land, s, n: run_driver(land, s, n, steering=_steer(sums=False)),
+    # A crash's explanations counted alike (before this pass), not weighed by their stretch.
+    "unweighed": lambda land, s, n: run_driver(land, s, n, steering=_steer(weighs=False)),
     "swap-16": lambda land, s, n: run_driver(land, s, n, swap=16),
     "swap-rounds": lambda land, s, n: run_driver(land, s, n, swap_every=8),
     # a partial baseline's unset settings left to TPE in the design (before they had values)

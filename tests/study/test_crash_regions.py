@@ -215,9 +215,11 @@ def test_soft_edges_are_the_default() -> None:
 def test_the_crash_probability_combines_the_regions_a_configuration_may_be_in() -> None:
     """Backend c crashed at a large batch (or at little memory) and b with much memory (or a
     large batch with it): c with a large batch and much memory meets one of two explanations
-    of each crash, so it runs only if neither is right: 1 - 0.5 * 0.5, not 0.5."""
+    of each crash, so it runs only if neither is right: 1 - 0.5 * 0.5, not 0.5 (each
+    explanation counted alike: weighed, the shares are others)."""
     for combine, p in [(False, 0.5), (True, 0.75)]:
-        m = CrashRegions(SPACE, SteeringOptions(combine=combine, soft=False, budget=0))
+        options = SteeringOptions(combine=combine, soft=False, budget=0, weighs=False)
+        m = CrashRegions(SPACE, options)
         for backend, bs, mem in [
             ("a", 512, 0.6),
             ("b", 16, 0.6),
@@ -282,3 +284,22 @@ def test_the_crash_budget_is_a_share_of_the_study_s_trials() -> None:
     risky = {"backend": "c", "bs": 400, "mem": 0.7}
     assert _budget_model(SteeringOptions(), trials=30).check(risky) is None  # off
     assert _budget_model(SteeringOptions(), trials=30, spec=tenth).check(risky) is not None
+
+
+def test_a_crash_s_explanations_are_weighed_by_the_stretch_their_threshold_may_lie_in() -> None:
+    """Backend c ran at bs 8 with mem 0.6 and crashed at bs 512 with mem 0.62: either the
+    large batch or the little more memory did it. The batch went across two thirds of its
+    range, the memory across a twentieth of its own, so c at a large batch is the likelier
+    crash (``weighs``); counted alike, each is one half."""
+    for weighs in (True, False):
+        m = CrashRegions(SPACE, SteeringOptions(soft=False, budget=0, weighs=weighs))
+        for backend, bs, mem in [("c", 8, 0.6), ("a", 512, 0.62), ("b", 8, 0.9)]:
+            m.observe({"backend": backend, "bs": bs, "mem": mem}, crashed=False)
+        m.observe({"backend": "c", "bs": 512, "mem": 0.62}, crashed=True)
+        assert len(m.explanations()[0]) == 2
+        batch = m.probability({"backend": "c", "bs": 512, "mem": 0.6}) or 0.0
+        memory = m.probability({"backend": "c", "bs": 32, "mem": 0.62}) or 0.0
+        if weighs:
+            assert batch > 0.9 and memory < 0.1 and batch + memory == approx(1.0)
+        else:
+            assert batch == memory == approx(0.5)

@@ -13,12 +13,15 @@ two parameter values that the crashed configuration meets and no configuration t
 meets, with numeric thresholds half-way to the nearest run. It refuses only what every such
 explanation of some crash covers, so nothing is refused for being near a crash that another
 parameter caused (the earlier nearest-neighbour vote, ``CrashRisk``, did that: kept as
-``model="knn"`` to be measured against). Crashes alike that no shared values explain (a
-memory pool that the batch size and the context length fill together crashes along a
-diagonal, and a run sits inside the box of the crashes' thresholds) are explained by the two
-numbers too large together: where they sit in their ranges, added (``sums``). When a crash's
-only explanation is a categorical or bool value that never ran, ``ablation`` proposes the
-baseline with just that value, once, to tell the value from its company. Once a study has
+``model="knn"`` to be measured against). A proposal that meets some of a crash's
+explanations gets a crash probability from them, each weighed by how likely it is: a
+threshold by the stretch it may lie in, between the nearest run and the crash (``weighs``).
+Crashes alike that no shared values explain (a memory pool that the batch size and the
+context length fill together crashes along a diagonal, and a run sits inside the box of the
+crashes' thresholds) are explained by the two numbers too large together: where they sit
+in their ranges, added (``sums``). When a crash's only explanation is a categorical or bool
+value that never ran, ``ablation`` proposes the baseline with just that value, once, to
+tell the value from its company. Once a study has
 had its crash budget (``budget.crash_budget`` of its trials, where the space sets one), a
 proposal the model gives ``cap`` (40%) or more of crashing is refused too: before that,
 meeting some of a crash's explanations is a chance the model proposals weigh, after it one
@@ -39,6 +42,8 @@ from typing import Any
 from autotune.space.schema import Parameter, StudySpec, same_value
 
 PREFIX = "predicted crash"  # skip reasons start with this
+EQ_WEIGHT = 0.5  # weighs: a value or choice in an explanation, against a threshold's stretch
+LEAST_STRETCH = 0.02  # weighs: the least share of its range a threshold's stretch counts
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,9 @@ class SteeringOptions:
     soft: bool = True  # regions: the crash probability rises across a threshold's uncertainty
     combine: bool = True  # regions: the crash probability combines every region's share
     sums: bool = True  # regions: crashes alike no shared values explain: two numbers' sum
+    # regions: a crash's explanations are weighed by how likely each is (a threshold by the
+    # stretch it may lie in), not counted alike
+    weighs: bool = True
     ablations: int = 4  # regions: launches that test a crash's one-value explanation (0: off)
     # regions: crashes after which a proposal as likely to crash as ``cap`` is refused (None:
     # the space's budget.crash_budget of its trials; 0: never)
@@ -217,6 +225,7 @@ class CrashRegions:
         # A widened threshold -> (the nearest value that ran, the crash's own value): the
         # edge lies somewhere between, which ``probability`` reads as a ramp when ``soft``.
         self._ramps: dict[Literal, tuple[float, float]] = {}
+        self._weights: dict[tuple[Literal, ...], float] = {}  # ``_weight``'s, as they ramp
 
     def observe(self, config: Mapping[str, Any], crashed: bool, signature: str = "") -> None:
         """Learn the outcome of one launched configuration; ``signature`` says how a crash
@@ -226,6 +235,7 @@ class CrashRegions:
             self._signatures.append(signature)
         self._explanations = None
         self._ramps.clear()  # rebuilt with the explanations
+        self._weights.clear()
 
     def explanations(self) -> list[list[tuple[Literal, ...]]]:
         """Per crash, its explanations still consistent with every success (may be empty).
@@ -452,12 +462,14 @@ class CrashRegions:
         for expl in self.explanations():
             if not expl:
                 continue
+            weights = [self._weight(e) for e in expl]
             shares[tuple(expl)] = sum(  # crashes explained together count once
-                math.prod(
+                w
+                * math.prod(
                     self._degree(lit, config) if soft else self._meets(lit, config) for lit in e
                 )
-                for e in expl
-            ) / len(expl)
+                for w, e in zip(weights, expl, strict=True)
+            ) / sum(weights)
         if not shares:
             return None
         if not self.options.combine:
@@ -465,6 +477,39 @@ class CrashRegions:
         # Each crash region some explanation of which is right: the configuration runs only
         # if it escapes every one of them.
         return 1.0 - math.prod(1.0 - h for h in shares.values())
+
+    def _weight(self, e: tuple[Literal, ...]) -> float:
+        """How likely explanation ``e`` is the crash's cause, against the crash's others
+        (``weighs``; else 1 each). A threshold is as likely anywhere in the stretch where it
+        may lie, between the nearest run and the crash (on the parameter's scale, as a share
+        of its range; from the range's end where no run is near): a batch size that went from
+        139 to 32768 is likelier to have crossed an edge than a buffer that went from 115 to
+        178. A value or choice counts ``EQ_WEIGHT``; the literals of a pair multiply."""
+        if not self.options.weighs:
+            return 1.0
+        if e not in self._weights:
+            self._weights[e] = self._stretches(e)
+        return self._weights[e]
+
+    def _stretches(self, e: tuple[Literal, ...]) -> float:
+        w = 1.0
+        for lit in e:
+            name, op, value = lit
+            if op == "eq":
+                w *= EQ_WEIGHT
+                continue
+            ramp = self._ramps.get(lit)
+            if op == "sum":
+                ran, crashed = ramp if ramp is not None else (0.0, value[1])
+                stretch = abs(crashed - ran) / 2.0
+            else:
+                p = self.spec.parameter(name)
+                end = self.spec.static_range(p)[0 if op == "ge" else 1]
+                ran, crashed = ramp if ramp is not None else (end, value)
+                a, b = (_fraction(self.spec, p, x) for x in (ran, crashed))
+                stretch = abs(b - a) if a is not None and b is not None else 1.0
+            w *= max(LEAST_STRETCH, min(1.0, stretch))
+        return w
 
     def _degree(self, lit: Literal, config: Mapping[str, Any]) -> float:
         """How likely ``config`` meets ``lit``: 0 or 1, except (``soft``) between a widened

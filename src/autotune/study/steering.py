@@ -492,6 +492,7 @@ class CrashRegions:
         return self._weights[e]
 
     def _stretches(self, e: tuple[Literal, ...]) -> float:
+        """``_weight`` computed: the product over ``e``'s literals."""
         w = 1.0
         for lit in e:
             name, op, value = lit

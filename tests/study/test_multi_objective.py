@@ -136,8 +136,10 @@ def test_two_objectives_make_a_pareto_front_shown_and_exported(
 
 
 def test_an_slo_miss_is_recorded_and_kept_off_the_front(tmp_path: Path) -> None:
-    # Level 3 waits 120 ms for its first token: over a 100 ms bound.
-    driver = run(tmp_path, [2, 3], slo={"ttft_p99_ms": 100.0})
+    # Level 3 waits 120 ms for its first token: over a 110 ms bound, which level 2 (80 ms)
+    # meets with room for a loaded machine's overhead (at 100 ms it once missed in CI with
+    # another study running beside it).
+    driver = run(tmp_path, [2, 3], slo={"ttft_p99_ms": 110.0})
     trials = Ledger(driver.study).trials()
     missed = next(t for t in trials if t.config == {"level": 3})
     assert missed.outcome is Outcome.SLO_VIOLATED and missed.constraints["slo"] > 0

@@ -19,7 +19,9 @@ not used to choose the defaults.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
+import json
 import statistics
 import sys
 import time
@@ -188,6 +190,10 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     "no-sums": lambda land, s, n: run_driver(land, s, n, steering=_steer(sums=False)),
     # A crash's explanations counted alike (before this pass), not weighed by their stretch.
     "unweighed": lambda land, s, n: run_driver(land, s, n, steering=_steer(weighs=False)),
+    # A value or choice in a crash's explanation weighed a quarter or all of a full range's
+    # stretch (the default: half).
+    "eq-0.25": lambda land, s, n: run_driver(land, s, n, steering=_steer(eq_weight=0.25)),
+    "eq-1.0": lambda land, s, n: run_driver(land, s, n, steering=_steer(eq_weight=1.0)),
     "swap-16": lambda land, s, n: run_driver(land, s, n, swap=16),
     "swap-rounds": lambda land, s, n: run_driver(land, s, n, swap_every=8),
     # a partial baseline's unset settings left to TPE in the design (before they had values)
@@ -438,6 +444,25 @@ def _check_row(label: str, runs: list[list[tuple[float, int]]]) -> str:
     )
 
 
+def write_score(path: str, s: Score) -> None:
+    """Append ``s`` to ``path`` as one JSON line (``--out``)."""
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(dataclasses.asdict(s)) + "\n")
+
+
+def read_scores(paths: list[str]) -> list[Score]:
+    """The scores ``write_score`` wrote to ``paths`` (``--read``)."""
+    out: list[Score] = []
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                row = json.loads(line)
+                row["pct"] = {int(k): v for k, v in row["pct"].items()}
+                row["sources"] = tuple(tuple(x) for x in row["sources"])
+                out.append(Score(**row))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--seeds", type=int, default=10)
@@ -481,6 +506,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("-v", "--verbose", action="store_true", help="one line per run")
     ap.add_argument(
+        "--out", metavar="FILE", default=None, help="also write every run's scores (JSON lines)"
+    )
+    ap.add_argument(
+        "--read",
+        metavar="FILE[,FILE]",
+        default=None,
+        help="report the scores --out wrote (runs made apart, e.g. one process per strategy)"
+        " instead of running; with --generated, --like-hidden, --strategies as when written",
+    )
+    ap.add_argument(
         "--prune",
         action="store_true",
         help="measure each launch in 3 windows handed to the driver's pruner, as a node does",
@@ -515,7 +550,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    if a.generated:
+    if a.generated and not a.read:
         from bench.search.generated import parse
 
         tail = "e" if a.empty else "u" if a.partial else ""
@@ -528,8 +563,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"no landscape of {a.generated} has the hidden server's shape")
                 return 2
         a.landscapes = ",".join(f"gen{i}{tail}" for i in indices)
-    lands = [by_name(n) for n in a.landscapes.split(",")]
-    scores: list[Score] = []
+    lands = [] if a.read else [by_name(n) for n in a.landscapes.split(",")]
+    scores = read_scores(a.read.split(",")) if a.read else []
+    if a.read:
+        a.landscapes = ",".join(dict.fromkeys(s.landscape for s in scores))
+        strategies = [s for s in strategies if any(x.strategy == s for x in scores)]
     start = time.monotonic()
     for land in lands:
         for seed in range(a.first_seed, a.first_seed + a.seeds):
@@ -538,6 +576,8 @@ def main(argv: list[str] | None = None) -> int:
                 launches = STRATEGIES[strat](land, seed, a.trials)
                 s = score(land, strat, seed, launches, time.monotonic() - t)
                 scores.append(s)
+                if a.out:
+                    write_score(a.out, s)
                 if a.verbose:
                     print(
                         f"{land.name:12s} {strat:12s} seed {seed:2d} "
@@ -548,12 +588,17 @@ def main(argv: list[str] | None = None) -> int:
     tuned = [s for s in scores if not by_name(s.landscape).held_out]
     held = [s for s in scores if by_name(s.landscape).held_out]
     print(
-        f"{a.seeds} seeds x {a.trials} launches, landscapes {a.landscapes}; in-process, "
+        f"{len(scores)} runs read from {a.read}; in-process, no servers (simulated figures)"
+        if a.read
+        else f"{a.seeds} seeds x {a.trials} launches, landscapes {a.landscapes}; in-process, "
         f"no servers (simulated figures); {time.monotonic() - start:.0f} s"
     )
-    if a.generated:
-        print(pooled(scores, strategies, f"Generated landscapes {a.generated}"))
-        if a.like_hidden:
+    if a.read:
+        print(table(scores, strategies, f"Scores read from {a.read}"))
+    if a.generated or a.read:
+        title = f"Generated landscapes {a.generated}" if a.generated else "Landscapes read"
+        print(pooled(scores, strategies, title))
+        if a.like_hidden or a.read:
             print(checks(scores, strategies))
         if a.sources:
             print(by_source(scores, strategies))

@@ -152,6 +152,27 @@ def test_generated_runs_pool_every_landscape_and_seed(capsys: pytest.CaptureFixt
     assert "| random | sampler |" in out
 
 
+def test_scores_written_apart_are_read_back_and_compared_paired(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--out`` in one process per strategy, ``--read`` of both: one paired report, each
+    run as it was scored."""
+    common = ["--landscapes", "box", "--seeds", "2", "--trials", "12"]
+    for strat in ("autotune", "random"):
+        out = tmp_path / f"{strat}.jsonl"
+        assert main([*common, "--strategies", strat, "--out", str(out)]) == 0
+        assert len(out.read_text().splitlines()) == 2
+    written = capsys.readouterr().out
+    files = f"{tmp_path / 'autotune.jsonl'},{tmp_path / 'random.jsonl'}"
+    assert main(["--read", files, "--strategies", "autotune,random"]) == 0
+    out = capsys.readouterr().out
+    assert "4 runs read" in out
+    row = next(line for line in written.splitlines() if line.startswith("| box | random |"))
+    assert row in out  # the per-landscape row, as the run that wrote it printed it
+    paired = next(line for line in out.splitlines() if line.startswith("| random | "))
+    assert "Issue 13's check" in out and paired.count("|") == 10
+
+
 def test_like_hidden_keeps_the_shape_of_the_issue_s_hidden_server() -> None:
     """Five settings (categorical, log-scaled int, bool; no fraction), three crash regions and
     an optimum 2-4.5x the baseline: 113 and 131 of the tuning family have it, 100-102 not."""

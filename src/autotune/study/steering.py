@@ -42,7 +42,6 @@ from typing import Any
 from autotune.space.schema import Parameter, StudySpec, same_value
 
 PREFIX = "predicted crash"  # skip reasons start with this
-EQ_WEIGHT = 0.5  # weighs: a value or choice in an explanation, against a threshold's stretch
 LEAST_STRETCH = 0.02  # weighs: the least share of its range a threshold's stretch counts
 
 
@@ -72,6 +71,7 @@ class SteeringOptions:
     # regions: a crash's explanations are weighed by how likely each is (a threshold by the
     # stretch it may lie in), not counted alike
     weighs: bool = True
+    eq_weight: float = 0.5  # weighs: a value or choice, against a threshold's stretch (0 to 1)
     ablations: int = 4  # regions: launches that test a crash's one-value explanation (0: off)
     # regions: crashes after which a proposal as likely to crash as ``cap`` is refused (None:
     # the space's budget.crash_budget of its trials; 0: never)
@@ -484,7 +484,7 @@ class CrashRegions:
         may lie, between the nearest run and the crash (on the parameter's scale, as a share
         of its range; from the range's end where no run is near): a batch size that went from
         139 to 32768 is likelier to have crossed an edge than a buffer that went from 115 to
-        178. A value or choice counts ``EQ_WEIGHT``; the literals of a pair multiply."""
+        178. A value or choice counts ``eq_weight``; the literals of a pair multiply."""
         if not self.options.weighs:
             return 1.0
         if e not in self._weights:
@@ -497,7 +497,7 @@ class CrashRegions:
         for lit in e:
             name, op, value = lit
             if op == "eq":
-                w *= EQ_WEIGHT
+                w *= self.options.eq_weight
                 continue
             ramp = self._ramps.get(lit)
             if op == "sum":

@@ -504,11 +504,9 @@ class CrashRegions:
                 ran, crashed = ramp if ramp is not None else (0.0, value[1])
                 stretch = abs(crashed - ran) / 2.0
             else:
-                p = self.spec.parameter(name)
-                end = self.spec.static_range(p)[0 if op == "ge" else 1]
+                end = self.spec.static_range(self.spec.parameter(name))[0 if op == "ge" else 1]
                 ran, crashed = ramp if ramp is not None else (end, value)
-                a, b = (_fraction(self.spec, p, x) for x in (ran, crashed))
-                stretch = abs(b - a) if a is not None and b is not None else 1.0
+                stretch = abs(self._place(name, crashed) - self._place(name, ran))
             w *= max(LEAST_STRETCH, min(1.0, stretch))
         return w
 
@@ -525,14 +523,15 @@ class CrashRegions:
         x = config.get(name)
         if ramp is None or isinstance(x, bool) or not isinstance(x, int | float):
             return 1.0 if self._meets(lit, config) else 0.0
-        ran, crashed = (self._position(name, v) for v in ramp)
+        ran, crashed, at = (self._place(name, v) for v in (*ramp, x))
         if ran == crashed:
             return 1.0 if self._meets(lit, config) else 0.0
-        return min(1.0, max(0.0, (self._position(name, x) - ran) / (crashed - ran)))
+        return min(1.0, max(0.0, (at - ran) / (crashed - ran)))
 
-    def _position(self, name: str, x: float) -> float:
-        p = self.spec.parameter(name)
-        return math.log(x) if p.log and x > 0 else float(x)
+    def _place(self, name: str, x: Any) -> float:
+        """Where number ``x`` of ``name`` sits in its range (``_fraction``), for the ramps."""
+        place = _fraction(self.spec, self.spec.parameter(name), x)
+        return 0.0 if place is None else place
 
     def check(self, config: Mapping[str, Any]) -> str | None:
         """Why ``config`` should not be launched (starts with "predicted crash"), or None."""

@@ -194,6 +194,9 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     # stretch (the default: half).
     "eq-0.25": lambda land, s, n: run_driver(land, s, n, steering=_steer(eq_weight=0.25)),
     "eq-1.0": lambda land, s, n: run_driver(land, s, n, steering=_steer(eq_weight=1.0)),
+    # The model's candidates also two numbers moved apart (one down, one up) by 0.1, 0.2 and
+    # 0.4 of [-1, 1]: along a pool's edge that two numbers fill.
+    "slides": lambda land, s, n: run_driver(land, s, n, slides=(0.1, 0.2, 0.4)),
     "swap-16": lambda land, s, n: run_driver(land, s, n, swap=16),
     "swap-rounds": lambda land, s, n: run_driver(land, s, n, swap_every=8),
     # a partial baseline's unset settings left to TPE in the design (before they had values)

@@ -146,3 +146,17 @@ def test_on_a_trend_without_a_peak_the_finer_bends_change_nothing() -> None:
         assert abs(fine.loo - coarse.loo) < 0.15 * coarse.loo
         tops = [grid[int(m.predict(grid).argmax())]["buf"] for m in (coarse, fine)]
         assert tops == [65536, 65536]
+
+
+def test_slides_move_two_numbers_apart_and_keep_the_sum_of_their_places() -> None:
+    top = {"bs": 32, "mem": 0.7, "kernel": "a", "fuse": False}
+    plain = candidates(SPACE, [top], random.Random(0), n=0)
+    slid = candidates(SPACE, [top], random.Random(0), n=0, slides=(0.2,))
+    extra = [c for c in slid if c not in plain]
+    assert len(extra) == 2  # bs down and mem up, mem down and bs up
+    for c in extra:
+        assert c["kernel"] == "a" and c["fuse"] is False
+        moves = {n: scaled(SPACE[n], c[n]) - scaled(SPACE[n], top[n]) for n in ("bs", "mem")}
+        assert moves["bs"] * moves["mem"] < 0
+        assert abs(moves["bs"] + moves["mem"]) <= 0.05  # a grid step of either
+        assert {round(abs(m), 1) for m in moves.values()} == {0.2}

@@ -12,6 +12,7 @@ parameter toward its best end together, up to the learned crash edges.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from collections.abc import Mapping, Sequence
@@ -123,13 +124,29 @@ def candidates(
     n: int = 300,
     reach: float = 2.0,
     most: int = 3,
+    slides: Sequence[float] = (),
 ) -> list[dict[str, Any]]:
     """Configurations to rank: each of the best ones with every parameter moved to each end or
-    choice (one at a time), and random moves of one to ``most`` parameters on their own
-    scale, a number at most ``reach`` (of the [-1, 1] range) from where it was."""
+    choice (one at a time), random moves of one to ``most`` parameters on their own
+    scale, a number at most ``reach`` (of the [-1, 1] range) from where it was, and for each
+    step in ``slides`` every two numbers moved that far in opposite directions (their places
+    in their ranges keep their sum: along the edge of a pool that two numbers fill)."""
     out: list[dict[str, Any]] = []
     names = list(distributions)
+    numbers = {
+        n: d for n, d in distributions.items() if isinstance(d, IntDistribution | FloatDistribution)
+    }
     for top in tops:
+        set_numbers = [n for n in numbers if isinstance(top.get(n), int | float)]
+        for a, b in itertools.permutations(set_numbers, 2):
+            for step in slides:
+                c = {
+                    **top,
+                    a: _moved(numbers[a], top[a], -step),
+                    b: _moved(numbers[b], top[b], step),
+                }
+                if c != top:
+                    out.append(c)
         for name in names:
             for value in _levels(distributions[name]):
                 c = {**top, name: value}
@@ -150,18 +167,22 @@ def candidates(
     return out
 
 
-def _near(d: BaseDistribution, value: Any, rng: random.Random, reach: float) -> Any:
-    if isinstance(d, CategoricalDistribution) or not isinstance(
-        d, IntDistribution | FloatDistribution
-    ):
-        return draw(d, rng)
-    x = scaled(d, value) + rng.uniform(-reach, reach)
-    x = min(1.0, max(-1.0, x))
+def _moved(d: IntDistribution | FloatDistribution, value: Any, by: float) -> Any:
+    """``value`` moved ``by`` on the [-1, 1] scale of its range (within it), on its grid."""
+    x = min(1.0, max(-1.0, scaled(d, value) + by))
     low, high = float(d.low), float(d.high)
     if d.log:
         low, high = math.log(low), math.log(high)
     y = low + (x + 1.0) / 2.0 * (high - low)
     return on_grid(d, math.exp(y) if d.log else y)
+
+
+def _near(d: BaseDistribution, value: Any, rng: random.Random, reach: float) -> Any:
+    if isinstance(d, CategoricalDistribution) or not isinstance(
+        d, IntDistribution | FloatDistribution
+    ):
+        return draw(d, rng)
+    return _moved(d, value, rng.uniform(-reach, reach))
 
 
 def draw(d: BaseDistribution, rng: random.Random) -> Any:

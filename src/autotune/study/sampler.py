@@ -91,6 +91,10 @@ class LocalTPESampler(BaseSampler):
         model: share of trials that are the additive model's best candidate.
         reach: how far a model candidate moves a number from where it was, on [-1, 1].
         most: the most parameters one model candidate moves at random.
+        slides: model candidates also move every two numbers of a best configuration this
+            far (of [-1, 1]) in opposite directions, along the edge of a pool two numbers fill
+            (measured: +0.3 and +0.0 points on the two tuning sets, -0.2 on the hand-made
+            landscapes and held out; off).
         risky: weight of log(1 - crash probability) against the model's log score.
         gain: least predicted log gain for a model proposal (measured, off).
         ei: rank model candidates by expected improvement (else by predicted value).
@@ -127,6 +131,7 @@ class LocalTPESampler(BaseSampler):
         model: float = MODEL_SHARE,
         reach: float = REACH,
         most: int = 3,
+        slides: tuple[float, ...] = (),
         risky: float = RISKY,
         gain: float = 0.0,
         ei: bool = EI,
@@ -155,6 +160,7 @@ class LocalTPESampler(BaseSampler):
         self._model = model
         self._reach = reach
         self._most = most
+        self._slides = slides
         self._risky = risky
         self._gain = gain
         self.crash_risk: Callable[[Mapping[str, Any]], float | None] | None = None
@@ -249,6 +255,7 @@ class LocalTPESampler(BaseSampler):
                 self._rng,
                 reach=self._reach,
                 most=self._most,
+                slides=self._slides,
             )
             if key(c) not in seen and (self.refused is None or not self.refused(c))
         ]

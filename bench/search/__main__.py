@@ -197,6 +197,10 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     # The model's candidates also two numbers moved apart (one down, one up) by 0.1, 0.2 and
     # 0.4 of [-1, 1]: along a pool's edge that two numbers fill.
     "slides": lambda land, s, n: run_driver(land, s, n, slides=(0.1, 0.2, 0.4)),
+    # Slides only for two numbers a crash was explained by together (their sum).
+    "sum-slides": lambda land, s, n: run_driver(
+        land, s, n, slides=(0.1, 0.2, 0.4), slide_sums=True
+    ),
     "swap-16": lambda land, s, n: run_driver(land, s, n, swap=16),
     "swap-rounds": lambda land, s, n: run_driver(land, s, n, swap_every=8),
     # a partial baseline's unset settings left to TPE in the design (before they had values)

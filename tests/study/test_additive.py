@@ -160,3 +160,17 @@ def test_slides_move_two_numbers_apart_and_keep_the_sum_of_their_places() -> Non
         assert moves["bs"] * moves["mem"] < 0
         assert abs(moves["bs"] + moves["mem"]) <= 0.05  # a grid step of either
         assert {round(abs(m), 1) for m in moves.values()} == {0.2}
+
+
+def test_slides_only_for_the_pairs_given() -> None:
+    space = {**SPACE, "ctx": optuna.distributions.IntDistribution(512, 8192, log=True)}
+    top = {"bs": 32, "mem": 0.7, "ctx": 2048, "kernel": "a", "fuse": False}
+    plain = candidates(space, [top], random.Random(0), n=0)
+
+    def moved(pairs: list[frozenset[str]] | None) -> set[frozenset[str]]:
+        slid = candidates(space, [top], random.Random(0), n=0, slides=(0.2,), pairs=pairs)
+        return {frozenset(k for k in top if c[k] != top[k]) for c in slid if c not in plain}
+
+    assert moved(None) == {frozenset(p) for p in (("bs", "mem"), ("bs", "ctx"), ("mem", "ctx"))}
+    assert moved([frozenset(("bs", "ctx"))]) == {frozenset(("bs", "ctx"))}
+    assert moved([]) == set()

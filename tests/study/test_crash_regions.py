@@ -141,6 +141,9 @@ def test_crashes_along_a_diagonal_edge_are_explained_by_two_numbers_too_large_to
     assert 0.0 < m.probability({"backend": "a", "bs": 100, "mem": 0.8}) < 1.0  # type: ignore[operator]
     # Without sums, each crash keeps its own box, and the point between them is launched.
     assert model(sums=False).check(beyond) is None
+    # The two the sum names, for the sampler's slides along that edge; none without sums.
+    assert m.sum_pairs() == {frozenset(("bs", "mem"))}
+    assert model(sums=False).sum_pairs() == set()
 
 
 def test_a_box_that_explains_crashes_alike_is_kept_without_a_sum() -> None:
@@ -153,6 +156,7 @@ def test_a_box_that_explains_crashes_alike_is_kept_without_a_sum() -> None:
         m.observe({"backend": "c", "bs": bs, "mem": mem}, crashed=True, signature="assertion")
     (expl, _) = m.explanations()
     assert all(lit[1] != "sum" for e in expl for lit in e)
+    assert m.sum_pairs() == set()
     assert m.check({"backend": "c", "bs": 300, "mem": 0.55}) is not None
     assert m.check({"backend": "a", "bs": 300, "mem": 0.95}) is None
 

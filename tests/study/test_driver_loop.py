@@ -91,7 +91,7 @@ def test_resume_runs_a_dead_drivers_trial_again_once(tmp_path: Path) -> None:
 
 def test_model_proposals_ask_the_crash_model_unless_steering_is_off(tmp_path: Path) -> None:
     from autotune.study.sampler import LocalTPESampler
-    from autotune.study.steering import SteeringOptions
+    from autotune.study.steering import CrashRegions, SteeringOptions
 
     space = toy_space(tmp_path / "toy.yaml", trials=1)
     steered = make_driver(space, tmp_path / "a", n_trials=1, seed=0)
@@ -103,9 +103,12 @@ def test_model_proposals_ask_the_crash_model_unless_steering_is_off(tmp_path: Pa
         assert isinstance(sampler, LocalTPESampler)
         assert sampler.refused == steered.risk.predicts
         assert sampler.crash_risk == steered.risk.probability
+        assert isinstance(steered.risk, CrashRegions)
+        assert sampler.sum_pairs == steered.risk.sum_pairs
         unsteered = off.study.sampler
         assert isinstance(unsteered, LocalTPESampler)
         assert unsteered.refused is None and unsteered.crash_risk is None
+        assert unsteered.sum_pairs is None
     finally:
         steered.executor.shutdown()
         off.executor.shutdown()

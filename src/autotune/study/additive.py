@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -125,12 +125,14 @@ def candidates(
     reach: float = 2.0,
     most: int = 3,
     slides: Sequence[float] = (),
+    pairs: Collection[frozenset[str]] | None = None,
 ) -> list[dict[str, Any]]:
     """Configurations to rank: each of the best ones with every parameter moved to each end or
     choice (one at a time), random moves of one to ``most`` parameters on their own
     scale, a number at most ``reach`` (of the [-1, 1] range) from where it was, and for each
     step in ``slides`` every two numbers moved that far in opposite directions (their places
-    in their ranges keep their sum: along the edge of a pool that two numbers fill)."""
+    in their ranges keep their sum: along the edge of a pool that two numbers fill; only the
+    two of one of ``pairs`` where given)."""
     out: list[dict[str, Any]] = []
     names = list(distributions)
     numbers = {
@@ -139,6 +141,8 @@ def candidates(
     for top in tops:
         set_numbers = [n for n in numbers if isinstance(top.get(n), int | float)]
         for a, b in itertools.permutations(set_numbers, 2):
+            if pairs is not None and frozenset((a, b)) not in pairs:
+                continue
             for step in slides:
                 c = {
                     **top,

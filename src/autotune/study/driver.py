@@ -55,7 +55,7 @@ from autotune.study.outcome import CRASH
 from autotune.study.pareto import front
 from autotune.study.prune import IncumbentPruner, margin_for
 from autotune.study.sampler import LocalTPESampler
-from autotune.study.steering import SteeringOptions, make_risk, signature_of
+from autotune.study.steering import CrashRegions, SteeringOptions, make_risk, signature_of
 from autotune.study.storage import make_sampler, open_storage, storage_url, study_lock
 from autotune.study.tell import Told, tell_repeat, tell_result, tell_skip
 from autotune.tracking.base import Tracker
@@ -171,6 +171,8 @@ class Driver:
                 self.study.sampler.refused = self.risk.predicts
                 self.study.sampler.crash_risk = self.risk.probability
                 self.study.sampler.crash_share = partial(self.risk.probability, soft=False)
+                if isinstance(self.risk, CrashRegions):
+                    self.study.sampler.sum_pairs = self.risk.sum_pairs
         self.doom = Doom()  # a study that cannot succeed stops at once, saying why
         self.model_path = engine.prepare(spec.model)
         self.rules = [Rule(**r.model_dump()) for r in spec.rules] + engine.failure_rules()

@@ -95,6 +95,8 @@ class LocalTPESampler(BaseSampler):
             far (of [-1, 1]) in opposite directions, along the edge of a pool two numbers fill
             (measured: +0.3 and +0.0 points on the two tuning sets, -0.2 on the hand-made
             landscapes and held out; off).
+        slide_sums: slides only for two numbers a crash explanation says are too large
+            together (``sum_pairs``).
         risky: weight of log(1 - crash probability) against the model's log score.
         gain: least predicted log gain for a model proposal (measured, off).
         ei: rank model candidates by expected improvement (else by predicted value).
@@ -113,9 +115,10 @@ class LocalTPESampler(BaseSampler):
             with the smaller leave-one-out error is used.
         seed: seed of the local draws.
 
-    The driver sets ``refused``, ``crash_risk`` and ``crash_share`` (the crash model's verdict,
-    probability, and share of explanations met at their thresholds) so that model proposals
-    skip and weigh crashes and swaps are repaired; unset, they do not.
+    The driver sets ``refused``, ``crash_risk``, ``crash_share`` and ``sum_pairs`` (the crash
+    model's verdict, probability, share of explanations met at their thresholds, and the two
+    numbers it found too large together) so that model proposals skip and weigh crashes and
+    swaps are repaired; unset, they do not.
     It sets ``space`` (the distributions of the parameters every configuration has) so that
     the design also moves the settings a partial baseline leaves unset.
     """
@@ -132,6 +135,7 @@ class LocalTPESampler(BaseSampler):
         reach: float = REACH,
         most: int = 3,
         slides: tuple[float, ...] = (),
+        slide_sums: bool = False,
         risky: float = RISKY,
         gain: float = 0.0,
         ei: bool = EI,
@@ -161,11 +165,13 @@ class LocalTPESampler(BaseSampler):
         self._reach = reach
         self._most = most
         self._slides = slides
+        self._slide_sums = slide_sums
         self._risky = risky
         self._gain = gain
         self.crash_risk: Callable[[Mapping[str, Any]], float | None] | None = None
         # the share of some crash's explanations a configuration meets at their thresholds
         self.crash_share: Callable[[Mapping[str, Any]], float | None] | None = None
+        self.sum_pairs: Callable[[], set[frozenset[str]]] | None = None
         self.refused: Callable[[Mapping[str, Any]], bool] | None = None
         self.space: Mapping[str, BaseDistribution] = {}
         self._local = local
@@ -255,7 +261,8 @@ class LocalTPESampler(BaseSampler):
                 self._rng,
                 reach=self._reach,
                 most=self._most,
-                slides=self._slides,
+                slides=self._slides if not self._slide_sums or self.sum_pairs else (),
+                pairs=self.sum_pairs() if self._slide_sums and self.sum_pairs else None,
             )
             if key(c) not in seen and (self.refused is None or not self.refused(c))
         ]

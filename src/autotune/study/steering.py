@@ -274,6 +274,16 @@ class CrashRegions:
             ]
         return self._explanations
 
+    def sum_pairs(self) -> set[frozenset[str]]:
+        """The two numbers of each crash explanation that says they are too large together."""
+        return {
+            frozenset((lit[0], lit[2][0]))
+            for expl in self.explanations()
+            for e in expl
+            for lit in e
+            if lit[1] == "sum"
+        }
+
     def _explain(self, crash: dict[str, Any]) -> list[tuple[Literal, ...]]:
         return self._explain_literals(self._literals(crash))
 

@@ -135,22 +135,8 @@ def candidates(
     two of one of ``pairs`` where given)."""
     out: list[dict[str, Any]] = []
     names = list(distributions)
-    numbers = {
-        n: d for n, d in distributions.items() if isinstance(d, IntDistribution | FloatDistribution)
-    }
     for top in tops:
-        set_numbers = [n for n in numbers if isinstance(top.get(n), int | float)]
-        for a, b in itertools.permutations(set_numbers, 2):
-            if pairs is not None and frozenset((a, b)) not in pairs:
-                continue
-            for step in slides:
-                c = {
-                    **top,
-                    a: _moved(numbers[a], top[a], -step),
-                    b: _moved(numbers[b], top[b], step),
-                }
-                if c != top:
-                    out.append(c)
+        out.extend(_slides(distributions, top, slides, pairs))
         for name in names:
             for value in _levels(distributions[name]):
                 c = {**top, name: value}
@@ -168,6 +154,31 @@ def candidates(
             for name in moved:
                 c[name] = _near(distributions[name], top.get(name), rng, reach)
             out.append(c)
+    return out
+
+
+def _slides(
+    distributions: Mapping[str, BaseDistribution],
+    top: Mapping[str, Any],
+    steps: Sequence[float],
+    pairs: Collection[frozenset[str]] | None,
+) -> list[dict[str, Any]]:
+    """``top`` with every two of its numbers (of ``pairs`` where given) moved each step of
+    ``steps`` in opposite directions."""
+    numbers = {
+        n: d
+        for n, d in distributions.items()
+        if isinstance(d, IntDistribution | FloatDistribution)
+        and isinstance(top.get(n), int | float)
+    }
+    out = []
+    for a, b in itertools.permutations(numbers, 2) if steps else ():
+        if pairs is not None and frozenset((a, b)) not in pairs:
+            continue
+        for step in steps:
+            c = {**top, a: _moved(numbers[a], top[a], -step), b: _moved(numbers[b], top[b], step)}
+            if c != top:
+                out.append(c)
     return out
 
 

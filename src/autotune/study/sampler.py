@@ -253,6 +253,9 @@ class LocalTPESampler(BaseSampler):
         model, rows = fitted
         tops = sorted(rows, key=lambda t: -sign(study) * float(t.value or 0.0))[:3]
         seen = {key(t.params) for t in trials if t.params and t.number != trial.number}
+        slide_pairs = None  # slides for every two numbers, with slide_sums the learned sums' only
+        if self._slide_sums:
+            slide_pairs = self.sum_pairs() if self.sum_pairs is not None else set()
         pool = [
             c
             for c in candidates(
@@ -261,8 +264,8 @@ class LocalTPESampler(BaseSampler):
                 self._rng,
                 reach=self._reach,
                 most=self._most,
-                slides=self._slides if not self._slide_sums or self.sum_pairs else (),
-                pairs=self.sum_pairs() if self._slide_sums and self.sum_pairs else None,
+                slides=self._slides,
+                pairs=slide_pairs,
             )
             if key(c) not in seen and (self.refused is None or not self.refused(c))
         ]

@@ -53,3 +53,17 @@ def test_the_repair_skips_what_the_crash_model_refuses() -> None:
     config = {"backend": "fa3", "graph_bs": 512, "buffsize": 1024}
     fixed = repair(config, SPACE, {"backend"}, _share, lambda c: c["graph_bs"] > 64)
     assert fixed is not None and fixed["graph_bs"] <= 64
+
+
+def test_a_higher_limit_lets_a_repair_leave_some_explanations_met_but_never_all() -> None:
+    def share(c: Mapping[str, Any]) -> float:  # five explanations, three of them no number
+        if c["backend"] != "fa3":
+            return 0.0
+        return (3 + (c["graph_bs"] >= 160) + (c["buffsize"] >= 4096)) / 5
+
+    config = {"backend": "fa3", "graph_bs": 512, "buffsize": 1024}  # four of five met
+    assert repair(config, SPACE, {"backend"}, share, None) is None  # the default limit
+    fixed = repair(config, SPACE, {"backend"}, share, None, 0.8)
+    assert fixed is not None and fixed["graph_bs"] < 160 and share(fixed) == 0.6
+    every = {"backend": "fa3", "graph_bs": 512, "buffsize": 8192}  # all met, neither may move
+    assert repair(every, SPACE, {"backend", "buffsize", "graph_bs"}, share, None, 1.0) is None

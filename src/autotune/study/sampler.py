@@ -58,7 +58,7 @@ from autotune.study.additive import AdditiveModel, candidates, on_grid, scaled, 
 from autotune.study.design import DESIGN, MID, Design, reference
 from autotune.study.history import best_trial, fit, key, sign
 from autotune.study.ledger import is_enqueued, mark_proposed
-from autotune.study.swaps import RETRY, SWAP, Swaps
+from autotune.study.swaps import RETRY, SWAP, SWAP_RISK, Swaps
 
 # The defaults, chosen on bench/search and the black boxes (docs/benchmarks.md).
 LOCAL_SHARE = 0.2  # share of local moves
@@ -102,8 +102,8 @@ class LocalTPESampler(BaseSampler):
         ei: rank model candidates by expected improvement (else by predicted value).
         unset, early, center, mid: the design's (``design.Design``); ``unset`` also makes
             moves start from the best configuration that names every setting.
-        swap, swap_every, retry: the swaps' ``after``, ``every`` and ``retry``
-            (``swaps.Swaps``; ``swap`` 0: none).
+        swap, swap_every, retry, swap_risk: the swaps' ``after``, ``every``, ``retry`` and
+            ``risk`` (``swaps.Swaps``; ``swap`` 0: none).
         novel: of the model's candidates within this much of the best score (log), the one
             with the fewest untried pairs of a choice and another value is proposed (0: the
             best score alone; needs ``crash_risk``).
@@ -145,6 +145,7 @@ class LocalTPESampler(BaseSampler):
         swap: int = SWAP,
         swap_every: int = 0,
         retry: bool = RETRY,
+        swap_risk: float = SWAP_RISK,
         mid: str = MID,
         edge_step: bool = EDGE_STEP,
         edge_risk: float = EDGE_RISK,
@@ -153,7 +154,7 @@ class LocalTPESampler(BaseSampler):
         seed: int | None = None,
     ) -> None:
         self._design = Design(design, mid=mid, unset=unset, early=early, center=center)
-        self._swaps = Swaps(swap, swap_every, retry)
+        self._swaps = Swaps(swap, swap_every, retry, swap_risk)
         self._edge_step = edge_step
         self._edge_risk = edge_risk
         self._fine = fine

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Mapping
 from typing import Any
 
 import optuna
@@ -11,6 +12,7 @@ import pytest
 from pytest import approx
 
 from autotune.study.sampler import LocalTPESampler
+from autotune.study.swaps import SWAP_RISK
 
 SPACE = {
     "a": optuna.distributions.IntDistribution(1, 1024, log=True),
@@ -462,7 +464,7 @@ def _swap_study(sampler: LocalTPESampler) -> optuna.Study:
     return study
 
 
-def _swap_sampler(swap: int = 5, retry: bool = True) -> LocalTPESampler:
+def _swap_sampler(swap: int = 5, retry: bool = True, risk: float = SWAP_RISK) -> LocalTPESampler:
     """Only swaps (from the fifth complete trial on), then random draws."""
     return LocalTPESampler(
         optuna.samplers.RandomSampler(seed=0),
@@ -471,6 +473,7 @@ def _swap_sampler(swap: int = 5, retry: bool = True) -> LocalTPESampler:
         design=0,
         swap=swap,
         retry=retry,
+        swap_risk=risk,
         seed=0,
     )
 
@@ -553,6 +556,37 @@ def test_a_repaired_swap_that_crashed_is_made_once_more_with_the_other_number_mo
         assert retried == [later[0]] and 50 <= int(later[0]["a"]) < 100  # type: ignore[call-overload]
     else:
         assert not retried
+
+
+def _three_of_four(c: Mapping[str, object]) -> float:
+    """Four explanations of ``z``'s crash: three that no number's move leaves (``z`` with
+    another choice, say) and a large ``a``."""
+    return (3 + _big_a(dict(c))) / 4 if c["c"] == "z" else 0.0
+
+
+@pytest.mark.parametrize("risk", [SWAP_RISK, 0.8])
+def test_a_higher_swap_risk_applies_to_a_swap_made_again_only(risk: float) -> None:
+    """``z`` at the best configuration crashed as it was, and its crash has four
+    explanations: moving ``a`` below its edge still leaves three met. At ``swap_risk`` 0.8
+    the swap is made once more so repaired; at the default limit it is dropped. A first swap
+    is held to the default limit whatever ``swap_risk`` says: with the crash already known,
+    no ``z`` swap is made at all."""
+    sampler = _swap_sampler(risk=risk)
+    study = _swap_study(sampler)
+    assert _ask(study) == {"a": 512, "b": 0.5, "c": "z"}  # nothing known yet: as it is
+    _crash_last(study)
+    sampler.crash_share = _three_of_four
+    sampler.refused = lambda c: _three_of_four(c) >= 1.0
+    again = [c for c in (_ask(study) for _ in range(3)) if c["c"] == "z" and c["b"] == 0.5]
+    if risk == SWAP_RISK:
+        assert not again
+    else:
+        assert len(again) == 1 and 50 <= int(again[0]["a"]) < 100  # type: ignore[call-overload]
+    first = _swap_sampler(risk=risk)  # the same crash known before the first swap
+    first.crash_share = _three_of_four
+    first.refused = lambda c: _three_of_four(c) >= 1.0
+    study = _swap_study(first)
+    assert not [c for c in (_ask(study) for _ in range(3)) if c["c"] == "z" and c["b"] == 0.5]
 
 
 def _edge(sampler: LocalTPESampler, edge: dict[str, int]) -> None:

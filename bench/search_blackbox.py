@@ -185,7 +185,8 @@ def run(
     ``no-mid``, the defaults without the design's half-way launches (bench/search
     ``no-mid``); ``no-edge-step``, the defaults without edge steps (bench/search
     ``no-edge-step``); ``coarse``, the defaults with the additive model's three bends only
-    (bench/search ``coarse``)."""
+    (bench/search ``coarse``); ``no-pairs``, the defaults with a crash that one value
+    explains kept to that explanation alone (bench/search ``no-pairs``)."""
     from bench.search.harness import driver_sampler
 
     from autotune.records import budget_launches
@@ -198,7 +199,7 @@ def run(
     folder.mkdir(parents=True)
 
     def sampler(default: Any, s: int | None) -> Any:
-        if variant in ("defaults", "crash-budget"):
+        if variant in ("defaults", "crash-budget", "no-pairs"):
             return default
         if variant in ONE_CHANGE:  # the defaults with one setting of the sampler changed
             return LocalTPESampler(default._tpe, seed=s, **ONE_CHANGE[variant])
@@ -220,6 +221,8 @@ def run(
         options["steering"] = SteeringOptions(combine=False)
     elif variant == "crash-budget":
         options["steering"] = SteeringOptions(budget=crash_allowance(0.1, trials))
+    elif variant == "no-pairs":
+        options["steering"] = SteeringOptions(pairs=False)
     with driver_sampler(sampler):
         driver = make_driver(
             space_file(folder / "space.yaml", trials, server),
@@ -387,6 +390,12 @@ def main(argv: list[str] | None = None) -> int:
         "alternating with these",
     )
     ap.add_argument(
+        "--no-pairs",
+        action="store_true",
+        help="also run the defaults with a crash that one value explains kept to that "
+        "explanation alone on each seed, alternating with these",
+    )
+    ap.add_argument(
         "--check",
         action="store_true",
         help="with --in-process: how often the issue's check would pass (5 seeds drawn from "
@@ -433,6 +442,7 @@ def main(argv: list[str] | None = None) -> int:
         + (["no-mid"] if a.no_mid else [])
         + (["no-edge-step"] if a.no_edge_step else [])
         + (["coarse"] if a.coarse else [])
+        + (["no-pairs"] if a.no_pairs else [])
     )
     rows: dict[str, list[tuple[float, int]]] = {side: [] for side in sides}
     with tempfile.TemporaryDirectory(prefix="autotune-blackbox-") as tmp:

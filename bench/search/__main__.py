@@ -201,6 +201,7 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     "sum-slides": lambda land, s, n: run_driver(
         land, s, n, slides=(0.1, 0.2, 0.4), slide_sums=True
     ),
+    "no-pairs": lambda land, s, n: run_driver(land, s, n, steering=_steer(pairs=False)),
     "swap-risk": lambda land, s, n: run_driver(land, s, n, swap_risk=0.8),
     "swap-16": lambda land, s, n: run_driver(land, s, n, swap=16),
     "swap-rounds": lambda land, s, n: run_driver(land, s, n, swap_every=8),

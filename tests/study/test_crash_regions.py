@@ -307,3 +307,26 @@ def test_a_crash_s_explanations_are_weighed_by_the_stretch_their_threshold_may_l
             assert batch > 0.9 and memory < 0.1 and batch + memory == approx(1.0)
         else:
             assert batch == memory == approx(0.5)
+
+
+def test_pairs_keep_a_crash_s_two_value_explanations_beside_one_value_alone() -> None:
+    """A crash at a batch size below any that ran is explained by that alone, and the choice
+    it came with is missed: ``b`` with much memory never ran either. ``pairs`` (the default)
+    keeps that explanation too, so a ``b`` configuration with much memory carries a crash
+    chance, and a small batch alone, one of two explanations now, is no longer refused."""
+
+    def model(options: SteeringOptions) -> CrashRegions:
+        m = CrashRegions(SPACE, options)
+        for backend, bs, mem in [("a", 8, 0.95), ("a", 512, 0.5), ("b", 64, 0.5)]:
+            m.observe({"backend": backend, "bs": bs, "mem": mem}, crashed=False)
+        m.observe({"backend": "b", "bs": 2, "mem": 0.9}, crashed=True)
+        return m
+
+    alone, pairs = model(SteeringOptions(pairs=False)), model(SteeringOptions())
+    big_b = {"backend": "b", "bs": 256, "mem": 0.92}
+    small = {"backend": "a", "bs": 1, "mem": 0.6}
+    assert [len(e) for e in alone.explanations()[0]] == [1]
+    assert sorted(len(e) for e in pairs.explanations()[0]) == [1, 2]
+    assert not alone.probability(big_b, soft=False)
+    assert 0.0 < (pairs.probability(big_b, soft=False) or 0.0) < 1.0
+    assert alone.check(small) is not None and pairs.check(small) is None

@@ -10,7 +10,9 @@ from it too; the baseline and other enqueued trials are never refused.
 
 The default model, ``CrashRegions``, learns *why* each crash happened: conditions on one or
 two parameter values that the crashed configuration meets and no configuration that ran
-meets, with numeric thresholds half-way to the nearest run. It refuses only what every such
+meets, with numeric thresholds half-way to the nearest run; a crash that one value explains
+keeps its two-value explanations too (``pairs``: a batch size below any that ran explains it
+alone, and the bool that came with it would be missed). It refuses only what every such
 explanation of some crash covers, so nothing is refused for being near a crash that another
 parameter caused (the earlier nearest-neighbour vote, ``CrashRisk``, did that: kept as
 ``model="knn"`` to be measured against). A proposal that meets some of a crash's
@@ -73,6 +75,9 @@ class SteeringOptions:
     weighs: bool = True
     eq_weight: float = 0.5  # weighs: a value or choice, against a threshold's stretch (0 to 1)
     ablations: int = 4  # regions: launches that test a crash's one-value explanation (0: off)
+    # regions: a crash one value explains keeps its two-value explanations too (a batch size
+    # below any that ran explains it alone, and the bool that came with it is missed)
+    pairs: bool = True
     # regions: crashes after which a proposal as likely to crash as ``cap`` is refused (None:
     # the space's budget.crash_budget of its trials; 0: never)
     budget: int | None = None
@@ -313,14 +318,18 @@ class CrashRegions:
             (lit,) for lit, m in zip(literals, masks, strict=True) if m == 0
         ]
         found: list[tuple[Literal, ...]]
-        if singles or self.options.max_size < 2:
+        if self.options.max_size < 2 or (singles and not self.options.pairs):
             found = singles
         else:
-            found = [
+            alone = {e[0] for e in singles}  # a pair with one of them in it says no more
+            found = singles + [
                 (literals[i], literals[j])
                 for i in range(len(literals))
                 for j in range(i + 1, len(literals))
-                if literals[i][0] != literals[j][0] and masks[i] & masks[j] == 0
+                if literals[i][0] != literals[j][0]
+                and masks[i] & masks[j] == 0
+                and literals[i] not in alone
+                and literals[j] not in alone
             ]
         if not self.options.boundary:
             return found

@@ -155,6 +155,19 @@ SERVER: dict[str, tuple[list[dict[str, Any]], dict[str, Any], Any, Any, Any]] = 
 }
 
 
+# The variants of run() a seed may also run (--NAME), in the order they run, and what each is.
+VARIANTS: dict[str, str] = {
+    "previous": "the previous search defaults",
+    "before-swap": "the defaults without swaps or the combined crash probability",
+    "no-novel": "the defaults without the fewest untried pairs among the model's best candidates",
+    "crash-budget": "the defaults with a crash budget of a tenth of the trials",
+    "no-retry": "the defaults without a crashed repair's swap made again",
+    "no-mid": "the defaults without the design's half-way launches",
+    "no-edge-step": "the defaults without edge steps",
+    "coarse": "the defaults with the additive model's three bends only",
+    "no-pairs": "the defaults with a crash that one value explains kept to that explanation alone",
+}
+
 # Variants of run(): the default sampler with these settings (bench/search strategies alike).
 ONE_CHANGE: dict[str, dict[str, Any]] = {
     "before-swap": {"swap": 0, "novel": 0.0},
@@ -199,10 +212,10 @@ def run(
     folder.mkdir(parents=True)
 
     def sampler(default: Any, s: int | None) -> Any:
-        if variant in ("defaults", "crash-budget", "no-pairs"):
-            return default
         if variant in ONE_CHANGE:  # the defaults with one setting of the sampler changed
             return LocalTPESampler(default._tpe, seed=s, **ONE_CHANGE[variant])
+        if variant != "previous":  # the defaults, or only the crash model's options changed
+            return default
         return LocalTPESampler(
             default._tpe,
             design=5,
@@ -343,58 +356,12 @@ def main(argv: list[str] | None = None) -> int:
         help="with --in-process: also run this strategy on the same seeds, with the paired "
         "difference in %% of optimum and crashes (standard errors)",
     )
-    ap.add_argument(
-        "--previous",
-        action="store_true",
-        help="also run the previous search defaults on each seed, alternating with these",
-    )
-    ap.add_argument(
-        "--before-swap",
-        action="store_true",
-        help="also run the defaults without swaps or the combined crash probability on each "
-        "seed, alternating with these",
-    )
-    ap.add_argument(
-        "--no-novel",
-        action="store_true",
-        help="also run the defaults without the fewest untried pairs among the model's best "
-        "candidates on each seed, alternating with these",
-    )
-    ap.add_argument(
-        "--crash-budget",
-        action="store_true",
-        help="also run the defaults with a crash budget of a tenth of the trials on each "
-        "seed, alternating with these",
-    )
-    ap.add_argument(
-        "--no-retry",
-        action="store_true",
-        help="also run the defaults without a crashed repair's swap made again on each seed, "
-        "alternating with these",
-    )
-    ap.add_argument(
-        "--no-mid",
-        action="store_true",
-        help="also run the defaults without the design's half-way launches on each seed, "
-        "alternating with these",
-    )
-    ap.add_argument(
-        "--no-edge-step",
-        action="store_true",
-        help="also run the defaults without edge steps on each seed, alternating with these",
-    )
-    ap.add_argument(
-        "--coarse",
-        action="store_true",
-        help="also run the defaults with the additive model's three bends only on each seed, "
-        "alternating with these",
-    )
-    ap.add_argument(
-        "--no-pairs",
-        action="store_true",
-        help="also run the defaults with a crash that one value explains kept to that "
-        "explanation alone on each seed, alternating with these",
-    )
+    for name, what in VARIANTS.items():
+        ap.add_argument(
+            f"--{name}",
+            action="store_true",
+            help=f"also run {what} on each seed, alternating with these",
+        )
     ap.add_argument(
         "--check",
         action="store_true",
@@ -432,18 +399,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{_mean_se(reach)} points of the optimum, {_mean_se(crashes)} crashes"
             )
         return 0
-    sides = (
-        ["defaults"]
-        + (["previous"] if a.previous else [])
-        + (["before-swap"] if a.before_swap else [])
-        + (["no-novel"] if a.no_novel else [])
-        + (["crash-budget"] if a.crash_budget else [])
-        + (["no-retry"] if a.no_retry else [])
-        + (["no-mid"] if a.no_mid else [])
-        + (["no-edge-step"] if a.no_edge_step else [])
-        + (["coarse"] if a.coarse else [])
-        + (["no-pairs"] if a.no_pairs else [])
-    )
+    sides = ["defaults"] + [n for n in VARIANTS if getattr(a, n.replace("-", "_"))]
     rows: dict[str, list[tuple[float, int]]] = {side: [] for side in sides}
     with tempfile.TemporaryDirectory(prefix="autotune-blackbox-") as tmp:
         for seed in range(a.first_seed, a.first_seed + a.seeds):

@@ -16,6 +16,8 @@ import pytest
 
 from autotune.engines import TransformersEngine, tinymodel
 from autotune.errors import ConfigError
+from autotune.models import Workload
+from autotune.node.bench import request_body
 from autotune.space.schema import EngineSpec
 
 PY = sys.executable
@@ -139,12 +141,9 @@ def test_real_transformers_serve_streams_exactly_max_tokens(
                     break
                 time.sleep(0.2)
         assert ready, (tmp_path / "server.log").read_text()[-3000:]
-        body = {
-            "model": e.request_model(str(tiny_model)),
-            "prompt": "Hello there",
-            "max_tokens": 16,
-            "stream": True,
-        }
+        # The load generator's own body: the server must count what it is asked for.
+        workload = Workload(model=e.request_model(str(tiny_model)), output_len=16)
+        body = request_body(workload, "Hello there")
         chunks, usage = 0, None
         with httpx.stream("POST", base + "/v1/completions", json=body, timeout=60) as response:
             assert response.status_code == 200

@@ -102,6 +102,7 @@ def test_request_bodies() -> None:
         "prompt": "hi",
         "max_tokens": 7,
         "stream": True,
+        "stream_options": {"include_usage": True},
         "temperature": 0,
         "top_k": 1,
     }

@@ -12,8 +12,9 @@ turn from the answer it just streamed.
 
 Three endpoints are understood: ``/v1/completions`` (OpenAI SSE, ``choices[0].text``),
 ``/v1/chat/completions`` (``choices[0].delta.content``) and ``/generate`` (SGLang native,
-cumulative ``meta_info.completion_tokens``); ``usage`` counts override chunk counts when the
-server sends them. Metrics follow SGLang's bench_serving: TTFT is the first non-empty chunk,
+cumulative ``meta_info.completion_tokens``); on the OpenAI endpoints ``usage`` is asked for
+(``stream_options.include_usage``) and its counts override chunk counts when the server sends
+them. Metrics follow SGLang's bench_serving: TTFT is the first non-empty chunk,
 ITL a chunk gap divided by the tokens it brought, TPOT ``(e2e - ttft) / (tokens - 1)``.
 """
 
@@ -35,6 +36,9 @@ from autotune.node import stream
 from autotune.node.workload import Plan, Session, arrivals, iter_sessions, sessions_for
 
 _ERRORS_KEPT = 5
+# OpenAI servers send a stream's token counts only when asked (SGLang, vLLM, and
+# `transformers serve` from 5.25; earlier versions ignore the field with a warning).
+_USAGE = {"include_usage": True}
 POLL_S = 0.05
 
 
@@ -77,6 +81,7 @@ def request_body(
             "messages": messages,
             "max_tokens": output_len,
             "stream": True,
+            "stream_options": dict(_USAGE),
             "temperature": 0,
         }
         if workload.model is not None:
@@ -104,6 +109,7 @@ def request_body(
             "prompt": prompt,
             "max_tokens": output_len,
             "stream": True,
+            "stream_options": dict(_USAGE),
             "temperature": 0,
         }
         if workload.model is not None:

@@ -9,6 +9,9 @@ from typing import Any
 import httpx
 from tests.sim.conftest import Running
 
+from autotune.models import Workload
+from autotune.node.bench import make_prompts, request_body, run_load
+
 
 def _sse(response: httpx.Response) -> list[tuple[float, Any]]:
     """(arrival time, decoded payload) of each SSE event, ``[DONE]`` as the string."""
@@ -64,14 +67,14 @@ def test_generate_and_completions_honour_the_token_count_exactly(launch_sim) -> 
     assert metas[-1]["finish_reason"]["type"] == "length"
     assert events[-2][1]["text"].startswith(events[0][1]["text"])  # /generate text is cumulative
 
-    events = _stream(
-        server,
-        "/v1/completions",
-        {"model": "m", "prompt": "hi", "max_tokens": 9, "stream": True, "ignore_eos": True},
-    )
+    body = {"model": "m", "prompt": "hi", "max_tokens": 9, "stream": True, "ignore_eos": True}
+    events = _stream(server, "/v1/completions", body)
     chunks = [e[1] for e in events[:-1]]
     texts = [c["choices"][0]["text"] for c in chunks if c["choices"]]
     assert len(texts) == 9 and all(texts)
+    assert all(c["choices"] and c["usage"] is None for c in chunks)  # counts only when asked
+    asked = {**body, "stream_options": {"include_usage": True}}
+    chunks = [e[1] for e in _stream(server, "/v1/completions", asked)[:-1]]
     assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] == 9
 
     body = httpx.post(
@@ -118,6 +121,24 @@ def test_speculative_server_streams_accepted_tokens_and_reports_accept_length(la
     assert accept == info["internal_states"][0]["avg_spec_accept_length"]  # type: ignore[index]
     assert 1.0 < float(accept) <= 4.0  # type: ignore[arg-type]
     assert info["speculative_num_draft_tokens"] == 4 and info["max_running_requests"] == 48
+
+
+def test_load_generator_counts_speculative_tokens_on_the_openai_endpoint(launch_sim) -> None:  # type: ignore[no-untyped-def]
+    # A speculative server's chunks carry several tokens; on /v1/completions only the usage
+    # the load generator asks for counts them (SGLang sends it only when asked).
+    server = launch_sim(
+        "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "/d",
+        "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
+        "--speculative-num-draft-tokens", "4",
+    )  # fmt: skip
+    workload = Workload(endpoint="/v1/completions", num_requests=4, concurrency=2, output_len=40)
+    prompts = make_prompts(workload, 4)
+    result = run_load(server.url, workload, prompts, concurrency=2)
+    assert result.metrics().output_tokens == 4 * 40
+    body = request_body(workload, prompts[0])
+    del body["stream_options"]
+    chunks = [e[1] for e in _stream(server, "/v1/completions", body)[:-1]]
+    assert len(chunks) < 40 and all(c["usage"] is None for c in chunks)  # a chunk count undercounts
 
 
 def test_measured_baseline_throughput_matches_the_model(launch_sim) -> None:  # type: ignore[no-untyped-def]

@@ -274,6 +274,8 @@ class Handler(BaseHTTPRequestHandler):
                 "usage": None,
             }
 
+        # As SGLang does: a stream's token counts come only when asked for.
+        options = body.get("stream_options") or {}
         text, done, stream = "", 0, bool(body.get("stream"))
         try:
             if stream:
@@ -286,8 +288,8 @@ class Handler(BaseHTTPRequestHandler):
                     self._event(chunk(delta, "length" if done >= max_new else None))
             usage = self._usage(n_prompt, done, cached())
             if stream:
-                final = {**chunk("", None), "choices": [], "usage": usage}
-                self._event(final)
+                if isinstance(options, dict) and options.get("include_usage"):
+                    self._event({**chunk("", None), "choices": [], "usage": usage})
                 return self._end_stream()
             out = chunk(text, "length")
             return self._json(200, {**out, "usage": usage})

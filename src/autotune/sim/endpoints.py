@@ -43,6 +43,12 @@ def _int(body: dict[str, Any], *names: str, default: int) -> int:
     return default
 
 
+def _asks_usage(body: dict[str, Any]) -> bool:
+    """Whether a streamed OpenAI request asks for the usage chunk: SGLang sends it only then."""
+    options = body.get("stream_options")
+    return isinstance(options, dict) and bool(options.get("include_usage"))
+
+
 class Handler(BaseHTTPRequestHandler):
     """One HTTP connection of the stand-in (a thread each, as ThreadingHTTPServer runs them)."""
 
@@ -274,8 +280,6 @@ class Handler(BaseHTTPRequestHandler):
                 "usage": None,
             }
 
-        # As SGLang does: a stream's token counts come only when asked for.
-        options = body.get("stream_options") or {}
         text, done, stream = "", 0, bool(body.get("stream"))
         try:
             if stream:
@@ -288,7 +292,7 @@ class Handler(BaseHTTPRequestHandler):
                     self._event(chunk(delta, "length" if done >= max_new else None))
             usage = self._usage(n_prompt, done, cached())
             if stream:
-                if isinstance(options, dict) and options.get("include_usage"):
+                if _asks_usage(body):
                     self._event({**chunk("", None), "choices": [], "usage": usage})
                 return self._end_stream()
             out = chunk(text, "length")
@@ -323,7 +327,6 @@ class Handler(BaseHTTPRequestHandler):
                 ],
             }
 
-        options = body.get("stream_options") or {}
         text, done, stream = "", 0, bool(body.get("stream"))
         try:
             if stream:
@@ -337,7 +340,7 @@ class Handler(BaseHTTPRequestHandler):
                     self._event(chunk({"content": delta}, "length" if done >= max_new else None))
             usage = self._usage(n_prompt, done, cached())
             if stream:
-                if isinstance(options, dict) and options.get("include_usage"):
+                if _asks_usage(body):
                     self._event({**chunk({}, None), "choices": [], "usage": usage})
                 return self._end_stream()
             message = {"role": "assistant", "content": text}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from autotune.models import Outcome, Phase, Timings, TrialResult
+from autotune.models import PIECES_COUNTED, Metrics, Outcome, Phase, Timings, TrialResult
 from autotune.node.readiness import LogWatcher
 from autotune.study.events import Event, EventKind
 from autotune.ui import ProgressView
@@ -47,6 +47,18 @@ def test_status_keeps_best_and_shows_phase_and_eta() -> None:
     assert "ETA 3m00s" in status  # 3 trials left at 60 s each, one at a time
     view(Event(EventKind.PHASE, 1, message=Phase.WARMUP.value))
     assert "#1 warming up" in view._status()
+
+
+def test_a_server_without_token_counts_is_told_once() -> None:
+    out = io.StringIO()
+    view = ProgressView(Console(file=out, width=300), "output_tok_s", simulated=False)
+    for number, share in ((0, None), (1, 100.0), (2, 100.0)):
+        extra = {} if share is None else {PIECES_COUNTED: share}
+        metrics = Metrics(output_tok_s=10.0, completed=4, extra=extra)
+        result = TrialResult(study="s", number=number, outcome=Outcome.OK, metrics=metrics)
+        view(Event(EventKind.RESULT, number, result=result, outcome=Outcome.OK, value=10.0))
+    notes = [line for line in out.getvalue().splitlines() if "stream pieces" in line]
+    assert len(notes) == 1 and notes[0].startswith("note: #1: 100% of requests")
 
 
 def test_launch_lines_show_the_whole_configuration() -> None:

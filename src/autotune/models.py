@@ -592,6 +592,11 @@ class Stats(_Frozen):
     p99: float
 
 
+# Metrics.extra: % of completed requests counted by their stream pieces because the server sent
+# no token count; a piece may carry several tokens, so tok/s then reads low.
+PIECES_COUNTED = "pieces_counted_pct"
+
+
 class Metrics(_Frozen):
     """What the benchmark measured (a ``job`` trial fills ``extra`` and leaves the rest zero)."""
 

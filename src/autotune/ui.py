@@ -22,7 +22,7 @@ from rich.progress import (
 )
 
 from autotune.fmt import config_text, metric, seconds
-from autotune.models import Outcome
+from autotune.models import PIECES_COUNTED, Outcome
 from autotune.records import gain_pct
 from autotune.study.events import Event, EventKind
 
@@ -92,6 +92,7 @@ class ProgressView:
         self.launched = 0
         self.target = 0
         self.parallel = 1
+        self.uncounted_told = False  # the no-token-count note is given once per study
 
     def __enter__(self) -> ProgressView:
         self.progress.start()
@@ -182,6 +183,14 @@ class ProgressView:
             secs = f" ({seconds(r.timings.total_s)})" if r is not None else ""
             note = f"  [dim]{escape(event.message)}[/]" if event.message else ""
             log(f"[{style}]{outcome.value:<8}[/] #{event.number}{secs}  {detail}{note}")
+            share = r.metrics.extra.get(PIECES_COUNTED) if r and r.metrics else None
+            if share and not self.uncounted_told:
+                self.uncounted_told = True
+                log(
+                    f"[yellow]note:[/] #{event.number}: {share:.0f}% of requests were counted by "
+                    "their stream pieces, the server sending no token count (usage); a piece "
+                    "may carry several tokens, so tok/s may read low"
+                )
             if event.target:  # confirmation launches are outside the trial budget
                 self.progress.update(
                     self.task, completed=event.launched, total=event.target, status=self._status()

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
-from autotune.models import Workload
+from autotune.models import PIECES_COUNTED, Workload
 from autotune.node import bench
 
 Start = Callable[..., str]
@@ -44,6 +44,19 @@ def test_token_counts_and_stats(
     assert metrics.ttft_ms.p50 < metrics.e2e_ms.p50
     assert metrics.output_tok_s == pytest.approx(metrics.output_tokens / metrics.duration_s)
     assert metrics.request_s == pytest.approx(10 / metrics.duration_s)
+
+
+def test_requests_without_a_server_count_are_told(fixture_server: Start) -> None:
+    workload = Workload(num_requests=4, concurrency=4, output_len=12)
+    prompts = bench.make_prompts(workload, 4)
+    # Pieces of 3 tokens and no usage: the count reads 4 per request, and says why.
+    bare = bench.run_load(fixture_server("--chunk", "3"), workload, prompts, concurrency=4)
+    assert bare.metrics().output_tokens == 4 * 4
+    assert bare.metrics().extra[PIECES_COUNTED] == 100.0
+    counted = bench.run_load(
+        fixture_server("--chunk", "3", "--usage"), workload, prompts, concurrency=4
+    ).metrics()
+    assert counted.output_tokens == 4 * 12 and PIECES_COUNTED not in counted.extra
 
 
 def test_token_rate_shapes_itl(fixture_server: Start) -> None:

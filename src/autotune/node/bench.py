@@ -31,7 +31,7 @@ from typing import Any
 
 import httpx
 
-from autotune.models import Metrics, Stats, Workload
+from autotune.models import PIECES_COUNTED, Metrics, Stats, Workload
 from autotune.node import stream
 from autotune.node.workload import Plan, Session, arrivals, iter_sessions, sessions_for
 
@@ -128,6 +128,7 @@ class RequestRecord:
     e2e_s: float = 0.0
     output_tokens: int = 0
     input_tokens: int = 0  # the server's count (usage) when it sent one, else the estimate
+    counted: bool = False  # output_tokens is the server's count, not the stream pieces seen
     itl_s: list[float] = field(default_factory=list)
     start: float = 0.0  # time.perf_counter() when it was sent
     end: float = 0.0  # time.perf_counter() at the end
@@ -188,6 +189,9 @@ class BenchResult:
         extra: dict[str, float] = {}
         if self.lag_s and turn is None:
             extra["send_lag_p99_ms"] = percentile(sorted(self.lag_s), 99) * 1000.0
+        uncounted = sum(1 for r in done if not r.counted)
+        if uncounted:  # a piece may carry several tokens: tok/s then reads low
+            extra[PIECES_COUNTED] = 100.0 * uncounted / len(done)
         return Metrics(
             output_tok_s=tokens / duration if duration > 0 else 0.0,
             request_s=len(done) / duration if duration > 0 else 0.0,
@@ -430,7 +434,8 @@ async def _one(
         return record
     record.end = time.perf_counter()
     record.e2e_s = record.end - start
-    record.output_tokens = int(state["total"]) if state.get("usage") else chunks
+    record.counted = bool(state.get("usage"))
+    record.output_tokens = int(state["total"]) if record.counted else chunks
     record.input_tokens = int(state.get("prompt", 0))
     record.text = state.get("text", "")
     if record.output_tokens <= 0:

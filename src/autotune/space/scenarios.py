@@ -16,7 +16,7 @@ import difflib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from autotune.models import Combine, Metrics, Scenario
+from autotune.models import PIECES_COUNTED, Combine, Metrics, Scenario
 
 if TYPE_CHECKING:
     from autotune.space.schema import StudySpec
@@ -26,7 +26,14 @@ _STATS = [
     f"{n}_{k}_ms" for n in ("ttft", "itl", "e2e", "tpot") for k in ("mean", "p50", "p90", "p99")
 ]
 BASE_METRICS = frozenset(
-    [*Metrics().flat(), *_STATS, "accept_length", "peak_failed_requests", "send_lag_p99_ms"]
+    [
+        *Metrics().flat(),
+        *_STATS,
+        "accept_length",
+        "peak_failed_requests",
+        "send_lag_p99_ms",
+        PIECES_COUNTED,
+    ]
 )
 GOODPUT_METRICS = frozenset({"goodput_req_s", "goodput_miss_pct"})
 

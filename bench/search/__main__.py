@@ -188,6 +188,9 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     # Without two numbers too large together (their places in their ranges added) as the
     # explanation of crashes alike that no shared values explain (before this pass).
     "no-sums": lambda land, s, n: run_driver(land, s, n, steering=_steer(sums=False)),
+    # Local moves launched whatever the crash model says (before this pass; now one it gives
+    # an even chance of crashing is drawn again).
+    "no-local-vet": lambda land, s, n: run_driver(land, s, n, local_risk=1.0),
     # A crash's explanations counted alike (before this pass), not weighed by their stretch.
     "unweighed": lambda land, s, n: run_driver(land, s, n, steering=_steer(weighs=False)),
     # A value or choice in a crash's explanation weighed a quarter or all of a full range's

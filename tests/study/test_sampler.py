@@ -100,6 +100,27 @@ def test_local_moves_change_one_or_two_values_of_the_best() -> None:
             assert 8 <= int(config["a"]) <= 512  # type: ignore[call-overload]
 
 
+@pytest.mark.parametrize("local_risk", [0.5, 1.0])
+def test_a_local_move_the_crash_model_gives_an_even_chance_of_crashing_is_drawn_again(
+    local_risk: float,
+) -> None:
+    """Above a = 64 the crash model says 0.9: such a move is drawn again (local moves used to
+    be the one kind of proposal launched whatever the crash model said); with ``local_risk``
+    1.0 it is not, and some moves go there."""
+    study = _study(local=1.0)
+    sampler = study.sampler
+    assert isinstance(sampler, LocalTPESampler)
+    sampler._local_risk = local_risk  # type: ignore[attr-defined]
+    sampler.crash_risk = lambda c: 0.9 if int(c["a"]) > 64 else 0.0
+    configs = [_ask(study) for _ in range(30)]
+    risky = [c for c in configs if int(c["a"]) > 64]  # type: ignore[call-overload]
+    if local_risk < 1.0:
+        assert not risky
+        assert any(int(c["a"]) < 64 for c in configs)  # a itself still moves
+    else:
+        assert risky
+
+
 def test_without_local_moves_it_is_tpe() -> None:
     study = _study(local=0.0)
     configs = [_ask(study) for _ in range(10)]

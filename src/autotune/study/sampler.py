@@ -17,7 +17,9 @@ puts every parameter at its best at once, and the best points of server tuning s
   pairs (a backend with a large batch), and a crash with one new pair has one explanation
   where a crash with several new pairs has as many.
 - ``local`` (share): the best configuration with one or two values moved a little: a number
-  by a small step on its own scale, a categorical or bool to another value.
+  by a small step on its own scale, a categorical or bool to another value; a move the crash
+  model gives an even chance of crashing is drawn again (``local_risk``): near a learned edge
+  such moves crashed four times in five.
 - ``swap`` (``swaps.py``; once, after ``SWAP`` complete trials): the best configuration with
   each other choice of a categorical or bool, repaired below the crash edges learned so far:
   a choice is otherwise judged at the settings of the choice it competes with, and a backend
@@ -62,6 +64,8 @@ from autotune.study.swaps import RETRY, SWAP, SWAP_RISK, Swaps
 
 # The defaults, chosen on bench/search and the black boxes (docs/benchmarks.md).
 LOCAL_SHARE = 0.2  # share of local moves
+LOCAL_RISK = 0.5  # a local move the crash model gives this chance of crashing is drawn again
+LOCAL_DRAWS = 8  # the most draws of one local move
 MODEL_SHARE = 0.5  # share of the additive model's proposals
 REACH = 1.0  # how far (of the [-1, 1] range) a model proposal moves a number
 RISKY = 2.0  # weight of log(1 - crash probability) against the proposal's log score
@@ -84,6 +88,8 @@ class LocalTPESampler(BaseSampler):
     Args:
         tpe: the TPE sampler that makes every other proposal.
         local: share of trials that are local moves.
+        local_risk: a local move the crash model gives this probability of crashing or more is
+            drawn again, up to ``LOCAL_DRAWS`` times (1.0: never).
         after: complete trials needed before the first local move or model proposal.
         step: size of a numeric move, as a share of the range (one standard deviation).
         design: one-at-a-time proposals from the baseline before anything else (0: none; -1:
@@ -128,6 +134,7 @@ class LocalTPESampler(BaseSampler):
         tpe: BaseSampler,
         *,
         local: float = LOCAL_SHARE,
+        local_risk: float = LOCAL_RISK,
         after: int = 8,
         step: float = 0.12,
         design: int = DESIGN,
@@ -176,6 +183,7 @@ class LocalTPESampler(BaseSampler):
         self.refused: Callable[[Mapping[str, Any]], bool] | None = None
         self.space: Mapping[str, BaseDistribution] = {}
         self._local = local
+        self._local_risk = local_risk
         self._after = after
         self._step = step
         self._rng = random.Random(seed)
@@ -228,13 +236,23 @@ class LocalTPESampler(BaseSampler):
                 if self._plan_edge_step(study, trial, best, fitted[0]):
                     return "edge"
             return "model" if self._plan_model(study, trial, best, fitted) else "tpe"
-        names = list(best.params)
-        moved = set(self._rng.sample(names, k=min(len(names), self._rng.choice((1, 1, 2)))))
-        self._moves[trial.number] = {
-            n: _nudge(best.distributions[n], v, self._rng, self._step) if n in moved else v
-            for n, v in best.params.items()
-        }
+        self._moves[trial.number] = self._local_move(best)
         return "local"
+
+    def _local_move(self, best: FrozenTrial) -> dict[str, Any]:
+        """The best configuration with one or two values nudged; drawn again while the crash
+        model gives it ``local_risk`` or more (the last draw stands)."""
+        names = list(best.params)
+        risk = self.crash_risk if self._local_risk < 1.0 else None
+        for _ in range(LOCAL_DRAWS):
+            moved = set(self._rng.sample(names, k=min(len(names), self._rng.choice((1, 1, 2)))))
+            move = {
+                n: _nudge(best.distributions[n], v, self._rng, self._step) if n in moved else v
+                for n, v in best.params.items()
+            }
+            if risk is None or (risk(move) or 0.0) < self._local_risk:
+                break
+        return move
 
     def _best(self, study: Study) -> FrozenTrial | None:
         """The configuration moves start from: a baseline that leaves settings unset is no

@@ -2,9 +2,10 @@
 
 ``tests/study/servers/blackbox.py`` (``--server blackbox``: 5 settings as flags and environment
 variables, 3 crash regions with real-looking errors), ``blackbox2.py`` (``--server blackbox2``:
-6 settings, other shapes) or ``blackbox3.py`` (``--server blackbox3``: shaped after the issue's
+6 settings, other shapes), ``blackbox3.py`` (``--server blackbox3``: shaped after the issue's
 description of its hidden server, constants set so that TPE alone behaves there as the issue
-reports) is started by the
+reports) or ``blackbox4.py`` (``--server blackbox4``: another, independent guess at that hidden
+server, held out) is started by the
 ``command`` engine for every trial, with the driver's real defaults (the baseline launched
 three times, proposals made again relaunched, confirmation rounds at the end). The real
 driver, local executor and node runner launch it, benchmark it over HTTP and classify its
@@ -43,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 import blackbox2  # noqa: E402
 import blackbox3  # noqa: E402
+import blackbox4  # noqa: E402
 from bench.search.harness import check_passes  # noqa: E402
 from bench.steering import make_driver  # noqa: E402
 from blackbox import crash_of, rate  # noqa: E402
@@ -151,6 +153,13 @@ SERVER: dict[str, tuple[list[dict[str, Any]], dict[str, Any], Any, Any, Any]] = 
         blackbox3.truth,
         blackbox3.optimum,
         blackbox3.crash_of,
+    ),
+    "blackbox4": (
+        blackbox4.PARAMETERS,
+        blackbox4.BASELINE,
+        blackbox4.truth,
+        blackbox4.optimum,
+        blackbox4.crash_of,
     ),
 }
 

@@ -1,0 +1,49 @@
+"""The black boxes that stand in for issue 13's hidden server are what they claim to be: the
+baseline serves, each crash region dies with lines the command engine's rules name, and the
+optimum is about three times the baseline (bench/search_blackbox.py measures the search on them)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from autotune.engines import get_engine
+from autotune.models import Phase
+from autotune.node.failures import classify
+from autotune.space.schema import EngineSpec
+
+sys.path.insert(0, str(Path(__file__).parent / "servers"))
+
+import blackbox3  # noqa: E402
+import blackbox4  # noqa: E402
+
+# one configuration inside each crash region (changed from the baseline), and the cause named
+REGIONS: dict[Any, list[tuple[dict[str, Any], str]]] = {
+    blackbox3: [
+        ({"backend": "fa3", "graph_bs": 256}, "cuda_graph_capture"),
+        ({"compile": True, "buffsize": 65536}, "cuda_oom"),
+        ({"allreduce": "mscclpp", "backend": "flashinfer"}, "assertion"),
+    ],
+    blackbox4: [
+        ({"moe_backend": "deep_gemm", "max_running": 256}, "cuda_oom"),
+        ({"max_running": 512, "nchannels": 32}, "nccl_error"),
+        ({"moe_backend": "deep_gemm", "compile": True}, "cuda_graph_capture"),
+    ],
+}
+
+
+@pytest.mark.parametrize("box", list(REGIONS), ids=lambda m: m.__name__)
+def test_a_black_box_serves_its_baseline_and_names_each_crash(box: Any) -> None:
+    rules = get_engine(EngineSpec(name="command", command=["server", "--port", "{port}"]))
+    assert box.crash_of(box.BASELINE) is None
+    for change, cause in REGIONS[box]:
+        lines = box.crash_of({**box.BASELINE, **change})
+        assert lines is not None, change
+        failure = classify(
+            lines, rules.failure_rules(), phase=Phase.LOAD, exit_code=1, argv=[], env={}
+        )
+        assert failure.cause.value == cause, (change, failure.message)
+    assert 2.9 <= box.optimum() / box.rate(box.BASELINE) <= 3.2

@@ -37,13 +37,12 @@ REGIONS: dict[Any, list[tuple[dict[str, Any], str]]] = {
 
 @pytest.mark.parametrize("box", list(REGIONS), ids=lambda m: m.__name__)
 def test_a_black_box_serves_its_baseline_and_names_each_crash(box: Any) -> None:
-    rules = get_engine(EngineSpec(name="command", command=["server", "--port", "{port}"]))
+    engine = get_engine(EngineSpec(name="command", command=["server", "--port", "{port}"]))
+    rules = engine.failure_rules()
     assert box.crash_of(box.BASELINE) is None
     for change, cause in REGIONS[box]:
         lines = box.crash_of({**box.BASELINE, **change})
         assert lines is not None, change
-        failure = classify(
-            lines, rules.failure_rules(), phase=Phase.LOAD, exit_code=1, argv=[], env={}
-        )
+        failure = classify(lines, rules, phase=Phase.LOAD, exit_code=1, argv=[], env={})
         assert failure.cause.value == cause, (change, failure.message)
     assert 2.9 <= box.optimum() / box.rate(box.BASELINE) <= 3.2

@@ -30,13 +30,13 @@ def _ask(study: optuna.Study) -> dict[str, object]:
     }
 
 
-def _study(local: float, model: float = 0.0) -> optuna.Study:
+def _study(local: float, model: float = 0.0, **kw: Any) -> optuna.Study:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         tpe = optuna.samplers.TPESampler(seed=0, n_startup_trials=5, multivariate=True)
     study = optuna.create_study(
         direction="maximize",
-        sampler=LocalTPESampler(tpe, local=local, model=model, design=0, after=4, seed=0),
+        sampler=LocalTPESampler(tpe, local=local, model=model, design=0, after=4, seed=0, **kw),
     )
     best = {"a": 64, "b": 0.5, "c": "y"}
     study.add_trial(optuna.trial.create_trial(params=best, distributions=SPACE, value=10.0))
@@ -107,10 +107,9 @@ def test_a_local_move_the_crash_model_gives_an_even_chance_of_crashing_is_drawn_
     """Above a = 64 the crash model says 0.9: such a move is drawn again (local moves used to
     be the one kind of proposal launched whatever the crash model said); with ``local_risk``
     1.0 it is not, and some moves go there."""
-    study = _study(local=1.0)
+    study = _study(local=1.0, local_risk=local_risk)
     sampler = study.sampler
     assert isinstance(sampler, LocalTPESampler)
-    sampler._local_risk = local_risk  # type: ignore[attr-defined]
     sampler.crash_risk = lambda c: 0.9 if int(c["a"]) > 64 else 0.0
     configs = [_ask(study) for _ in range(30)]
     risky = [c for c in configs if int(c["a"]) > 64]  # type: ignore[call-overload]

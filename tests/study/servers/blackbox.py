@@ -28,6 +28,43 @@ def die(lines: list[str]) -> NoReturn:
     _http.crash('  File "/srv/blackbox/model_runner.py", line 412, in capture', *lines)
 
 
+def serve(
+    name: str,
+    parameters: list[dict[str, Any]],
+    baseline: dict[str, Any],
+    crash_of: Callable[[dict[str, Any]], list[str] | None],
+    rate: Callable[[dict[str, Any]], float],
+) -> NoReturn:
+    """Read a configuration as the command engine passes it (each parameter's flag or
+    environment variable; the baseline's value where it is not given), then ``start`` (the
+    other black boxes' ``main``)."""
+    p = argparse.ArgumentParser(description=f"{name}: a black-box inference server")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, required=True)
+    kinds: dict[str, Any] = {"int": int, "float": float, "categorical": str}
+    for q in parameters:
+        if "flag" in q:
+            p.add_argument(
+                q["flag"],
+                dest=q["name"],
+                type=kinds[q["type"]],
+                choices=q.get("choices"),
+                default=baseline[q["name"]],
+            )
+    a = p.parse_args()
+    config = {}
+    for q in parameters:
+        if "flag" in q:
+            config[q["name"]] = getattr(a, q["name"])
+            continue
+        raw = os.environ.get(q["env"])
+        if raw is None:
+            config[q["name"]] = baseline[q["name"]]
+        else:
+            config[q["name"]] = raw == "1" if q["type"] == "bool" else kinds[q["type"]](raw)
+    start(name, config, crash_of, rate, a.host, a.port)
+
+
 def start(
     name: str,
     config: dict[str, Any],

@@ -18,9 +18,7 @@ the chunk inside its range, three streams and ``dfs-weight`` without overlap.
 
 from __future__ import annotations
 
-import argparse
 import math
-import os
 from typing import Any
 
 import blackbox
@@ -120,22 +118,7 @@ def optimum() -> float:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description="a second black-box inference server")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, required=True)
-    p.add_argument("--scheduler", choices=["fcfs", "lpm", "dfs-weight"], default="fcfs")
-    p.add_argument("--chunked-prefill", type=int, default=8192)
-    p.add_argument("--max-running", type=int, default=32)
-    a = p.parse_args()
-    c = {
-        "scheduler": a.scheduler,
-        "chunk": a.chunked_prefill,
-        "running": a.max_running,
-        "kv": os.environ.get("BB2_KV_DTYPE", "auto"),
-        "streams": int(os.environ.get("BB2_STREAMS", "1")),
-        "overlap": os.environ.get("BB2_OVERLAP", "0") == "1",
-    }
-    blackbox.start("blackbox2", c, crash_of, rate, a.host, a.port)
+    blackbox.serve("blackbox2", PARAMETERS, BASELINE, crash_of, rate)
 
 
 if __name__ == "__main__":

@@ -18,10 +18,8 @@ about 3.1x the baseline (triton, nccl, 8, 1024 KiB, off).
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import math
-import os
 from typing import Any
 
 import blackbox
@@ -115,21 +113,7 @@ def optimum() -> float:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description="a third black-box inference server")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, required=True)
-    p.add_argument("--attention-backend", choices=["triton", "flashinfer", "fa3"], default="triton")
-    p.add_argument("--allreduce", choices=["nccl", "custom", "mscclpp"], default="nccl")
-    p.add_argument("--cuda-graph-max-bs", type=int, default=8)
-    a = p.parse_args()
-    c = {
-        "backend": a.attention_backend,
-        "allreduce": a.allreduce,
-        "graph_bs": a.cuda_graph_max_bs,
-        "buffsize": int(os.environ.get("BB3_NCCL_BUFFSIZE_KB", "1024")),
-        "compile": os.environ.get("BB3_COMPILE", "0") == "1",
-    }
-    blackbox.start("blackbox3", c, crash_of, rate, a.host, a.port)
+    blackbox.serve("blackbox3", PARAMETERS, BASELINE, crash_of, rate)
 
 
 if __name__ == "__main__":

@@ -24,10 +24,8 @@ about 95% of the optimum in 30 launches, 7 of 10 seeds at 95%, 6.5 crashes. The 
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import math
-import os
 from typing import Any
 
 import blackbox
@@ -142,21 +140,7 @@ def optimum() -> float:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description="a fourth black-box inference server")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, required=True)
-    p.add_argument("--moe-runner-backend", choices=BACKENDS, default="triton")
-    p.add_argument("--schedule-policy", choices=POLICIES, default="fcfs")
-    p.add_argument("--max-running-requests", type=int, default=16)
-    a = p.parse_args()
-    c = {
-        "moe_backend": a.moe_runner_backend,
-        "policy": a.schedule_policy,
-        "max_running": a.max_running_requests,
-        "nchannels": int(os.environ.get("BB4_NCCL_MIN_NCHANNELS", "1")),
-        "compile": os.environ.get("BB4_ENABLE_TORCH_COMPILE", "0") == "1",
-    }
-    blackbox.start("blackbox4", c, crash_of, rate, a.host, a.port)
+    blackbox.serve("blackbox4", PARAMETERS, BASELINE, crash_of, rate)
 
 
 if __name__ == "__main__":

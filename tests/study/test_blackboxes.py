@@ -4,6 +4,8 @@ optimum is about three times the baseline (bench/search_blackbox.py measures the
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -46,3 +48,17 @@ def test_a_black_box_serves_its_baseline_and_names_each_crash(box: Any) -> None:
         failure = classify(lines, rules, phase=Phase.LOAD, exit_code=1, argv=[], env={})
         assert failure.cause.value == cause, (change, failure.message)
     assert 2.9 <= box.optimum() / box.rate(box.BASELINE) <= 3.2
+
+
+def test_a_black_box_reads_its_settings_from_flags_and_environment_variables() -> None:
+    """``blackbox.serve`` takes each setting from its flag or variable, the baseline's value
+    where none is given: compile (a variable) with deep_gemm (a flag) dies in graph capture."""
+    script = Path(__file__).parent / "servers" / "blackbox4.py"
+    env = {**os.environ, "BB4_ENABLE_TORCH_COMPILE": "1"}
+    argv = [sys.executable, str(script), "--port", "1", "--moe-runner-backend", "deep_gemm"]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=20)
+    assert done.returncode != 0
+    assert "'moe_backend': 'deep_gemm'" in done.stdout
+    assert "'compile': True" in done.stdout
+    assert "'max_running': 16" in done.stdout  # the baseline's, not given
+    assert "Capture cuda graph failed" in done.stdout + done.stderr

@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).parent / "servers"))
 
 import blackbox3  # noqa: E402
 import blackbox4  # noqa: E402
+import blackbox5  # noqa: E402
 
 # one configuration inside each crash region (changed from the baseline), and the cause named
 REGIONS: dict[Any, list[tuple[dict[str, Any], str]]] = {
@@ -33,6 +34,11 @@ REGIONS: dict[Any, list[tuple[dict[str, Any], str]]] = {
         ({"moe_backend": "deep_gemm", "max_running": 256}, "cuda_oom"),
         ({"max_running": 512, "nchannels": 32}, "nccl_error"),
         ({"moe_backend": "deep_gemm", "compile": True}, "cuda_graph_capture"),
+    ],
+    blackbox5: [
+        ({"mixed": True, "chunk": 12288}, "cuda_oom"),
+        ({"sampling": "flashinfer", "decode_steps": 14}, "runtime_crash"),
+        ({"decode_steps": 20}, "cuda_graph_capture"),
     ],
 }
 

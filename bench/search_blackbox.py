@@ -184,6 +184,7 @@ VARIANTS: dict[str, str] = {
     "no-edge-step": "the defaults without edge steps",
     "coarse": "the defaults with the additive model's three bends only",
     "no-pairs": "the defaults with a crash that one value explains kept to that explanation alone",
+    "no-endgame": "the defaults with TPE's share kept to the budget's last launches",
 }
 
 # Variants of run(): the default sampler with these settings (bench/search strategies alike).
@@ -194,6 +195,7 @@ ONE_CHANGE: dict[str, dict[str, Any]] = {
     "no-mid": {"mid": "off"},
     "no-edge-step": {"edge_step": False},
     "coarse": {"fine": False},
+    "no-endgame": {"endgame": 0},
 }
 
 
@@ -217,7 +219,9 @@ def run(
     ``no-mid``); ``no-edge-step``, the defaults without edge steps (bench/search
     ``no-edge-step``); ``coarse``, the defaults with the additive model's three bends only
     (bench/search ``coarse``); ``no-pairs``, the defaults with a crash that one value
-    explains kept to that explanation alone (bench/search ``no-pairs``)."""
+    explains kept to that explanation alone (bench/search ``no-pairs``); ``no-endgame``, the
+    defaults with TPE's share kept to the budget's last launches (bench/search
+    ``no-endgame``)."""
     from bench.search.harness import driver_sampler
 
     from autotune.records import budget_launches

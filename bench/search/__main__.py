@@ -134,6 +134,12 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     "model-0.7": lambda land, s, n: run_driver(land, s, n, model=0.7, local=0.1),
     "no-group": lambda land, s, n: run_driver(land, s, n, steering=_steer(group=False)),
     "reach-0.5": lambda land, s, n: run_driver(land, s, n, reach=0.5),
+    "no-endgame": lambda land, s, n: run_driver(land, s, n, endgame=0),
+    "endgame-10": lambda land, s, n: run_driver(land, s, n, endgame=10),
+    "endgame-8": lambda land, s, n: run_driver(land, s, n, endgame=8),
+    "endgame-4": lambda land, s, n: run_driver(land, s, n, endgame=4),
+    "endgame-15": lambda land, s, n: run_driver(land, s, n, endgame=15),
+    "endgame-30": lambda land, s, n: run_driver(land, s, n, endgame=30),
     # This round's candidates (docs/benchmarks.md): the defaults with one thing changed, and
     # "last", the defaults this round started from.
     "last": lambda land, s, n: run_driver(

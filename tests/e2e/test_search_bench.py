@@ -281,3 +281,19 @@ def test_a_space_s_crash_budget_reaches_the_study_s_steering(tmp_path: Path) -> 
     assert spent, budgeted
     assert crashes >= 3
     assert not [r for r in reasons(0.0)[0] if "crash budget" in r]
+
+
+def test_the_driver_tells_the_sampler_what_is_left_so_the_last_launches_are_not_tpe() -> None:
+    """The driver says how many launches the budget has left before each proposal: in the
+    study's last six, what would be TPE's draws are the model's and local moves."""
+    from bench.search.__main__ import by_name
+    from bench.search.harness import run_driver
+
+    sources = []
+    for seed in range(3):
+        launches = run_driver(by_name("five"), seed, 30)
+        search = [la.source for la in launches if la.kind == "search"]
+        assert len(search) == 30
+        assert "tpe" not in search[-6:], search[-6:]
+        sources += search
+    assert "tpe" in sources  # TPE still draws before them

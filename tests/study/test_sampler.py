@@ -157,6 +157,28 @@ def test_each_trial_keeps_the_kind_of_proposal_that_made_it() -> None:
         assert 1 <= sum(t.params[k] != best.params[k] for k in SPACE) <= 2
 
 
+@pytest.mark.parametrize("endgame", [6, 0])
+def test_the_last_launches_of_the_budget_leave_tpe_nothing(endgame: int) -> None:
+    """In the budget's last ``endgame`` launches what would be TPE's draws are local moves
+    (with no model share here); before them, and with no endgame, TPE still draws."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        tpe = optuna.samplers.TPESampler(seed=0, n_startup_trials=5, multivariate=True)
+    sampler = LocalTPESampler(tpe, local=0.3, model=0.0, design=0, after=1, endgame=endgame)
+    study = _after_baseline(sampler, BASE)
+    kinds = []
+    for i in range(24):
+        sampler.left = 24 - i  # as the driver says before each ask
+        _ask(study)
+        study.tell(study.trials[-1].number, 1.0 + i % 5)
+        kinds.append(study.trials[-1].user_attrs["proposed_by"])
+    assert "tpe" in kinds[:18]
+    if endgame:
+        assert set(kinds[18:]) == {"local"}
+    else:
+        assert "tpe" in kinds[18:]
+
+
 def test_the_design_moves_one_value_of_the_baseline_to_a_range_end_per_trial() -> None:
     study = _design_study(5)
     base = BASE

@@ -409,6 +409,8 @@ class Driver:
         with warnings.catch_warnings():
             # Our heartbeats are recorded by hand (_heartbeat), not by Study.optimize.
             warnings.filterwarnings("ignore", "Heartbeat of storage", UserWarning)
+            if isinstance(self.study.sampler, LocalTPESampler):  # for its endgame
+                self.study.sampler.left = loop.target - loop.launched - len(loop.inflight)
             trial = self.study.ask()
         fixed = self.ledger.fixed_params(trial._trial_id)
         config = suggest(trial, self.spec, fixed=fixed)

@@ -30,7 +30,9 @@ puts every parameter at its best at once, and the best points of server tuning s
   points sit at edges (the largest batch that still fits), and the model's own candidates
   weigh the probability that the few runs below the edge leave high, so they creep. Before
   the swaps, an edge reached for one choice puts the best where other choices crash.
-- everything else is TPE's.
+- everything else is TPE's, except in the study's last ``endgame`` launches: there TPE's
+  share goes to the model and local moves in proportion, as a draw that explores finds
+  nothing the study has launches left to follow up (the driver sets ``left``).
 
 Crashed and refused proposals are told to the study like any other trial, so TPE learns from
 them too; the crash models still vet every proposal before it is launched. The shares were
@@ -75,6 +77,7 @@ EDGE_GAIN = 0.02  # the least gain (log) the additive model predicts for an edge
 FINE = True  # the additive model may bend finer where that predicts left-out launches better
 EI = True  # rank the model's candidates by expected improvement, not predicted value
 NOVEL = 0.7  # of model candidates this close to the best score (log), the fewest new pairs
+ENDGAME = 6  # the last launches of the budget, where TPE's share goes to the model and local moves
 NOVEL_NEAR = 0.25  # a number this near (share of its scaled range) is the same value
 # the kinds: the one-at-a-time start, a swap, the additive model, an edge step, a local move,
 # TPE; and a crash's one-value test, which the driver enqueues (the baseline, relaunches and
@@ -119,6 +122,9 @@ class LocalTPESampler(BaseSampler):
             the learned ramp; measured, 0.25 kept).
         fine: the additive model is fitted with finer bends too (``FINE_KNOTS``), and the one
             with the smaller leave-one-out error is used.
+        endgame: in the budget's last this many launches, what would be TPE's draws go to
+            the model and local moves (``left`` says how many launches are left; unset, no
+            endgame).
         seed: seed of the local draws.
 
     The driver sets ``refused``, ``crash_risk``, ``crash_share`` and ``sum_pairs`` (the crash
@@ -158,6 +164,7 @@ class LocalTPESampler(BaseSampler):
         edge_risk: float = EDGE_RISK,
         fine: bool = FINE,
         novel: float = NOVEL,
+        endgame: int = ENDGAME,
         seed: int | None = None,
     ) -> None:
         self._design = Design(design, mid=mid, unset=unset, early=early, center=center)
@@ -188,6 +195,8 @@ class LocalTPESampler(BaseSampler):
         self._step = step
         self._rng = random.Random(seed)
         self._moves: dict[int, dict[str, Any]] = {}  # trial -> the configuration it proposes
+        self._endgame = endgame
+        self.left: int | None = None  # launches left in the budget (the driver sets it)
 
     def reseed_rng(self) -> None:
         self._tpe.reseed_rng()
@@ -221,7 +230,12 @@ class LocalTPESampler(BaseSampler):
                     return "swap"
         draw = self._rng.random()
         if draw >= self._local + self._model:
-            return "tpe"
+            shares = self._local + self._model
+            if self.left is None or self.left > self._endgame or shares <= 0.0:
+                return "tpe"
+            # The last launches: an exploring draw finds what no launch is left to follow
+            # up, so TPE's share goes to the model and local moves, in proportion.
+            draw = (draw - shares) / (1.0 - shares) * shares
         best = self._best(study)
         if best is None:
             return "tpe"

@@ -135,11 +135,11 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     "no-group": lambda land, s, n: run_driver(land, s, n, steering=_steer(group=False)),
     "reach-0.5": lambda land, s, n: run_driver(land, s, n, reach=0.5),
     "no-endgame": lambda land, s, n: run_driver(land, s, n, endgame=0),
-    "endgame-10": lambda land, s, n: run_driver(land, s, n, endgame=10),
-    "endgame-8": lambda land, s, n: run_driver(land, s, n, endgame=8),
-    "endgame-4": lambda land, s, n: run_driver(land, s, n, endgame=4),
-    "endgame-15": lambda land, s, n: run_driver(land, s, n, endgame=15),
-    "endgame-30": lambda land, s, n: run_driver(land, s, n, endgame=30),
+    # the budget's last k launches without TPE draws (the default: 6)
+    **{
+        f"endgame-{k}": lambda land, s, n, k=k: run_driver(land, s, n, endgame=k)
+        for k in (4, 8, 10, 15, 30)
+    },
     # This round's candidates (docs/benchmarks.md): the defaults with one thing changed, and
     # "last", the defaults this round started from.
     "last": lambda land, s, n: run_driver(

@@ -16,9 +16,10 @@ the edges of those regions; the optimum is about 3x the baseline (triton, 16, 0.
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, NoReturn
 
 import _http
@@ -26,6 +27,16 @@ import _http
 
 def die(lines: list[str]) -> NoReturn:
     _http.crash('  File "/srv/blackbox/model_runner.py", line 412, in capture', *lines)
+
+
+def best_over(truth: Callable[[dict[str, Any]], float | None], **levels: Iterable[Any]) -> float:
+    """The best noise-free rate ``truth`` gives over every combination of ``levels`` (each
+    setting's values to try; 0 where all crash): the black boxes' ``optimum``."""
+    names = list(levels)
+    return max(
+        (truth(dict(zip(names, values, strict=True))) or 0.0)
+        for values in itertools.product(*levels.values())
+    )
 
 
 def serve(

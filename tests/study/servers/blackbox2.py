@@ -98,23 +98,15 @@ def optimum() -> float:
     chunks = {round(256 * 64 ** (i / 64)) for i in range(65)}
     runs = {round(16 * 32 ** (i / 64)) for i in range(65)} | {192}
     chunks |= {2 ** (19 - math.log2(r)) // 1 for r in runs if 256 <= 2 ** (19 - math.log2(r))}
-    best = 0.0
-    for sched in ("fcfs", "lpm", "dfs-weight"):
-        for chunk in chunks:
-            for run in runs:
-                for kv in ("auto", "fp8"):
-                    for streams in range(1, 9):
-                        for overlap in (False, True):
-                            c = {
-                                "scheduler": sched,
-                                "chunk": int(chunk),
-                                "running": run,
-                                "kv": kv,
-                                "streams": streams,
-                                "overlap": overlap,
-                            }
-                            best = max(best, truth(c) or 0.0)
-    return best
+    return blackbox.best_over(
+        truth,
+        scheduler=("fcfs", "lpm", "dfs-weight"),
+        chunk=[int(c) for c in chunks],
+        running=runs,
+        kv=("auto", "fp8"),
+        streams=range(1, 9),
+        overlap=(False, True),
+    )
 
 
 def main() -> None:

@@ -18,7 +18,6 @@ about 3.1x the baseline (triton, nccl, 8, 1024 KiB, off).
 
 from __future__ import annotations
 
-import itertools
 import math
 from typing import Any
 
@@ -98,18 +97,15 @@ def truth(c: dict[str, Any]) -> float | None:
 def optimum() -> float:
     """The best noise-free rate over every graph batch size and buffer size (1 KiB steps on
     the log scale are finer than any study's grid)."""
-    best = 0.0
     sizes = sorted({round(256 * 256 ** (i / 128)) for i in range(129)} | {8192, 32767})
-    for backend, allreduce, bs, buff, comp in itertools.product(
-        ["triton", "flashinfer", "fa3"],
-        ["nccl", "custom", "mscclpp"],
-        range(1, 513),
-        sizes,
-        [False, True],
-    ):
-        c = {"backend": backend, "allreduce": allreduce, "graph_bs": bs, "buffsize": buff}
-        best = max(best, truth({**c, "compile": comp}) or 0.0)
-    return best
+    return blackbox.best_over(
+        truth,
+        backend=["triton", "flashinfer", "fa3"],
+        allreduce=["nccl", "custom", "mscclpp"],
+        graph_bs=range(1, 513),
+        buffsize=sizes,
+        compile=[False, True],
+    )
 
 
 def main() -> None:

@@ -24,7 +24,6 @@ about 95% of the optimum in 30 launches, 7 of 10 seeds at 95%, 6.5 crashes. The 
 
 from __future__ import annotations
 
-import itertools
 import math
 from typing import Any
 
@@ -130,13 +129,14 @@ def truth(c: dict[str, Any]) -> float | None:
 def optimum() -> float:
     """The best noise-free rate over every running-request and channel count (the whole
     integer grid, so exact)."""
-    best = 0.0
-    for backend, policy, running, channels, comp in itertools.product(
-        BACKENDS, POLICIES, range(8, 1025), range(1, 65), [False, True]
-    ):
-        c = {"moe_backend": backend, "policy": policy, "max_running": running}
-        best = max(best, truth({**c, "nchannels": channels, "compile": comp}) or 0.0)
-    return best
+    return blackbox.best_over(
+        truth,
+        moe_backend=BACKENDS,
+        policy=POLICIES,
+        max_running=range(8, 1025),
+        nchannels=range(1, 65),
+        compile=[False, True],
+    )
 
 
 def main() -> None:

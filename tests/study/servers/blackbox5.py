@@ -32,7 +32,6 @@ random the same).
 
 from __future__ import annotations
 
-import itertools
 import math
 from typing import Any
 
@@ -132,14 +131,15 @@ def truth(c: dict[str, Any]) -> float | None:
 def optimum() -> float:
     """The best noise-free rate: the chunk's hill is highest at its best size or, past an
     edge, at the edge, so those sizes and every step count hold it (exact)."""
-    best = 0.0
     chunks = [256, 16384, *BEST_CHUNK.values(), *MAX_CHUNK.values()]
-    for sampling, algo, mixed, steps, chunk in itertools.product(
-        SAMPLERS, ALGOS, [False, True], range(1, 21), chunks
-    ):
-        c = {"sampling": sampling, "algo": algo, "mixed": mixed, "decode_steps": steps}
-        best = max(best, truth({**c, "chunk": chunk}) or 0.0)
-    return best
+    return blackbox.best_over(
+        truth,
+        sampling=SAMPLERS,
+        algo=ALGOS,
+        mixed=[False, True],
+        decode_steps=range(1, 21),
+        chunk=chunks,
+    )
 
 
 def main() -> None:

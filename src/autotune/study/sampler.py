@@ -123,14 +123,14 @@ class LocalTPESampler(BaseSampler):
         fine: the additive model is fitted with finer bends too (``FINE_KNOTS``), and the one
             with the smaller leave-one-out error is used.
         endgame: in the budget's last this many launches, what would be TPE's draws go to
-            the model and local moves (``left`` says how many launches are left; unset, no
-            endgame).
+            the model and local moves.
         seed: seed of the local draws.
 
     The driver sets ``refused``, ``crash_risk``, ``crash_share`` and ``sum_pairs`` (the crash
     model's verdict, probability, share of explanations met at their thresholds, and the two
     numbers it found too large together) so that model proposals skip and weigh crashes and
-    swaps are repaired; unset, they do not.
+    swaps are repaired; unset, they do not. Before each proposal it sets ``left``, the
+    launches the budget has left, for the endgame; unset, there is none.
     It sets ``space`` (the distributions of the parameters every configuration has) so that
     the design also moves the settings a partial baseline leaves unset.
     """

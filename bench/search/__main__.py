@@ -212,6 +212,13 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     ),
     "no-pairs": lambda land, s, n: run_driver(land, s, n, steering=_steer(pairs=False)),
     "swap-risk": lambda land, s, n: run_driver(land, s, n, swap_risk=0.8),
+    # a swap's repair moves numbers only (before this pass), or may also move another
+    # choice while meeting up to k of a crash's explanations
+    "no-swap-choices": lambda land, s, n: run_driver(land, s, n, swap_choices=0.0),
+    **{
+        f"swap-choices-{k}": lambda land, s, n, k=k: run_driver(land, s, n, swap_choices=k)
+        for k in (0.6, 0.7, 0.85)
+    },
     "swap-16": lambda land, s, n: run_driver(land, s, n, swap=16),
     "swap-rounds": lambda land, s, n: run_driver(land, s, n, swap_every=8),
     # a partial baseline's unset settings left to TPE in the design (before they had values)

@@ -12,7 +12,7 @@ import pytest
 from pytest import approx
 
 from autotune.study.sampler import LocalTPESampler
-from autotune.study.swaps import SWAP_RISK
+from autotune.study.swaps import CHOICE_RISK, SWAP_RISK
 
 SPACE = {
     "a": optuna.distributions.IntDistribution(1, 1024, log=True),
@@ -629,6 +629,69 @@ def test_a_higher_swap_risk_applies_to_a_swap_made_again_only(risk: float) -> No
     first.refused = lambda c: _three_of_four(c) >= 1.0
     study = _swap_study(first)
     assert not [c for c in (_ask(study) for _ in range(3)) if c["c"] == "z" and c["b"] == 0.5]
+
+
+BACKENDS = {
+    "backend": optuna.distributions.CategoricalDistribution(["triton", "cutlass", "deep_gemm"]),
+    "compile": optuna.distributions.CategoricalDistribution([False, True]),
+    "a": optuna.distributions.IntDistribution(1, 1024, log=True),
+}
+
+
+def _compile_explained(c: Mapping[str, object]) -> float:
+    """A crash at (deep_gemm, compile, a=256), weighed: deep_gemm with compile (0.6), compile
+    with a >= 64 (0.4)."""
+    if not c["compile"]:
+        return 0.0
+    return 0.6 * (c["backend"] == "deep_gemm") + 0.4 * (int(c["a"]) >= 64)  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize("choices", [CHOICE_RISK, 0.0])
+def test_a_swap_a_crash_pairs_with_another_choice_is_made_with_that_choice_moved(
+    choices: float,
+) -> None:
+    """deep_gemm is the best backend and compile helps, but the two crashed together (at a
+    large ``a``, so compile with a large ``a`` explains it too). Compile's swap at the best
+    configuration meets every explanation, and moving ``a`` still leaves the pair's 0.6: no
+    number repairs it. Moving the backend to the one the model rates next (cutlass, not
+    triton) leaves 0.4, so the swap is made so (``swap_choices``, the default); with choice
+    repairs off it is not made at all."""
+
+    def rate(backend: str, compile: bool, a: int) -> float:
+        gain = {"triton": 1.0, "cutlass": 1.3, "deep_gemm": 1.35}[backend]
+        return gain * (1.25 if compile else 1.0) * (1 + 0.1 * math.log2(a))
+
+    sampler = LocalTPESampler(
+        optuna.samplers.RandomSampler(seed=0),
+        local=0.0,
+        model=0.0,
+        design=0,
+        swap=5,
+        swap_choices=choices,
+        seed=0,
+    )
+    sampler.crash_share = _compile_explained
+    sampler.refused = lambda c: _compile_explained(c) >= 1.0
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    ran = [("triton", False, 16), ("cutlass", False, 16), ("deep_gemm", False, 16)]
+    ran += [("triton", True, 16), ("deep_gemm", False, 256), ("cutlass", False, 2)]
+    for backend, compile, a in ran:
+        params = {"backend": backend, "compile": compile, "a": a}
+        study.add_trial(
+            optuna.trial.create_trial(
+                params=params, distributions=BACKENDS, value=rate(backend, compile, a)
+            )
+        )
+    asked = []
+    for _ in range(3):
+        trial = study.ask()
+        asked.append({n: trial._suggest(n, d) for n, d in BACKENDS.items()})
+        study.tell(trial, 1.0)
+    repaired = {"backend": "cutlass", "compile": True, "a": 256}
+    if choices:
+        assert asked[0] == repaired  # the first swap (triton is not tried: the model says worse)
+    else:
+        assert repaired not in asked
 
 
 def _edge(sampler: LocalTPESampler, edge: dict[str, int]) -> None:

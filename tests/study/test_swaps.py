@@ -67,3 +67,40 @@ def test_a_higher_limit_lets_a_repair_leave_some_explanations_met_but_never_all(
     assert fixed is not None and fixed["graph_bs"] < 160 and share(fixed) == 0.6
     every = {"backend": "fa3", "graph_bs": 512, "buffsize": 8192}  # all met, neither may move
     assert repair(every, SPACE, {"backend", "buffsize", "graph_bs"}, share, None, 1.0) is None
+
+
+CHOICES = {
+    "backend": optuna.distributions.CategoricalDistribution(["triton", "cutlass", "deep_gemm"]),
+    "compile": optuna.distributions.CategoricalDistribution([False, True]),
+    "graph_bs": optuna.distributions.IntDistribution(1, 512, log=True),
+}
+
+
+def _compile_crash(c: Mapping[str, Any]) -> float:
+    """One crash (deep_gemm, compile, graph_bs 256) and its explanations, weighed: deep_gemm
+    with compile (0.4), compile with graph_bs >= 64 (0.6)."""
+    if not c["compile"]:
+        return 0.0
+    return 0.4 * (c["backend"] == "deep_gemm") + 0.6 * (c["graph_bs"] >= 64)
+
+
+class _Rates:
+    """An additive model's stand-in: cutlass reads better than triton."""
+
+    def predict(self, configs: list[Mapping[str, Any]]) -> list[float]:
+        return [{"triton": 0.0, "cutlass": 0.3, "deep_gemm": 0.35}[c["backend"]] for c in configs]
+
+
+def test_a_swap_a_crash_pairs_with_another_choice_is_repaired_by_moving_that_choice() -> None:
+    """compile on at the best configuration (deep_gemm) meets both explanations of the crash;
+    the batch moved below 64 still leaves deep_gemm with compile (0.4) met, and another
+    backend leaves 0.6 met. Numbers alone: the least met is the batch's move. With choices
+    (up to 0.7 met) the batch's move still wins (0.4 < 0.6); where the batch may not move, the
+    backend goes to the choice the model rates best, never to one meeting more than 0.7."""
+    swap = {"backend": "deep_gemm", "compile": True, "graph_bs": 256}
+    numbers = repair(swap, CHOICES, {"compile"}, _compile_crash, None, 0.5)
+    assert numbers is not None and numbers["backend"] == "deep_gemm" and numbers["graph_bs"] < 64
+    assert repair(swap, CHOICES, {"compile", "graph_bs"}, _compile_crash, None, 0.5) is None
+    moved = repair(swap, CHOICES, {"compile", "graph_bs"}, _compile_crash, None, 0.5, 0.7, _Rates())
+    assert moved == {"backend": "cutlass", "compile": True, "graph_bs": 256}
+    assert repair(swap, CHOICES, {"compile", "graph_bs"}, _compile_crash, None, 0.5, 0.55) is None

@@ -21,7 +21,8 @@ puts every parameter at its best at once, and the best points of server tuning s
   model gives an even chance of crashing is drawn again (``local_risk``): near a learned edge
   such moves crashed four times in five.
 - ``swap`` (``swaps.py``; once, after ``SWAP`` complete trials): the best configuration with
-  each other choice of a categorical or bool, repaired below the crash edges learned so far:
+  each other choice of a categorical or bool, repaired below the crash edges learned so far
+  (or, where a crash pairs it with another choice, with that one moved):
   a choice is otherwise judged at the settings of the choice it competes with, and a backend
   that crashes above a batch size another one takes never wins.
 - ``edge step`` (of the model's share, once the swaps are over): the best configuration with
@@ -62,7 +63,7 @@ from autotune.study.additive import AdditiveModel, candidates, on_grid, scaled, 
 from autotune.study.design import DESIGN, MID, Design, reference
 from autotune.study.history import best_trial, fit, key, sign
 from autotune.study.ledger import is_enqueued, mark_proposed
-from autotune.study.swaps import RETRY, SWAP, SWAP_RISK, Swaps
+from autotune.study.swaps import CHOICE_RISK, RETRY, SWAP, SWAP_RISK, Swaps
 
 # The defaults, chosen on bench/search and the black boxes (docs/benchmarks.md).
 LOCAL_SHARE = 0.2  # share of local moves
@@ -111,8 +112,8 @@ class LocalTPESampler(BaseSampler):
         ei: rank model candidates by expected improvement (else by predicted value).
         unset, early, center, mid: the design's (``design.Design``); ``unset`` also makes
             moves start from the best configuration that names every setting.
-        swap, swap_every, retry, swap_risk: the swaps' ``after``, ``every``, ``retry`` and
-            ``risk`` (``swaps.Swaps``; ``swap`` 0: none).
+        swap, swap_every, retry, swap_risk, swap_choices: the swaps' ``after``, ``every``,
+            ``retry``, ``risk`` and ``choice_risk`` (``swaps.Swaps``; ``swap`` 0: none).
         novel: of the model's candidates within this much of the best score (log), the one
             with the fewest untried pairs of a choice and another value is proposed (0: the
             best score alone; needs ``crash_risk``).
@@ -159,6 +160,7 @@ class LocalTPESampler(BaseSampler):
         swap_every: int = 0,
         retry: bool = RETRY,
         swap_risk: float = SWAP_RISK,
+        swap_choices: float = CHOICE_RISK,
         mid: str = MID,
         edge_step: bool = EDGE_STEP,
         edge_risk: float = EDGE_RISK,
@@ -168,7 +170,7 @@ class LocalTPESampler(BaseSampler):
         seed: int | None = None,
     ) -> None:
         self._design = Design(design, mid=mid, unset=unset, early=early, center=center)
-        self._swaps = Swaps(swap, swap_every, retry, swap_risk)
+        self._swaps = Swaps(swap, swap_every, retry, swap_risk, swap_choices)
         self._edge_step = edge_step
         self._edge_risk = edge_risk
         self._fine = fine

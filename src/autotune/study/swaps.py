@@ -5,7 +5,11 @@ crashes above a batch size another one takes looks worse at that batch size and 
 though below its edge it is the faster. So once, after ``SWAP`` complete trials, the best
 configuration is launched with each other choice, where the additive model does not call it
 clearly worse. A swap the crash model refuses moves one number the least way out of the
-crash's explanations (``repair``); one that crashed as it was is made once more so repaired,
+crash's explanations (``repair``), or another categorical or bool to the choice the additive
+model rates best where that leaves fewer of them met: compile that crashed with the fastest
+backend is tried with the next one, where no number's move gets out of the pair (measured on
+``blackbox4``: 183 to 220 of 240 studies at 95% of the optimum; docs/benchmarks.md); one that
+crashed as it was is made once more so repaired,
 and one that ran repaired about as well as the choice it replaced would there is made again
 nearer the edge the crash model has learned since, from the configuration it was first made
 from (it may be the best one by then). A repair that crashed before any launch of its swap
@@ -36,7 +40,11 @@ from autotune.study.history import NEAR, failed, key, sign
 SWAP = 12  # complete trials before each other choice is tried at the best configuration
 SWAP_MOST = 3  # the most launches of one swap
 SWAP_RISK = 0.5  # the largest share of crash explanations a swap may still meet
+CHOICE_SHIFT = 1.0  # a repair's move to another choice, as far as a number's move of [-1, 1]
 RETRY = True  # a repaired swap that crashed is made once more with another number moved
+# the largest share of crash explanations a swap repaired by another choice may meet (0: a
+# repair moves numbers only)
+CHOICE_RISK = 0.7
 
 Verdict = Callable[[Mapping[str, Any]], bool]
 Share = Callable[[Mapping[str, Any]], float | None]
@@ -54,6 +62,8 @@ class Swaps:
         risk: the largest share of crash explanations the repair of a swap made again may
             leave met (a swap that crashed with two choices in its company meets two pair
             explanations that no number's move leaves; measured 0.8, ``SWAP_RISK`` kept).
+        choice_risk: the largest share of crash explanations a swap repaired by moving
+            another categorical or bool may leave met (0: repairs move numbers only).
     """
 
     def __init__(
@@ -62,8 +72,10 @@ class Swaps:
         every: int = 0,
         retry: bool = RETRY,
         risk: float = SWAP_RISK,
+        choice_risk: float = CHOICE_RISK,
     ) -> None:
         self.after = after
+        self.choice_risk = choice_risk
         self.risk = risk
         self.every = every
         self.retry = retry
@@ -153,7 +165,16 @@ class Swaps:
                 if gain < -NEAR:
                     continue
             risk = self.risk if made_from is not None else SWAP_RISK
-            config = repair(swapped, best.distributions, {name, *avoid}, share, refused, risk)
+            config = repair(
+                swapped,
+                best.distributions,
+                {name, *avoid},
+                share,
+                refused,
+                risk,
+                self.choice_risk,
+                fitted[0] if fitted is not None else None,
+            )
             if config is None or key(config) in seen:
                 continue
             moved = next((n for n in config if not same_value(config[n], swapped[n])), None)
@@ -171,11 +192,16 @@ def repair(
     share: Share | None,
     refused: Verdict | None,
     most: float = SWAP_RISK,
+    choice_risk: float = 0.0,
+    model: AdditiveModel | None = None,
 ) -> dict[str, Any] | None:
     """``config``, or the configuration with one number (not of ``fixed``) moved the least
     way, in sixteenths of the way to an end of its range, that meets the fewest of a crash's
     explanations (``share``, at most ``most`` and not all) and that the crash model does not
-    refuse (None: none)."""
+    refuse (None: none). With ``choice_risk``, a categorical or bool (not of ``fixed``) moved
+    to another choice is a repair too, as far as a number's move across ``CHOICE_SHIFT`` of
+    [-1, 1], that may meet up to ``choice_risk``; of such repairs that tie, the one ``model``
+    rates best."""
 
     def no(c: Mapping[str, Any]) -> bool:
         return refused is not None and refused(c)
@@ -186,9 +212,20 @@ def repair(
     first = met(config)
     if first == 0.0 and not no(config):
         return config
-    tries: list[tuple[float, float, dict[str, Any]]] = [(first, 0.0, config)]
+    # (explanations met, how far the move goes, minus the model's prediction, the most
+    # explanations it may meet, the configuration)
+    tries: list[tuple[float, float, float, float, dict[str, Any]]] = [
+        (first, 0.0, 0.0, most, config)
+    ]
     for n, d in dists.items():
         if n in fixed or n not in config:
+            continue
+        if choice_risk and isinstance(d, CategoricalDistribution):
+            for choice in d.choices:
+                if not same_value(choice, config[n]):
+                    c = {**config, n: choice}
+                    worth = float(model.predict([c])[0]) if model is not None else 0.0
+                    tries.append((round(met(c), 3), CHOICE_SHIFT, -worth, choice_risk, c))
             continue
         if not isinstance(d, IntDistribution | FloatDistribution):
             continue
@@ -196,9 +233,9 @@ def repair(
             for value in sixteenths(d, config[n], end):
                 c = {**config, n: value}
                 shift = abs(scaled(d, value) - scaled(d, config[n]))
-                tries.append((round(met(c), 3), shift, c))
-    for m, _, c in sorted(tries, key=lambda t: t[:2]):  # the fewest explanations met,
-        if m <= most and m < 1.0 and not no(c):  # then the least move
+                tries.append((round(met(c), 3), shift, 0.0, most, c))
+    for m, _, _, limit, c in sorted(tries, key=lambda t: t[:3]):  # the fewest explanations
+        if m <= limit and m < 1.0 and not no(c):  # met, then the least move
             return c
     return None
 

@@ -5,14 +5,14 @@ variables, 3 crash regions with real-looking errors), ``blackbox2.py`` (``--serv
 6 settings, other shapes), ``blackbox3.py`` (``--server blackbox3``: shaped after the issue's
 description of its hidden server, constants set so that TPE alone behaves there as the issue
 reports), ``blackbox4.py`` (``--server blackbox4``: another, independent guess at that hidden
-server, held out) or ``blackbox5.py`` (``--server blackbox5``: a third guess, held out) is
-started by the ``command`` engine for every trial, with the driver's real defaults (the
-baseline launched three times, proposals made again relaunched, confirmation rounds at the
-end). The real driver, local executor and node runner launch it, benchmark it over HTTP and
-classify its crashes. Reported per seed: the noise-free rate of the configuration the study
-reports (``Ledger.best``, what ``status --json`` and ``export`` give) as % of the optimum
-(enumerated from the server's own rate function), and crashes launched in the search's 30
-launches.
+server, held out), ``blackbox5.py`` (``--server blackbox5``: a third guess, held out) or
+``blackbox6.py`` (``--server blackbox6``: a fourth guess, held out) is started by the
+``command`` engine for every trial, with the driver's real defaults (the baseline launched
+three times, proposals made again relaunched, confirmation rounds at the end). The real
+driver, local executor and node runner launch it, benchmark it over HTTP and classify its
+crashes. Reported per seed: the noise-free rate of the configuration the study reports
+(``Ledger.best``, what ``status --json`` and ``export`` give) as % of the optimum (enumerated
+from the server's own rate function), and crashes launched in the search's 30 launches.
 
     .venv/bin/python bench/search_blackbox.py --seeds 5 --trials 30
     .venv/bin/python bench/search_blackbox.py --server blackbox2 --seeds 5 --trials 30
@@ -47,6 +47,7 @@ import blackbox2  # noqa: E402
 import blackbox3  # noqa: E402
 import blackbox4  # noqa: E402
 import blackbox5  # noqa: E402
+import blackbox6  # noqa: E402
 from bench.search.harness import check_passes  # noqa: E402
 from bench.steering import make_driver  # noqa: E402
 from blackbox import crash_of, rate  # noqa: E402
@@ -170,6 +171,13 @@ SERVER: dict[str, tuple[list[dict[str, Any]], dict[str, Any], Any, Any, Any]] = 
         blackbox5.optimum,
         blackbox5.crash_of,
     ),
+    "blackbox6": (
+        blackbox6.PARAMETERS,
+        blackbox6.BASELINE,
+        blackbox6.truth,
+        blackbox6.optimum,
+        blackbox6.crash_of,
+    ),
 }
 
 
@@ -185,6 +193,7 @@ VARIANTS: dict[str, str] = {
     "coarse": "the defaults with the additive model's three bends only",
     "no-pairs": "the defaults with a crash that one value explains kept to that explanation alone",
     "no-endgame": "the defaults with TPE's share kept to the budget's last launches",
+    "no-swap-choices": "the defaults with a swap's repair moving numbers only",
 }
 
 # Variants of run(): the default sampler with these settings (bench/search strategies alike).
@@ -196,6 +205,7 @@ ONE_CHANGE: dict[str, dict[str, Any]] = {
     "no-edge-step": {"edge_step": False},
     "coarse": {"fine": False},
     "no-endgame": {"endgame": 0},
+    "no-swap-choices": {"swap_choices": 0.0},
 }
 
 
@@ -221,7 +231,8 @@ def run(
     (bench/search ``coarse``); ``no-pairs``, the defaults with a crash that one value
     explains kept to that explanation alone (bench/search ``no-pairs``); ``no-endgame``, the
     defaults with TPE's share kept to the budget's last launches (bench/search
-    ``no-endgame``)."""
+    ``no-endgame``); ``no-swap-choices``, the defaults with a swap's repair moving numbers
+    only (bench/search ``no-swap-choices``)."""
     from bench.search.harness import driver_sampler
 
     from autotune.records import budget_launches
@@ -287,6 +298,7 @@ def in_process(
     server: str = "blackbox",
     empty: bool = False,
     noise: float = 0.03,
+    first: int = 0,
 ) -> list[tuple[float, int]]:
     """The same study with the server's rate function answered in-process (``noise``: the
     launch-to-launch spread, log scale), for
@@ -325,7 +337,7 @@ def in_process(
     )
     land._optimum = optimum_of()
     out = []
-    for seed in range(seeds):
+    for seed in range(first, first + seeds):
         launches = STRATEGIES[strategy](land, seed, trials)
         # autotune reports its confirmed winner; a competitor its best measured launch.
         answer = [la for la in launches if la.kind == "answer"] or [
@@ -345,7 +357,7 @@ def _mean_se(xs: list[float]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--first-seed", type=int, default=0, help="real launches: the first seed")
+    ap.add_argument("--first-seed", type=int, default=0, help="the first seed")
     ap.add_argument("--trials", type=int, default=30)
     ap.add_argument(
         "--in-process",
@@ -403,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
         runs = {}
         for name in [a.in_process] + ([a.against] if a.against else []):
             rows = runs[name] = in_process(
-                a.seeds, a.trials, name, a.server, a.empty_baseline, a.noise
+                a.seeds, a.trials, name, a.server, a.empty_baseline, a.noise, a.first_seed
             )
             print(
                 f"{a.server} in-process, {name}: mean "

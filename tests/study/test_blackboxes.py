@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).parent / "servers"))
 import blackbox3  # noqa: E402
 import blackbox4  # noqa: E402
 import blackbox5  # noqa: E402
+import blackbox6  # noqa: E402
 
 # one configuration inside each crash region (changed from the baseline), and the cause named
 REGIONS: dict[Any, list[tuple[dict[str, Any], str]]] = {
@@ -39,6 +40,11 @@ REGIONS: dict[Any, list[tuple[dict[str, Any], str]]] = {
         ({"mixed": True, "chunk": 12288}, "cuda_oom"),
         ({"sampling": "flashinfer", "decode_steps": 14}, "runtime_crash"),
         ({"decode_steps": 20}, "cuda_graph_capture"),
+    ],
+    blackbox6: [
+        ({"algo": "EAGLE3", "draft": 12, "prefill": 16384}, "kv_pool_oom"),
+        ({"algo": "NGRAM", "tbo": True}, "assertion"),
+        ({"proto": "LL128", "prefill": 32768}, "nccl_error"),
     ],
 }
 

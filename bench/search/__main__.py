@@ -219,6 +219,11 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
         f"swap-choices-{k}": lambda land, s, n, k=k: run_driver(land, s, n, swap_choices=k)
         for k in (0.6, 0.7, 0.85)
     },
+    # a repair by another choice whatever the model says of it (before this pass; the
+    # default: only where it does not call it clearly worse than the configuration the swap
+    # is made from), or only where not clearly worse than the swap unrepaired
+    "floor-none": lambda land, s, n: run_driver(land, s, n, choice_floor="none"),
+    "floor-swap": lambda land, s, n: run_driver(land, s, n, choice_floor="swap"),
     "swap-16": lambda land, s, n: run_driver(land, s, n, swap=16),
     "swap-rounds": lambda land, s, n: run_driver(land, s, n, swap_every=8),
     # a partial baseline's unset settings left to TPE in the design (before they had values)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import optuna
@@ -12,7 +12,7 @@ import pytest
 from pytest import approx
 
 from autotune.study.sampler import LocalTPESampler
-from autotune.study.swaps import CHOICE_RISK, SWAP_RISK
+from autotune.study.swaps import CHOICE_FLOOR, CHOICE_RISK, SWAP_RISK
 
 SPACE = {
     "a": optuna.distributions.IntDistribution(1, 1024, log=True),
@@ -646,32 +646,18 @@ def _compile_explained(c: Mapping[str, object]) -> float:
     return 0.6 * (c["backend"] == "deep_gemm") + 0.4 * (int(c["a"]) >= 64)  # type: ignore[call-overload]
 
 
-@pytest.mark.parametrize("choices", [CHOICE_RISK, 0.0])
-def test_a_swap_a_crash_pairs_with_another_choice_is_made_with_that_choice_moved(
-    choices: float,
-) -> None:
-    """deep_gemm is the best backend and compile helps, but the two crashed together (at a
-    large ``a``, so compile with a large ``a`` explains it too). Compile's swap at the best
-    configuration meets every explanation, and moving ``a`` still leaves the pair's 0.6: no
-    number repairs it. Moving the backend to the one the model rates next (cutlass, not
-    triton) leaves 0.4, so the swap is made so (``swap_choices``, the default); with choice
-    repairs off it is not made at all."""
+def _backend_study(
+    sampler: LocalTPESampler, share: Callable[[Mapping[str, object]], float]
+) -> optuna.Study:
+    """deep_gemm is the best backend and compile helps (cutlass 4% below deep_gemm, triton
+    30%); ``share`` is what the crash model says of compile's crash with deep_gemm."""
 
     def rate(backend: str, compile: bool, a: int) -> float:
         gain = {"triton": 1.0, "cutlass": 1.3, "deep_gemm": 1.35}[backend]
         return gain * (1.25 if compile else 1.0) * (1 + 0.1 * math.log2(a))
 
-    sampler = LocalTPESampler(
-        optuna.samplers.RandomSampler(seed=0),
-        local=0.0,
-        model=0.0,
-        design=0,
-        swap=5,
-        swap_choices=choices,
-        seed=0,
-    )
-    sampler.crash_share = _compile_explained
-    sampler.refused = lambda c: _compile_explained(c) >= 1.0
+    sampler.crash_share = share
+    sampler.refused = lambda c: share(c) >= 1.0
     study = optuna.create_study(direction="maximize", sampler=sampler)
     ran = [("triton", False, 16), ("cutlass", False, 16), ("deep_gemm", False, 16)]
     ran += [("triton", True, 16), ("deep_gemm", False, 256), ("cutlass", False, 2)]
@@ -682,16 +668,70 @@ def test_a_swap_a_crash_pairs_with_another_choice_is_made_with_that_choice_moved
                 params=params, distributions=BACKENDS, value=rate(backend, compile, a)
             )
         )
+    return study
+
+
+def _backend_sampler(**swaps: Any) -> LocalTPESampler:
+    """Only swaps (from the fifth complete trial on), then random draws."""
+    return LocalTPESampler(
+        optuna.samplers.RandomSampler(seed=0),
+        local=0.0,
+        model=0.0,
+        design=0,
+        swap=5,
+        seed=0,
+        **swaps,
+    )
+
+
+def _ask_backends(study: optuna.Study, n: int = 3) -> list[dict[str, object]]:
     asked = []
-    for _ in range(3):
+    for _ in range(n):
         trial = study.ask()
         asked.append({n: trial._suggest(n, d) for n, d in BACKENDS.items()})
         study.tell(trial, 1.0)
+    return asked
+
+
+@pytest.mark.parametrize("choices", [CHOICE_RISK, 0.0])
+def test_a_swap_a_crash_pairs_with_another_choice_is_made_with_that_choice_moved(
+    choices: float,
+) -> None:
+    """deep_gemm is the best backend and compile helps, but the two crashed together (at a
+    large ``a``, so compile with a large ``a`` explains it too). Compile's swap at the best
+    configuration meets every explanation, and moving ``a`` still leaves the pair's 0.6: no
+    number repairs it. Moving the backend to the one the model rates next (cutlass, not
+    triton) leaves 0.4, so the swap is made so (``swap_choices``, the default); with choice
+    repairs off it is not made at all."""
+    study = _backend_study(_backend_sampler(swap_choices=choices), _compile_explained)
+    asked = _ask_backends(study)
     repaired = {"backend": "cutlass", "compile": True, "a": 256}
     if choices:
         assert asked[0] == repaired  # the first swap (triton is not tried: the model says worse)
     else:
         assert repaired not in asked
+
+
+def _compile_with_two(c: Mapping[str, object]) -> float:
+    """The crash's pair explanations: compile with deep_gemm or with cutlass (0.6), compile
+    with a >= 64 (0.4)."""
+    if not c["compile"]:
+        return 0.0
+    return 0.6 * (c["backend"] != "triton") + 0.4 * (int(c["a"]) >= 64)  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize("floor", [CHOICE_FLOOR, "none"])
+def test_a_choice_repair_the_model_calls_clearly_worse_than_the_best_is_not_made(
+    floor: str,
+) -> None:
+    """Only triton leaves compile's crash explanations (cutlass meets them as deep_gemm
+    does), and triton with compile reads 7% below the best: the repair would test compile
+    where it cannot win. By default (``choice_floor`` "best") it is not made; without the
+    floor it is."""
+    study = _backend_study(_backend_sampler(choice_floor=floor), _compile_with_two)
+    asked = _ask_backends(study)
+    triton = {"backend": "triton", "compile": True, "a": 256}
+    assert (triton in asked) is (floor == "none")
 
 
 def _edge(sampler: LocalTPESampler, edge: dict[str, int]) -> None:

@@ -104,3 +104,13 @@ def test_a_swap_a_crash_pairs_with_another_choice_is_repaired_by_moving_that_cho
     moved = repair(swap, CHOICES, {"compile", "graph_bs"}, _compile_crash, None, 0.5, 0.7, _Rates())
     assert moved == {"backend": "cutlass", "compile": True, "graph_bs": 256}
     assert repair(swap, CHOICES, {"compile", "graph_bs"}, _compile_crash, None, 0.5, 0.55) is None
+
+
+def test_a_choice_repair_below_the_floor_is_not_made() -> None:
+    """The model rates cutlass 0.3; a floor above that leaves no repair (triton's 0.0 is
+    below it too), a floor below it leaves cutlass's."""
+    swap = {"backend": "deep_gemm", "compile": True, "graph_bs": 256}
+    fixed = {"compile", "graph_bs"}
+    assert repair(swap, CHOICES, fixed, _compile_crash, None, 0.5, 0.7, _Rates(), 0.32) is None
+    moved = repair(swap, CHOICES, fixed, _compile_crash, None, 0.5, 0.7, _Rates(), 0.25)
+    assert moved is not None and moved["backend"] == "cutlass"

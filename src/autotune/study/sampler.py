@@ -22,7 +22,8 @@ puts every parameter at its best at once, and the best points of server tuning s
   such moves crashed four times in five.
 - ``swap`` (``swaps.py``; once, after ``SWAP`` complete trials): the best configuration with
   each other choice of a categorical or bool, repaired below the crash edges learned so far
-  (or, where a crash pairs it with another choice, with that one moved):
+  (or, where a crash pairs it with another choice, with that one moved, where the model
+  does not call the result clearly worse than the best):
   a choice is otherwise judged at the settings of the choice it competes with, and a backend
   that crashes above a batch size another one takes never wins.
 - ``edge step`` (of the model's share, once the swaps are over): the best configuration with
@@ -63,7 +64,7 @@ from autotune.study.additive import AdditiveModel, candidates, on_grid, scaled, 
 from autotune.study.design import DESIGN, MID, Design, reference
 from autotune.study.history import best_trial, fit, key, sign
 from autotune.study.ledger import is_enqueued, mark_proposed
-from autotune.study.swaps import CHOICE_RISK, RETRY, SWAP, SWAP_RISK, Swaps
+from autotune.study.swaps import CHOICE_FLOOR, CHOICE_RISK, RETRY, SWAP, SWAP_RISK, Swaps
 
 # The defaults, chosen on bench/search and the black boxes (docs/benchmarks.md).
 LOCAL_SHARE = 0.2  # share of local moves
@@ -112,8 +113,9 @@ class LocalTPESampler(BaseSampler):
         ei: rank model candidates by expected improvement (else by predicted value).
         unset, early, center, mid: the design's (``design.Design``); ``unset`` also makes
             moves start from the best configuration that names every setting.
-        swap, swap_every, retry, swap_risk, swap_choices: the swaps' ``after``, ``every``,
-            ``retry``, ``risk`` and ``choice_risk`` (``swaps.Swaps``; ``swap`` 0: none).
+        swap, swap_every, retry, swap_risk, swap_choices, choice_floor: the swaps'
+            ``after``, ``every``, ``retry``, ``risk``, ``choice_risk`` and ``choice_floor``
+            (``swaps.Swaps``; ``swap`` 0: none).
         novel: of the model's candidates within this much of the best score (log), the one
             with the fewest untried pairs of a choice and another value is proposed (0: the
             best score alone; needs ``crash_risk``).
@@ -161,6 +163,7 @@ class LocalTPESampler(BaseSampler):
         retry: bool = RETRY,
         swap_risk: float = SWAP_RISK,
         swap_choices: float = CHOICE_RISK,
+        choice_floor: str = CHOICE_FLOOR,
         mid: str = MID,
         edge_step: bool = EDGE_STEP,
         edge_risk: float = EDGE_RISK,
@@ -170,7 +173,7 @@ class LocalTPESampler(BaseSampler):
         seed: int | None = None,
     ) -> None:
         self._design = Design(design, mid=mid, unset=unset, early=early, center=center)
-        self._swaps = Swaps(swap, swap_every, retry, swap_risk, swap_choices)
+        self._swaps = Swaps(swap, swap_every, retry, swap_risk, swap_choices, choice_floor)
         self._edge_step = edge_step
         self._edge_risk = edge_risk
         self._fine = fine

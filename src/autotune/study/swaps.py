@@ -6,9 +6,10 @@ though below its edge it is the faster. So once, after ``SWAP`` complete trials,
 configuration is launched with each other choice, where the additive model does not call it
 clearly worse. A swap the crash model refuses moves one number the least way out of the
 crash's explanations (``repair``), or another categorical or bool to the choice the additive
-model rates best where that leaves fewer of them met: compile that crashed with the fastest
-backend is tried with the next one, where no number's move gets out of the pair (measured on
-``blackbox4``: 183 to 220 of 240 studies at 95% of the optimum; docs/benchmarks.md); one that
+model rates best where that leaves fewer of them met and the model does not call the result
+clearly worse than the best: compile that crashed with the fastest backend is tried with the
+next one, where no number's move gets out of the pair (measured on ``blackbox4``: 183 to 221
+of 240 studies at 95% of the optimum; docs/benchmarks.md); one that
 crashed as it was is made once more so repaired,
 and one that ran repaired about as well as the choice it replaced would there is made again
 nearer the edge the crash model has learned since, from the configuration it was first made
@@ -45,6 +46,9 @@ RETRY = True  # a repaired swap that crashed is made once more with another numb
 # the largest share of crash explanations a swap repaired by another choice may meet (0: a
 # repair moves numbers only)
 CHOICE_RISK = 0.7
+# what a repair by another choice must not be clearly worse than, by the additive model:
+# "best" (the configuration the swap is made from), "swap" (the swap unrepaired) or "none"
+CHOICE_FLOOR = "best"
 
 Verdict = Callable[[Mapping[str, Any]], bool]
 Share = Callable[[Mapping[str, Any]], float | None]
@@ -64,6 +68,9 @@ class Swaps:
             explanations that no number's move leaves; measured 0.8, ``SWAP_RISK`` kept).
         choice_risk: the largest share of crash explanations a swap repaired by moving
             another categorical or bool may leave met (0: repairs move numbers only).
+        choice_floor: a repair by another choice is made only where the additive model
+            does not call it clearly worse (``NEAR``) than ``"best"``, the configuration the
+            swap is made from, or ``"swap"``, the swap unrepaired (``"none"``: wherever).
     """
 
     def __init__(
@@ -73,9 +80,11 @@ class Swaps:
         retry: bool = RETRY,
         risk: float = SWAP_RISK,
         choice_risk: float = CHOICE_RISK,
+        choice_floor: str = CHOICE_FLOOR,
     ) -> None:
         self.after = after
         self.choice_risk = choice_risk
+        self.choice_floor = choice_floor
         self.risk = risk
         self.every = every
         self.retry = retry
@@ -165,6 +174,11 @@ class Swaps:
                 if gain < -NEAR:
                     continue
             risk = self.risk if made_from is not None else SWAP_RISK
+            model = fitted[0] if fitted is not None else None
+            floor = None
+            if model is not None and self.choice_floor != "none":
+                against = base if self.choice_floor == "best" else swapped
+                floor = float(model.predict([against])[0]) - NEAR
             config = repair(
                 swapped,
                 best.distributions,
@@ -173,7 +187,8 @@ class Swaps:
                 refused,
                 risk,
                 self.choice_risk,
-                fitted[0] if fitted is not None else None,
+                model,
+                floor,
             )
             if config is None or key(config) in seen:
                 continue
@@ -194,6 +209,7 @@ def repair(
     most: float = SWAP_RISK,
     choice_risk: float = 0.0,
     model: AdditiveModel | None = None,
+    floor: float | None = None,
 ) -> dict[str, Any] | None:
     """``config``, or the configuration with one number (not of ``fixed``) moved the least
     way, in sixteenths of the way to an end of its range, that meets the fewest of a crash's
@@ -201,7 +217,7 @@ def repair(
     refuse (None: none). With ``choice_risk``, a categorical or bool (not of ``fixed``) moved
     to another choice is a repair too, as far as a number's move across ``CHOICE_SHIFT`` of
     [-1, 1], that may meet up to ``choice_risk``; of such repairs that tie, the one ``model``
-    rates best."""
+    rates best, and none it rates below ``floor``."""
 
     def no(c: Mapping[str, Any]) -> bool:
         return refused is not None and refused(c)
@@ -225,6 +241,8 @@ def repair(
                 if not same_value(choice, config[n]):
                     c = {**config, n: choice}
                     worth = float(model.predict([c])[0]) if model is not None else 0.0
+                    if floor is not None and worth < floor:
+                        continue
                     tries.append((round(met(c), 3), CHOICE_SHIFT, -worth, choice_risk, c))
             continue
         if not isinstance(d, IntDistribution | FloatDistribution):

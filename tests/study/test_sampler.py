@@ -506,7 +506,9 @@ def _swap_study(sampler: LocalTPESampler) -> optuna.Study:
     return study
 
 
-def _swap_sampler(swap: int = 5, retry: bool = True, risk: float = SWAP_RISK) -> LocalTPESampler:
+def _swap_sampler(
+    swap: int = 5, retry: bool = True, risk: float = SWAP_RISK, **more: Any
+) -> LocalTPESampler:
     """Only swaps (from the fifth complete trial on), then random draws."""
     return LocalTPESampler(
         optuna.samplers.RandomSampler(seed=0),
@@ -517,6 +519,7 @@ def _swap_sampler(swap: int = 5, retry: bool = True, risk: float = SWAP_RISK) ->
         retry=retry,
         swap_risk=risk,
         seed=0,
+        **more,
     )
 
 
@@ -671,19 +674,6 @@ def _backend_study(
     return study
 
 
-def _backend_sampler(**swaps: Any) -> LocalTPESampler:
-    """Only swaps (from the fifth complete trial on), then random draws."""
-    return LocalTPESampler(
-        optuna.samplers.RandomSampler(seed=0),
-        local=0.0,
-        model=0.0,
-        design=0,
-        swap=5,
-        seed=0,
-        **swaps,
-    )
-
-
 def _ask_backends(study: optuna.Study, n: int = 3) -> list[dict[str, object]]:
     asked = []
     for _ in range(n):
@@ -703,7 +693,7 @@ def test_a_swap_a_crash_pairs_with_another_choice_is_made_with_that_choice_moved
     number repairs it. Moving the backend to the one the model rates next (cutlass, not
     triton) leaves 0.4, so the swap is made so (``swap_choices``, the default); with choice
     repairs off it is not made at all."""
-    study = _backend_study(_backend_sampler(swap_choices=choices), _compile_explained)
+    study = _backend_study(_swap_sampler(swap_choices=choices), _compile_explained)
     asked = _ask_backends(study)
     repaired = {"backend": "cutlass", "compile": True, "a": 256}
     if choices:
@@ -728,7 +718,7 @@ def test_a_choice_repair_the_model_calls_clearly_worse_than_the_best_is_not_made
     does), and triton with compile reads 7% below the best: the repair would test compile
     where it cannot win. By default (``choice_floor`` "best") it is not made; without the
     floor it is."""
-    study = _backend_study(_backend_sampler(choice_floor=floor), _compile_with_two)
+    study = _backend_study(_swap_sampler(choice_floor=floor), _compile_with_two)
     asked = _ask_backends(study)
     triton = {"backend": "triton", "compile": True, "a": 256}
     assert (triton in asked) is (floor == "none")

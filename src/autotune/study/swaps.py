@@ -9,14 +9,13 @@ crash's explanations (``repair``), or another categorical or bool to the choice 
 model rates best where that leaves fewer of them met and the model does not call the result
 clearly worse than the best: compile that crashed with the fastest backend is tried with the
 next one, where no number's move gets out of the pair (measured on ``blackbox4``: 183 to 221
-of 240 studies at 95% of the optimum; docs/benchmarks.md); one that
-crashed as it was is made once more so repaired,
-and one that ran repaired about as well as the choice it replaced would there is made again
-nearer the edge the crash model has learned since, from the configuration it was first made
-from (it may be the best one by then). A repair that crashed before any launch of its swap
-ran moved a number that was not the cause (a crash at a large batch with a new buffer size is
-explained by either, and the buffer was the smaller move): the swap is made once more with
-that number left and another one moved (``retry``).
+of 240 studies at 95% of the optimum; docs/benchmarks.md). One that crashed as it was is
+made once more so repaired, and one that ran repaired about as well as the choice it
+replaced would there is made again nearer the edge the crash model has learned since, from
+the configuration it was first made from (it may be the best one by then). A repair that
+crashed before any launch of its swap ran moved a number that was not the cause (a crash at
+a large batch with a new buffer size is explained by either, and the buffer was the smaller
+move): the swap is made once more with that number left and another one moved (``retry``).
 """
 
 from __future__ import annotations

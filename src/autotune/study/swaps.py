@@ -166,18 +166,17 @@ class Swaps:
             if name not in base or same_value(base[name], choice):
                 continue
             swapped = {**base, name: choice}
-            # A choice the model calls clearly worse is not tried; one made again is, as what
-            # it taught says go on, whatever the model says.
-            if fitted is not None and made_from is None:
-                gain = fitted[0].predict([swapped])[0] - fitted[0].predict([base])[0]
-                if gain < -NEAR:
-                    continue
-            risk = self.risk if made_from is not None else SWAP_RISK
             model = fitted[0] if fitted is not None else None
             floor = None
-            if model is not None and self.choice_floor != "none":
-                against = base if self.choice_floor == "best" else swapped
-                floor = float(model.predict([against])[0]) - NEAR
+            if model is not None:
+                at_swap, at_base = (float(v) for v in model.predict([swapped, base]))
+                # A choice the model calls clearly worse is not tried; one made again is, as
+                # what it taught says go on, whatever the model says.
+                if made_from is None and at_swap - at_base < -NEAR:
+                    continue
+                if self.choice_floor != "none":
+                    floor = (at_base if self.choice_floor == "best" else at_swap) - NEAR
+            risk = self.risk if made_from is not None else SWAP_RISK
             config = repair(
                 swapped,
                 best.distributions,

@@ -67,3 +67,12 @@ def test_a_baseline_with_a_bad_flag_stops_the_study_after_one_launch(tmp_path: P
     assert len(launched) == 1
     assert stop.message.startswith("the baseline failed with invalid_argument")
     assert "--max-batchh" in stop.message and "\n" not in stop.message
+
+
+def test_in_process_runs_start_at_the_first_seed() -> None:
+    """``--first-seed`` shifts in-process runs as it does real ones: seeds 1-2 from 1 are
+    seeds 1-2 of a run from 0 (each study is seeded by its seed alone)."""
+    from bench.search_blackbox import in_process
+
+    from_zero = in_process(3, 12, "random", "blackbox6")
+    assert in_process(2, 12, "random", "blackbox6", first=1) == from_zero[1:]

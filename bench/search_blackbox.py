@@ -194,6 +194,7 @@ VARIANTS: dict[str, str] = {
     "no-pairs": "the defaults with a crash that one value explains kept to that explanation alone",
     "no-endgame": "the defaults with TPE's share kept to the budget's last launches",
     "no-swap-choices": "the defaults with a swap's repair moving numbers only",
+    "kin-1": "the defaults with no crash's explanation weighed by what caused one alike",
 }
 
 # Variants of run(): the default sampler with these settings (bench/search strategies alike).
@@ -232,7 +233,8 @@ def run(
     explains kept to that explanation alone (bench/search ``no-pairs``); ``no-endgame``, the
     defaults with TPE's share kept to the budget's last launches (bench/search
     ``no-endgame``); ``no-swap-choices``, the defaults with a swap's repair moving numbers
-    only (bench/search ``no-swap-choices``)."""
+    only (bench/search ``no-swap-choices``); ``kin-1``, the defaults with no crash's
+    explanation weighed by what caused another that failed alike (bench/search ``kin-1``)."""
     from bench.search.harness import driver_sampler
 
     from autotune.records import budget_launches
@@ -269,6 +271,8 @@ def run(
         options["steering"] = SteeringOptions(budget=crash_allowance(0.1, trials))
     elif variant == "no-pairs":
         options["steering"] = SteeringOptions(pairs=False)
+    elif variant == "kin-1":
+        options["steering"] = SteeringOptions(kin=1.0)
     with driver_sampler(sampler):
         driver = make_driver(
             space_file(folder / "space.yaml", trials, server),

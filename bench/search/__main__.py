@@ -224,6 +224,13 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     # is made from), or only where not clearly worse than the swap unrepaired
     "floor-none": lambda land, s, n: run_driver(land, s, n, choice_floor="none"),
     "floor-swap": lambda land, s, n: run_driver(land, s, n, choice_floor="swap"),
+    # an explanation on a parameter that caused another crash that failed alike (where no
+    # values explain both: an edge another choice moves) weighed k times (the default: 4;
+    # kin-1 is before this pass)
+    **{
+        f"kin-{k}": lambda land, s, n, k=k: run_driver(land, s, n, steering=_steer(kin=k))
+        for k in (1, 2, 8)
+    },
     "swap-16": lambda land, s, n: run_driver(land, s, n, swap=16),
     "swap-rounds": lambda land, s, n: run_driver(land, s, n, swap_every=8),
     # a partial baseline's unset settings left to TPE in the design (before they had values)

@@ -330,3 +330,37 @@ def test_pairs_keep_a_crash_s_two_value_explanations_beside_one_value_alone() ->
     assert not alone.probability(big_b, soft=False)
     assert 0.0 < (pairs.probability(big_b, soft=False) or 0.0) < 1.0
     assert alone.check(small) is not None and pairs.check(small) is None
+
+
+def test_a_crash_is_likelier_caused_by_what_caused_another_that_failed_alike() -> None:
+    """Backend a ran out of memory at bs 512, which the batch alone explains; b ran out of
+    memory at bs 200 with mem 0.85, where b with either number explains it and no one
+    threshold explains both (the edge moves with the backend). The same error says the batch
+    did it again (``kin``): b with a small batch is the safer repair, b with less memory the
+    riskier. Counted by stretch alone (kin 1), the two are about even; a crash that failed
+    otherwise lends the batch nothing."""
+    runs = [("a", 256, 0.7), ("a", 16, 0.9), ("c", 400, 0.9), ("b", 32, 0.7), ("b", 8, 0.6)]
+
+    def model(kin: float, second: str = "cuda_oom") -> CrashRegions:
+        m = CrashRegions(SPACE, SteeringOptions(soft=False, budget=0, kin=kin))
+        for backend, bs, mem in runs:
+            m.observe({"backend": backend, "bs": bs, "mem": mem}, crashed=False)
+        m.observe({"backend": "a", "bs": 512, "mem": 0.7}, crashed=True, signature="cuda_oom")
+        m.observe({"backend": "b", "bs": 200, "mem": 0.85}, crashed=True, signature=second)
+        return m
+
+    small_batch = {"backend": "b", "bs": 16, "mem": 0.85}
+    less_memory = {"backend": "b", "bs": 200, "mem": 0.6}
+
+    def shares(m: CrashRegions) -> tuple[float, float]:
+        return m.probability(small_batch) or 0.0, m.probability(less_memory) or 0.0
+
+    kin = model(4.0)
+    assert [len(e) for e in kin.explanations()[0]] == [1]  # the batch alone
+    assert len(kin.explanations()[1]) == 2  # b with the batch, b with the memory
+    batch, memory = shares(kin)
+    assert batch < 0.3 and memory > 0.7
+    batch, memory = shares(model(1.0))
+    assert abs(batch - memory) < 0.1
+    assert shares(model(4.0, second="cuda_graph_capture")) == shares(model(1.0))
+    assert SteeringOptions().kin > 1.0

@@ -17,7 +17,10 @@ explanation of some crash covers, so nothing is refused for being near a crash t
 parameter caused (the earlier nearest-neighbour vote, ``CrashRisk``, did that: kept as
 ``model="knn"`` to be measured against). A proposal that meets some of a crash's
 explanations gets a crash probability from them, each weighed by how likely it is: a
-threshold by the stretch it may lie in, between the nearest run and the crash (``weighs``).
+threshold by the stretch it may lie in, between the nearest run and the crash (``weighs``),
+and one on a parameter that caused another crash that failed alike ``kin`` times as much (an
+out-of-memory edge that mixed chunking moves: the chunk caused one crash alone, so it is the
+likelier cause of the next such crash too, where the choice came with other numbers).
 Crashes alike that no shared values explain (a memory pool that the batch size and the
 context length fill together crashes along a diagonal, and a run sits inside the box of the
 crashes' thresholds) are explained by the two numbers too large together: where they sit
@@ -74,6 +77,10 @@ class SteeringOptions:
     # stretch it may lie in), not counted alike
     weighs: bool = True
     eq_weight: float = 0.5  # weighs: a value or choice, against a threshold's stretch (0 to 1)
+    # weighs: an explanation on a parameter (and side) that caused another crash that failed
+    # alike, where no values explain both, counts this many times (1: no more; measured on
+    # blackbox5: 4 and 8 alike, +0.75 points; inert on every other landscape)
+    kin: float = 4.0
     ablations: int = 4  # regions: launches that test a crash's one-value explanation (0: off)
     # regions: a crash one value explains keeps its two-value explanations too (a batch size
     # below any that ran explains it alone, and the bool that came with it is missed)
@@ -224,6 +231,8 @@ class CrashRegions:
         self._signatures: list[str] = []  # per crash: how it failed
         self._explanations: list[list[tuple[Literal, ...]]] | None = None
         self._corroborated: list[tuple[Literal, ...]] = []  # met by several crashes
+        # per crash: the (parameter, side) pairs that caused other crashes that failed alike
+        self._kin: list[set[tuple[str, str]]] = []
         self._ablations = 0
         self._streak = 0
         self._numeric = {p.name for p in spec.parameters if p.type in ("int", "float")}
@@ -264,6 +273,17 @@ class CrashRegions:
                 if shared:
                     for i in members:
                         self._explanations[i] = shared
+            # A parameter (and side) that every explanation of a crash names caused it.
+            caused = [
+                set.intersection(*({lit[:2] for lit in e} for e in expl)) if expl else set()
+                for expl in self._explanations
+            ]
+            self._kin = [set() for _ in self._crashes]
+            for members in groups.values():
+                for i in members:
+                    for j in members:
+                        if self._explanations[j] is not self._explanations[i]:
+                            self._kin[i] |= caused[j]
             need = self.options.corroborated
             self._corroborated = [
                 e
@@ -478,10 +498,13 @@ class CrashRegions:
         """The largest share of one crash's explanations that ``config`` meets (None: no
         crash explained yet); ``soft=False``: met at their thresholds, with no ramp."""
         shares: dict[tuple[tuple[Literal, ...], ...], float] = {}
-        for expl in self.explanations():
+        for kin, expl in zip(self._kinship(), self.explanations(), strict=True):
             if not expl:
                 continue
-            weights = [self._weight(e) for e in expl]
+            weights = [
+                self._weight(e) * (self.options.kin if any(lit[:2] in kin for lit in e) else 1.0)
+                for e in expl
+            ]
             shares[tuple(expl)] = sum(  # crashes explained together count once
                 w
                 * math.prod(
@@ -496,6 +519,16 @@ class CrashRegions:
         # Each crash region some explanation of which is right: the configuration runs only
         # if it escapes every one of them.
         return 1.0 - math.prod(1.0 - h for h in shares.values())
+
+    def _kinship(self) -> list[set[tuple[str, str]]]:
+        """Per crash, the (parameter, side) pairs that every explanation of another crash that
+        failed alike names, where no values explain the two together: an edge that another
+        choice moves (a chunk that runs out of memory above 12288 without mixed chunking and
+        above 8192 with it) caused both crashes by the same parameter, though no one
+        threshold explains both, so a crash's explanation on that parameter is the likelier
+        one (``kin``)."""
+        self.explanations()
+        return self._kin
 
     def _weight(self, e: tuple[Literal, ...]) -> float:
         """How likely explanation ``e`` is the crash's cause, against the crash's others

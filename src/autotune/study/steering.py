@@ -273,9 +273,12 @@ class CrashRegions:
                 if shared:
                     for i in members:
                         self._explanations[i] = shared
-            # A parameter (and side) that every explanation of a crash names caused it.
+            # A number (and side) that every explanation of a crash names caused it: an edge.
+            # (A choice that they all name came with it: the edge may move with it.)
             caused = [
-                set.intersection(*({lit[:2] for lit in e} for e in expl)) if expl else set()
+                set.intersection(*({lit[:2] for lit in e if lit[1] != "eq"} for e in expl))
+                if expl
+                else set()
                 for expl in self._explanations
             ]
             self._kin = [set() for _ in self._crashes]

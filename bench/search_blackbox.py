@@ -5,14 +5,15 @@ variables, 3 crash regions with real-looking errors), ``blackbox2.py`` (``--serv
 6 settings, other shapes), ``blackbox3.py`` (``--server blackbox3``: shaped after the issue's
 description of its hidden server, constants set so that TPE alone behaves there as the issue
 reports), ``blackbox4.py`` (``--server blackbox4``: another, independent guess at that hidden
-server, held out), ``blackbox5.py`` (``--server blackbox5``: a third guess, held out) or
-``blackbox6.py`` (``--server blackbox6``: a fourth guess, held out) is started by the
-``command`` engine for every trial, with the driver's real defaults (the baseline launched
-three times, proposals made again relaunched, confirmation rounds at the end). The real
-driver, local executor and node runner launch it, benchmark it over HTTP and classify its
-crashes. Reported per seed: the noise-free rate of the configuration the study reports
-(``Ledger.best``, what ``status --json`` and ``export`` give) as % of the optimum (enumerated
-from the server's own rate function), and crashes launched in the search's 30 launches.
+server, held out), ``blackbox5.py`` (``--server blackbox5``: a third guess, held out),
+``blackbox6.py`` (``--server blackbox6``: a fourth guess, held out) or ``blackbox7.py``
+(``--server blackbox7``: a fifth guess, held out) is started by the ``command`` engine for every
+trial, with the driver's real defaults (the baseline launched three times, proposals made again
+relaunched, confirmation rounds at the end). The real driver, local executor and node runner
+launch it, benchmark it over HTTP and classify its crashes. Reported per seed: the noise-free
+rate of the configuration the study reports (``Ledger.best``, what ``status --json`` and
+``export`` give) as % of the optimum (enumerated from the server's own rate function), and
+crashes launched in the search's 30 launches.
 
     .venv/bin/python bench/search_blackbox.py --seeds 5 --trials 30
     .venv/bin/python bench/search_blackbox.py --server blackbox2 --seeds 5 --trials 30
@@ -48,6 +49,7 @@ import blackbox3  # noqa: E402
 import blackbox4  # noqa: E402
 import blackbox5  # noqa: E402
 import blackbox6  # noqa: E402
+import blackbox7  # noqa: E402
 from bench.search.harness import check_passes  # noqa: E402
 from bench.steering import make_driver  # noqa: E402
 from blackbox import crash_of, rate  # noqa: E402
@@ -177,6 +179,13 @@ SERVER: dict[str, tuple[list[dict[str, Any]], dict[str, Any], Any, Any, Any]] = 
         blackbox6.truth,
         blackbox6.optimum,
         blackbox6.crash_of,
+    ),
+    "blackbox7": (
+        blackbox7.PARAMETERS,
+        blackbox7.BASELINE,
+        blackbox7.truth,
+        blackbox7.optimum,
+        blackbox7.crash_of,
     ),
 }
 

@@ -23,6 +23,7 @@ import blackbox3  # noqa: E402
 import blackbox4  # noqa: E402
 import blackbox5  # noqa: E402
 import blackbox6  # noqa: E402
+import blackbox7  # noqa: E402
 
 # one configuration inside each crash region (changed from the baseline), and the cause named
 REGIONS: dict[Any, list[tuple[dict[str, Any], str]]] = {
@@ -45,6 +46,11 @@ REGIONS: dict[Any, list[tuple[dict[str, Any], str]]] = {
         ({"algo": "EAGLE3", "draft": 12, "prefill": 16384}, "kv_pool_oom"),
         ({"algo": "NGRAM", "tbo": True}, "assertion"),
         ({"proto": "LL128", "prefill": 32768}, "nccl_error"),
+    ],
+    blackbox7: [
+        ({"kv_dtype": "fp8_e4m3", "tokens": 491521, "dp": True}, "kv_pool_oom"),
+        ({"kv_dtype": "fp8_e4m3", "page": 256}, "cuda_graph_capture"),
+        ({"dp": True, "nthreads": 512}, "nccl_error"),
     ],
 }
 

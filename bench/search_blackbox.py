@@ -218,6 +218,15 @@ ONE_CHANGE: dict[str, dict[str, Any]] = {
     "no-swap-choices": {"swap_choices": 0.0},
 }
 
+# Variants of run() whose crash model's options differ from the defaults (``crash-budget``'s
+# depends on the trials).
+STEERING_CHANGE: dict[str, dict[str, Any]] = {
+    "previous": {"soft": False, "combine": False},
+    "before-swap": {"combine": False},
+    "no-pairs": {"pairs": False},
+    "kin-1": {"kin": 1.0},
+}
+
 
 def run(
     seed: int,
@@ -272,16 +281,10 @@ def run(
             seed=s,
         )
 
-    if variant == "previous":
-        options["steering"] = SteeringOptions(soft=False, combine=False)
-    elif variant == "before-swap":
-        options["steering"] = SteeringOptions(combine=False)
-    elif variant == "crash-budget":
+    if variant == "crash-budget":
         options["steering"] = SteeringOptions(budget=crash_allowance(0.1, trials))
-    elif variant == "no-pairs":
-        options["steering"] = SteeringOptions(pairs=False)
-    elif variant == "kin-1":
-        options["steering"] = SteeringOptions(kin=1.0)
+    elif variant in STEERING_CHANGE:
+        options["steering"] = SteeringOptions(**STEERING_CHANGE[variant])
     with driver_sampler(sampler):
         driver = make_driver(
             space_file(folder / "space.yaml", trials, server),

@@ -231,7 +231,7 @@ class CrashRegions:
         self._signatures: list[str] = []  # per crash: how it failed
         self._explanations: list[list[tuple[Literal, ...]]] | None = None
         self._corroborated: list[tuple[Literal, ...]] = []  # met by several crashes
-        # per crash: the (parameter, side) pairs that caused other crashes that failed alike
+        # per crash: the (number, side) pairs that caused other crashes that failed alike
         self._kin: list[set[tuple[str, str]]] = []
         self._ablations = 0
         self._streak = 0
@@ -266,27 +266,24 @@ class CrashRegions:
             for i, sig in enumerate(self._signatures):
                 if sig:
                     groups.setdefault(sig, []).append(i)
+            self._kin = [set() for _ in self._crashes]
             for members in groups.values():
-                if len(members) < 2 or not self.options.group:
-                    continue
-                shared = self._explain_all([self._crashes[i] for i in members])
+                grouped = len(members) > 1 and self.options.group
+                shared = self._explain_all([self._crashes[i] for i in members]) if grouped else []
                 if shared:
                     for i in members:
                         self._explanations[i] = shared
-            # A number (and side) that every explanation of a crash names caused it: an edge.
-            # (A choice that they all name came with it: the edge may move with it.)
-            caused = [
-                set.intersection(*({lit[:2] for lit in e if lit[1] != "eq"} for e in expl))
-                if expl
-                else set()
-                for expl in self._explanations
-            ]
-            self._kin = [set() for _ in self._crashes]
-            for members in groups.values():
-                for i in members:
-                    for j in members:
-                        if self._explanations[j] is not self._explanations[i]:
-                            self._kin[i] |= caused[j]
+                    continue
+                # No values explain them together, yet a number that alone caused one of them
+                # (every explanation of it names that number and side; a choice they all name
+                # only came with it) likely caused the others too: an edge another choice
+                # moves (a chunk out of memory above 12288 without mixed chunking, above 8192
+                # with it). Their explanations on that number weigh ``kin`` times.
+                for j in members:
+                    caused = _caused(self._explanations[j])
+                    for i in members:
+                        if i != j:
+                            self._kin[i] |= caused
             need = self.options.corroborated
             self._corroborated = [
                 e
@@ -501,7 +498,8 @@ class CrashRegions:
         """The largest share of one crash's explanations that ``config`` meets (None: no
         crash explained yet); ``soft=False``: met at their thresholds, with no ramp."""
         shares: dict[tuple[tuple[Literal, ...], ...], float] = {}
-        for kin, expl in zip(self._kinship(), self.explanations(), strict=True):
+        explanations = self.explanations()  # (and ``_kin`` with them)
+        for kin, expl in zip(self._kin, explanations, strict=True):
             if not expl:
                 continue
             weights = [
@@ -522,16 +520,6 @@ class CrashRegions:
         # Each crash region some explanation of which is right: the configuration runs only
         # if it escapes every one of them.
         return 1.0 - math.prod(1.0 - h for h in shares.values())
-
-    def _kinship(self) -> list[set[tuple[str, str]]]:
-        """Per crash, the (parameter, side) pairs that every explanation of another crash that
-        failed alike names, where no values explain the two together: an edge that another
-        choice moves (a chunk that runs out of memory above 12288 without mixed chunking and
-        above 8192 with it) caused both crashes by the same parameter, though no one
-        threshold explains both, so a crash's explanation on that parameter is the likelier
-        one (``kin``)."""
-        self.explanations()
-        return self._kin
 
     def _weight(self, e: tuple[Literal, ...]) -> float:
         """How likely explanation ``e`` is the crash's cause, against the crash's others
@@ -645,6 +633,12 @@ def signature_of(cause: str | None, message: str = "") -> str:
         return cause
     text = re.sub(r"\d+(\.\d+)?", "#", message.strip().lower())
     return f"unknown: {text[:120]}" if text else ""
+
+
+def _caused(expl: list[tuple[Literal, ...]]) -> set[tuple[str, str]]:
+    """The (number, side) pairs that every one of a crash's explanations ``expl`` names."""
+    sides = [{lit[:2] for lit in e if lit[1] != "eq"} for e in expl]
+    return set.intersection(*sides) if sides else set()
 
 
 def _meets(lit: Literal, config: Mapping[str, Any]) -> bool:

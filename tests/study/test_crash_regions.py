@@ -364,3 +364,29 @@ def test_a_crash_is_likelier_caused_by_what_caused_another_that_failed_alike() -
     assert abs(batch - memory) < 0.1
     assert shares(model(4.0, second="cuda_graph_capture")) == shares(model(1.0))
     assert SteeringOptions().kin > 1.0
+
+
+def test_a_choice_every_explanation_of_a_crash_names_lends_no_kin() -> None:
+    """c ran out of memory at bs 128, which only c with a large batch explains: the batch
+    caused it, and c came with it. c then ran out of memory at bs 16 with mem 0.95 (c with a
+    small batch, c with much memory, or a small batch with much memory). Only the number
+    lends weight (``kin``), and none of the second crash's explanations is on a large batch,
+    so c with a small batch is as likely a crash with kin as without; were c to lend weight
+    too, both explanations with c would weigh four times."""
+    runs = [("c", 32, 0.6), ("a", 256, 0.9), ("c", 64, 0.85), ("a", 200, 0.7)]
+    runs += [("a", 8, 0.6), ("a", 100, 0.95)]
+
+    def model(kin: float) -> CrashRegions:
+        m = CrashRegions(SPACE, SteeringOptions(soft=False, budget=0, kin=kin))
+        for backend, bs, mem in runs:
+            m.observe({"backend": backend, "bs": bs, "mem": mem}, crashed=False)
+        m.observe({"backend": "c", "bs": 128, "mem": 0.8}, crashed=True, signature="cuda_oom")
+        m.observe({"backend": "c", "bs": 16, "mem": 0.95}, crashed=True, signature="cuda_oom")
+        return m
+
+    first, second = model(4.0).explanations()
+    assert len(first) == 1 and {lit[0] for lit in first[0]} == {"backend", "bs"}
+    assert sum(any(lit[0] == "backend" for lit in e) for e in second) == 2
+    small_c = {"backend": "c", "bs": 8, "mem": 0.7}
+    assert model(4.0).probability(small_c) == approx(model(1.0).probability(small_c))
+    assert 0.0 < (model(1.0).probability(small_c) or 0.0) < 0.5

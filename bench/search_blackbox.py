@@ -44,12 +44,8 @@ SERVERS = ROOT / "tests" / "study" / "servers"
 sys.path.insert(0, str(SERVERS))
 sys.path.insert(0, str(ROOT))
 
-import blackbox2  # noqa: E402
-import blackbox3  # noqa: E402
-import blackbox4  # noqa: E402
-import blackbox5  # noqa: E402
-import blackbox6  # noqa: E402
-import blackbox7  # noqa: E402
+import importlib  # noqa: E402
+
 from bench.search.harness import check_passes  # noqa: E402
 from bench.steering import make_driver  # noqa: E402
 from blackbox import crash_of, rate  # noqa: E402
@@ -142,52 +138,15 @@ def optimum() -> float:
     return best
 
 
-# name -> (parameters, baseline, truth, optimum, the error lines a configuration dies with)
+# name -> (parameters, baseline, truth, optimum, the error lines a configuration dies with):
+# ``blackbox`` is this file's; every other ``blackboxN.py`` under tests/study/servers names its
+# own (PARAMETERS, BASELINE, truth, optimum, crash_of)
 SERVER: dict[str, tuple[list[dict[str, Any]], dict[str, Any], Any, Any, Any]] = {
     "blackbox": (PARAMETERS, BASELINE, truth, optimum, crash_lines),
-    "blackbox2": (
-        blackbox2.PARAMETERS,
-        blackbox2.BASELINE,
-        blackbox2.truth,
-        blackbox2.optimum,
-        blackbox2.crash_of,
-    ),
-    "blackbox3": (
-        blackbox3.PARAMETERS,
-        blackbox3.BASELINE,
-        blackbox3.truth,
-        blackbox3.optimum,
-        blackbox3.crash_of,
-    ),
-    "blackbox4": (
-        blackbox4.PARAMETERS,
-        blackbox4.BASELINE,
-        blackbox4.truth,
-        blackbox4.optimum,
-        blackbox4.crash_of,
-    ),
-    "blackbox5": (
-        blackbox5.PARAMETERS,
-        blackbox5.BASELINE,
-        blackbox5.truth,
-        blackbox5.optimum,
-        blackbox5.crash_of,
-    ),
-    "blackbox6": (
-        blackbox6.PARAMETERS,
-        blackbox6.BASELINE,
-        blackbox6.truth,
-        blackbox6.optimum,
-        blackbox6.crash_of,
-    ),
-    "blackbox7": (
-        blackbox7.PARAMETERS,
-        blackbox7.BASELINE,
-        blackbox7.truth,
-        blackbox7.optimum,
-        blackbox7.crash_of,
-    ),
 }
+for _path in sorted(SERVERS.glob("blackbox[0-9]*.py")):
+    _box = importlib.import_module(_path.stem)
+    SERVER[_path.stem] = (_box.PARAMETERS, _box.BASELINE, _box.truth, _box.optimum, _box.crash_of)
 
 
 # The variants of run() a seed may also run (--NAME), in the order they run, and what each is.

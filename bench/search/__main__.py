@@ -134,6 +134,8 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     "model-0.7": lambda land, s, n: run_driver(land, s, n, model=0.7, local=0.1),
     "no-group": lambda land, s, n: run_driver(land, s, n, steering=_steer(group=False)),
     "reach-0.5": lambda land, s, n: run_driver(land, s, n, reach=0.5),
+    # model proposals that move a number further (of the [-1, 1] range; the default: 1)
+    **{f"reach-{r}": lambda land, s, n, r=r: run_driver(land, s, n, reach=r) for r in (1.5, 2.0)},
     "no-endgame": lambda land, s, n: run_driver(land, s, n, endgame=0),
     # the budget's last k launches without TPE draws (the default: 6)
     **{
@@ -187,6 +189,8 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     # Without the edge steps once the swaps are over (before this pass), and with steps that
     # go as far as a crash probability of 0.5 (a bisection of the learned ramp).
     "no-edge-step": lambda land, s, n: run_driver(land, s, n, edge_step=False),
+    # edge steps past a run of the same number that read no better (before this pass)
+    "no-edge-stop": lambda land, s, n: run_driver(land, s, n, edge_stop=False),
     "edge-risk-0.5": lambda land, s, n: run_driver(land, s, n, edge_risk=0.5),
     # The additive model with its three bends only (before this pass), not also the finer
     # five where those predict left-out launches better.

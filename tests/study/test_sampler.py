@@ -849,6 +849,25 @@ def test_a_number_below_a_learned_edge_steps_toward_it_as_far_as_the_risk_is_low
         assert k >= 1 and (sampler.crash_risk(further) or 0.0) > 0.25  # type: ignore[misc]
 
 
+@pytest.mark.parametrize("read", [2.5, 2.9])
+def test_no_edge_step_goes_past_a_run_of_that_number_that_read_no_better(read: float) -> None:
+    """A run had the best configuration (a=32, y; 3.0) with ``a`` moved up to 40 and read no
+    better: the gains have levelled off there, so no edge step moves ``a`` up again (the
+    additive model's curve, fitted across the range, would keep rising); without
+    ``edge_stop`` the step is made."""
+
+    def propose(edge_stop: bool) -> dict[str, object]:
+        sampler = _model_sampler(swap=0, edge_stop=edge_stop)
+        study = _below_edge(sampler)
+        params = {"a": 40, "b": 0.5, "c": "y"}
+        study.add_trial(optuna.trial.create_trial(params=params, distributions=SPACE, value=read))
+        return _ask(study)
+
+    step = propose(False)
+    assert step["b"] == 0.5 and step["c"] == "y" and 40 < int(step["a"])  # type: ignore[call-overload]
+    assert propose(True) != step
+
+
 def test_no_edge_step_is_made_before_the_swaps() -> None:
     """While the round of swaps has not been made (due after 12 complete trials here), a
     model draw is the additive model's own candidate: an edge reached for one choice first

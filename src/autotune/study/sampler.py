@@ -31,7 +31,10 @@ puts every parameter at its best at once, and the best points of server tuning s
   probability stays low (``edge_risk``), where the additive model predicts a gain: the best
   points sit at edges (the largest batch that still fits), and the model's own candidates
   weigh the probability that the few runs below the edge leave high, so they creep. Before
-  the swaps, an edge reached for one choice puts the best where other choices crash.
+  the swaps, an edge reached for one choice puts the best where other choices crash. No
+  step goes past a run that moved the same number the same way from the best and read no
+  better (``edge_stop``): a pool's gains level off below its edge, and the model's curve,
+  fitted across the whole range, keeps rising there.
 - everything else is TPE's, except in the study's last ``endgame`` launches: there TPE's
   share goes to the model and local moves in proportion, as a draw that explores finds
   nothing the study has launches left to follow up (the driver sets ``left``).
@@ -76,6 +79,9 @@ RISKY = 2.0  # weight of log(1 - crash probability) against the proposal's log s
 EDGE_STEP = True  # once the swaps are over, model draws step a number toward a learned edge
 EDGE_RISK = 0.25  # the highest crash probability an edge step goes to
 EDGE_GAIN = 0.02  # the least gain (log) the additive model predicts for an edge step
+# no edge step past a run that moved the same number the same way from the best and read no
+# better (the model's curve keeps rising where the gains have levelled off)
+EDGE_STOP = True
 FINE = True  # the additive model may bend finer where that predicts left-out launches better
 EI = True  # rank the model's candidates by expected improvement, not predicted value
 NOVEL = 0.7  # of model candidates this close to the best score (log), the fewest new pairs
@@ -123,6 +129,8 @@ class LocalTPESampler(BaseSampler):
             configuration toward a learned crash edge (``_plan_edge_step``).
         edge_risk: the highest crash probability an edge step goes to (0.5: a bisection of
             the learned ramp; measured, 0.25 kept).
+        edge_stop: no edge step past a run that moved that number that way from the best
+            and read no better, or was pruned (``_levelled``).
         fine: the additive model is fitted with finer bends too (``FINE_KNOTS``), and the one
             with the smaller leave-one-out error is used.
         endgame: in the budget's last this many launches, what would be TPE's draws go to
@@ -167,6 +175,7 @@ class LocalTPESampler(BaseSampler):
         mid: str = MID,
         edge_step: bool = EDGE_STEP,
         edge_risk: float = EDGE_RISK,
+        edge_stop: bool = EDGE_STOP,
         fine: bool = FINE,
         novel: float = NOVEL,
         endgame: int = ENDGAME,
@@ -176,6 +185,7 @@ class LocalTPESampler(BaseSampler):
         self._swaps = Swaps(swap, swap_every, retry, swap_risk, swap_choices, choice_floor)
         self._edge_step = edge_step
         self._edge_risk = edge_risk
+        self._edge_stop = edge_stop
         self._fine = fine
         self._novel = novel
         self._ei = ei
@@ -348,12 +358,16 @@ class LocalTPESampler(BaseSampler):
         if self.crash_risk is None:
             return False
         ref = float(model.predict([best.params])[0])
-        seen = {key(t.params) for t in study.get_trials(deepcopy=False) if t.params}
+        trials = study.get_trials(deepcopy=False)
+        seen = {key(t.params) for t in trials if t.params}
+        stopped = _levelled(study, trials, best) if self._edge_stop else set()
         steps: list[tuple[float, dict[str, Any]]] = []
         for n, d in best.distributions.items():
             if not isinstance(d, IntDistribution | FloatDistribution):
                 continue
             for end in (d.low, d.high):
+                if (n, end) in stopped:
+                    continue
                 line = [{**best.params, n: v} for v in sixteenths(d, best.params[n], end)]
                 risk = [self.crash_risk(c) or 0.0 for c in line]
                 beyond = next((i for i, p in enumerate(risk) if p > self._edge_risk), None)
@@ -409,6 +423,37 @@ class LocalTPESampler(BaseSampler):
         self._moves.pop(trial.number, None)
         self._design.made.discard(trial.number)
         self._tpe.after_trial(study, trial, state, values)
+
+
+def _levelled(study: Study, trials: Sequence[FrozenTrial], best: FrozenTrial) -> set[Any]:
+    """(number, end of its range) pairs where a run had ``best``'s values but that number
+    moved toward that end, and read no better than ``best``: the gains have levelled off
+    there (or turned), whatever the additive model's curve says."""
+    s = sign(study)
+    mine = s * float(best.value) if best.value is not None else None
+    out: set[Any] = set()
+    if mine is None:
+        return out
+    for t in trials:
+        if t.number == best.number or set(t.params) != set(best.params):
+            continue
+        if t.state == TrialState.COMPLETE and t.value is not None:
+            if s * float(t.value) > mine:
+                continue
+        elif t.state != TrialState.PRUNED:  # a pruned run read worse than the runs before
+            continue
+        moved = [n for n, v in t.params.items() if not same_value(v, best.params[n])]
+        if len(moved) != 1:
+            continue
+        n = moved[0]
+        d = best.distributions[n]
+        if not isinstance(d, IntDistribution | FloatDistribution):
+            continue
+        x, y = t.params[n], best.params[n]
+        if isinstance(x, bool) or not isinstance(x, int | float):
+            continue
+        out.add((n, d.high if x > y else d.low))
+    return out
 
 
 def _untried_pairs(

@@ -1,15 +1,12 @@
 """The search defaults against a black-box server they were never tuned on, with real launches.
 
 ``tests/study/servers/blackbox.py`` (``--server blackbox``: 5 settings as flags and environment
-variables, 3 crash regions with real-looking errors), ``blackbox2.py`` (``--server blackbox2``:
-6 settings, other shapes), ``blackbox3.py`` (``--server blackbox3``: shaped after the issue's
-description of its hidden server, constants set so that TPE alone behaves there as the issue
-reports), ``blackbox4.py`` (``--server blackbox4``: another, independent guess at that hidden
-server, held out), ``blackbox5.py`` (``--server blackbox5``: a third guess, held out),
-``blackbox6.py`` (``--server blackbox6``: a fourth guess, held out) or ``blackbox7.py``
-(``--server blackbox7``: a fifth guess, held out) is started by the ``command`` engine for every
-trial, with the driver's real defaults (the baseline launched three times, proposals made again
-relaunched, confirmation rounds at the end). The real driver, local executor and node runner
+variables, 3 crash regions with real-looking errors) or any other ``blackboxN.py`` there
+(``--server blackboxN``: independent guesses at issue 13's hidden server; each file's docstring
+says what it is, docs/benchmarks.md which are tuning material and which are held out) is
+started by the ``command`` engine for every trial, with the driver's real defaults (the
+baseline launched three times, proposals made again relaunched, confirmation rounds at the
+end). The real driver, local executor and node runner
 launch it, benchmark it over HTTP and classify its crashes. Reported per seed: the noise-free
 rate of the configuration the study reports (``Ledger.best``, what ``status --json`` and
 ``export`` give) as % of the optimum (enumerated from the server's own rate function), and
@@ -158,6 +155,7 @@ VARIANTS: dict[str, str] = {
     "no-retry": "the defaults without a crashed repair's swap made again",
     "no-mid": "the defaults without the design's half-way launches",
     "no-edge-step": "the defaults without edge steps",
+    "no-edge-stop": "the defaults with edge steps past a run of that number that read no better",
     "coarse": "the defaults with the additive model's three bends only",
     "no-pairs": "the defaults with a crash that one value explains kept to that explanation alone",
     "no-endgame": "the defaults with TPE's share kept to the budget's last launches",
@@ -172,6 +170,7 @@ ONE_CHANGE: dict[str, dict[str, Any]] = {
     "no-retry": {"retry": False},
     "no-mid": {"mid": "off"},
     "no-edge-step": {"edge_step": False},
+    "no-edge-stop": {"edge_stop": False},
     "coarse": {"fine": False},
     "no-endgame": {"endgame": 0},
     "no-swap-choices": {"swap_choices": 0.0},
@@ -197,21 +196,8 @@ def run(
 ) -> tuple[float, int, int, int]:
     """(% of optimum of the configuration the study reports, crashes launched, launches of
     the search, launches on top of it: the baseline's extra ones and confirmation).
-    ``variant``: ``previous``, the search defaults this round started from (bench/search
-    ``last``); ``before-swap``, the defaults without swaps or the combined crash probability
-    (bench/search ``before-swap``); ``no-novel``, the defaults without the fewest untried
-    pairs among the model's best candidates (bench/search ``no-novel``); ``crash-budget``, the
-    defaults with ``budget.crash_budget: 0.1`` (bench/search ``crash-budget``); ``no-retry``,
-    the defaults without a crashed repair's swap made again (bench/search ``no-retry``);
-    ``no-mid``, the defaults without the design's half-way launches (bench/search
-    ``no-mid``); ``no-edge-step``, the defaults without edge steps (bench/search
-    ``no-edge-step``); ``coarse``, the defaults with the additive model's three bends only
-    (bench/search ``coarse``); ``no-pairs``, the defaults with a crash that one value
-    explains kept to that explanation alone (bench/search ``no-pairs``); ``no-endgame``, the
-    defaults with TPE's share kept to the budget's last launches (bench/search
-    ``no-endgame``); ``no-swap-choices``, the defaults with a swap's repair moving numbers
-    only (bench/search ``no-swap-choices``); ``kin-1``, the defaults with no crash's
-    explanation weighed by what caused another that failed alike (bench/search ``kin-1``)."""
+    ``variant``: one of ``VARIANTS`` (each the bench/search strategy of that name;
+    ``previous`` is bench/search ``last``)."""
     from bench.search.harness import driver_sampler
 
     from autotune.records import budget_launches

@@ -191,6 +191,11 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     "no-edge-step": lambda land, s, n: run_driver(land, s, n, edge_step=False),
     # edge steps past a run of the same number that read no better (before this pass)
     "no-edge-stop": lambda land, s, n: run_driver(land, s, n, edge_stop=False),
+    # local moves of a number one standard deviation this share of its range (the default: 0.12)
+    **{
+        f"local-step-{k}": lambda land, s, n, k=k: run_driver(land, s, n, local=0.2, step=k)
+        for k in (0.12, 0.2, 0.3)
+    },
     "edge-risk-0.5": lambda land, s, n: run_driver(land, s, n, edge_risk=0.5),
     # The additive model with its three bends only (before this pass), not also the finer
     # five where those predict left-out launches better.

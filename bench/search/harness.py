@@ -230,7 +230,7 @@ def run_driver(
                 base = inner(s)
             elif tpe is not None:
                 base = optuna.samplers.TPESampler(seed=s, **tpe)
-            elif moves:  # the default sampler's own TPE, other move settings
+            elif moves or local is not None:  # the default sampler's own TPE, other moves
                 base = base._tpe  # type: ignore[attr-defined]
             return (
                 LocalTPESampler(

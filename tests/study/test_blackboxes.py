@@ -24,6 +24,7 @@ import blackbox4  # noqa: E402
 import blackbox5  # noqa: E402
 import blackbox6  # noqa: E402
 import blackbox7  # noqa: E402
+import blackbox8  # noqa: E402
 import blackbox9  # noqa: E402
 
 # one configuration inside each crash region (changed from the baseline), and the cause named
@@ -52,6 +53,11 @@ REGIONS: dict[Any, list[tuple[dict[str, Any], str]]] = {
         ({"kv_dtype": "fp8_e4m3", "tokens": 491521, "dp": True}, "kv_pool_oom"),
         ({"kv_dtype": "fp8_e4m3", "page": 256}, "cuda_graph_capture"),
         ({"dp": True, "nthreads": 512}, "nccl_error"),
+    ],
+    blackbox8: [
+        ({"dispatch": 16}, "runtime_crash"),
+        ({"a2a": "mooncake", "eplb": True}, "assertion"),
+        ({"a2a": "deepep", "redundant": 241, "dispatch": 22}, "cuda_oom"),
     ],
     blackbox9: [
         ({"steps": 3, "topk": 5}, "cuda_graph_capture"),

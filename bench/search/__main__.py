@@ -191,6 +191,11 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     "no-edge-step": lambda land, s, n: run_driver(land, s, n, edge_step=False),
     # edge steps past a run of the same number that read no better (before this pass)
     "no-edge-stop": lambda land, s, n: run_driver(land, s, n, edge_stop=False),
+    # the additive model's ridge (the default: 0.01; 0.3 before this pass)
+    **{
+        f"ridge-{k}": lambda land, s, n, k=k: run_driver(land, s, n, ridge=k)
+        for k in (0.01, 0.03, 0.1, 0.3, 1.0)
+    },
     # local moves of a number one standard deviation this share of its range (the default: 0.12)
     **{
         f"local-step-{k}": lambda land, s, n, k=k: run_driver(land, s, n, local=0.2, step=k)

@@ -375,7 +375,10 @@ def test_model_proposals_rank_by_expected_improvement() -> None:
     runs += [({"a": 1, "c": "z"}, 8.0)]
 
     def pick(ei: bool) -> dict[str, object]:
-        study = optuna.create_study(direction="maximize", sampler=_model_sampler(ei=ei))
+        # the ridge this case was built on: at the default's the model fits the alternating
+        # values so closely that expected improvement and value agree
+        sampler = _model_sampler(ei=ei, ridge=0.3)
+        study = optuna.create_study(direction="maximize", sampler=sampler)
         for params, value in runs:
             study.add_trial(
                 optuna.trial.create_trial(params=params, distributions=space, value=value)
@@ -384,7 +387,7 @@ def test_model_proposals_rank_by_expected_improvement() -> None:
         return {"a": t.suggest_int("a", 1, 8), "c": t.suggest_categorical("c", ["x", "y", "z"])}
 
     by_ei, by_value = pick(True), pick(False)
-    model = AdditiveModel(space)
+    model = AdditiveModel(space, ridge=0.3)
     assert model.fit([p for p, _ in runs], [math.log(v) for _, v in runs])
     assert by_ei != by_value
     assert model.std([by_ei])[0] > model.std([by_value])[0]
@@ -693,7 +696,8 @@ def test_a_swap_a_crash_pairs_with_another_choice_is_made_with_that_choice_moved
     number repairs it. Moving the backend to the one the model rates next (cutlass, not
     triton) leaves 0.4, so the swap is made so (``swap_choices``, the default); with choice
     repairs off it is not made at all."""
-    study = _backend_study(_swap_sampler(swap_choices=choices), _compile_explained)
+    # the ridge the case was built on (the model's verdict on the repair is part of it)
+    study = _backend_study(_swap_sampler(swap_choices=choices, ridge=0.3), _compile_explained)
     asked = _ask_backends(study)
     repaired = {"backend": "cutlass", "compile": True, "a": 256}
     if choices:
@@ -735,7 +739,7 @@ def _edge(sampler: LocalTPESampler, edge: dict[str, int]) -> None:
 def test_a_repaired_swap_that_did_well_goes_nearer_the_edge() -> None:
     """``z`` ran below its edge at least as well as ``y`` would there: the next swap moves
     ``a`` up to the edge the crash model has now (a bisection of it), keeping ``z``."""
-    sampler = _swap_sampler()
+    sampler = _swap_sampler(ridge=0.3)  # the ridge the case was built on
     study = _swap_study(sampler)
     edge = {"a": 100}
     _edge(sampler, edge)
@@ -747,7 +751,7 @@ def test_a_repaired_swap_that_did_well_goes_nearer_the_edge() -> None:
     again = _ask(study)
     assert again["c"] == "z" and 100 <= int(again["a"]) < 200  # type: ignore[call-overload]
     # One that did clearly worse than y would there is not followed.
-    sampler, edge["a"] = _swap_sampler(), 100
+    sampler, edge["a"] = _swap_sampler(ridge=0.3), 100
     _edge(sampler, edge)
     study = _swap_study(sampler)
     _ask(study)
@@ -849,7 +853,7 @@ def test_a_number_below_a_learned_edge_steps_toward_it_as_far_as_the_risk_is_low
         assert k >= 1 and (sampler.crash_risk(further) or 0.0) > 0.25  # type: ignore[misc]
 
 
-@pytest.mark.parametrize("read", [2.5, 2.9])
+@pytest.mark.parametrize("read", [2.9, 2.99])
 def test_no_edge_step_goes_past_a_run_of_that_number_that_read_no_better(read: float) -> None:
     """A run had the best configuration (a=32, y; 3.0) with ``a`` moved up to 40 and read no
     better: the gains have levelled off there, so no edge step moves ``a`` up again (the

@@ -28,7 +28,9 @@ from optuna.distributions import (
 
 from autotune.space.schema import same_value
 
-RIDGE = 0.3  # shrinks effects the launches barely support toward none
+# shrinks effects the launches barely support toward none (0.3 until measured: at 0.3 a
+# one-at-a-time launch kept a quarter to four fifths of its effect; docs/benchmarks.md)
+RIDGE = 0.01
 # A number's effect is piecewise linear on its scaled range, bending at these points: it can
 # rise and level off (graph batch sizes), peak inside the range (a buffer size) or keep rising.
 KNOTS = (-0.5, 0.0, 0.5)
@@ -43,13 +45,18 @@ class AdditiveModel:
     Args:
         distributions: the parameters (name -> Optuna distribution) the model covers.
         knots: where a number's piecewise-linear effect may bend, on its scaled range.
+        ridge: how hard effects the launches barely support are shrunk toward none.
     """
 
     def __init__(
-        self, distributions: Mapping[str, BaseDistribution], knots: Sequence[float] = KNOTS
+        self,
+        distributions: Mapping[str, BaseDistribution],
+        knots: Sequence[float] = KNOTS,
+        ridge: float = RIDGE,
     ) -> None:
         self.distributions = dict(distributions)
         self.knots = tuple(knots)
+        self.ridge = ridge
         self.loo = math.inf  # leave-one-out mean squared error of the last fit
         self._coef: np.ndarray | None = None
         self._cov: np.ndarray | None = None  # the coefficients' posterior covariance
@@ -74,7 +81,7 @@ class AdditiveModel:
         x = np.array([self.features(c) for c in configs])
         y = np.array(values, dtype=float)
         self._mean = float(y.mean())
-        a = x.T @ x + RIDGE * np.eye(x.shape[1])
+        a = x.T @ x + self.ridge * np.eye(x.shape[1])
         self._coef = np.linalg.solve(a, x.T @ (y - self._mean))
         # Bayesian ridge: the residuals' variance times A^-1 (a floor keeps a perfect fit from
         # claiming certainty).

@@ -63,7 +63,14 @@ from optuna.study import Study
 from optuna.trial import FrozenTrial, TrialState
 
 from autotune.space.schema import same_value
-from autotune.study.additive import AdditiveModel, candidates, on_grid, scaled, sixteenths
+from autotune.study.additive import (
+    RIDGE,
+    AdditiveModel,
+    candidates,
+    on_grid,
+    scaled,
+    sixteenths,
+)
 from autotune.study.design import DESIGN, MID, Design, reference
 from autotune.study.history import best_trial, fit, key, sign
 from autotune.study.ledger import is_enqueued, mark_proposed
@@ -133,6 +140,7 @@ class LocalTPESampler(BaseSampler):
             and read no better, or was pruned (``_levelled``).
         fine: the additive model is fitted with finer bends too (``FINE_KNOTS``), and the one
             with the smaller leave-one-out error is used.
+        ridge: the additive model's shrinkage of effects the launches barely support.
         endgame: in the budget's last this many launches, what would be TPE's draws go to
             the model and local moves.
         seed: seed of the local draws.
@@ -177,6 +185,7 @@ class LocalTPESampler(BaseSampler):
         edge_risk: float = EDGE_RISK,
         edge_stop: bool = EDGE_STOP,
         fine: bool = FINE,
+        ridge: float = RIDGE,
         novel: float = NOVEL,
         endgame: int = ENDGAME,
         seed: int | None = None,
@@ -187,6 +196,7 @@ class LocalTPESampler(BaseSampler):
         self._edge_risk = edge_risk
         self._edge_stop = edge_stop
         self._fine = fine
+        self._ridge = ridge
         self._novel = novel
         self._ei = ei
         self._unset = unset
@@ -238,7 +248,12 @@ class LocalTPESampler(BaseSampler):
             best = self._best(study)
             if best is not None:
                 config = self._swaps.plan(
-                    study, trial, best, fit(study, best, self._fine), self.crash_share, self.refused
+                    study,
+                    trial,
+                    best,
+                    fit(study, best, self._fine, self._ridge),
+                    self.crash_share,
+                    self.refused,
                 )
                 if config is not None:
                     self._moves[trial.number] = config
@@ -258,7 +273,7 @@ class LocalTPESampler(BaseSampler):
         if len(done) < self._after:
             return "tpe"
         if draw >= self._local:
-            fitted = fit(study, best, self._fine)  # one fit serves both
+            fitted = fit(study, best, self._fine, self._ridge)  # one fit serves both
             if fitted is None:
                 return "tpe"
             if self._edge_step and self._swaps.over():

@@ -6,11 +6,11 @@ variables, 3 crash regions with real-looking errors) or any other ``blackboxN.py
 says what it is, docs/benchmarks.md which are tuning material and which are held out) is
 started by the ``command`` engine for every trial, with the driver's real defaults (the
 baseline launched three times, proposals made again relaunched, confirmation rounds at the
-end). The real driver, local executor and node runner
-launch it, benchmark it over HTTP and classify its crashes. Reported per seed: the noise-free
-rate of the configuration the study reports (``Ledger.best``, what ``status --json`` and
-``export`` give) as % of the optimum (enumerated from the server's own rate function), and
-crashes launched in the search's 30 launches.
+end). The real driver, local executor and node runner launch it, benchmark it over HTTP and
+classify its crashes. Reported per seed: the noise-free rate of the configuration the study
+reports (``Ledger.best``, what ``status --json`` and ``export`` give) as % of the optimum
+(enumerated from the server's own rate function), and crashes launched in the search's 30
+launches.
 
     .venv/bin/python bench/search_blackbox.py --seeds 5 --trials 30
     .venv/bin/python bench/search_blackbox.py --server blackbox2 --seeds 5 --trials 30

@@ -444,11 +444,11 @@ def _levelled(study: Study, trials: Sequence[FrozenTrial], best: FrozenTrial) ->
     """(number, end of its range) pairs where a run had ``best``'s values but that number
     moved toward that end, and read no better than ``best``: the gains have levelled off
     there (or turned), whatever the additive model's curve says."""
-    s = sign(study)
-    mine = s * float(best.value) if best.value is not None else None
     out: set[Any] = set()
-    if mine is None:
+    if best.value is None:
         return out
+    s = sign(study)
+    mine = s * float(best.value)
     for t in trials:
         if t.number == best.number or set(t.params) != set(best.params):
             continue
@@ -462,12 +462,8 @@ def _levelled(study: Study, trials: Sequence[FrozenTrial], best: FrozenTrial) ->
             continue
         n = moved[0]
         d = best.distributions[n]
-        if not isinstance(d, IntDistribution | FloatDistribution):
-            continue
-        x, y = t.params[n], best.params[n]
-        if isinstance(x, bool) or not isinstance(x, int | float):
-            continue
-        out.add((n, d.high if x > y else d.low))
+        if isinstance(d, IntDistribution | FloatDistribution):  # a number's values
+            out.add((n, d.high if t.params[n] > best.params[n] else d.low))
     return out
 
 

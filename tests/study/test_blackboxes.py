@@ -26,6 +26,8 @@ import blackbox6  # noqa: E402
 import blackbox7  # noqa: E402
 import blackbox8  # noqa: E402
 import blackbox9  # noqa: E402
+import blackbox10  # noqa: E402
+import blackbox11  # noqa: E402
 
 # one configuration inside each crash region (changed from the baseline), and the cause named
 REGIONS: dict[Any, list[tuple[dict[str, Any], str]]] = {
@@ -63,6 +65,16 @@ REGIONS: dict[Any, list[tuple[dict[str, Any], str]]] = {
         ({"steps": 3, "topk": 5}, "cuda_graph_capture"),
         ({"buffsize": 8388608}, "kv_pool_oom"),
         ({"quant": "awq_marlin", "spec_v2": True}, "assertion"),
+    ],
+    blackbox10: [
+        ({"policy": "lpm", "running": 513}, "watchdog_timeout"),
+        ({"nvls": True, "chunk": 16385}, "nccl_error"),
+        ({"chunk": 32768, "running": 229}, "cuda_oom"),
+    ],
+    blackbox11: [
+        ({"backend": "flashmla"}, "arch_unsupported"),
+        ({"buffsize": 16777216}, "kv_pool_oom"),
+        ({"dp_attention": True}, "cuda_graph_capture"),
     ],
 }
 

@@ -28,6 +28,7 @@ import blackbox8  # noqa: E402
 import blackbox9  # noqa: E402
 import blackbox10  # noqa: E402
 import blackbox11  # noqa: E402
+import blackbox12  # noqa: E402
 
 # one configuration inside each crash region (changed from the baseline), and the cause named
 REGIONS: dict[Any, list[tuple[dict[str, Any], str]]] = {
@@ -75,6 +76,11 @@ REGIONS: dict[Any, list[tuple[dict[str, Any], str]]] = {
         ({"backend": "flashmla"}, "arch_unsupported"),
         ({"buffsize": 16777216}, "kv_pool_oom"),
         ({"dp_attention": True}, "cuda_graph_capture"),
+    ],
+    blackbox12: [
+        ({"chunk": 16384, "running": 320}, "cuda_graph_capture"),
+        ({"hicache": True, "policy": "dfs-weight"}, "assertion"),
+        ({"clip": 100, "running": 16}, "cuda_oom"),
     ],
 }
 

@@ -162,6 +162,9 @@ VARIANTS: dict[str, str] = {
     "no-endgame": "the defaults with TPE's share kept to the budget's last launches",
     "no-swap-choices": "the defaults with a swap's repair moving numbers only",
     "kin-1": "the defaults with no crash's explanation weighed by what caused one alike",
+    "no-retest": "the defaults without the retest of a choice that crashed at the baseline",
+    "center": "the defaults with the additive model's features centred",
+    "edge-risk-0.5": "the defaults with edge steps as far as a crash probability of 0.5",
 }
 
 # Variants of run(): the default sampler with these settings (bench/search strategies alike).
@@ -176,6 +179,9 @@ ONE_CHANGE: dict[str, dict[str, Any]] = {
     "coarse": {"fine": False},
     "no-endgame": {"endgame": 0},
     "no-swap-choices": {"swap_choices": 0.0},
+    "no-retest": {"retest": False},
+    "center": {"centred": True},
+    "edge-risk-0.5": {"edge_risk": 0.5},
 }
 
 # Variants of run() whose crash model's options differ from the defaults (``crash-budget``'s

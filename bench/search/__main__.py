@@ -202,6 +202,16 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
         for k in (0.12, 0.2, 0.3)
     },
     "edge-risk-0.5": lambda land, s, n: run_driver(land, s, n, edge_risk=0.5),
+    "edge-risk-0.4": lambda land, s, n: run_driver(land, s, n, edge_risk=0.4),
+    # edge steps where the additive model predicts 1% or more (the default: 2%), and steps to
+    # a crash probability of 0.5 where none to 0.25 predicts 2% (``edge_far``)
+    "edge-gain-0.01": lambda land, s, n: run_driver(land, s, n, edge_gain=0.01),
+    "edge-far-0.5": lambda land, s, n: run_driver(land, s, n, edge_far=0.5),
+    # no retest of a choice that crashed once at the baseline (before this pass)
+    "no-retest": lambda land, s, n: run_driver(land, s, n, retest=False),
+    # the additive model fitted on centred features (measured, level: off)
+    "center": lambda land, s, n: run_driver(land, s, n, centred=True),
+    "center-no-retest": lambda land, s, n: run_driver(land, s, n, centred=True, retest=False),
     # The additive model with its three bends only (before this pass), not also the finer
     # five where those predict left-out launches better.
     "coarse": lambda land, s, n: run_driver(land, s, n, fine=False),

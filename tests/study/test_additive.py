@@ -197,3 +197,18 @@ def test_a_smaller_ridge_keeps_more_of_an_effect_one_launch_shows(ridge: float) 
     shown = math.log(1.1)
     assert 0.0 < effect(ridge) < shown
     assert effect(ridge / 3) > effect(ridge) > effect(ridge * 3)
+
+
+@pytest.mark.parametrize("center", [True, False])
+def test_a_value_no_launch_had_is_predicted_as_the_launches_own_mix(center: bool) -> None:
+    """Fusion never ran (it crashed): centred, the model predicts it neither better nor worse
+    than the launches it has; uncentred, the level fusion off carries part of the offset
+    (the other levels and the curves take the rest), and fusion on reads off by it (3% here;
+    37% worse on a black box's DP attention, which then no swap tried)."""
+    base = {"bs": 8, "mem": 0.7, "kernel": "a", "fuse": False}
+    moves = [{"bs": 1024}, {"mem": 0.95}, {"kernel": "b"}, {"kernel": "c"}, {"bs": 64}]
+    seen = [base] + [{**base, **m} for m in moves]
+    model = AdditiveModel(SPACE, center=center)
+    assert model.fit(seen, [math.log(_rate(c)) for c in seen])
+    on, off = model.predict([{**base, "fuse": True}, base])
+    assert bool(abs(on - off) < 1e-6) == center

@@ -11,7 +11,7 @@ import optuna
 import pytest
 from pytest import approx
 
-from autotune.study.sampler import LocalTPESampler
+from autotune.study.sampler import EDGE_RISK, LocalTPESampler
 from autotune.study.swaps import CHOICE_FLOOR, CHOICE_RISK, SWAP_RISK
 
 SPACE = {
@@ -543,6 +543,50 @@ def test_a_swap_tries_another_choice_at_the_best_configuration() -> None:
     assert _ask(_swap_study(_swap_sampler(swap=0))) != {"a": 512, "b": 0.5, "c": "z"}
 
 
+@pytest.mark.parametrize(
+    ("cause", "at", "retest", "retested"),
+    [
+        ("cuda_graph_capture", 512, True, True),
+        ("arch_unsupported", 512, True, False),
+        ("cuda_graph_capture", 256, True, False),
+        ("cuda_graph_capture", 512, False, False),
+    ],
+)
+def test_a_choice_that_crashed_once_at_the_baseline_is_retested_at_the_best(
+    cause: str, at: int, retest: bool, retested: bool
+) -> None:
+    """``z``'s one launch crashed with everything else at the baseline's values (a=512), and
+    the crash model refuses ``z`` everywhere: the swap round launches the best configuration
+    (a=64) with ``z`` as it is, once, as a retest the driver does not screen. Not where the
+    crash said the value itself is never valid (no kernel for this GPU), nor where it came
+    with another ``a`` (the crash model knows that company), nor without ``retest``."""
+    sampler = _swap_sampler(retest=retest)
+    sampler.refused = lambda c: c["c"] == "z"
+    sampler.crash_share = lambda c: 1.0 if c["c"] == "z" else 0.0
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    runs = [(512, 0.5, "y", 2.0), (4, 0.5, "y", 1.5), (8, 0.4, "x", 0.8), (2, 0.3, "y", 1.2)]
+    for a, b, c, value in [*runs, (64, 0.5, "y", 3.0)]:
+        params = {"a": a, "b": b, "c": c}
+        first = {"baseline": True} if a == 512 else {}
+        study.add_trial(
+            optuna.trial.create_trial(
+                params=params, distributions=SPACE, value=value, user_attrs=first
+            )
+        )
+    study.add_trial(
+        optuna.trial.create_trial(
+            params={"a": at, "b": 0.5, "c": "z"},
+            distributions=SPACE,
+            state=optuna.trial.TrialState.PRUNED,
+            constraints={"crash": 1.0},
+            user_attrs={"cause": cause},
+        )
+    )
+    config = _ask(study)
+    assert (config == {"a": 64, "b": 0.5, "c": "z"}) is retested
+    assert (study.trials[-1].user_attrs.get("proposed_by") == "retest") is retested
+
+
 def test_a_refused_swap_moves_one_number_the_least_way_out_of_the_crash() -> None:
     """``z`` crashes from a=100 (the crash model's verdict): the swap keeps ``z`` and moves
     ``a`` just below the edge, not to the other end of its range, and leaves ``b``."""
@@ -839,18 +883,18 @@ def test_a_number_below_a_learned_edge_steps_toward_it_as_far_as_the_risk_is_low
 ) -> None:
     """Once the swaps are over (here: off), a model draw moves ``a`` of the best
     configuration up toward the edge the crash model learned, as far as its crash
-    probability stays within 0.25 (``EDGE_RISK``), and leaves ``b`` and ``c``."""
+    probability stays within ``EDGE_RISK``, and leaves ``b`` and ``c``."""
     sampler = _model_sampler(swap=0, edge_step=edge_step)
     config = _ask(_below_edge(sampler))
     risk = sampler.crash_risk(config) or 0.0  # type: ignore[misc]
     stepped = config["b"] == 0.5 and config["c"] == "y" and 32 < int(config["a"])  # type: ignore[call-overload]
     assert stepped is edge_step
     if edge_step:
-        assert 0.0 < risk <= 0.25
-        # It went k sixteenths of the way to a's end (1024); k + 1 would have gone past 0.25.
+        assert 0.0 < risk <= EDGE_RISK
+        # It went k sixteenths of the way to a's end (1024); k + 1 would have gone past it.
         k = round(16 * math.log(int(config["a"]) / 32) / math.log(1024 / 32))  # type: ignore[call-overload]
         further = {**config, "a": round(32 * (1024 / 32) ** ((k + 1) / 16))}
-        assert k >= 1 and (sampler.crash_risk(further) or 0.0) > 0.25  # type: ignore[misc]
+        assert k >= 1 and (sampler.crash_risk(further) or 0.0) > EDGE_RISK  # type: ignore[misc]
 
 
 @pytest.mark.parametrize("read", [2.9, 2.99])

@@ -13,7 +13,7 @@ from optuna.study import Study, StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
 from autotune.space.schema import same_value
-from autotune.study.additive import FINE_KNOTS, KNOTS, RIDGE, AdditiveModel
+from autotune.study.additive import CENTER, FINE_KNOTS, KNOTS, RIDGE, AdditiveModel
 from autotune.study.outcome import CRASH, SKIP
 
 NEAR = 0.05  # two readings this close (log) are alike
@@ -68,12 +68,16 @@ def best_trial(study: Study, need: set[str] | None = None) -> FrozenTrial | None
 
 
 def fit(
-    study: Study, best: FrozenTrial, fine: bool = True, ridge: float = RIDGE
+    study: Study,
+    best: FrozenTrial,
+    fine: bool = True,
+    ridge: float = RIDGE,
+    center: bool = CENTER,
 ) -> tuple[AdditiveModel, list[FrozenTrial]] | None:
     """The additive model of the (log) objective over the trials with ``best``'s parameters,
     and those that met their constraints (None: too few to fit). With ``fine``, the model
-    with finer bends (``FINE_KNOTS``) where it predicts left-out launches better; ``ridge``:
-    the model's shrinkage (``AdditiveModel``)."""
+    with finer bends (``FINE_KNOTS``) where it predicts left-out launches better; ``ridge``
+    and ``center``: the model's shrinkage and centring (``AdditiveModel``)."""
     s = sign(study)
     trials = study.get_trials(deepcopy=False)
     alike = [t for t in trials if set(t.params) == set(best.params)]
@@ -95,7 +99,7 @@ def fit(
     else:
         values = [s * v for v in raw]
     knots = (KNOTS, FINE_KNOTS) if fine else (KNOTS,)
-    models = [AdditiveModel(best.distributions, k, ridge) for k in knots]
+    models = [AdditiveModel(best.distributions, k, ridge, center) for k in knots]
     if not all([m.fit(configs, values) for m in models]):  # too few launches for either
         return None
     return min(models, key=lambda m: m.loo), rows

@@ -78,6 +78,12 @@ def is_baseline(trial: FrozenTrial) -> bool:
     return bool(trial.user_attrs.get("baseline"))
 
 
+def cause_of(trial: FrozenTrial) -> str | None:
+    """The failure cause stored with a frozen trial (``TrialRecord.cause``), for the sampler."""
+    cause = trial.user_attrs.get("cause")
+    return cause if isinstance(cause, str) else None
+
+
 def constrained_copy(trial: FrozenTrial, value: float, constraint: float) -> FrozenTrial:
     """A copy of ``trial`` as a sampler is to see it, complete with ``value`` and one
     constraint ``feasible`` (> 0: infeasible); nothing is stored (study/gp.py)."""

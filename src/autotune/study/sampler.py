@@ -64,6 +64,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from autotune.space.schema import same_value
 from autotune.study.additive import (
+    CENTER,
     RIDGE,
     AdditiveModel,
     candidates,
@@ -74,7 +75,15 @@ from autotune.study.additive import (
 from autotune.study.design import DESIGN, MID, Design, reference
 from autotune.study.history import best_trial, fit, key, sign
 from autotune.study.ledger import is_enqueued, mark_proposed
-from autotune.study.swaps import CHOICE_FLOOR, CHOICE_RISK, RETRY, SWAP, SWAP_RISK, Swaps
+from autotune.study.swaps import (
+    CHOICE_FLOOR,
+    CHOICE_RISK,
+    RETEST,
+    RETRY,
+    SWAP,
+    SWAP_RISK,
+    Swaps,
+)
 
 # The defaults, chosen on bench/search and the black boxes (docs/benchmarks.md).
 LOCAL_SHARE = 0.2  # share of local moves
@@ -94,10 +103,11 @@ EI = True  # rank the model's candidates by expected improvement, not predicted 
 NOVEL = 0.7  # of model candidates this close to the best score (log), the fewest new pairs
 ENDGAME = 6  # the last launches of the budget, where TPE's share goes to the model and local moves
 NOVEL_NEAR = 0.25  # a number this near (share of its scaled range) is the same value
-# the kinds: the one-at-a-time start, a swap, the additive model, an edge step, a local move,
-# TPE; and a crash's one-value test, which the driver enqueues (the baseline, relaunches and
+# the kinds: the one-at-a-time start, a swap, a swap that retests a choice that crashed once
+# (the driver launches it unscreened), the additive model, an edge step, a local move, TPE;
+# and a crash's one-value test, which the driver enqueues (the baseline, relaunches and
 # confirmation rounds have none)
-SOURCES = ("design", "swap", "model", "edge", "local", "tpe", "ablation")
+SOURCES = ("design", "swap", "retest", "model", "edge", "local", "tpe", "ablation")
 
 
 class LocalTPESampler(BaseSampler):
@@ -126,9 +136,9 @@ class LocalTPESampler(BaseSampler):
         ei: rank model candidates by expected improvement (else by predicted value).
         unset, early, center, mid: the design's (``design.Design``); ``unset`` also makes
             moves start from the best configuration that names every setting.
-        swap, swap_every, retry, swap_risk, swap_choices, choice_floor: the swaps'
-            ``after``, ``every``, ``retry``, ``risk``, ``choice_risk`` and ``choice_floor``
-            (``swaps.Swaps``; ``swap`` 0: none).
+        swap, swap_every, retry, swap_risk, swap_choices, choice_floor, retest: the swaps'
+            ``after``, ``every``, ``retry``, ``risk``, ``choice_risk``, ``choice_floor`` and
+            ``retest`` (``swaps.Swaps``; ``swap`` 0: none).
         novel: of the model's candidates within this much of the best score (log), the one
             with the fewest untried pairs of a choice and another value is proposed (0: the
             best score alone; needs ``crash_risk``).
@@ -138,9 +148,15 @@ class LocalTPESampler(BaseSampler):
             the learned ramp; measured, 0.25 kept).
         edge_stop: no edge step past a run that moved that number that way from the best
             and read no better, or was pruned (``_levelled``).
+        edge_gain: the least gain (log) the additive model must predict for an edge step
+            (measured 0.01: level).
+        edge_far: where no step within ``edge_risk`` predicts ``edge_gain``, a step as far
+            as this crash probability (0: none; measured 0.5: level to worse than
+            ``edge_risk`` 0.5 itself, so off).
         fine: the additive model is fitted with finer bends too (``FINE_KNOTS``), and the one
             with the smaller leave-one-out error is used.
         ridge: the additive model's shrinkage of effects the launches barely support.
+        centred: the additive model's features are centred on the launches' mean.
         endgame: in the budget's last this many launches, what would be TPE's draws go to
             the model and local moves.
         seed: seed of the local draws.
@@ -180,23 +196,30 @@ class LocalTPESampler(BaseSampler):
         swap_risk: float = SWAP_RISK,
         swap_choices: float = CHOICE_RISK,
         choice_floor: str = CHOICE_FLOOR,
+        retest: bool = RETEST,
         mid: str = MID,
         edge_step: bool = EDGE_STEP,
         edge_risk: float = EDGE_RISK,
         edge_stop: bool = EDGE_STOP,
+        edge_gain: float = EDGE_GAIN,
+        edge_far: float = 0.0,
         fine: bool = FINE,
         ridge: float = RIDGE,
+        centred: bool = CENTER,
         novel: float = NOVEL,
         endgame: int = ENDGAME,
         seed: int | None = None,
     ) -> None:
         self._design = Design(design, mid=mid, unset=unset, early=early, center=center)
-        self._swaps = Swaps(swap, swap_every, retry, swap_risk, swap_choices, choice_floor)
+        self._swaps = Swaps(swap, swap_every, retry, swap_risk, swap_choices, choice_floor, retest)
         self._edge_step = edge_step
         self._edge_risk = edge_risk
         self._edge_stop = edge_stop
+        self._edge_gain = edge_gain
+        self._edge_far = edge_far
         self._fine = fine
         self._ridge = ridge
+        self._centred = centred
         self._novel = novel
         self._ei = ei
         self._unset = unset
@@ -251,13 +274,13 @@ class LocalTPESampler(BaseSampler):
                     study,
                     trial,
                     best,
-                    fit(study, best, self._fine, self._ridge),
+                    fit(study, best, self._fine, self._ridge, self._centred),
                     self.crash_share,
                     self.refused,
                 )
                 if config is not None:
                     self._moves[trial.number] = config
-                    return "swap"
+                    return "retest" if trial.number in self._swaps.retests else "swap"
         draw = self._rng.random()
         if draw >= self._local + self._model:
             shares = self._local + self._model
@@ -273,7 +296,7 @@ class LocalTPESampler(BaseSampler):
         if len(done) < self._after:
             return "tpe"
         if draw >= self._local:
-            fitted = fit(study, best, self._fine, self._ridge)  # one fit serves both
+            fitted = fit(study, best, self._fine, self._ridge, self._centred)  # one fit serves both
             if fitted is None:
                 return "tpe"
             if self._edge_step and self._swaps.over():
@@ -365,7 +388,7 @@ class LocalTPESampler(BaseSampler):
         """Make this trial the best configuration with one number moved toward a crash edge
         the crash model has learned: as far toward an end of its range (in sixteenths of the
         way) as the crash probability stays within ``edge_risk``, where a crash lies beyond
-        and the additive model predicts at least ``EDGE_GAIN`` (the largest such gain; False:
+        and the additive model predicts at least ``edge_gain`` (the largest such gain; False:
         none). A batch size below the edge that crashed at a larger one stays there
         otherwise: the model's candidates near the edge weigh a probability that the few
         runs between leave high, and the best one is a small step. A run moves the ramp's
@@ -376,6 +399,26 @@ class LocalTPESampler(BaseSampler):
         trials = study.get_trials(deepcopy=False)
         seen = {key(t.params) for t in trials if t.params}
         stopped = _levelled(study, trials, best) if self._edge_stop else set()
+        gain, config = self._edge_step_to(self._edge_risk, best, model, ref, seen, stopped)
+        if gain < self._edge_gain and self._edge_far > self._edge_risk:
+            gain, config = self._edge_step_to(self._edge_far, best, model, ref, seen, stopped)
+        if config is None or gain < self._edge_gain:
+            return False
+        self._moves[trial.number] = config
+        return True
+
+    def _edge_step_to(
+        self,
+        risk_at: float,
+        best: FrozenTrial,
+        model: AdditiveModel,
+        ref: float,
+        seen: set[Any],
+        stopped: set[Any],
+    ) -> tuple[float, dict[str, Any] | None]:
+        """The edge step with the largest predicted gain (log, over ``ref``) that goes as far
+        as a crash probability of ``risk_at``, and that gain ((0, None): none)."""
+        assert self.crash_risk is not None
         steps: list[tuple[float, dict[str, Any]]] = []
         for n, d in best.distributions.items():
             if not isinstance(d, IntDistribution | FloatDistribution):
@@ -385,17 +428,13 @@ class LocalTPESampler(BaseSampler):
                     continue
                 line = [{**best.params, n: v} for v in sixteenths(d, best.params[n], end)]
                 risk = [self.crash_risk(c) or 0.0 for c in line]
-                beyond = next((i for i, p in enumerate(risk) if p > self._edge_risk), None)
+                beyond = next((i for i, p in enumerate(risk) if p > risk_at), None)
                 if not beyond:  # no learned edge that way, or one already too near
                     continue
                 c = line[beyond - 1]
                 if key(c) not in seen and not (self.refused is not None and self.refused(c)):
                     steps.append((float(model.predict([c])[0]) - ref, c))
-        gain, config = max(steps, key=lambda s: s[0], default=(0.0, None))
-        if config is None or gain < EDGE_GAIN:
-            return False
-        self._moves[trial.number] = config
-        return True
+        return max(steps, key=lambda s: s[0], default=(0.0, None))
 
     def infer_relative_search_space(
         self, study: Study, trial: FrozenTrial

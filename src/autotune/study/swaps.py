@@ -36,12 +36,24 @@ from optuna.trial import FrozenTrial, TrialState
 from autotune.space.schema import same_value
 from autotune.study.additive import AdditiveModel, scaled, sixteenths
 from autotune.study.history import NEAR, failed, key, sign
+from autotune.study.ledger import cause_of, is_baseline
+from autotune.study.outcome import CRASH
 
 SWAP = 12  # complete trials before each other choice is tried at the best configuration
 SWAP_MOST = 3  # the most launches of one swap
 SWAP_RISK = 0.5  # the largest share of crash explanations a swap may still meet
 CHOICE_SHIFT = 1.0  # a repair's move to another choice, as far as a number's move of [-1, 1]
 RETRY = True  # a repaired swap that crashed is made once more with another number moved
+# A choice whose one launch, the baseline with just that choice, crashed is swapped into the
+# best configuration as it is, once, whatever the crash model says (a retest): one crash of a
+# choice with everything else at the baseline's values explains it by the choice alone, and
+# refuses it everywhere, the optimum too (DP attention out of memory in graph capture at the
+# baseline's graph batch size, and serving below it).
+RETEST = True
+# crashes that say the value itself is never valid here, whatever the other settings: no
+# kernel for this GPU, an argument the server does not take, a missing package, a model the
+# setting does not support. Not retested.
+INHERENT = frozenset({"arch_unsupported", "invalid_argument", "import_error", "model_unsupported"})
 # the largest share of crash explanations a swap repaired by another choice may meet (0: a
 # repair moves numbers only)
 CHOICE_RISK = 0.7
@@ -80,8 +92,11 @@ class Swaps:
         risk: float = SWAP_RISK,
         choice_risk: float = CHOICE_RISK,
         choice_floor: str = CHOICE_FLOOR,
+        retest: bool = RETEST,
     ) -> None:
         self.after = after
+        self.retest = retest
+        self.retests: set[int] = set()  # trials that are retests (launched unscreened)
         self.choice_risk = choice_risk
         self.choice_floor = choice_floor
         self.risk = risk
@@ -166,6 +181,14 @@ class Swaps:
             if name not in base or same_value(base[name], choice):
                 continue
             swapped = {**base, name: choice}
+            if made_from is None and self.retest and _crashed_once_elsewhere(trials, swapped, name):
+                if key(swapped) in seen:
+                    continue
+                self.made[trial.number] = (name, choice, base, None, avoid)
+                pair = (name, repr(choice))
+                self.launches[pair] = self.launches.get(pair, 0) + 1
+                self.retests.add(trial.number)
+                return swapped
             model = fitted[0] if fitted is not None else None
             floor = None
             if model is not None:
@@ -196,6 +219,26 @@ class Swaps:
             self.launches[pair] = self.launches.get(pair, 0) + 1
             return config
         return None
+
+
+def _crashed_once_elsewhere(trials: list[FrozenTrial], swapped: dict[str, Any], name: str) -> bool:
+    """Whether ``swapped[name]`` was launched exactly once, with every other setting at the
+    baseline's values (the one-at-a-time start or a crash's ablation), crashed there for a
+    cause that may depend on the other settings (not ``INHERENT``), and never ran, while
+    ``swapped`` has another value of some other setting (``RETEST``). A crash with other
+    settings moved too already tells the crash model which ones came with it."""
+    value = swapped[name]
+    had = [t for t in trials if name in t.params and same_value(t.params[name], value)]
+    crashed = [t for t in had if failed(t) and t.constraints.get(CRASH, 0.0) > 0]
+    if len(crashed) != 1 or any(not failed(t) for t in had if t.state != TrialState.RUNNING):
+        return False
+    if cause_of(crashed[0]) in INHERENT:
+        return False
+    other = crashed[0].params
+    bases = [t.params for t in trials if is_baseline(t) and set(t.params) == set(other)]
+    return any(
+        all(same_value(other[n], v) for n, v in b.items() if n != name) for b in bases
+    ) and any(not same_value(other[n], v) for n, v in swapped.items() if n != name)
 
 
 def repair(
@@ -256,4 +299,4 @@ def repair(
     return None
 
 
-__all__ = ["RETRY", "SWAP", "SWAP_MOST", "SWAP_RISK", "Swaps", "repair"]
+__all__ = ["RETEST", "RETRY", "SWAP", "SWAP_MOST", "SWAP_RISK", "Swaps", "repair"]

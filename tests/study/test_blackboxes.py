@@ -110,3 +110,18 @@ def test_a_black_box_reads_its_settings_from_flags_and_environment_variables() -
     assert "'compile': True" in done.stdout
     assert "'max_running': 16" in done.stdout  # the baseline's, not given
     assert "Capture cuda graph failed" in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("present", [True, False])
+def test_a_black_box_reads_a_bool_flag_as_present_or_absent(present: bool) -> None:
+    """A bool given as a flag is on where the flag is passed, with no value, and off where
+    it is not (the command engine passes it so): with ``flashmla``, which always dies, the
+    server logs the settings it read before it dies."""
+    script = Path(__file__).parent / "servers" / "blackbox11.py"
+    argv = [sys.executable, str(script), "--port", "1", "--attention-backend", "flashmla"]
+    argv += ["--enable-dp-attention"] if present else []
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=20)
+    assert done.returncode != 0
+    assert f"'dp_attention': {present}" in done.stdout
+    assert "'graph_bs': 512" in done.stdout  # the baseline's, not given
+    assert "no kernel image is available" in done.stdout + done.stderr

@@ -54,7 +54,9 @@ def serve(
     p.add_argument("--port", type=int, required=True)
     kinds: dict[str, Any] = {"int": int, "float": float, "categorical": str}
     for q in parameters:
-        if "flag" in q:
+        if "flag" in q and q["type"] == "bool":  # a bool flag is present or absent
+            p.add_argument(q["flag"], dest=q["name"], action="store_true")
+        elif "flag" in q:
             p.add_argument(
                 q["flag"],
                 dest=q["name"],

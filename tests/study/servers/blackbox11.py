@@ -67,9 +67,7 @@ the graph size.
 
 from __future__ import annotations
 
-import argparse
 import math
-import os
 from typing import Any
 
 import blackbox
@@ -238,23 +236,7 @@ def optimum() -> float:
 
 
 def main() -> None:
-    """Read the flags (``--enable-dp-attention`` is present or absent) and the variables (the
-    baseline's value where one is not set), then die or serve."""
-    p = argparse.ArgumentParser(description="blackbox11: a black-box inference server")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, required=True)
-    p.add_argument("--attention-backend", choices=BACKENDS, default=BASELINE["backend"])
-    p.add_argument("--cuda-graph-max-bs", type=int, default=BASELINE["graph_bs"])
-    p.add_argument("--enable-dp-attention", action="store_true")
-    a = p.parse_args()
-    config = {
-        "backend": a.attention_backend,
-        "graph_bs": a.cuda_graph_max_bs,
-        "dp_attention": a.enable_dp_attention,
-        "nchannels": int(os.environ.get("BB11_NCCL_MAX_NCHANNELS", BASELINE["nchannels"])),
-        "buffsize": int(os.environ.get("BB11_NCCL_BUFFSIZE", BASELINE["buffsize"])),
-    }
-    blackbox.start("blackbox11", config, crash_of, rate, a.host, a.port)
+    blackbox.serve("blackbox11", PARAMETERS, BASELINE, crash_of, rate)
 
 
 if __name__ == "__main__":

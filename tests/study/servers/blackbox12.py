@@ -59,9 +59,7 @@ fcfs or dfs-weight, and 19 were off on a number (9 the chunk, 5 the cap, 5 the c
 
 from __future__ import annotations
 
-import argparse
 import math
-import os
 from typing import Any
 
 import blackbox
@@ -230,22 +228,7 @@ def optimum() -> float:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description="blackbox12: a black-box inference server")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, required=True)
-    p.add_argument("--schedule-policy", choices=POLICIES, default=BASELINE["policy"])
-    p.add_argument("--chunked-prefill-size", type=int, default=BASELINE["chunk"])
-    p.add_argument("--enable-hierarchical-cache", action="store_true")
-    p.add_argument("--max-running-requests", type=int, default=BASELINE["running"])
-    a = p.parse_args()
-    config = {
-        "policy": a.schedule_policy,
-        "chunk": a.chunked_prefill_size,
-        "hicache": a.enable_hierarchical_cache,
-        "running": a.max_running_requests,
-        "clip": int(os.environ.get(CLIP_ENV, BASELINE["clip"])),
-    }
-    blackbox.start("blackbox12", config, crash_of, rate, a.host, a.port)
+    blackbox.serve("blackbox12", PARAMETERS, BASELINE, crash_of, rate)
 
 
 if __name__ == "__main__":

@@ -163,7 +163,7 @@ VARIANTS: dict[str, str] = {
     "no-swap-choices": "the defaults with a swap's repair moving numbers only",
     "kin-1": "the defaults with no crash's explanation weighed by what caused one alike",
     "no-retest": "the defaults without the retest of a choice that crashed at the baseline",
-    "center": "the defaults with the additive model's features centred",
+    "centred": "the defaults with the additive model's features centred",
     "edge-risk-0.5": "the defaults with edge steps as far as a crash probability of 0.5",
 }
 
@@ -180,7 +180,7 @@ ONE_CHANGE: dict[str, dict[str, Any]] = {
     "no-endgame": {"endgame": 0},
     "no-swap-choices": {"swap_choices": 0.0},
     "no-retest": {"retest": False},
-    "center": {"centred": True},
+    "centred": {"centred": True},
     "edge-risk-0.5": {"edge_risk": 0.5},
 }
 

@@ -210,8 +210,7 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     # no retest of a choice that crashed once at the baseline (before this pass)
     "no-retest": lambda land, s, n: run_driver(land, s, n, retest=False),
     # the additive model fitted on centred features (measured, level: off)
-    "center": lambda land, s, n: run_driver(land, s, n, centred=True),
-    "center-no-retest": lambda land, s, n: run_driver(land, s, n, centred=True, retest=False),
+    "centred": lambda land, s, n: run_driver(land, s, n, centred=True),
     # The additive model with its three bends only (before this pass), not also the finer
     # five where those predict left-out launches better.
     "coarse": lambda land, s, n: run_driver(land, s, n, fine=False),

@@ -415,8 +415,6 @@ class Driver:
         fixed = self.ledger.fixed_params(trial._trial_id)
         config = suggest(trial, self.spec, fixed=fixed)
         enqueued = fixed is not None  # the baseline or a recovered trial: asked for by name
-        # A retest (``swaps.RETEST``) asks the crash model's verdict on a choice again.
-        retest = self.ledger.proposed_by(trial._trial_id) == "retest"
         earlier = None if enqueued else self.ledger.measured(config)
         if earlier is not None:
             group = evidence.gather(self.ledger.trials(), self.spec.objective.metric).get(
@@ -438,7 +436,9 @@ class Driver:
             # best); bounded by max_launches_per_config, so an exhausted space still stops.
             self.ledger.mark_repeat(trial._trial_id, earlier.number)
             enqueued = True  # measured before: no need to ask the crash-risk model
-        skip = self._screen(config, enqueued or retest)
+        # A retest (``swaps.RETEST``) asks the crash model's verdict on a choice again.
+        asked = enqueued or self.ledger.proposed_by(trial._trial_id) == "retest"
+        skip = self._screen(config, asked)
         if skip is not None:
             loop.skips += 1
             tell_skip(self.study, self.ledger, trial, config, skip)

@@ -274,7 +274,7 @@ class LocalTPESampler(BaseSampler):
                     study,
                     trial,
                     best,
-                    fit(study, best, self._fine, self._ridge, self._centred),
+                    self._fit(study, best),
                     self.crash_share,
                     self.refused,
                 )
@@ -296,7 +296,7 @@ class LocalTPESampler(BaseSampler):
         if len(done) < self._after:
             return "tpe"
         if draw >= self._local:
-            fitted = fit(study, best, self._fine, self._ridge, self._centred)  # one fit serves both
+            fitted = self._fit(study, best)  # one fit serves both
             if fitted is None:
                 return "tpe"
             if self._edge_step and self._swaps.over():
@@ -305,6 +305,12 @@ class LocalTPESampler(BaseSampler):
             return "model" if self._plan_model(study, trial, best, fitted) else "tpe"
         self._moves[trial.number] = self._local_move(best)
         return "local"
+
+    def _fit(
+        self, study: Study, best: FrozenTrial
+    ) -> tuple[AdditiveModel, list[FrozenTrial]] | None:
+        """The additive model over the study's trials, with this sampler's settings."""
+        return fit(study, best, self._fine, self._ridge, self._centred)
 
     def _local_move(self, best: FrozenTrial) -> dict[str, Any]:
         """The best configuration with one or two values nudged; drawn again while the crash

@@ -181,35 +181,18 @@ class Swaps:
             if name not in base or same_value(base[name], choice):
                 continue
             swapped = {**base, name: choice}
-            if made_from is None and self.retest and _crashed_once_elsewhere(trials, swapped, name):
-                if key(swapped) in seen:
-                    continue
-                self.made[trial.number] = (name, choice, base, None, avoid)
-                pair = (name, repr(choice))
-                self.launches[pair] = self.launches.get(pair, 0) + 1
-                self.retests.add(trial.number)
-                return swapped
-            model = fitted[0] if fitted is not None else None
-            floor = None
-            if model is not None:
-                at_swap, at_base = (float(v) for v in model.predict([swapped, base]))
-                # A choice the model calls clearly worse is not tried; one made again is, as
-                # what it taught says go on, whatever the model says.
-                if made_from is None and at_swap - at_base < -NEAR:
-                    continue
-                if self.choice_floor != "none":
-                    floor = (at_base if self.choice_floor == "best" else at_swap) - NEAR
-            risk = self.risk if made_from is not None else SWAP_RISK
-            config = repair(
-                swapped,
-                best.distributions,
-                {name, *avoid},
-                share,
-                refused,
-                risk,
-                self.choice_risk,
-                model,
-                floor,
+            # A retest goes as it is, whatever the additive model and the crash model say.
+            retest = (
+                made_from is None
+                and self.retest
+                and _crashed_once_at_baseline(trials, swapped, name)
+            )
+            config = (
+                swapped
+                if retest
+                else self._repaired(
+                    swapped, base, made_from, name, avoid, best, fitted, share, refused
+                )
             )
             if config is None or key(config) in seen:
                 continue
@@ -217,11 +200,52 @@ class Swaps:
             self.made[trial.number] = (name, choice, base, moved, avoid)
             pair = (name, repr(choice))
             self.launches[pair] = self.launches.get(pair, 0) + 1
+            if retest:
+                self.retests.add(trial.number)
             return config
         return None
 
+    def _repaired(
+        self,
+        swapped: dict[str, Any],
+        base: dict[str, Any],
+        made_from: dict[str, Any] | None,
+        name: str,
+        avoid: frozenset[str],
+        best: FrozenTrial,
+        fitted: Fitted | None,
+        share: Share | None,
+        refused: Verdict | None,
+    ) -> dict[str, Any] | None:
+        """``swapped`` as ``repair`` makes it launchable (None: not tried, the model calls it
+        clearly worse than ``base``, or no repair)."""
+        model = fitted[0] if fitted is not None else None
+        floor = None
+        if model is not None:
+            at_swap, at_base = (float(v) for v in model.predict([swapped, base]))
+            # A choice the model calls clearly worse is not tried; one made again is, as
+            # what it taught says go on, whatever the model says.
+            if made_from is None and at_swap - at_base < -NEAR:
+                return None
+            if self.choice_floor != "none":
+                floor = (at_base if self.choice_floor == "best" else at_swap) - NEAR
+        risk = self.risk if made_from is not None else SWAP_RISK
+        return repair(
+            swapped,
+            best.distributions,
+            {name, *avoid},
+            share,
+            refused,
+            risk,
+            self.choice_risk,
+            model,
+            floor,
+        )
 
-def _crashed_once_elsewhere(trials: list[FrozenTrial], swapped: dict[str, Any], name: str) -> bool:
+
+def _crashed_once_at_baseline(
+    trials: list[FrozenTrial], swapped: dict[str, Any], name: str
+) -> bool:
     """Whether ``swapped[name]`` was launched exactly once, with every other setting at the
     baseline's values (the one-at-a-time start or a crash's ablation), crashed there for a
     cause that may depend on the other settings (not ``INHERENT``), and never ran, while

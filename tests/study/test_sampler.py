@@ -897,6 +897,26 @@ def test_a_number_below_a_learned_edge_steps_toward_it_as_far_as_the_risk_is_low
         assert k >= 1 and (sampler.crash_risk(further) or 0.0) > EDGE_RISK  # type: ignore[misc]
 
 
+def test_an_edge_step_needs_its_gain_and_may_go_further_where_a_short_one_gains_too_little() -> (
+    None
+):
+    """The step as far as ``edge_risk`` (0.25) predicts less than ``edge_gain`` here, the one
+    as far as 0.5 more: no step is made, unless ``edge_far`` (0.5) lets the longer one be."""
+    from autotune.study.history import fit
+
+    def step(**kw: Any) -> dict[str, object]:
+        return _ask(_below_edge(_model_sampler(swap=0, **kw)))
+
+    near, far = step(), step(edge_risk=0.5)
+    assert int(near["a"]) < int(far["a"])  # type: ignore[call-overload]
+    study = _below_edge(_model_sampler(swap=0))
+    model = fit(study, study.best_trial)[0]  # type: ignore[index]
+    here, g_near, g_far = model.predict([study.best_trial.params, near, far])
+    between = float((g_near + g_far) / 2 - here)
+    assert step(edge_gain=between) != near
+    assert step(edge_gain=between, edge_far=0.5) == far
+
+
 @pytest.mark.parametrize("read", [2.9, 2.99])
 def test_no_edge_step_goes_past_a_run_of_that_number_that_read_no_better(read: float) -> None:
     """A run had the best configuration (a=32, y; 3.0) with ``a`` moved up to 40 and read no

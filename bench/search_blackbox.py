@@ -165,6 +165,7 @@ VARIANTS: dict[str, str] = {
     "no-retest": "the defaults without the retest of a choice that crashed at the baseline",
     "centred": "the defaults with the additive model's features centred",
     "edge-risk-0.5": "the defaults with edge steps as far as a crash probability of 0.5",
+    "no-joint": "the defaults with a two-number explanation read through each threshold alone",
 }
 
 # Variants of run(): the default sampler with these settings (bench/search strategies alike).
@@ -191,6 +192,7 @@ STEERING_CHANGE: dict[str, dict[str, Any]] = {
     "before-swap": {"combine": False},
     "no-pairs": {"pairs": False},
     "kin-1": {"kin": 1.0},
+    "no-joint": {"joint": False},
 }
 
 

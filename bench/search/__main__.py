@@ -221,6 +221,8 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     # an even chance of crashing is drawn again).
     "no-local-vet": lambda land, s, n: run_driver(land, s, n, local_risk=1.0),
     # A crash's explanations counted alike (before this pass), not weighed by their stretch.
+    # a two-number explanation read through each threshold's stretch alone (before joint)
+    "no-joint": lambda land, s, n: run_driver(land, s, n, steering=_steer(joint=False)),
     "unweighed": lambda land, s, n: run_driver(land, s, n, steering=_steer(weighs=False)),
     # A value or choice in a crash's explanation weighed a quarter or all of a full range's
     # stretch (the default: half).

@@ -390,3 +390,31 @@ def test_a_choice_every_explanation_of_a_crash_names_lends_no_kin() -> None:
     small_c = {"backend": "c", "bs": 8, "mem": 0.7}
     assert model(4.0).probability(small_c) == approx(model(1.0).probability(small_c))
     assert 0.0 < (model(1.0).probability(small_c) or 0.0) < 0.5
+
+
+def test_two_numbers_too_large_together_are_read_through_the_edges_no_run_rules_out() -> None:
+    """The batch ran at its end with little memory and the memory at its end with a small
+    batch; both at their ends crashed, and a run in the middle keeps the half-way box from
+    holding: the crash's one explanation is the two numbers too large together, at
+    thresholds no run pins down. Read each threshold alone, that explanation sits at the
+    crash's own values, and a configuration just below them on both counts as safe
+    (``joint`` off). Read through the pairs of edges that no run rules out, it is more
+    likely than not to crash there, and no chance is given where a run at larger values of
+    both ran. A one-number explanation reads the same either way."""
+    runs = [("a", 8, 0.6), ("a", 512, 0.6), ("a", 8, 0.95), ("a", 100, 0.85)]
+    near, under = {"backend": "a", "bs": 400, "mem": 0.9}, {"backend": "a", "bs": 16, "mem": 0.7}
+    at = {}
+    for joint in (False, True):
+        m = CrashRegions(SPACE, SteeringOptions(budget=0, joint=joint))
+        for backend, bs, mem in runs:
+            m.observe({"backend": backend, "bs": bs, "mem": mem}, crashed=False)
+        m.observe({"backend": "a", "bs": 512, "mem": 0.95}, crashed=True)
+        assert [[lit[0] for lit in e] for e in m.explanations()[0]] == [["bs", "mem"]]
+        at[joint] = (m.probability(near), m.probability(under))
+    assert at[False] == (0.0, 0.0)
+    assert (at[True][0] or 0.0) > 0.5 and at[True][1] == 0.0
+    for bs in (16, 32, 80, 300):  # batch sizes alone: the same ramp
+        config = {"backend": "b", "bs": bs, "mem": 0.7}
+        assert _edge_model(SteeringOptions(joint=True)).probability(config) == approx(
+            _edge_model(SteeringOptions()).probability(config)
+        )

@@ -81,6 +81,10 @@ class SteeringOptions:
     # alike, where no values explain both, counts this many times (1: no more; measured on
     # blackbox5: 4 and 8 alike, +0.75 points; inert on every other landscape)
     kin: float = 4.0
+    # regions (with soft and weighs): a two-number explanation's weight and the chance a
+    # proposal meets it read the thresholds' joint stretch, the pairs of edges no run rules
+    # out (``_joint``), not each threshold's stretch taken alone
+    joint: bool = True
     ablations: int = 4  # regions: launches that test a crash's one-value explanation (0: off)
     # regions: a crash one value explains keeps its two-value explanations too (a batch size
     # below any that ran explains it alone, and the bool that came with it is missed)
@@ -193,6 +197,20 @@ class CrashRisk:
 Literal = tuple[str, str, Any]  # (parameter, "eq" | "ge" | "le", value)
 
 
+@dataclass(frozen=True)
+class _Joint:
+    """An explanation read through its thresholds' joint stretch (``CrashRegions._joint``):
+    its weight, its values and choices, its numbers (name, side), the crash's and the runs'
+    places (from each side's end, the runs' cut at the crash's), and the edges' space left."""
+
+    weight: float
+    eqs: tuple[Literal, ...]
+    sides: tuple[tuple[str, str], ...]
+    crash: list[float]
+    runs: list[list[float]]
+    area: float
+
+
 class CrashRegions:
     """Learns which parameter values explain each crash, and refuses what they all predict.
 
@@ -240,6 +258,10 @@ class CrashRegions:
         # edge lies somewhere between, which ``probability`` reads as a ramp when ``soft``.
         self._ramps: dict[Literal, tuple[float, float]] = {}
         self._weights: dict[tuple[Literal, ...], float] = {}  # ``_weight``'s, as they ramp
+        # a widened explanation -> the crash's own (``joint``)
+        self._origin: dict[tuple[Literal, ...], tuple[Literal, ...]] = {}
+        # ``_joint``'s per explanation (None: one read threshold by threshold)
+        self._joints: dict[tuple[Literal, ...], _Joint | None] = {}
 
     def observe(self, config: Mapping[str, Any], crashed: bool, signature: str = "") -> None:
         """Learn the outcome of one launched configuration; ``signature`` says how a crash
@@ -250,6 +272,8 @@ class CrashRegions:
         self._explanations = None
         self._ramps.clear()  # rebuilt with the explanations
         self._weights.clear()
+        self._origin.clear()
+        self._joints.clear()
 
     def explanations(self) -> list[list[tuple[Literal, ...]]]:
         """Per crash, its explanations still consistent with every success (may be empty).
@@ -368,7 +392,9 @@ class CrashRegions:
         for f in sorted({self.options.edge, 0.5}):
             widened = self._widened(e, f)
             if not any(all(self._meets(lit, ok) for lit in widened) for ok in self._ok):
+                self._origin[widened] = e
                 return widened
+        self._origin[e] = e
         return e
 
     def _widened(self, e: tuple[Literal, ...], f: float) -> tuple[Literal, ...]:
@@ -502,17 +528,27 @@ class CrashRegions:
         for kin, expl in zip(self._kin, explanations, strict=True):
             if not expl:
                 continue
-            weights = [
-                self._weight(e) * (self.options.kin if any(lit[:2] in kin for lit in e) else 1.0)
-                for e in expl
-            ]
-            shares[tuple(expl)] = sum(  # crashes explained together count once
-                w
-                * math.prod(
-                    self._degree(lit, config) if soft else self._meets(lit, config) for lit in e
-                )
-                for w, e in zip(weights, expl, strict=True)
-            ) / sum(weights)
+            weights, met = [], []
+            for e in expl:
+                o = self.options
+                joint = self._joint(e) if soft and o.soft and o.weighs and o.joint else None
+                if joint is None:
+                    weights.append(self._weight(e))
+                    met.append(
+                        math.prod(
+                            self._degree(lit, config) if soft else self._meets(lit, config)
+                            for lit in e
+                        )
+                    )
+                else:
+                    weights.append(joint.weight)
+                    met.append(self._joint_met(joint, config))
+                if any(lit[:2] in kin for lit in e):
+                    weights[-1] *= self.options.kin
+            # crashes explained together count once
+            shares[tuple(expl)] = sum(w * m for w, m in zip(weights, met, strict=True)) / sum(
+                weights
+            )
         if not shares:
             return None
         if not self.options.combine:
@@ -533,6 +569,62 @@ class CrashRegions:
         if e not in self._weights:
             self._weights[e] = self._stretches(e)
         return self._weights[e]
+
+    def _joint(self, e: tuple[Literal, ...]) -> _Joint | None:
+        """Explanation ``e`` read through its crash's own thresholds (``joint``): each
+        number's edge as likely anywhere below the crash's value on its side (on its scale),
+        the edges that would put a run inside ruled out. Its weight is the share of the
+        edges' space left (a value or choice ``eq_weight``, as in ``_stretches``), where
+        ``_stretches`` multiplies each threshold's stretch measured alone, so a batch size
+        and a thread count that no run had together both high weigh as if every run had
+        sat at the range's low end. None: ``e`` has a sum, or no number."""
+        if e not in self._joints:
+            self._joints[e] = self._joint_of(self._origin.get(e, e))
+        return self._joints[e]
+
+    def _joint_of(self, origin: tuple[Literal, ...]) -> _Joint | None:
+        eqs = tuple(lit for lit in origin if lit[1] == "eq")
+        nums = [lit for lit in origin if lit[1] != "eq"]
+        if not 0 < len(nums) <= 2 or any(lit[1] not in ("ge", "le") for lit in nums):
+            return None
+        sides = tuple((lit[0], lit[1]) for lit in nums)
+        crash = self._places({lit[0]: lit[2] for lit in nums}, sides)
+        if crash is None:
+            return None
+        runs = []
+        for ok in self._ok:
+            at = self._places(ok, sides) if all(_meets(lit, ok) for lit in eqs) else None
+            if at is not None:
+                runs.append([min(a, c) for a, c in zip(at, crash, strict=True)])
+        area = _left(crash, runs)
+        if area <= 1e-12:
+            return None
+        weight = max(area, LEAST_STRETCH ** len(nums)) * self.options.eq_weight ** len(eqs)
+        return _Joint(weight, eqs, sides, crash, runs, area)
+
+    def _joint_met(self, joint: _Joint, config: Mapping[str, Any]) -> float:
+        """The chance ``config`` meets a ``_joint`` explanation: the share of its edges'
+        space left that lies at or below ``config``'s numbers."""
+        at = self._places(config, joint.sides)
+        if at is None or not all(_meets(lit, config) for lit in joint.eqs):
+            return 0.0
+        box = [min(max(a, 0.0), c) for a, c in zip(at, joint.crash, strict=True)]
+        runs = [[min(r, b) for r, b in zip(run, box, strict=True)] for run in joint.runs]
+        return min(1.0, max(0.0, _left(box, runs) / joint.area))
+
+    def _places(
+        self, config: Mapping[str, Any], sides: tuple[tuple[str, str], ...]
+    ) -> list[float] | None:
+        """Where ``config``'s numbers sit in their ranges, each counted from the end its
+        threshold starts at: the low end for ``ge``, the high end for ``le`` (None: one is not
+        a number)."""
+        out = []
+        for name, op in sides:
+            place = _fraction(self.spec, self.spec.parameter(name), config.get(name))
+            if place is None:
+                return None
+            out.append(place if op == "ge" else 1.0 - place)
+        return out
 
     def _stretches(self, e: tuple[Literal, ...]) -> float:
         """``_weight`` computed: the product over ``e``'s literals."""
@@ -651,6 +743,19 @@ def _meets(lit: Literal, config: Mapping[str, Any]) -> bool:
     if isinstance(x, bool) or not isinstance(x, int | float):
         return False
     return bool(x >= value) if op == "ge" else bool(x <= value)
+
+
+def _left(corner: list[float], runs: list[list[float]]) -> float:
+    """The volume of the box from the origin to ``corner`` (one or two sides) that no run's
+    own box from the origin covers: the edges below a crash that no run rules out."""
+    if len(corner) == 1:
+        return max(0.0, corner[0] - max((r[0] for r in runs), default=0.0))
+    covered, top = 0.0, 0.0
+    ordered = sorted(runs, key=lambda r: -r[0])
+    for i, (a, b) in enumerate(ordered):
+        top = max(top, b)
+        covered += (a - (ordered[i + 1][0] if i + 1 < len(ordered) else 0.0)) * top
+    return max(0.0, corner[0] * corner[1] - covered)
 
 
 def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

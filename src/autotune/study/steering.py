@@ -17,7 +17,9 @@ explanation of some crash covers, so nothing is refused for being near a crash t
 parameter caused (the earlier nearest-neighbour vote, ``CrashRisk``, did that: kept as
 ``model="knn"`` to be measured against). A proposal that meets some of a crash's
 explanations gets a crash probability from them, each weighed by how likely it is: a
-threshold by the stretch it may lie in, between the nearest run and the crash (``weighs``),
+threshold by the stretch it may lie in, between the nearest run and the crash (``weighs``;
+two thresholds by the pairs of edges below the crash that no run rules out, ``joint``, and a
+proposal meets them as often as such pairs lie below it),
 and one on a parameter that caused another crash that failed alike ``kin`` times as much (an
 out-of-memory edge that mixed chunking moves: the chunk caused one crash alone, so it is the
 likelier cause of the next such crash too, where the choice came with other numbers).

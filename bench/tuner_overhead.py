@@ -4,7 +4,10 @@
    the SQLite storage a study uses by default, after 100 and after 1000 finished trials
    (filled with ``add_trials``, values from a smooth function, 10% crashes told as autotune
    tells them). Median and worst of ``--asks`` asks each.
-2. The driver's whole per-trial overhead (ask, steering, dead ends, tell, user attributes,
+2. The crash model (``study.steering.CrashRegions``) after 100 and 1000 such launches: the
+   explanations rebuilt after a launch, then the crash probability of ``--pool``
+   configurations, as the additive model's proposals weigh a pool of candidates.
+3. The driver's whole per-trial overhead (ask, steering, dead ends, tell, user attributes,
    events) with an executor that answers at once (bench/search's in-process executor), over
    SQLite, for a study of ``--trials`` launches: wall time / launches.
 
@@ -84,6 +87,45 @@ def ask_latency(n_done: int, asks: int, folder: Path) -> list[float]:
     return out
 
 
+def crash_model_cost(n_done: int, pool: int) -> tuple[float, float]:
+    """Seconds to rebuild the crash model's explanations after ``n_done`` random launches of
+    ``five`` (its crashes as the landscape gives them), and to give ``pool`` others a crash
+    probability."""
+    import yaml
+
+    from autotune.space.load import load_text
+    from autotune.space.suggest import distributions
+    from autotune.study.steering import CrashRegions, signature_of
+
+    land = by_name("five")
+    spec = load_text(yaml.safe_dump(land.space(n_done)), "five.yaml")
+    rng = random.Random(0)
+    dists = distributions(spec)
+
+    def draw() -> dict[str, object]:
+        return {
+            p.name: dists[p.name].to_external_repr(
+                rng.uniform(0, len(p.values()) - 1e-9) // 1
+                if p.type in ("categorical", "bool")
+                else _draw(dists[p.name], rng)
+            )
+            for p in spec.parameters
+        }
+
+    model = CrashRegions(spec)
+    for _ in range(n_done):
+        config = draw()
+        point = land.evaluate(config, rng)
+        model.observe(config, point.value is None, signature_of(point.cause, point.message))
+    configs = [draw() for _ in range(pool)]
+    start = time.perf_counter()
+    model.probability(configs[0])  # the explanations are rebuilt on the first question
+    rebuilt = time.perf_counter()
+    for config in configs:
+        model.probability(config)
+    return rebuilt - start, time.perf_counter() - rebuilt
+
+
 def _draw(d: optuna.distributions.BaseDistribution, rng: random.Random) -> float:
     low, high = float(d.low), float(d.high)  # type: ignore[attr-defined]
     if getattr(d, "log", False):
@@ -128,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--asks", type=int, default=20)
     ap.add_argument("--trials", type=int, default=100)
+    ap.add_argument("--pool", type=int, default=300)
     a = ap.parse_args(argv)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.filterwarnings("ignore")
@@ -137,6 +180,13 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"ask()+suggest after {n:4d} trials (SQLite): median {statistics.median(lat):.3f}"
                 f" s, worst {max(lat):.3f} s over {len(lat)} asks",
+                flush=True,
+            )
+        for n in (100, 1000):
+            rebuild, pooled = crash_model_cost(n, a.pool)
+            print(
+                f"crash model after {n:4d} launches: explanations rebuilt in {rebuild:.3f} s, "
+                f"{a.pool} crash probabilities in {pooled:.3f} s",
                 flush=True,
             )
         per = driver_overhead(a.trials, Path(tmp))

@@ -46,6 +46,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
+
 from autotune.space.schema import Parameter, StudySpec, same_value
 
 PREFIX = "predicted crash"  # skip reasons start with this
@@ -203,7 +205,8 @@ Literal = tuple[str, str, Any]  # (parameter, "eq" | "ge" | "le", value)
 class _Joint:
     """An explanation read through its thresholds' joint stretch (``CrashRegions._joint``):
     its weight, its values and choices, its numbers (name, side), the crash's and the runs'
-    places (from each side's end, the runs' cut at the crash's), and the edges' space left."""
+    places (from each side's end; the runs' cut at the crash's, those no other run's box holds),
+    and the edges' space left."""
 
     weight: float
     eqs: tuple[Literal, ...]
@@ -264,6 +267,8 @@ class CrashRegions:
         self._origin: dict[tuple[Literal, ...], tuple[Literal, ...]] = {}
         # ``_joint``'s per explanation (None: one read threshold by threshold)
         self._joints: dict[tuple[Literal, ...], _Joint | None] = {}
+        self._masks: dict[Literal, int] = {}  # ``_mask``'s, until the next launch
+        self._columns: dict[str, np.ndarray] = {}  # each number's values in the successes
 
     def observe(self, config: Mapping[str, Any], crashed: bool, signature: str = "") -> None:
         """Learn the outcome of one launched configuration; ``signature`` says how a crash
@@ -276,6 +281,8 @@ class CrashRegions:
         self._weights.clear()
         self._origin.clear()
         self._joints.clear()
+        self._masks.clear()
+        self._columns.clear()
 
     def explanations(self) -> list[list[tuple[Literal, ...]]]:
         """Per crash, its explanations still consistent with every success (may be empty).
@@ -357,9 +364,7 @@ class CrashRegions:
 
     def _explain_literals(self, literals: list[Literal]) -> list[tuple[Literal, ...]]:
         # A bit mask per literal of the successes that meet it; an explanation must meet none.
-        masks = [
-            sum(1 << i for i, ok in enumerate(self._ok) if self._meets(lit, ok)) for lit in literals
-        ]
+        masks = [self._mask(lit) for lit in literals]
         singles: list[tuple[Literal, ...]] = [
             (lit,) for lit, m in zip(literals, masks, strict=True) if m == 0
         ]
@@ -380,6 +385,32 @@ class CrashRegions:
         if not self.options.boundary:
             return found
         return [self._widen(e) for e in found]
+
+    def _mask(self, lit: Literal) -> int:
+        """A bit per success, set where it meets ``lit`` (an ``eq``, ``ge`` or ``le``);
+        kept until the next launch is observed (a long study's crashes share their values)."""
+        mask = self._masks.get(lit)
+        if mask is not None:
+            return mask
+        name, op, value = lit
+        if op == "eq" or isinstance(value, bool) or not isinstance(value, int | float):
+            mask = sum(1 << i for i, ok in enumerate(self._ok) if _meets(lit, ok))
+        else:
+            column = self._columns.get(name)
+            if column is None:
+                column = self._columns[name] = np.array(
+                    [
+                        float(x)
+                        if isinstance(x := ok.get(name), int | float) and not isinstance(x, bool)
+                        else np.nan
+                        for ok in self._ok
+                    ]
+                )
+            with np.errstate(invalid="ignore"):
+                met = column >= value if op == "ge" else column <= value
+            mask = int.from_bytes(np.packbits(met, bitorder="little").tobytes(), "little")
+        self._masks[lit] = mask
+        return mask
 
     def _widen(self, e: tuple[Literal, ...]) -> tuple[Literal, ...]:
         """Move each numeric threshold toward the nearest configuration that ran.
@@ -598,6 +629,7 @@ class CrashRegions:
             at = self._places(ok, sides) if all(_meets(lit, ok) for lit in eqs) else None
             if at is not None:
                 runs.append([min(a, c) for a, c in zip(at, crash, strict=True)])
+        runs = _front(runs)
         area = _left(crash, runs)
         if area <= 1e-12:
             return None
@@ -745,6 +777,20 @@ def _meets(lit: Literal, config: Mapping[str, Any]) -> bool:
     if isinstance(x, bool) or not isinstance(x, int | float):
         return False
     return bool(x >= value) if op == "ge" else bool(x <= value)
+
+
+def _front(runs: list[list[float]]) -> list[list[float]]:
+    """The runs whose boxes from the origin no other run's box holds (one or two sides): the
+    same union, however many runs a long study has."""
+    if not runs:
+        return []
+    if len(runs[0]) == 1:
+        return [max(runs)]
+    front: list[list[float]] = []
+    for run in sorted(runs, key=lambda r: (-r[0], -r[1])):
+        if not front or run[1] > front[-1][1]:
+            front.append(run)
+    return front
 
 
 def _left(corner: list[float], runs: list[list[float]]) -> float:

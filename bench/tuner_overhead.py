@@ -25,6 +25,7 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import optuna
 
@@ -52,14 +53,7 @@ def ask_latency(n_done: int, asks: int, folder: Path) -> list[float]:
     dists = distributions(spec)
     trials = []
     for _ in range(n_done):
-        config = {
-            p.name: dists[p.name].to_external_repr(
-                rng.uniform(0, len(p.values()) - 1e-9) // 1
-                if p.type in ("categorical", "bool")
-                else _draw(dists[p.name], rng)
-            )
-            for p in spec.parameters
-        }
+        config = _random_config(spec, dists, rng)
         point = land.evaluate(config, rng)
         if point.value is None:
             t = optuna.trial.create_trial(
@@ -101,29 +95,32 @@ def crash_model_cost(n_done: int, pool: int) -> tuple[float, float]:
     spec = load_text(yaml.safe_dump(land.space(n_done)), "five.yaml")
     rng = random.Random(0)
     dists = distributions(spec)
-
-    def draw() -> dict[str, object]:
-        return {
-            p.name: dists[p.name].to_external_repr(
-                rng.uniform(0, len(p.values()) - 1e-9) // 1
-                if p.type in ("categorical", "bool")
-                else _draw(dists[p.name], rng)
-            )
-            for p in spec.parameters
-        }
-
     model = CrashRegions(spec)
     for _ in range(n_done):
-        config = draw()
+        config = _random_config(spec, dists, rng)
         point = land.evaluate(config, rng)
         model.observe(config, point.value is None, signature_of(point.cause, point.message))
-    configs = [draw() for _ in range(pool)]
+    configs = [_random_config(spec, dists, rng) for _ in range(pool)]
     start = time.perf_counter()
     model.probability(configs[0])  # the explanations are rebuilt on the first question
     rebuilt = time.perf_counter()
     for config in configs:
         model.probability(config)
     return rebuilt - start, time.perf_counter() - rebuilt
+
+
+def _random_config(
+    spec: Any, dists: dict[str, optuna.distributions.BaseDistribution], rng: random.Random
+) -> dict[str, Any]:
+    """A configuration of ``spec`` drawn uniformly (numbers on their scale)."""
+    return {
+        p.name: dists[p.name].to_external_repr(
+            rng.uniform(0, len(p.values()) - 1e-9) // 1
+            if p.type in ("categorical", "bool")
+            else _draw(dists[p.name], rng)
+        )
+        for p in spec.parameters
+    }
 
 
 def _draw(d: optuna.distributions.BaseDistribution, rng: random.Random) -> float:

@@ -393,7 +393,7 @@ class CrashRegions:
         if mask is not None:
             return mask
         name, op, value = lit
-        if op == "eq" or isinstance(value, bool) or not isinstance(value, int | float):
+        if op == "eq":
             mask = sum(1 << i for i, ok in enumerate(self._ok) if _meets(lit, ok))
         else:
             column = self._columns.get(name)
@@ -558,13 +558,14 @@ class CrashRegions:
         crash explained yet); ``soft=False``: met at their thresholds, with no ramp."""
         shares: dict[tuple[tuple[Literal, ...], ...], float] = {}
         explanations = self.explanations()  # (and ``_kin`` with them)
+        o = self.options
+        jointly = soft and o.soft and o.weighs and o.joint
         for kin, expl in zip(self._kin, explanations, strict=True):
             if not expl:
                 continue
             weights, met = [], []
             for e in expl:
-                o = self.options
-                joint = self._joint(e) if soft and o.soft and o.weighs and o.joint else None
+                joint = self._joint(e) if jointly else None
                 if joint is None:
                     weights.append(self._weight(e))
                     met.append(
@@ -781,7 +782,8 @@ def _meets(lit: Literal, config: Mapping[str, Any]) -> bool:
 
 def _front(runs: list[list[float]]) -> list[list[float]]:
     """The runs whose boxes from the origin no other run's box holds (one or two sides): the
-    same union, however many runs a long study has."""
+    same union, however many runs a long study has; largest first place first, as ``_left``
+    reads them (a front cut at any corner keeps that order)."""
     if not runs:
         return []
     if len(runs[0]) == 1:
@@ -795,14 +797,14 @@ def _front(runs: list[list[float]]) -> list[list[float]]:
 
 def _left(corner: list[float], runs: list[list[float]]) -> float:
     """The volume of the box from the origin to ``corner`` (one or two sides) that no run's
-    own box from the origin covers: the edges below a crash that no run rules out."""
+    own box from the origin covers: the edges below a crash that no run rules out. ``runs``
+    in ``_front``'s order."""
     if len(corner) == 1:
         return max(0.0, corner[0] - max((r[0] for r in runs), default=0.0))
     covered, top = 0.0, 0.0
-    ordered = sorted(runs, key=lambda r: -r[0])
-    for i, (a, b) in enumerate(ordered):
+    for i, (a, b) in enumerate(runs):
         top = max(top, b)
-        covered += (a - (ordered[i + 1][0] if i + 1 < len(ordered) else 0.0)) * top
+        covered += (a - (runs[i + 1][0] if i + 1 < len(runs) else 0.0)) * top
     return max(0.0, corner[0] * corner[1] - covered)
 
 

@@ -33,6 +33,7 @@ from optuna.distributions import (
 from optuna.study import Study
 from optuna.trial import FrozenTrial, TrialState
 
+from autotune.models import Cause
 from autotune.space.schema import same_value
 from autotune.study.additive import AdditiveModel, scaled, sixteenths
 from autotune.study.history import NEAR, failed, key, sign
@@ -53,7 +54,9 @@ RETEST = True
 # crashes that say the value itself is never valid here, whatever the other settings: no
 # kernel for this GPU, an argument the server does not take, a missing package, a model the
 # setting does not support. Not retested.
-INHERENT = frozenset({"arch_unsupported", "invalid_argument", "import_error", "model_unsupported"})
+INHERENT = frozenset(
+    {Cause.ARCH_UNSUPPORTED, Cause.INVALID_ARGUMENT, Cause.IMPORT_ERROR, Cause.MODEL_UNSUPPORTED}
+)
 # the largest share of crash explanations a swap repaired by another choice may meet (0: a
 # repair moves numbers only)
 CHOICE_RISK = 0.7

@@ -40,6 +40,19 @@ def test_validate_bad_space_names_file_line_and_field(
     assert f"{space}:7: parameters[0].choices:" in err
 
 
+def test_validate_takes_the_space_as_start_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    space = tmp_path / "bad.yaml"
+    space.write_text(BAD_SPACE)
+    assert main(["validate", "--space", str(space)]) == 2
+    assert f"{space}:7: parameters[0].choices:" in _one_line_error(capsys)
+    assert main(["validate"]) == 2
+    assert "--space" in _one_line_error(capsys)
+    assert main(["validate", str(space), "--space", str(space)]) == 2
+    assert "once" in _one_line_error(capsys)
+
+
 def test_start_with_a_bad_space_launches_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -840,11 +840,28 @@ def sync(
 
 
 @app.command()
-def validate(space: Annotated[Path, typer.Argument(help="The search-space YAML file.")]) -> None:
+def validate(
+    file: Annotated[
+        Path | None, typer.Argument(help="The search-space YAML file.", show_default=False)
+    ] = None,
+    space_opt: Annotated[
+        Path | None,
+        typer.Option(
+            "--space", help="The same file, named as `start` takes it.", show_default=False
+        ),
+    ] = None,
+) -> None:
     """Check a space file (and its flags against the engine's table); launches nothing."""
     from autotune.engines import get_engine
     from autotune.space.load import check, load
 
+    if file is not None and space_opt is not None:
+        raise ConfigError("give the space file once: as FILE or as --space FILE", field="validate")
+    space = file or space_opt
+    if space is None:
+        raise ConfigError(
+            "no space file: autotune validate FILE (or --space FILE)", field="validate"
+        )
     problems = check(space)
     for problem in problems[:-1]:
         err.print(f"autotune: error: {problem}", markup=False, highlight=False)

@@ -166,6 +166,7 @@ VARIANTS: dict[str, str] = {
     "centred": "the defaults with the additive model's features centred",
     "edge-risk-0.5": "the defaults with edge steps as far as a crash probability of 0.5",
     "no-joint": "the defaults with a two-number explanation read through each threshold alone",
+    "no-square": "the defaults without square terms for numbers that peak inside their range",
 }
 
 # Variants of run(): the default sampler with these settings (bench/search strategies alike).
@@ -183,6 +184,7 @@ ONE_CHANGE: dict[str, dict[str, Any]] = {
     "no-retest": {"retest": False},
     "centred": {"centred": True},
     "edge-risk-0.5": {"edge_risk": 0.5},
+    "no-square": {"square": "off"},
 }
 
 # Variants of run() whose crash model's options differ from the defaults (``crash-budget``'s

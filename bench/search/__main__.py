@@ -214,6 +214,9 @@ STRATEGIES: dict[str, Callable[[Landscape, int, int], list[Launch]]] = {
     # The additive model with its three bends only (before this pass), not also the finer
     # five where those predict left-out launches better.
     "coarse": lambda land, s, n: run_driver(land, s, n, fine=False),
+    # the additive model's square terms: for every number, or for none (docs/benchmarks.md)
+    "square-all": lambda land, s, n: run_driver(land, s, n, square="all"),
+    "no-square": lambda land, s, n: run_driver(land, s, n, square="off"),
     # Without two numbers too large together (their places in their ranges added) as the
     # explanation of crashes alike that no shared values explain (before this pass).
     "no-sums": lambda land, s, n: run_driver(land, s, n, steering=_steer(sums=False)),

@@ -6,6 +6,9 @@ within 30 launches over five or more parameters: it rarely puts every parameter 
 end at once. This model fits log(value) as a sum of one effect per parameter (a level per
 categorical or bool value, a piecewise-linear curve on the scaled range of a number) by
 ridge regression over the configurations that ran, and ranks candidate configurations by it.
+A piecewise-linear effect is highest at a bend or an end, never between two bends, so a number
+whose effect peaks inside its range (a buffer size's hill) may also get a square term
+(``square``; ``history.fit`` chooses which numbers).
 Its argmax among candidates that the crash model lets through is a proposal that moves every
 parameter toward its best end together, up to the learned crash edges.
 """
@@ -52,6 +55,7 @@ class AdditiveModel:
         distributions: the parameters (name -> Optuna distribution) the model covers.
         knots: where a number's piecewise-linear effect may bend, on its scaled range.
         ridge: how hard effects the launches barely support are shrunk toward none.
+        square: the numbers whose effect also has a square term (True: every number).
     """
 
     def __init__(
@@ -60,9 +64,14 @@ class AdditiveModel:
         knots: Sequence[float] = KNOTS,
         ridge: float = RIDGE,
         center: bool = CENTER,
+        square: bool | Collection[str] = False,
     ) -> None:
         self.distributions = dict(distributions)
         self.knots = tuple(knots)
+        # numbers whose effect also has a square term (True: every number)
+        self.square = frozenset(
+            (self.distributions if square is True else square) if square else ()
+        )
         self.ridge = ridge
         self.center = center
         self._offset: np.ndarray | float = 0.0  # each feature's mean over the fit's launches
@@ -79,9 +88,13 @@ class AdditiveModel:
             if isinstance(d, CategoricalDistribution):
                 row += [1.0 if same_value(value, c) else 0.0 for c in d.choices]
             else:
-                x = scaled(d, value)
-                row += [x] + [max(0.0, x - k) for k in self.knots]
+                row += self._curve(name, scaled(d, value))
         return row
+
+    def _curve(self, name: str, x: float) -> list[float]:
+        """A number's features at ``x`` on its scaled range: x, its square where ``square``
+        names it, and its hinges."""
+        return [x] + [x * x] * (name in self.square) + [max(0.0, x - k) for k in self.knots]
 
     def fit(self, configs: Sequence[Mapping[str, Any]], values: Sequence[float]) -> bool:
         """Fit to measured configurations; False when there are too few to say anything."""
@@ -105,6 +118,25 @@ class AdditiveModel:
         lev = np.einsum("ij,jk,ik->i", x, inv, x)
         self.loo = float(np.mean((resid / np.maximum(1 - lev, 1e-3)) ** 2))
         return True
+
+    def peaked(self, points: int = 33) -> set[str]:
+        """The numbers whose fitted effect is highest strictly inside their range (on
+        ``points`` places across it), not at an end: a buffer size's hill, not a batch size
+        that keeps paying up to a crash edge."""
+        if self._coef is None:
+            raise RuntimeError("fit the model first")
+        out: set[str] = set()
+        at = 0  # where the parameter's coefficients start
+        for name, d in self.distributions.items():
+            if isinstance(d, CategoricalDistribution):
+                at += len(d.choices)
+                continue
+            rows = np.array([self._curve(name, x) for x in np.linspace(-1.0, 1.0, points)])
+            top = int((rows @ self._coef[at : at + rows.shape[1]]).argmax())
+            if 0 < top < points - 1:
+                out.add(name)
+            at += rows.shape[1]
+        return out
 
     def std(self, configs: Sequence[Mapping[str, Any]]) -> np.ndarray:
         """The posterior standard deviation of each configuration's predicted log value."""

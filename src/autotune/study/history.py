@@ -73,11 +73,17 @@ def fit(
     fine: bool = True,
     ridge: float = RIDGE,
     center: bool = CENTER,
+    square: str = "peaks",
 ) -> tuple[AdditiveModel, list[FrozenTrial]] | None:
     """The additive model of the (log) objective over the trials with ``best``'s parameters,
     and those that met their constraints (None: too few to fit). With ``fine``, the model
     with finer bends (``FINE_KNOTS``) where it predicts left-out launches better; ``ridge``
-    and ``center``: the model's shrinkage and centring (``AdditiveModel``)."""
+    and ``center``: the model's shrinkage and centring (``AdditiveModel``). ``square``:
+    ``peaks`` refits with a square term for each number whose effect that model puts highest
+    inside its range (a piecewise-linear effect is highest at a bend, so a peak between two
+    bends was proposed at one of them); ``all``: a square term for every number; ``off``."""
+    if square not in ("peaks", "all", "off"):
+        raise ValueError(f"square must be peaks, all or off, not {square!r}")
     s = sign(study)
     trials = study.get_trials(deepcopy=False)
     alike = [t for t in trials if set(t.params) == set(best.params)]
@@ -99,10 +105,15 @@ def fit(
     else:
         values = [s * v for v in raw]
     knots = (KNOTS, FINE_KNOTS) if fine else (KNOTS,)
-    models = [AdditiveModel(best.distributions, k, ridge, center) for k in knots]
+    every = square == "all"
+    models = [AdditiveModel(best.distributions, k, ridge, center, every) for k in knots]
     if not all([m.fit(configs, values) for m in models]):  # too few launches for either
         return None
-    return min(models, key=lambda m: m.loo), rows
+    chosen = min(models, key=lambda m: m.loo)
+    if square == "peaks" and (hills := chosen.peaked()):
+        chosen = AdditiveModel(best.distributions, chosen.knots, ridge, center, hills)
+        chosen.fit(configs, values)
+    return chosen, rows
 
 
 __all__ = ["NEAR", "best_trial", "failed", "fit", "has", "key", "read", "sign"]

@@ -99,6 +99,8 @@ EDGE_GAIN = 0.02  # the least gain (log) the additive model predicts for an edge
 # better (the model's curve keeps rising where the gains have levelled off)
 EDGE_STOP = True
 FINE = True  # the additive model may bend finer where that predicts left-out launches better
+# a number whose fitted effect peaks inside its range gets a square term too (``history.fit``)
+SQUARE = "peaks"
 EI = True  # rank the model's candidates by expected improvement, not predicted value
 NOVEL = 0.7  # of model candidates this close to the best score (log), the fewest new pairs
 ENDGAME = 6  # the last launches of the budget, where TPE's share goes to the model and local moves
@@ -155,6 +157,10 @@ class LocalTPESampler(BaseSampler):
             ``edge_risk`` 0.5 itself, so off).
         fine: the additive model is fitted with finer bends too (``FINE_KNOTS``), and the one
             with the smaller leave-one-out error is used.
+        square: ``peaks``: a number whose fitted effect is highest inside its range gets a
+            square term as well, so its best value may lie between two bends; ``all``: every
+            number (measured: a pool that keeps paying less and less is bent down before its
+            edge); ``off``.
         ridge: the additive model's shrinkage of effects the launches barely support.
         centred: the additive model's features are centred on the launches' mean.
         endgame: in the budget's last this many launches, what would be TPE's draws go to
@@ -204,6 +210,7 @@ class LocalTPESampler(BaseSampler):
         edge_gain: float = EDGE_GAIN,
         edge_far: float = 0.0,
         fine: bool = FINE,
+        square: str = SQUARE,
         ridge: float = RIDGE,
         centred: bool = CENTER,
         novel: float = NOVEL,
@@ -218,6 +225,7 @@ class LocalTPESampler(BaseSampler):
         self._edge_gain = edge_gain
         self._edge_far = edge_far
         self._fine = fine
+        self._square = square
         self._ridge = ridge
         self._centred = centred
         self._novel = novel
@@ -310,7 +318,7 @@ class LocalTPESampler(BaseSampler):
         self, study: Study, best: FrozenTrial
     ) -> tuple[AdditiveModel, list[FrozenTrial]] | None:
         """The additive model over the study's trials, with this sampler's settings."""
-        return fit(study, best, self._fine, self._ridge, self._centred)
+        return fit(study, best, self._fine, self._ridge, self._centred, self._square)
 
     def _local_move(self, best: FrozenTrial) -> dict[str, Any]:
         """The best configuration with one or two values nudged; drawn again while the crash

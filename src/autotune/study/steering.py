@@ -269,6 +269,7 @@ class CrashRegions:
         self._joints: dict[tuple[Literal, ...], _Joint | None] = {}
         self._masks: dict[Literal, int] = {}  # ``_mask``'s, until the next launch
         self._columns: dict[str, np.ndarray] = {}  # each number's values in the successes
+        self._scales: dict[str, tuple[Parameter, tuple[float, float]]] = {}  # ``_frac``'s
 
     def observe(self, config: Mapping[str, Any], crashed: bool, signature: str = "") -> None:
         """Learn the outcome of one launched configuration; ``signature`` says how a crash
@@ -424,7 +425,10 @@ class CrashRegions:
         """
         for f in sorted({self.options.edge, 0.5}):
             widened = self._widened(e, f)
-            if not any(all(self._meets(lit, ok) for lit in widened) for ok in self._ok):
+            met = self._met(widened)
+            if met is None:  # a sum among them: each run read
+                met = any(all(self._meets(lit, ok) for lit in widened) for ok in self._ok)
+            if not met:
                 self._origin[widened] = e
                 return widened
         self._origin[e] = e
@@ -449,21 +453,53 @@ class CrashRegions:
                     out[k] = (name, op, (value[0], edge + f * (value[1] - edge)))
                     self._ramps[out[k]] = (edge, value[1])
                 continue
-            near = [
+            ran = self._nearest(name, op, value, others)
+            if ran is None:
+                continue
+            out[k] = (name, op, self._between(name, ran, value, f))
+            self._ramps[out[k]] = (ran, value)
+        return tuple(out)
+
+    def _met(self, lits: tuple[Literal, ...] | list[Literal]) -> int | None:
+        """A bit per success, set where it meets every one of ``lits`` (None: a sum literal
+        among them, which no mask holds)."""
+        if any(lit[1] == "sum" for lit in lits):
+            return None
+        met = (1 << len(self._ok)) - 1
+        for lit in lits:
+            met &= self._mask(lit)
+        return met
+
+    def _nearest(self, name: str, op: str, value: float, others: list[Literal]) -> float | None:
+        """Of the successes that meet ``others``, the value of number ``name`` nearest below
+        ``value`` (``op`` "ge"; above it for "le"), as it ran (None: none is)."""
+        met = self._met(others)
+        if met is None:  # a sum among them: each run read
+            near: list[float] = [
                 ok[name]
                 for ok in self._ok
-                if name in ok
-                and all(self._meets(lit, ok) for lit in others)
+                if all(self._meets(lit, ok) for lit in others)
+                and isinstance(ok.get(name), int | float)
                 and not isinstance(ok[name], bool)
-                and isinstance(ok[name], int | float)
             ]
             side = [x for x in near if (x < value if op == "ge" else x > value)]
             if not side:
-                continue
-            edge = max(side) if op == "ge" else min(side)
-            out[k] = (name, op, self._between(name, edge, value, f))
-            self._ramps[out[k]] = (edge, value)
-        return tuple(out)
+                return None
+            return max(side) if op == "ge" else min(side)
+        self._mask((name, op, value))  # builds the number's column
+        column = self._columns[name]
+        rows = np.unpackbits(
+            np.frombuffer(met.to_bytes(len(column) // 8 + 1, "little"), dtype=np.uint8),
+            bitorder="little",
+        )[: len(column)].astype(bool)
+        with np.errstate(invalid="ignore"):
+            rows &= column < value if op == "ge" else column > value
+        at = np.flatnonzero(rows)
+        if not at.size:
+            return None
+        best = at[int(column[at].argmax() if op == "ge" else column[at].argmin())]
+        ran: float = self._ok[int(best)][name]
+        return ran
 
     def _between(self, name: str, a: float, b: float, f: float) -> float:
         """The point ``f`` of the way from ``a`` (ran) to ``b`` (crashed), on the parameter's
@@ -496,7 +532,7 @@ class CrashRegions:
     def _sum(self, a: str, b: str, config: Mapping[str, Any]) -> float | None:
         """Where ``a`` and ``b`` of ``config`` sit in their ranges (0 to 1 each, on their
         scales), added (None: either is not set to a number)."""
-        xa, xb = (_fraction(self.spec, self.spec.parameter(n), config.get(n)) for n in (a, b))
+        xa, xb = (self._frac(n, config.get(n)) for n in (a, b))
         return None if xa is None or xb is None else xa + xb
 
     def _explain_sums(self, crashes: list[dict[str, Any]]) -> list[tuple[Literal, ...]]:
@@ -507,11 +543,7 @@ class CrashRegions:
         if not self.options.sums or self.options.max_size < 2:
             return []
         names = sorted(
-            n
-            for n in self._numeric
-            if all(
-                _fraction(self.spec, self.spec.parameter(n), c.get(n)) is not None for c in crashes
-            )
+            n for n in self._numeric if all(self._frac(n, c.get(n)) is not None for c in crashes)
         )
         found: list[tuple[Literal, ...]] = []
         for i, a in enumerate(names):
@@ -640,8 +672,10 @@ class CrashRegions:
     def _joint_met(self, joint: _Joint, config: Mapping[str, Any]) -> float:
         """The chance ``config`` meets a ``_joint`` explanation: the share of its edges'
         space left that lies at or below ``config``'s numbers."""
+        if not all(_meets(lit, config) for lit in joint.eqs):
+            return 0.0
         at = self._places(config, joint.sides)
-        if at is None or not all(_meets(lit, config) for lit in joint.eqs):
+        if at is None:
             return 0.0
         box = [min(max(a, 0.0), c) for a, c in zip(at, joint.crash, strict=True)]
         runs = [[min(r, b) for r, b in zip(run, box, strict=True)] for run in joint.runs]
@@ -655,7 +689,7 @@ class CrashRegions:
         a number)."""
         out = []
         for name, op in sides:
-            place = _fraction(self.spec, self.spec.parameter(name), config.get(name))
+            place = self._frac(name, config.get(name))
             if place is None:
                 return None
             out.append(place if op == "ge" else 1.0 - place)
@@ -700,8 +734,16 @@ class CrashRegions:
 
     def _place(self, name: str, x: Any) -> float:
         """Where number ``x`` of ``name`` sits in its range (``_fraction``), for the ramps."""
-        place = _fraction(self.spec, self.spec.parameter(name), x)
+        place = self._frac(name, x)
         return 0.0 if place is None else place
+
+    def _frac(self, name: str, x: Any) -> float | None:
+        """``_fraction`` of number ``x`` of ``name``, its parameter and range looked up once."""
+        scale = self._scales.get(name)
+        if scale is None:
+            p = self.spec.parameter(name)
+            scale = self._scales[name] = (p, self.spec.static_range(p))
+        return _fraction(self.spec, scale[0], x, scale[1])
 
     def check(self, config: Mapping[str, Any]) -> str | None:
         """Why ``config`` should not be launched (starts with "predicted crash"), or None."""
@@ -836,12 +878,14 @@ def _features(spec: StudySpec, p: Parameter, value: Any, active: bool) -> list[f
     return [0.0, 0.0] if x is None else [min(1.0, max(0.0, x)), 1.0]
 
 
-def _fraction(spec: StudySpec, p: Parameter, value: Any) -> float | None:
-    """Where ``value`` sits in the parameter's range, 0 to 1 on its scale (log where the
-    parameter is; None: not a number)."""
+def _fraction(
+    spec: StudySpec, p: Parameter, value: Any, bounds: tuple[float, float] | None = None
+) -> float | None:
+    """Where ``value`` sits in the parameter's range (``bounds`` where given, its static range
+    otherwise), 0 to 1 on its scale (log where the parameter is; None: not a number)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    low, high = spec.static_range(p)
+    low, high = bounds if bounds is not None else spec.static_range(p)
     x = float(value)
     if p.log and low > 0 and x > 0:
         low, high, x = math.log(low), math.log(high), math.log(x)

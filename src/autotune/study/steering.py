@@ -388,30 +388,35 @@ class CrashRegions:
         return [self._widen(e) for e in found]
 
     def _mask(self, lit: Literal) -> int:
-        """A bit per success, set where it meets ``lit`` (an ``eq``, ``ge`` or ``le``);
-        kept until the next launch is observed (a long study's crashes share their values)."""
+        """A bit per success, set where it meets ``lit``; kept until the next launch is
+        observed (a long study's crashes share their values)."""
         mask = self._masks.get(lit)
         if mask is not None:
             return mask
         name, op, value = lit
-        if op == "eq":
-            mask = sum(1 << i for i, ok in enumerate(self._ok) if _meets(lit, ok))
-        else:
-            column = self._columns.get(name)
-            if column is None:
-                column = self._columns[name] = np.array(
-                    [
-                        float(x)
-                        if isinstance(x := ok.get(name), int | float) and not isinstance(x, bool)
-                        else np.nan
-                        for ok in self._ok
-                    ]
-                )
+        if op in ("ge", "le"):
+            column = self._column(name)
             with np.errstate(invalid="ignore"):
                 met = column >= value if op == "ge" else column <= value
             mask = int.from_bytes(np.packbits(met, bitorder="little").tobytes(), "little")
+        else:  # a value or choice, or a sum: each run read
+            mask = sum(1 << i for i, ok in enumerate(self._ok) if self._meets(lit, ok))
         self._masks[lit] = mask
         return mask
+
+    def _column(self, name: str) -> np.ndarray:
+        """Number ``name`` in each success (NaN where it is not a number), kept as ``_mask``'s."""
+        column = self._columns.get(name)
+        if column is None:
+            column = self._columns[name] = np.array(
+                [
+                    float(x)
+                    if isinstance(x := ok.get(name), int | float) and not isinstance(x, bool)
+                    else np.nan
+                    for ok in self._ok
+                ]
+            )
+        return column
 
     def _widen(self, e: tuple[Literal, ...]) -> tuple[Literal, ...]:
         """Move each numeric threshold toward the nearest configuration that ran.
@@ -425,10 +430,7 @@ class CrashRegions:
         """
         for f in sorted({self.options.edge, 0.5}):
             widened = self._widened(e, f)
-            met = self._met(widened)
-            if met is None:  # a sum among them: each run read
-                met = any(all(self._meets(lit, ok) for lit in widened) for ok in self._ok)
-            if not met:
+            if not self._met(widened):
                 self._origin[widened] = e
                 return widened
         self._origin[e] = e
@@ -460,11 +462,8 @@ class CrashRegions:
             self._ramps[out[k]] = (ran, value)
         return tuple(out)
 
-    def _met(self, lits: tuple[Literal, ...] | list[Literal]) -> int | None:
-        """A bit per success, set where it meets every one of ``lits`` (None: a sum literal
-        among them, which no mask holds)."""
-        if any(lit[1] == "sum" for lit in lits):
-            return None
+    def _met(self, lits: tuple[Literal, ...] | list[Literal]) -> int:
+        """A bit per success, set where it meets every one of ``lits``."""
         met = (1 << len(self._ok)) - 1
         for lit in lits:
             met &= self._mask(lit)
@@ -473,21 +472,8 @@ class CrashRegions:
     def _nearest(self, name: str, op: str, value: float, others: list[Literal]) -> float | None:
         """Of the successes that meet ``others``, the value of number ``name`` nearest below
         ``value`` (``op`` "ge"; above it for "le"), as it ran (None: none is)."""
+        column = self._column(name)
         met = self._met(others)
-        if met is None:  # a sum among them: each run read
-            near: list[float] = [
-                ok[name]
-                for ok in self._ok
-                if all(self._meets(lit, ok) for lit in others)
-                and isinstance(ok.get(name), int | float)
-                and not isinstance(ok[name], bool)
-            ]
-            side = [x for x in near if (x < value if op == "ge" else x > value)]
-            if not side:
-                return None
-            return max(side) if op == "ge" else min(side)
-        self._mask((name, op, value))  # builds the number's column
-        column = self._columns[name]
         rows = np.unpackbits(
             np.frombuffer(met.to_bytes(len(column) // 8 + 1, "little"), dtype=np.uint8),
             bitorder="little",

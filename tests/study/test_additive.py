@@ -252,3 +252,23 @@ def test_a_value_no_launch_had_is_predicted_as_the_launches_own_mix(center: bool
     assert model.fit(seen, [math.log(_rate(c)) for c in seen])
     on, off = model.predict([{**base, "fuse": True}, base])
     assert bool(abs(on - off) < 1e-6) == center
+
+
+@pytest.mark.parametrize("square", [None, "off", "all"])
+def test_the_sampler_fits_a_square_term_for_a_number_whose_hill_lies_inside_its_range(
+    square: str | None,
+) -> None:
+    """Launches of a buffer whose hill lies between two bends, with a batch that keeps
+    paying: by default (``peaks``) the additive model the proposals come from has a square
+    term for the buffer alone; ``off``: for none; ``all``: for both."""
+    from autotune.study.sampler import LocalTPESampler
+
+    kw = {} if square is None else {"square": square}
+    sampler = LocalTPESampler(optuna.samplers.RandomSampler(seed=0), seed=0, **kw)
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    for c in _spread(12):
+        value = math.exp(_narrow(c))
+        study.add_trial(optuna.trial.create_trial(params=c, distributions=BUFFER, value=value))
+    fitted = sampler._fit(study, study.best_trial)
+    assert fitted is not None
+    assert fitted[0].square == {None: {"buf"}, "off": set(), "all": {"buf", "bs"}}[square]

@@ -264,24 +264,14 @@ def run(
     return pct, crashed, search, len(launched) - search
 
 
-def in_process(
-    seeds: int,
-    trials: int,
-    strategy: str,
-    server: str = "blackbox",
-    empty: bool = False,
-    noise: float = 0.03,
-    first: int = 0,
-) -> list[tuple[float, int]]:
-    """The same study with the server's rate function answered in-process (``noise``: the
-    launch-to-launch spread, log scale), for
-    many seeds in seconds; ``strategy`` is a bench.search strategy name. A crash is the
-    server's own error lines, classified by the command engine's rules as a launch's log is.
-    ``empty``: the space's baseline is ``{}``, and a setting left unset takes the server's
-    own default (its usual baseline's value)."""
+def landscape(server: str = "blackbox", noise: float = 0.03, empty: bool = False) -> Any:
+    """The server's rate function as a bench/search landscape, answered in-process (``noise``:
+    the launch-to-launch spread, log scale). A crash is the server's own error lines,
+    classified by the command engine's rules as a launch's log is. ``empty``: the space's
+    baseline is ``{}``, and a setting left unset takes the server's own default (its usual
+    baseline's value)."""
     import random
 
-    from bench.search.__main__ import STRATEGIES
     from bench.search.landscapes import CRASH_S, Landscape, Point, crash, ok
 
     from autotune.engines import get_engine
@@ -309,6 +299,23 @@ def in_process(
         server, f"tests/study/servers/{server}.py", parameters, evaluate, {} if empty else baseline
     )
     land._optimum = optimum_of()
+    return land
+
+
+def in_process(
+    seeds: int,
+    trials: int,
+    strategy: str,
+    server: str = "blackbox",
+    empty: bool = False,
+    noise: float = 0.03,
+    first: int = 0,
+) -> list[tuple[float, int]]:
+    """The same study with the server's rate function answered in-process (``landscape``),
+    for many seeds in seconds; ``strategy`` is a bench.search strategy name."""
+    from bench.search.__main__ import STRATEGIES
+
+    land = landscape(server, noise, empty)
     out = []
     for seed in range(first, first + seeds):
         launches = STRATEGIES[strategy](land, seed, trials)

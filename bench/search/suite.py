@@ -1,0 +1,231 @@
+"""The search suite: strategies against landscape families, judged by the worst family.
+
+Each study runs ``--trials`` launches of the search on one landscape instance and one seed;
+it is scored by the noise-free value of the configuration it reports (autotune: the winner
+its confirmation rounds settle on; random search and TPE: their best measured launch) as % of
+the instance's optimum, and by the crashes it launched (the search's and any on top of it).
+Per family: the mean and the lowest study, the studies at 95% or more, crashes per study,
+each mean with its standard error over the family's studies. A strategy is judged by its
+worst family. Families are in ``families.MANIFEST`` (tuning or held out, fixed before any
+default was tuned); ``hand`` is the hand-made landscapes, ``boxes`` the black boxes of
+tests/study/servers answered in-process, ``verify`` the stand-in's verify space.
+
+    .venv/bin/python -m bench.search.suite --families tuning --seeds 2 --instances 0:4
+    .venv/bin/python -m bench.search.suite --families held_out --strategies new,random,tpe
+    .venv/bin/python -m bench.search.suite --families mixed7 --parallel 4 --strategies new
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import statistics
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+import optuna
+import yaml
+from bench.search import families as fam
+from bench.search.harness import run_driver
+from bench.search.landscapes import LANDSCAPES, Landscape
+from tests.search.inprocess import Launch
+
+Strategy = Callable[[Landscape, int, int], list[Launch]]
+
+
+def _plain(sampler: Callable[[int], optuna.samplers.BaseSampler]) -> Strategy:
+    """A plain Optuna loop (as a user without autotune would run it): the baseline first,
+    then every proposal launched; a crash told as FAIL."""
+
+    def run(land: Landscape, seed: int, trials: int) -> list[Launch]:
+        from autotune.space.load import load_text
+        from autotune.space.suggest import suggest
+
+        spec = load_text(yaml.safe_dump(land.space(trials), sort_keys=False), f"<{land.name}>")
+        rng = random.Random(seed * 7919 + 1)
+        study = optuna.create_study(direction="maximize", sampler=sampler(seed))
+        study.enqueue_trial(dict(land.baseline))
+        out: list[Launch] = []
+        while len(out) < trials:
+            trial = study.ask()
+            fixed = dict(land.baseline) if trial.number == 0 else None
+            config = suggest(trial, spec, fixed=fixed)
+            p = land.evaluate(config, rng)
+            out.append(Launch(config, p.value, p.truth, p.value is None, p.seconds))
+            if p.value is None:
+                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            else:
+                study.tell(trial, p.value)
+        return out
+
+    return run
+
+
+STRATEGIES: dict[str, Strategy] = {
+    "previous": lambda land, s, n: run_driver(land, s, n),
+    "random": _plain(lambda s: optuna.samplers.RandomSampler(seed=s)),
+    "tpe": _plain(lambda s: optuna.samplers.TPESampler(seed=s)),
+}
+
+
+@dataclass(frozen=True)
+class Score:
+    landscape: str
+    family: str
+    strategy: str
+    seed: int
+    answer: float  # % of the optimum of the configuration the study reports
+    crashes: int  # launched crashes (the search's and any on top of it)
+    launches: int  # launches in all
+    seconds: float
+
+
+def score(
+    land: Landscape, family: str, strategy: str, seed: int, launches: list[Launch], secs: float
+) -> Score:
+    opt = land.optimum()
+    ran = [la for la in launches if la.kind != "answer"]
+    reported = [la for la in launches if la.kind == "answer"] or [
+        max(ran, key=lambda la: -1.0 if la.value is None else la.value)
+    ]
+    return Score(
+        land.name,
+        family,
+        strategy,
+        seed,
+        100.0 * (reported[0].truth or 0.0) / opt,
+        sum(la.crashed for la in ran),
+        len(ran),
+        secs,
+    )
+
+
+def landscapes(name: str, instances: range) -> list[tuple[str, Landscape]]:
+    """(family, landscape) pairs of a family name, a manifest set or an old set."""
+    if name in fam.MANIFEST:
+        return [pair for n in fam.MANIFEST[name] for pair in landscapes(n, instances)]
+    if name in fam.FAMILIES:
+        return [(name, fam.family(name, i)) for i in instances]
+    if name == "hand":
+        return [("hand", land) for land in LANDSCAPES]
+    if name == "verify":
+        from tests.search.verify_space import VERIFY
+
+        return [("verify", VERIFY)]
+    if name == "boxes":
+        from bench.search_blackbox import SERVER, landscape
+
+        return [(f"box:{server}", landscape(server, noise=0.01)) for server in SERVER]
+    raise SystemExit(f"unknown family or set {name!r}")
+
+
+def _se(xs: list[float]) -> float:
+    return statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 1 else 0.0
+
+
+def report(scores: list[Score], strategies: list[str]) -> str:
+    rows = [
+        "| family | strategy | studies | % of optimum: mean (SE) | lowest | at 95% | "
+        "crashes per study (SE) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    worst: dict[str, tuple[float, str]] = {}
+    for family in dict.fromkeys(s.family for s in scores):
+        for strat in strategies:
+            mine = [s for s in scores if s.family == family and s.strategy == strat]
+            if not mine:
+                continue
+            pct = [s.answer for s in mine]
+            crashes = [float(s.crashes) for s in mine]
+            mean = statistics.mean(pct)
+            if strat not in worst or mean < worst[strat][0]:
+                worst[strat] = (mean, family)
+            rows.append(
+                f"| {family} | {strat} | {len(mine)} | {mean:.1f} ({_se(pct):.1f}) | "
+                f"{min(pct):.1f} | {sum(p >= 95 for p in pct)}/{len(mine)} | "
+                f"{statistics.mean(crashes):.1f} ({_se(crashes):.1f}) |"
+            )
+    rows.append("")
+    for strat, (mean, family) in worst.items():
+        rows.append(f"worst family for {strat}: {family} ({mean:.1f}%)")
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument(
+        "--families",
+        default="tuning",
+        help="comma list: family names, tuning, held_out, hand, boxes, verify",
+    )
+    ap.add_argument("--instances", default=f"0:{fam.INSTANCES}", help="A:B instances per family")
+    ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--first-seed", type=int, default=0)
+    ap.add_argument("--trials", type=int, default=30)
+    ap.add_argument("--strategies", default="previous,random,tpe")
+    ap.add_argument("--prune", action="store_true", help="3 windows per launch, to the pruner")
+    ap.add_argument("--parallel", type=int, default=1, help="trials in flight (driver's)")
+    ap.add_argument("--out", default=None, help="also append every study's score (JSON lines)")
+    ap.add_argument("--read", default=None, help="report scores --out wrote instead of running")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    a = ap.parse_args(argv)
+    from bench.search import harness
+
+    if a.prune:
+        harness.WINDOWS = 3
+    harness.PARALLEL = a.parallel
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    strategies = a.strategies.split(",")
+    if a.read:
+        scores = [
+            Score(**json.loads(line)) for f in a.read.split(",") for line in open(f) if line.strip()
+        ]
+        print(report(scores, [s for s in strategies if any(x.strategy == s for x in scores)]))
+        return 0
+    unknown = [s for s in strategies if s not in STRATEGIES]
+    if unknown:
+        print(f"unknown strategy {unknown[0]!r}; known: {', '.join(STRATEGIES)}", file=sys.stderr)
+        return 2
+    lo, hi = (int(x) for x in a.instances.split(":"))
+    lands = [pair for name in a.families.split(",") for pair in landscapes(name, range(lo, hi))]
+    scores: list[Score] = []
+    start = time.monotonic()
+    for family, land in lands:
+        for seed in range(a.first_seed, a.first_seed + a.seeds):
+            for strat in strategies:  # alternating: each seed's studies run under one load
+                t = time.monotonic()
+                s = score(
+                    land,
+                    family,
+                    strat,
+                    seed,
+                    STRATEGIES[strat](land, seed, a.trials),
+                    time.monotonic() - t,
+                )
+                scores.append(s)
+                if a.out:
+                    with open(a.out, "a") as f:
+                        f.write(json.dumps(asdict(s)) + "\n")
+                if a.verbose:
+                    print(
+                        f"{land.name:14s} {strat:10s} seed {seed}: {s.answer:5.1f}% "
+                        f"{s.crashes} crashes ({s.seconds:.1f} s)",
+                        flush=True,
+                    )
+    print(
+        f"{len(lands)} landscapes x {a.seeds} seeds x {a.trials} launches"
+        f"{', pruned' if a.prune else ''}{f', {a.parallel} in flight' if a.parallel > 1 else ''}"
+        f"; in-process, simulated; {time.monotonic() - start:.0f} s"
+    )
+    print(report(scores, strategies))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

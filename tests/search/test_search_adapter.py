@@ -1,0 +1,74 @@
+"""Every Optuna private attribute autotune uses (``search/adapter.py``), against the installed
+Optuna, on both storages autotune opens: a release that breaks one fails here, by name, with
+the version, before a study does."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import optuna
+import pytest
+from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+from autotune.search import adapter
+
+VERSION = f"Optuna {optuna.__version__}"
+pytestmark = pytest.mark.filterwarnings("ignore:Heartbeat of storage:UserWarning")
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def study(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[optuna.Study]:
+    storage: optuna.storages.BaseStorage
+    if request.param == "memory":
+        storage = optuna.storages.InMemoryStorage()
+    else:
+        storage = optuna.storages.RDBStorage(
+            f"sqlite:///{tmp_path / 'study.db'}", heartbeat_interval=60, grace_period=600
+        )
+    yield optuna.create_study(storage=storage)
+
+
+def test_a_trial_s_storage_id_and_user_attributes_are_reached(study: optuna.Study) -> None:
+    trial = study.ask()
+    frozen = study.get_trials(deepcopy=False)[-1]
+    assert adapter.trial_id(trial) == adapter.trial_id(frozen), VERSION
+    store = adapter.storage(study)
+    assert isinstance(store, optuna.storages.BaseStorage), VERSION
+    adapter.set_user_attr(study, frozen, "kind", "design")  # as a sampler holds it: frozen
+    assert store.get_trial(adapter.trial_id(trial)).user_attrs["kind"] == "design", VERSION
+    adapter.record_heartbeat(study, trial)  # no error where the storage keeps none
+
+
+def test_an_enqueued_trial_s_parameters_are_read(study: optuna.Study) -> None:
+    study.enqueue_trial({"x": 3})
+    study.ask()
+    frozen = study.get_trials(deepcopy=False)[-1]
+    assert adapter.fixed_params(frozen) == {"x": 3}, VERSION
+    study.ask()
+    assert adapter.fixed_params(study.get_trials(deepcopy=False)[-1]) is None, VERSION
+
+
+def test_a_distribution_says_which_values_are_its_own() -> None:
+    assert adapter.contains(IntDistribution(1, 8), 3), VERSION
+    assert not adapter.contains(IntDistribution(1, 8), 9), VERSION
+    assert not adapter.contains(IntDistribution(64, 512, step=32), 70), VERSION
+    assert adapter.contains(FloatDistribution(0.5, 0.95, step=0.05), 0.85), VERSION
+    assert not adapter.contains(FloatDistribution(0.5, 0.95), 0.99), VERSION
+    assert adapter.contains(CategoricalDistribution(["a", False]), False), VERSION
+    assert not adapter.contains(CategoricalDistribution(["a", "b"]), "c"), VERSION
+
+
+def test_heartbeats_reach_a_storage_that_keeps_them(tmp_path: Path) -> None:
+    """A trial with a heartbeat older than the grace period is stale (Optuna fails it): the
+    heartbeat was recorded."""
+    storage = optuna.storages.RDBStorage(
+        f"sqlite:///{tmp_path / 'hb.db'}", heartbeat_interval=1, grace_period=1
+    )
+    study = optuna.create_study(storage=storage)
+    trial = study.ask()
+    adapter.record_heartbeat(study, trial)
+    time.sleep(1.5)
+    optuna.storages.fail_stale_trials(study)
+    assert study.trials[0].state == optuna.trial.TrialState.FAIL, VERSION

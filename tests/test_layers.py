@@ -25,6 +25,7 @@ ONLY: dict[str, set[str]] = {
     "records": {"errors", "models"},  # what the study keeps, handed to trackers and reports
     "node": {"errors", "models"},  # what runs on a GPU node
     "sim": set(),  # a stand-alone server process
+    "search": set(),  # an Optuna sampler any Optuna user can take: nothing else of autotune
 }
 ABOVE_ENGINES = {"dispatch", "study", "tracking", "cli", "report", "export", "ui"}
 NEVER: dict[str, set[str]] = {
@@ -41,6 +42,7 @@ CONFINED = {
     "ray": ("dispatch/ray.py",),
     "mlflow": ("tracking/",),
     "optuna": (
+        "search/",
         "study/",
         "space/suggest.py",
         "report.py",

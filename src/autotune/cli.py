@@ -81,6 +81,7 @@ class ExportFormat(StrEnum):
 
 
 class SamplerKind(StrEnum):
+    search = "search"
     tpe = "tpe"
     random = "random"
 
@@ -201,7 +202,7 @@ def start(
     seed: Annotated[int | None, typer.Option("--seed", help="Sampler seed.")] = None,
     sampler: Annotated[
         SamplerKind, typer.Option("--sampler", help="The Optuna sampler.")
-    ] = SamplerKind.tpe,
+    ] = SamplerKind.search,
     steer: Annotated[
         bool,
         typer.Option(
@@ -255,7 +256,6 @@ def start(
     from autotune.engines import get_engine
     from autotune.space.load import load
     from autotune.study.driver import Driver, DriverOptions
-    from autotune.study.steering import SteeringOptions
     from autotune.tracking import make_tracker
     from autotune.ui import ProgressView
 
@@ -318,7 +318,7 @@ def start(
         simulate=simulate,
         seed=seed,
         sampler=sampler.value,
-        steering=SteeringOptions(enabled=steer),
+        steer=steer,
         baseline_launches=baseline_launches,
         confirm=0 if no_confirm else confirm,
         confirm_rounds=(min(3, confirm_rounds), confirm_rounds),

@@ -46,6 +46,7 @@ class Launch:
     # sampler (another sampler's own proposal); "" for the competitors' loops
     source: str = ""
     number: int = -1  # the trial's number (-1: not a trial of the study)
+    end: float = 0.0  # when it ended, in server-seconds since the study started (its workers')
 
 
 class InProcessExecutor:
@@ -76,25 +77,33 @@ class InProcessExecutor:
         self.window_noise = window_noise
         self.rng = random.Random(seed * 31 + 7)
         self._pauses = random.Random(seed)
+        # The study's clock in server-seconds: a launch starts when it is submitted (a worker
+        # is free then: the driver submits no more than there are) and ends its seconds later;
+        # the clock is the latest end handed back. Its last value is the study's wall time.
+        self.clock = 0.0
 
     def capacity(self) -> int:
         return self.parallel
 
     def submit(self, spec: TrialSpec, on_window: WindowHook | None = None) -> Future[TrialResult]:
         point = self.evaluate(spec)
+        with self._lock:
+            start = self.clock
         if self._pool is None:
             fut: Future[TrialResult] = Future()
-            fut.set_result(self._answer(spec, point, on_window))
+            fut.set_result(self._answer(spec, point, on_window, start))
             return fut
         pause = point.seconds / 2000 * self._pauses.uniform(0.8, 1.25)
 
         def later() -> TrialResult:
             time.sleep(pause)
-            return self._answer(spec, point, on_window)
+            return self._answer(spec, point, on_window, start)
 
         return self._pool.submit(later)
 
-    def _answer(self, spec: TrialSpec, point: Point, on_window: WindowHook | None) -> TrialResult:
+    def _answer(
+        self, spec: TrialSpec, point: Point, on_window: WindowHook | None, start: float = 0.0
+    ) -> TrialResult:
         """Record the launch and what the node would return (under the lock: the pool's
         threads share the records and the window noise)."""
         with self._lock:
@@ -106,8 +115,16 @@ class InProcessExecutor:
                     seen.append({"output_tok_s": value, "duration_s": 60.0})
                     if on_window(i, seen[-1]) and i + 1 < self.windows:  # stopped by the pruner
                         spent = point.seconds * (i + 1) / self.windows
+                        self.clock = max(self.clock, start + spent)
                         self.launches.append(
-                            Launch(dict(spec.params), None, point.truth, False, spent)
+                            Launch(
+                                dict(spec.params),
+                                None,
+                                point.truth,
+                                False,
+                                spent,
+                                end=start + spent,
+                            )
                         )
                         mean = sum(w["output_tok_s"] for w in seen) / len(seen)
                         return TrialResult(
@@ -118,9 +135,15 @@ class InProcessExecutor:
                             windows=seen,
                             simulated=True,
                         )
+            self.clock = max(self.clock, start + point.seconds)
             self.launches.append(
                 Launch(
-                    dict(spec.params), point.value, point.truth, point.value is None, point.seconds
+                    dict(spec.params),
+                    point.value,
+                    point.truth,
+                    point.value is None,
+                    point.seconds,
+                    end=start + point.seconds,
                 )
             )
             return to_result(spec, point)

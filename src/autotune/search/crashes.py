@@ -8,10 +8,10 @@ nearest value that ran and the crash's own, so meeting it is a ramp over that st
 step; an explanation weighs as much as that stretch is wide (a value or choice as half a
 range), as likely a priori as the threshold is to lie anywhere in it, and a pair of
 conditions weighs the product (the simpler explanation is the likelier). Crashes that
-failed alike (the same signature) are one region, explained together where one explanation
-covers them all (one cause is likelier than several), else crash by crash. A configuration's
-chance of crashing in a region is the weighted share of its explanations it meets (the most
-likely crash's, where they are explained apart); regions combine as independent causes, and
+failed alike (the same signature) are one cause where one explanation covers them all (one
+cause is likelier than several): each joins the first such group that an explanation still
+covers with it. A configuration's chance of crashing in a group is the weighted share of the
+group's explanations it meets; groups combine as independent causes, and
 so does each pair of values, both moved from the study's start, that no run had together (a
 crash region is mostly such a pair), at the rate this study's launches of new pairs crashed.
 A configuration refused before launch (a constraint, a value known to fail) is learned the
@@ -204,17 +204,21 @@ class CrashModel:
         ]
         self.novel_rate = self._rate(launches)
         rows = encode(self.params, [c for c, _ in failed])
-        groups: dict[str, list[int]] = {}
-        for i, (_, signature) in enumerate(failed):
-            groups.setdefault(signature, []).append(i)
-        # Crashes that failed alike are one cause where one explanation covers them all;
-        # otherwise each is explained alone.
+        # Crashes that failed alike are one cause where one explanation covers them all: each
+        # joins the first group of its kind that an explanation still covers with it.
         self.regions: dict[str, list[list[Explanation]]] = {}
-        for signature, members in groups.items():
-            shared = explain(rows[members], runs, self.params) if len(members) > 1 else []
-            self.regions[signature] = (
-                [shared] if shared else [explain(rows[[i]], runs, self.params) for i in members]
-            )
+        groups: dict[str, list[tuple[list[int], list[Explanation]]]] = {}
+        for i, (_, signature) in enumerate(failed):
+            for members, expl in groups.setdefault(signature, []):
+                joined = explain(rows[[*members, i]], runs, self.params)
+                if joined:
+                    members.append(i)
+                    expl[:] = joined
+                    break
+            else:
+                groups[signature].append(([i], explain(rows[[i]], runs, self.params)))
+        for signature, found in groups.items():
+            self.regions[signature] = [expl for _, expl in found]
 
     def _parts(self, x: np.ndarray) -> np.ndarray:
         """Each value as a small integer: a choice's index, a number's part of its range
@@ -267,14 +271,11 @@ class CrashModel:
         """Each encoded configuration's chance of crashing: in a learned region, or as a pair
         of values no run had together (``novel_rate`` each)."""
         escape = (1.0 - self.novel_rate) ** self.novel(x)
-        for crashes in self.regions.values():
-            share = np.zeros(len(x))
-            for expl in crashes:
+        for groups in self.regions.values():
+            for expl in groups:  # each group a cause of its own
                 if expl:
                     total = sum(e.weight for e in expl)
-                    met = sum(e.weight * e.met(x) for e in expl) / total
-                    share = np.maximum(share, met)
-            escape *= 1.0 - share
+                    escape *= 1.0 - sum(e.weight * e.met(x) for e in expl) / total
         return 1.0 - escape
 
     def certain(self, x: np.ndarray) -> np.ndarray:

@@ -7,8 +7,13 @@ and nothing else, so a study resumed after its driver was killed proposes what i
 - **The screen** (``design`` launches at most): the first configuration (an enqueued
   baseline, or each setting's reference value) with one setting moved per launch: a number to
   the far end of its range, a choice to each other value. A crash that needs two settings
-  together costs nothing here, and each setting's own effect is measured.
-- **The model** after it: the additive Gaussian process (``model.py``) over every launch that
+  together costs nothing here, and each setting's own effect is measured. A feature a move
+  switched on starts with its settings at their least, and each is then moved once from there.
+- **Pairs of choices** (``pairs`` launches at most): the first configuration with two choices
+  moved to values no launch had together (a flag that pays only with another), those of
+  settings that both moved the objective alone first, the one the model is least sure of
+  where pairs of effects may matter as much as each alone.
+- **The model** after them: the additive Gaussian process (``model.py``) over every launch that
   served, with the configurations still running given the value it predicts (a constant
   liar: parallel workers do not propose the same thing); the crash model (``crashes.py``)
   over every crash and refusal. Candidates are the best configuration with one or two
@@ -51,11 +56,12 @@ from autotune.search.space import (
 
 CRASH = "search:crash"  # user attribute: the trial crashed; its value says how (a signature)
 REFUSED = "search:refused"  # user attribute: the trial was not launched; its value says why
-KIND = "proposed_by"  # user attribute the sampler writes: design, model or random
+KIND = "proposed_by"  # user attribute the sampler writes: design, pairs, model or random
 MOVE = "search:move"  # user attribute: which move of the screen a design trial is
 DESIGN = 12  # the most one-at-a-time launches of the screen
 RISK = 2.0  # how much a chance of crashing weighs against the expected improvement
 PAIRS = 6  # the most proposals that screen pairs of choices
+MOST = 150  # the most launches the objective's model is fitted on
 
 Feasible = Callable[[Mapping[str, Any]], bool]
 
@@ -206,6 +212,12 @@ class Sampler(BaseSampler):
             return  # enqueued: asked for by name
         trials = study.get_trials(deepcopy=False)
         h = read(study, [t for t in trials if t.number != trial.number])
+        # A trial asked for but not yet given its values (another worker between ask and
+        # suggest) is pending with what this sampler planned for it.
+        for t in trials:
+            if t.state == TrialState.RUNNING and not t.params and t.number in self._plans:
+                h.pending.append(self._plans[t.number])
+                h.seen.add(key(self._plans[t.number]))
         rng = np.random.default_rng([self._seed, h.told, len(h.pending)])
         kind, plan, move = self._plan(h, rng)
         self._plans[trial.number] = plan
@@ -350,8 +362,11 @@ class Sampler(BaseSampler):
         parallel workers do not propose the same thing twice)."""
         params = list(h.params.values())
         numeric = np.array([p.numeric for p in params])
-        x = encode(params, h.ran)
-        y = np.array(h.y)
+        rows = np.arange(len(h.ran))
+        if len(rows) > MOST:  # a long study: the best half and the latest half
+            rows = np.union1d(np.argsort(h.y)[-MOST // 2 :], rows[-MOST // 2 :])
+        x = encode(params, [h.ran[i] for i in rows])
+        y = np.array(h.y)[rows]
         gp = AdditiveGP(x, y, numeric)
         if h.pending:
             xp = encode(params, h.pending)

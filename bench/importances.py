@@ -21,8 +21,9 @@ from optuna.distributions import CategoricalDistribution as Cat
 from optuna.distributions import FloatDistribution
 from optuna.trial import TrialState, create_trial
 
-from autotune import insights, report
-from autotune.records import StudyRecord, TrialRecord
+from autotune.core.records import StudyRecord, TrialRecord
+from autotune.report import insights
+from autotune.report import tables as report
 from autotune.study.ledger import Ledger, trial_attrs
 
 DISTS = {

@@ -16,9 +16,9 @@ import yaml
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import TrialState, create_trial
 
+from autotune.core.records import StudyRecord, TrialRecord
 from autotune.errors import ConfigError, StudyError
-from autotune.export import export, export_data
-from autotune.records import StudyRecord, TrialRecord
+from autotune.export.formats import export, export_data
 from autotune.study.ledger import Ledger, trial_attrs
 
 BASH = shutil.which("bash")

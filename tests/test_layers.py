@@ -19,14 +19,13 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "autotune"
 ONLY: dict[str, set[str]] = {
     "models": set(),
     "errors": set(),
-    "redact": set(),
     "_registry": {"errors"},
     "rules": {"errors", "models"},
-    "records": {"errors", "models"},  # what the study keeps, handed to trackers and reports
+    "core": {"errors", "models"},  # records, fmt, redact: what every layer shares
     "node": {"errors", "models"},  # what runs on a GPU node
     "sim": set(),  # a stand-alone server process
 }
-ABOVE_ENGINES = {"dispatch", "study", "tracking", "cli", "report", "export", "ui"}
+ABOVE_ENGINES = {"dispatch", "study", "tracking", "cli", "report", "export"}
 NEVER: dict[str, set[str]] = {
     # space lists engine names through the engine registry (known_engines): that one lazy
     # edge down the page is allowed; nothing above engines is.
@@ -34,7 +33,7 @@ NEVER: dict[str, set[str]] = {
     "engines": ABOVE_ENGINES | {"node", "sim"},
     "dispatch": ABOVE_ENGINES - {"dispatch"} | {"sim"},
     "tracking": {"dispatch", "engines", "node", "cli", "sim"},
-    "study": {"cli", "ui", "sim"},
+    "study": {"cli", "report", "export", "sim"},
 }
 # Third-party libraries a part may use only in the named modules (relative to autotune/).
 CONFINED = {
@@ -43,13 +42,9 @@ CONFINED = {
     "optuna": (
         "study/",
         "space/suggest.py",
-        "report.py",
-        "report_html.py",
-        "report_plots.py",
-        "insights.py",
-        "export.py",
-        "ui.py",
-        "cli.py",
+        "report/",
+        "export/",
+        "cli/",
     ),
 }
 

@@ -11,8 +11,8 @@ from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.trial import TrialState, create_trial
 from rich.console import Console
 
-from autotune import report
-from autotune.records import StudyRecord, TrialRecord
+from autotune.core.records import StudyRecord, TrialRecord
+from autotune.report import tables as report
 from autotune.study.ledger import Ledger, trial_attrs
 
 DISTS = {
@@ -403,7 +403,7 @@ def _quickstart_like(tmp_path: Path) -> optuna.Study:
 
 
 def test_marginal_effect_ranks_the_big_switch_first(tmp_path: Path) -> None:
-    from autotune import insights
+    from autotune.report import insights
 
     s = _quickstart_like(tmp_path)
     effects = insights.marginal_effects(s)
@@ -416,7 +416,7 @@ def test_marginal_effect_ranks_the_big_switch_first(tmp_path: Path) -> None:
 
 
 def test_ablation_path_from_baseline_to_best(tmp_path: Path) -> None:
-    from autotune import insights
+    from autotune.report import insights
 
     s = _quickstart_like(tmp_path)
     steps = {st.param: st for st in insights.ablation_path(s)}
@@ -428,7 +428,7 @@ def test_ablation_path_from_baseline_to_best(tmp_path: Path) -> None:
 
 
 def test_history_plots_by_trial_number_and_no_empty_failure_panel(tmp_path: Path) -> None:
-    from autotune import report_plots
+    from autotune.report import plots as report_plots
 
     s = _quickstart_like(tmp_path)
     fig = report_plots._history(s)
@@ -441,7 +441,7 @@ def test_history_plots_by_trial_number_and_no_empty_failure_panel(tmp_path: Path
 
 
 def test_html_report_is_self_contained(study: optuna.Study, tmp_path: Path) -> None:
-    from autotune.report_html import write_html
+    from autotune.report.html import write_html
 
     out = tmp_path / "r"
     page = write_html(study, out, report.plots(study, out)).read_text()
@@ -461,7 +461,7 @@ def test_html_report_is_self_contained(study: optuna.Study, tmp_path: Path) -> N
 def test_html_report_renders_the_gain_interval_when_known(
     study: optuna.Study, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from autotune import report_html
+    from autotune.report import html as report_html
 
     real = report_html.summary
     # The shape the study's verdict gives a summary: gain with its 95% interval in percent.
@@ -497,7 +497,7 @@ def test_report_command_prints_no_third_party_warnings(study: optuna.Study, tmp_
 
 
 def test_ablation_does_not_claim_a_measurement_that_changed_more(tmp_path: Path) -> None:
-    from autotune import insights
+    from autotune.report import insights
 
     s = make_study(tmp_path, name="abl")
     dist = IntDistribution(0, 10)

@@ -9,10 +9,10 @@ from optuna.distributions import IntDistribution
 from optuna.trial import TrialState, create_trial
 from tests.test_report import make_study
 
-from autotune import report
+from autotune.core.records import TrialRecord
 from autotune.models import ScenarioResult, SweepStep
-from autotune.records import TrialRecord
-from autotune.report_sweep import scenario_rows
+from autotune.report import tables as report
+from autotune.report.sweep import scenario_rows
 from autotune.study.ledger import trial_attrs
 
 
@@ -65,7 +65,7 @@ def test_the_best_trials_scenarios_are_tabled(tmp_path: Path) -> None:
 
 
 def test_the_sweep_curve_is_plotted_and_in_the_html(tmp_path: Path) -> None:
-    from autotune.report_html import write_html
+    from autotune.report.html import write_html
 
     study = _study(tmp_path)
     pngs = report.plots(study, tmp_path / "r")
@@ -82,7 +82,7 @@ def test_a_study_without_scenarios_has_no_sweep_plot(tmp_path: Path) -> None:
 
 
 def test_status_lines_show_each_scenario_and_its_sweep(tmp_path: Path) -> None:
-    from autotune.report_sweep import scenario_lines
+    from autotune.report.sweep import scenario_lines
 
     record = TrialRecord(number=0, state="COMPLETE", scenarios=[_swept(8.0)])
     assert scenario_lines(record) == [

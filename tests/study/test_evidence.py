@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from autotune.core.records import TrialRecord
 from autotune.models import Outcome
-from autotune.records import TrialRecord
 from autotune.study.confirm import BASELINE, Candidate, Confirmation, Launch, decide
 from autotune.study.evidence import gather, noise_model, ranked, verdict
 

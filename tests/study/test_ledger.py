@@ -11,8 +11,8 @@ import pytest
 from optuna.distributions import IntDistribution
 from optuna.trial import TrialState, create_trial
 
+from autotune.core.records import SkipKind, SkipRecord, StudyRecord, TrialRecord
 from autotune.models import Cleanup, Outcome, Timings
-from autotune.records import SkipKind, SkipRecord, StudyRecord, TrialRecord
 from autotune.study.deadends import DeadEnd
 from autotune.study.ledger import Ledger, decode_trial, trial_attrs
 
@@ -303,8 +303,8 @@ def test_a_confirmed_study_shows_the_baseline_from_its_confirmation_launches(
 
 
 def test_budget_launches_count_the_search_and_the_baseline_once() -> None:
+    from autotune.core.records import TrialRecord, budget_launches
     from autotune.models import Outcome
-    from autotune.records import TrialRecord, budget_launches
 
     def rec(n: int, outcome: Outcome | None, **kw: object) -> TrialRecord:
         return TrialRecord(number=n, state="COMPLETE", outcome=outcome, **kw)  # type: ignore[arg-type]

@@ -18,10 +18,11 @@ import pytest
 import yaml
 from bench.steering import make_driver
 
-from autotune import export, report
 from autotune.cli import main
+from autotune.export import formats as export
 from autotune.models import Outcome
-from autotune.report_html import write_html
+from autotune.report import tables as report
+from autotune.report.html import write_html
 from autotune.study.ledger import Ledger
 
 SERVER = Path(__file__).parent / "servers" / "scenario.py"

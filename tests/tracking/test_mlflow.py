@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from mlflow.tracking import MlflowClient
 
+from autotune.core.records import StudyInfo, StudySummary, TrialLog
 from autotune.errors import TrackingError
 from autotune.models import Cleanup, Failure, Metrics, Outcome, Stats, Timings, TrialResult
-from autotune.records import StudyInfo, StudySummary, TrialLog
 from autotune.tracking import NullTracker, make_tracker
 from autotune.tracking.mlflow import MlflowTracker, resolve_uri
 
@@ -321,7 +321,7 @@ def test_no_tracking_does_not_import_mlflow() -> None:
 
 def test_importing_tracking_does_not_import_mlflow() -> None:
     code = (
-        "import sys, autotune.tracking, autotune.report, autotune.export, autotune.redact; "
+        "import sys, autotune.tracking, autotune.report, autotune.export, autotune.core.redact; "
         "assert 'mlflow' not in sys.modules, 'mlflow imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -331,7 +331,7 @@ def test_quiet_on_stdout(tmp_path: Path) -> None:
     """Logging a study prints nothing on stdout (no banners, no 'View run' lines)."""
     code = (
         "from autotune.tracking.mlflow import MlflowTracker\n"
-        "from autotune.records import StudyInfo, StudySummary\n"
+        "from autotune.core.records import StudyInfo, StudySummary\n"
         "t = MlflowTracker(None)\n"
         "t.start_study(StudyInfo(study='demo', engine='sglang', model='m', metric='x',"
         " direction='maximize'))\n"
@@ -346,7 +346,7 @@ def test_quiet_on_stdout(tmp_path: Path) -> None:
 
 
 def test_skipped_proposals_and_study_files(store_uri: str, tmp_path: Path) -> None:
-    from autotune.records import SkipKind, SkipLog, SkipRecord
+    from autotune.core.records import SkipKind, SkipLog, SkipRecord
 
     tracker = MlflowTracker(store_uri)
     tracker.start_study(info("skips"))

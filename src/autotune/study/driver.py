@@ -23,11 +23,7 @@ from typing import Any
 
 import optuna
 
-from autotune.dispatch.base import Executor, WindowHook
-from autotune.engines.base import Engine
-from autotune.errors import StudyError
-from autotune.models import Limits, Outcome, Rule, TrialResult, TrialSpec, Workload
-from autotune.records import (
+from autotune.core.records import (
     CRASHES,
     LAUNCHED,
     SkipKind,
@@ -40,7 +36,11 @@ from autotune.records import (
     TrialRecord,
     budget_launches,
 )
-from autotune.redact import redact_argv, redact_env
+from autotune.core.redact import redact_argv, redact_env
+from autotune.dispatch.base import Executor, WindowHook
+from autotune.engines.base import Engine
+from autotune.errors import StudyError
+from autotune.models import Limits, Outcome, Rule, TrialResult, TrialSpec, Workload
 from autotune.space import scenarios
 from autotune.space.render import render, violations
 from autotune.space.schema import StudySpec

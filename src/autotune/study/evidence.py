@@ -18,8 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from autotune.core.records import TrialRecord
 from autotune.models import Outcome
-from autotune.records import TrialRecord
 from autotune.study.confirm import BASELINE, Confirmation
 from autotune.study.noise import Direction, Gain, NoiseModel, gain
 

@@ -4,7 +4,7 @@ Optuna storage is the study's source of truth (it survives a resume; MLflow is a
 Optuna keeps states, values, parameters and constraints; everything else autotune knows
 about a trial or a study is a user attribute, and this is the only module that names them.
 The driver writes through a ``Ledger``; status, report, export and the progress view read
-typed records (``autotune.records``) from it.
+typed records (``autotune.core.records``) from it.
 
 The attribute names are a storage format: studies written by earlier versions must still
 read and resume. A ``TrialRecord`` or ``StudyRecord`` field is stored under its own name
@@ -27,15 +27,15 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 from pydantic import BaseModel, ValidationError
 
-from autotune.errors import StudyError
-from autotune.models import Outcome
-from autotune.records import (
+from autotune.core.records import (
     SkipKind,
     SkipRecord,
     StudyRecord,
     StudySummary,
     TrialRecord,
 )
+from autotune.errors import StudyError
+from autotune.models import Outcome
 from autotune.study import evidence
 from autotune.study.confirm import Confirmation
 from autotune.study.deadends import DeadEnd

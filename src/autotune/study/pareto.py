@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from autotune.records import TrialRecord
+from autotune.core.records import TrialRecord
 from autotune.study.evidence import Launches, gather, ranked
 from autotune.study.noise import Direction
 

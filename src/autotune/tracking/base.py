@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from autotune._registry import Registry
-from autotune.records import SkipLog, StudyInfo, StudySummary, TrialLog
+from autotune.core.records import SkipLog, StudyInfo, StudySummary, TrialLog
 
 
 @dataclass(frozen=True)

@@ -36,12 +36,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from autotune.core.fmt import clean
+from autotune.core.fmt import metric as fmt_metric
+from autotune.core.records import SkipLog, StudyInfo, StudySummary, TrialLog
+from autotune.core.redact import redact_obj, redact_text
 from autotune.errors import AutotuneError, TrackingError
-from autotune.fmt import clean
-from autotune.fmt import metric as fmt_metric
 from autotune.models import Outcome, TrialResult
-from autotune.records import SkipLog, StudyInfo, StudySummary, TrialLog
-from autotune.redact import redact_obj, redact_text
 from autotune.tracking.base import TRACKERS, Tracker, TrackerOptions
 
 # Before mlflow is imported: no "View run at" lines on stdout, no usage telemetry.

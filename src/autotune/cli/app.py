@@ -251,13 +251,13 @@ def start(
     ] = False,
 ) -> None:
     """Run (or resume) a study: launch, benchmark and score one server per trial."""
+    from autotune.cli.progress import ProgressView
     from autotune.dispatch import EXECUTORS, ExecutorOptions
     from autotune.engines import get_engine
     from autotune.space.load import load
     from autotune.study.driver import Driver, DriverOptions
     from autotune.study.steering import SteeringOptions
     from autotune.tracking import make_tracker
-    from autotune.ui import ProgressView
 
     _quiet_optuna()
     spec = load(space)
@@ -422,9 +422,9 @@ def _sync_command(name: str, mlflow_uri: str | None) -> str:
 
 def _attach_files(study: Any, study_dir: Path, tracker: Any) -> None:
     """The HTML report, its plots and the best launch script, on the study's MLflow run."""
-    from autotune import report
-    from autotune.export import export as do_export
-    from autotune.report_html import write_html
+    from autotune.export.formats import export as do_export
+    from autotune.report import tables as report
+    from autotune.report.html import write_html
 
     folder = study_dir / "report"
     try:
@@ -459,7 +459,7 @@ def _budget_reached(name: str, study_dir: Path, storage: str | None, target: int
         return False
     import optuna
 
-    from autotune.records import budget_launches
+    from autotune.core.records import budget_launches
     from autotune.study.ledger import Ledger
     from autotune.study.storage import open_storage, storage_url
 
@@ -514,7 +514,7 @@ def _preflight(engine: Engine, spec: StudySpec, help_text: str | None = None) ->
 def _final_report(
     study: Any, name: str, root: Path, storage: str | None, mlflow_uri: str | None, no_mlflow: bool
 ) -> None:
-    from autotune import report
+    from autotune.report import tables as report
 
     console.print(report.status_table(study, console.width), soft_wrap=False)
     failures = report.failure_table(study)
@@ -558,7 +558,7 @@ def _gain_lines(s: Any, best: Any) -> None:
 
     from rich.markup import escape
 
-    from autotune import fmt
+    from autotune.core import fmt
 
     # Wrapped at spaces to the terminal's width (the console soft-wraps: a terminal cuts words).
     print_ = partial(console.print, soft_wrap=False)
@@ -647,7 +647,7 @@ def status(
     storage: StorageOpt = None,
 ) -> None:
     """Show a study's trials (state, value, cause) and the best so far."""
-    from autotune import report
+    from autotune.report import tables as report
 
     s = _open_study(study, study_root, storage)
     if trial is not None:
@@ -689,7 +689,7 @@ def status(
     if best is not None and best.value is not None:
         _gain_lines(summary, best)
     if best is not None and best.scenarios:
-        from autotune.report_sweep import scenario_lines
+        from autotune.report.sweep import scenario_lines
 
         for line in scenario_lines(best):
             console.print(f"  {line}", markup=False)
@@ -697,7 +697,7 @@ def status(
 
 def _show_trial(s: Any, number: int, as_json: bool) -> None:
     """One trial whole: nothing cut, for when a table had to shorten it."""
-    from autotune import report
+    from autotune.report import tables as report
 
     found = [r for r in report.rows(s) if r.number == number]
     if not found:
@@ -707,7 +707,7 @@ def _show_trial(s: Any, number: int, as_json: bool) -> None:
     if as_json:
         sys.stdout.write(json.dumps(r.to_json(), indent=2, default=str) + "\n")
         return
-    from autotune import fmt
+    from autotune.core import fmt
 
     value = f"  {report.objective(s)[0]} = {fmt.metric(r.value)}" if r.value is not None else ""
     p = console.print
@@ -723,7 +723,7 @@ def _show_trial(s: Any, number: int, as_json: bool) -> None:
     ):
         if text:
             p(f"{label}: {text}", markup=False)
-    from autotune.report_sweep import scenario_lines
+    from autotune.report.sweep import scenario_lines
 
     for line in scenario_lines(r):
         p(line, markup=False)
@@ -765,7 +765,7 @@ def export(
     storage: StorageOpt = None,
 ) -> None:
     """Print the best configuration(s): a launch script, env file, JSON, YAML, Docker or k8s."""
-    from autotune.export import export as do_export
+    from autotune.export.formats import export as do_export
 
     s = _open_study(study, study_root, storage)
     text = do_export(s, fmt.value, port=port, trial=trial, top=top, pareto=pareto)
@@ -782,8 +782,8 @@ def report(
     storage: StorageOpt = None,
 ) -> None:
     """Write report.html (self-contained, opens offline) and its PNG plots."""
-    from autotune import report as rep
-    from autotune.report_html import write_html
+    from autotune.report import tables as rep
+    from autotune.report.html import write_html
 
     s = _open_study(study, study_root, storage)
     folder = out or (study_root / s.study_name / "report")
@@ -808,7 +808,7 @@ def sync(
     storage: StorageOpt = None,
 ) -> None:
     """Send a study to MLflow: what it missed while unreachable (sent runs are kept once)."""
-    from autotune.records import StudyInfo
+    from autotune.core.records import StudyInfo
     from autotune.study.ledger import Ledger
     from autotune.study.storage import storage_url
     from autotune.study.sync import sync as do_sync
@@ -1015,7 +1015,3 @@ def main(argv: list[str] | None = None) -> int:
         err.print("autotune: interrupted; run the same command again to resume the study")
         return 130
     return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())

@@ -19,9 +19,9 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from autotune import fmt
+from autotune.core import fmt
+from autotune.core.records import StudySummary, TrialRecord, gain_pct
 from autotune.models import Outcome
-from autotune.records import StudySummary, TrialRecord, gain_pct
 from autotune.study.ledger import Ledger, decode_trial
 
 SIMULATED_LABEL = "(simulated)"
@@ -315,13 +315,13 @@ def ok_study(study: optuna.Study) -> optuna.Study:
 
 def plots(study: optuna.Study, out_dir: str | Path) -> list[Path]:
     """Save the study's PNG plots into ``out_dir`` (see ``report_plots.py``); the files written."""
-    from autotune.report_plots import write_plots
+    from autotune.report.plots import write_plots
 
     return write_plots(study, Path(out_dir))
 
 
 def importances(study: optuna.Study) -> dict[str, float]:
     """Parameter importances of the objective over ``ok`` trials (``{}`` if not computable)."""
-    from autotune.insights import importances as _importances
+    from autotune.report.insights import importances as _importances
 
     return _importances(study)

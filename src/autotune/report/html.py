@@ -15,8 +15,8 @@ from typing import Any
 
 import optuna
 
-from autotune import fmt
-from autotune.insights import (
+from autotune.core import fmt
+from autotune.report.insights import (
     ablation_path,
     gain_of,
     importances,
@@ -24,8 +24,8 @@ from autotune.insights import (
     top_configurations,
     trust_note,
 )
-from autotune.report import failure_groups, is_simulated, summary
-from autotune.report_sweep import scenarios_html
+from autotune.report.sweep import scenarios_html
+from autotune.report.tables import failure_groups, is_simulated, summary
 
 _CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1100px;

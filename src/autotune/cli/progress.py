@@ -21,9 +21,9 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from autotune.fmt import config_text, metric, seconds
+from autotune.core.fmt import config_text, metric, seconds
+from autotune.core.records import gain_pct
 from autotune.models import PIECES_COUNTED, Outcome
-from autotune.records import gain_pct
 from autotune.study.events import Event, EventKind
 
 _STYLE = {

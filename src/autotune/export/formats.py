@@ -22,11 +22,11 @@ from typing import Any, Literal, get_args
 import optuna
 import yaml
 
+from autotune.core.fmt import clean_config, config_text
+from autotune.core.fmt import metric as fmt_metric
+from autotune.core.records import TrialRecord, gain_pct
+from autotune.core.redact import MASK, redact_argv, redact_env
 from autotune.errors import ConfigError, StudyError
-from autotune.fmt import clean_config, config_text
-from autotune.fmt import metric as fmt_metric
-from autotune.records import TrialRecord, gain_pct
-from autotune.redact import MASK, redact_argv, redact_env
 from autotune.study.ledger import Ledger
 
 Format = Literal["sh", "env", "json", "yaml", "docker", "k8s"]
@@ -229,7 +229,7 @@ def pareto_data(
 
 
 def _render(fmt: str, ranked: list[dict[str, Any]], port: int, *, many: bool) -> str:
-    from autotune import export_deploy
+    from autotune.export import deploy as export_deploy
 
     first = ranked[0]
     if fmt == "json":

@@ -20,9 +20,9 @@ from typing import Any
 
 import optuna
 
-from autotune.records import TrialRecord as TrialRow
-from autotune.records import gain_pct
-from autotune.report import objective, rows
+from autotune.core.records import TrialRecord as TrialRow
+from autotune.core.records import gain_pct
+from autotune.report.tables import objective, rows
 from autotune.study.ledger import Ledger
 
 # Below this many ok trials, importances are shown with a warning not to trust them.
@@ -59,7 +59,7 @@ def _ok(study: optuna.Study) -> list[TrialRow]:
 
 
 def _label(value: Any) -> str:
-    from autotune.fmt import short
+    from autotune.core.fmt import short
 
     return short(value)
 
@@ -115,7 +115,7 @@ def marginal_effects(study: optuna.Study) -> list[Effect]:
 
 def importances(study: optuna.Study) -> dict[str, float]:
     """fANOVA importances over the parameters every ok trial holds (``{}`` if not computable)."""
-    from autotune.report import ok_study
+    from autotune.report.tables import ok_study
 
     good = ok_study(study)
     trials = good.trials

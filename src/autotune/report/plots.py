@@ -12,9 +12,9 @@ from typing import Any
 
 import optuna
 
-from autotune.insights import importances, marginal_effects, trust_note
-from autotune.report import SIMULATED_LABEL, is_simulated, objective, rows, summary
-from autotune.report_sweep import sweep_figure
+from autotune.report.insights import importances, marginal_effects, trust_note
+from autotune.report.sweep import sweep_figure
+from autotune.report.tables import SIMULATED_LABEL, is_simulated, objective, rows, summary
 
 _COLOR = {
     "ok": "tab:green",

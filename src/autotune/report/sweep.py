@@ -14,9 +14,9 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from autotune import fmt
-from autotune.records import TrialRecord
-from autotune.report import SIMULATED_LABEL, baseline, best, is_simulated, rows, summary
+from autotune.core import fmt
+from autotune.core.records import TrialRecord
+from autotune.report.tables import SIMULATED_LABEL, baseline, best, is_simulated, rows, summary
 
 _HEADLINE = (
     "output_tok_s",

@@ -14,8 +14,8 @@ from typing import Any
 
 import yaml
 
-from autotune.export import comment, has_masked, header
-from autotune.redact import MASK
+from autotune.core.redact import MASK
+from autotune.export.formats import comment, has_masked, header
 
 # Public images of the engines autotune knows; the tag is the caller's to pin.
 _IMAGES = {"sglang": "lmsysorg/sglang", "vllm": "vllm/vllm-openai"}

@@ -1,0 +1,1 @@
+"""The best configurations of a study as something a person can paste or deploy."""

@@ -12,7 +12,9 @@ from optuna.trial import TrialState, create_trial
 from rich.console import Console
 
 from autotune.core.records import StudyRecord, TrialRecord
+from autotune.report import insights
 from autotune.report import tables as report
+from autotune.report.plots import write_plots
 from autotune.study.ledger import Ledger, trial_attrs
 
 DISTS = {
@@ -302,13 +304,13 @@ def test_headline(study: optuna.Study) -> None:
 
 
 def test_ok_study_holds_only_ok_trials(study: optuna.Study) -> None:
-    good = report.ok_study(study)
+    good = insights.ok_study(study)
     assert sorted(t.value for t in good.trials if t.value is not None) == [1000.0, 1300.0, 1300.0]
 
 
 def test_plots_write_pngs(study: optuna.Study, tmp_path: Path) -> None:
     out = tmp_path / "plots"
-    files = report.plots(study, out)
+    files = write_plots(study, out)
     assert {f.name for f in files} == {
         "optimization_history.png",
         "param_importances.png",
@@ -316,7 +318,7 @@ def test_plots_write_pngs(study: optuna.Study, tmp_path: Path) -> None:
     }
     for f in files:
         assert f.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert set(report.importances(study)) == {"chunked_prefill_size", "attention_backend"}
+    assert set(insights.importances(study)) == {"chunked_prefill_size", "attention_backend"}
 
 
 def test_plots_skip_importances_with_one_ok_trial(tmp_path: Path) -> None:
@@ -330,13 +332,13 @@ def test_plots_skip_importances_with_one_ok_trial(tmp_path: Path) -> None:
         phase="load",
         params={"chunked_prefill_size": 1024, "attention_backend": "triton"},
     )
-    files = report.plots(s, tmp_path / "p")
+    files = write_plots(s, tmp_path / "p")
     assert {f.name for f in files} == {"optimization_history.png", "outcomes.png"}
-    assert report.importances(s) == {}
+    assert insights.importances(s) == {}
 
 
 def test_plots_empty_study(tmp_path: Path) -> None:
-    assert report.plots(make_study(tmp_path), tmp_path / "p") == []
+    assert write_plots(make_study(tmp_path), tmp_path / "p") == []
 
 
 def test_failure_groups_by_cause_and_phase_keep_every_hint(tmp_path: Path) -> None:
@@ -444,7 +446,7 @@ def test_html_report_is_self_contained(study: optuna.Study, tmp_path: Path) -> N
     from autotune.report.html import write_html
 
     out = tmp_path / "r"
-    page = write_html(study, out, report.plots(study, out)).read_text()
+    page = write_html(study, out, write_plots(study, out)).read_text()
     assert page.count("data:image/png;base64,") == 3
     assert "http://" not in page and "https://" not in page and "<script" not in page
     for section in (

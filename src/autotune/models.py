@@ -551,6 +551,38 @@ class Combine(_Frozen):
     metrics: dict[str, str] = Field(default_factory=dict)  # objective metric -> direction
 
 
+class EngineSpec(_Described):
+    """Which server to launch and how (the ``engine:`` part of a space file).
+
+    It lives here, not in ``space/schema.py``, because the engines take it and the space
+    loader lists the engines: the engines must not import the space.
+    """
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", allow_inf_nan=False, use_attribute_docstrings=True
+    )
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_-]*$")
+    """Engine: a name registered in ``autotune.engines`` (sglang, vllm, transformers, ...)."""
+    version: str | None = None
+    """Engine version, for renamed flags (sglang 0.5.9 vs 0.5.23)."""
+    python: str = "{python}"
+    """Interpreter for ``python -m`` launches (``{python}``: the node's own autotune Python)."""
+    gpus: int = Field(0, ge=0)
+    """GPUs one trial holds (tp x dp); 0 for CPU engines."""
+    host: str = "127.0.0.1"
+    """Address the server binds to."""
+    command: list[str] | None = None
+    """An argv template with {port}, {host}, {model} placeholders, for engines that launch a
+    command given here (the ``command`` engine)."""
+    health_path: str | None = None
+    """Readiness URL path; the engine's own default when unset."""
+    startup_timeout_s: float = Field(600.0, gt=0)
+    """Seconds a server may take to become ready."""
+    options: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    """Engine-specific extras."""
+
+
 class TrialSpec(_Frozen):
     """Everything a node needs to run one trial; built by the driver from one configuration."""
 

@@ -11,8 +11,7 @@ from autotune.engines import SGLangEngine, SimEngine, get_engine
 from autotune.engines.flagtable import load_table, parse_version, table_version
 from autotune.engines.sglang import renames_for
 from autotune.errors import ConfigError
-from autotune.models import Phase
-from autotune.space.schema import EngineSpec
+from autotune.models import EngineSpec, Phase
 
 PY = sys.executable
 

@@ -425,10 +425,11 @@ def _attach_files(study: Any, study_dir: Path, tracker: Any) -> None:
     from autotune.export.formats import export as do_export
     from autotune.report import tables as report
     from autotune.report.html import write_html
+    from autotune.report.plots import write_plots
 
     folder = study_dir / "report"
     try:
-        pngs = report.plots(study, folder)
+        pngs = write_plots(study, folder)
         files = [write_html(study, folder, pngs), *pngs]
         if report.best(study) is not None:
             best = study_dir / "best.sh"
@@ -784,10 +785,11 @@ def report(
     """Write report.html (self-contained, opens offline) and its PNG plots."""
     from autotune.report import tables as rep
     from autotune.report.html import write_html
+    from autotune.report.plots import write_plots
 
     s = _open_study(study, study_root, storage)
     folder = out or (study_root / s.study_name / "report")
-    paths = rep.plots(s, folder)
+    paths = write_plots(s, folder)
     page = write_html(s, folder, paths)
     console.print(rep.headline(s), markup=False)
     failures = rep.failure_table(s)

@@ -43,7 +43,7 @@ from autotune.models import TrialResult, TrialSpec
 if TYPE_CHECKING:
     from typing import Self
 
-    from autotune.space.schema import EngineSpec
+    from autotune.models import EngineSpec
 
 _logger = logging.getLogger(__name__)
 
@@ -146,7 +146,7 @@ def _help_remote(engine_json: str, simulate: bool) -> str | None:
     """On a node: the engine's own ``--help`` there (None when it is not installed there)."""
     from autotune.engines import get_engine
     from autotune.engines.preflight import engine_help
-    from autotune.space.schema import EngineSpec
+    from autotune.models import EngineSpec
 
     return engine_help(get_engine(EngineSpec.model_validate_json(engine_json), simulate=simulate))
 

@@ -20,11 +20,10 @@ from __future__ import annotations
 import abc
 from typing import ClassVar, Literal
 
-from autotune._registry import Registry
+from autotune.core.registry import Registry
 from autotune.errors import ConfigError
-from autotune.models import Milestone, Rule
+from autotune.models import EngineSpec, Milestone, Rule
 from autotune.rules import LogProfile, load_log
-from autotune.space.schema import EngineSpec
 
 
 class Engine(abc.ABC):

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from autotune.core.redact import MASK
-from autotune.export.formats import comment, has_masked, header
+from autotune.export.lines import comment, has_masked, header
 
 # Public images of the engines autotune knows; the tag is the caller's to pin.
 _IMAGES = {"sglang": "lmsysorg/sglang", "vllm": "vllm/vllm-openai"}

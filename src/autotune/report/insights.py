@@ -19,11 +19,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import optuna
+from optuna.trial import TrialState
 
 from autotune.core.records import TrialRecord as TrialRow
 from autotune.core.records import gain_pct
-from autotune.report.tables import objective, rows
-from autotune.study.ledger import Ledger
+from autotune.models import Outcome
+from autotune.report.tables import is_simulated, objective, rows
+from autotune.study.ledger import Ledger, decode_trial
 
 # Below this many ok trials, importances are shown with a warning not to trust them.
 MIN_TRUSTED_TRIALS = 20
@@ -115,8 +117,6 @@ def marginal_effects(study: optuna.Study) -> list[Effect]:
 
 def importances(study: optuna.Study) -> dict[str, float]:
     """fANOVA importances over the parameters every ok trial holds (``{}`` if not computable)."""
-    from autotune.report.tables import ok_study
-
     good = ok_study(study)
     trials = good.trials
     if len(trials) < 2:
@@ -240,6 +240,37 @@ def _key_of(effect: Effect, value: Any) -> str:
             except (TypeError, ValueError):  # a categorical label, not a numeric range
                 continue
     return label
+
+
+def ok_study(study: optuna.Study) -> optuna.Study:
+    """An in-memory copy of the study holding only its ``ok`` trials, valued by the metric.
+
+    Importances and the optimization history see measured values only: no crashed, skipped
+    or infeasible trial, and no repeat of an earlier measurement.
+    """
+    metric, direction = objective(study)
+    sim = is_simulated(study)
+    verbosity = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # no "A new study created" line
+    try:
+        copy = optuna.create_study(
+            direction="minimize" if direction == "minimize" else "maximize",
+            study_name=f"{study.study_name}-ok",
+        )
+    finally:
+        optuna.logging.set_verbosity(verbosity)
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        r = decode_trial(trial, metric, study_simulated=sim)
+        if r.outcome != Outcome.OK or r.value is None:
+            continue
+        copy.add_trial(
+            optuna.trial.create_trial(
+                value=r.value,
+                params=trial.params,
+                distributions=trial.distributions,
+            )
+        )
+    return copy
 
 
 def gain_of(value: float | None, study: optuna.Study) -> float | None:

@@ -9,11 +9,9 @@ results.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import optuna
-from optuna.trial import TrialState
 from rich.console import Group, RenderableType
 from rich.padding import Padding
 from rich.table import Table
@@ -21,8 +19,7 @@ from rich.text import Text
 
 from autotune.core import fmt
 from autotune.core.records import StudySummary, TrialRecord, gain_pct
-from autotune.models import Outcome
-from autotune.study.ledger import Ledger, decode_trial
+from autotune.study.ledger import Ledger
 
 SIMULATED_LABEL = "(simulated)"
 
@@ -36,12 +33,9 @@ __all__ = [
     "failure_table",
     "gain_pct",
     "headline",
-    "importances",
     "is_simulated",
     "objective",
-    "ok_study",
     "pareto_table",
-    "plots",
     "rows",
     "status_data",
     "status_table",
@@ -280,48 +274,3 @@ def failure_table(study: optuna.Study) -> Table | None:
         hint = " / ".join(g.hints) or g.example
         table.add_row(g.cause, g.phase, str(len(g.trials)), _trial_list(g.trials), hint)
     return table
-
-
-def ok_study(study: optuna.Study) -> optuna.Study:
-    """An in-memory copy of the study holding only its ``ok`` trials, valued by the metric.
-
-    Importances and the optimization history see measured values only: no crashed, skipped
-    or infeasible trial, and no repeat of an earlier measurement.
-    """
-    metric, direction = objective(study)
-    sim = is_simulated(study)
-    verbosity = optuna.logging.get_verbosity()
-    optuna.logging.set_verbosity(optuna.logging.WARNING)  # no "A new study created" line
-    try:
-        copy = optuna.create_study(
-            direction="minimize" if direction == "minimize" else "maximize",
-            study_name=f"{study.study_name}-ok",
-        )
-    finally:
-        optuna.logging.set_verbosity(verbosity)
-    for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-        r = decode_trial(trial, metric, study_simulated=sim)
-        if r.outcome != Outcome.OK or r.value is None:
-            continue
-        copy.add_trial(
-            optuna.trial.create_trial(
-                value=r.value,
-                params=trial.params,
-                distributions=trial.distributions,
-            )
-        )
-    return copy
-
-
-def plots(study: optuna.Study, out_dir: str | Path) -> list[Path]:
-    """Save the study's PNG plots into ``out_dir`` (see ``report_plots.py``); the files written."""
-    from autotune.report.plots import write_plots
-
-    return write_plots(study, Path(out_dir))
-
-
-def importances(study: optuna.Study) -> dict[str, float]:
-    """Parameter importances of the objective over ``ok`` trials (``{}`` if not computable)."""
-    from autotune.report.insights import importances as _importances
-
-    return _importances(study)

@@ -19,8 +19,9 @@ from pydantic import BaseModel, ValidationError
 
 from autotune.errors import ConfigError
 from autotune.models import WRITTEN, FieldError
+from autotune.space.located import LocatedError
 from autotune.space.scenarios import materialise_scenarios
-from autotune.space.schema import LocatedError, StudySpec
+from autotune.space.schema import StudySpec
 from autotune.space.workload import DatasetError, materialise
 
 __all__ = ["check", "check_text", "json_schema", "known_engines", "load", "load_text"]

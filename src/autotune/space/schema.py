@@ -26,7 +26,9 @@ from pydantic import (
     model_validator,
 )
 
-from autotune.models import Cause, Goodput, Phase, Scenario, Sweep, Workload
+from autotune.models import Cause, EngineSpec, Goodput, Phase, Scenario, Sweep, Workload
+from autotune.space import scenarios
+from autotune.space.located import LocatedError
 
 Scalar = str | int | float | bool
 
@@ -35,19 +37,6 @@ RESERVED_NAMES = frozenset(
     {"true", "false", "none", "min", "max", "abs", "int", "float", "round", "log2"}
     | set(keyword.kwlist)
 )
-
-
-class LocatedError(ValueError):
-    """A validation error about one key below the model being validated.
-
-    Args:
-        message: what is wrong and the fix.
-        at: the path from the model to the key, e.g. ``("low",)`` or ``("baseline", "x")``.
-    """
-
-    def __init__(self, message: str, at: tuple[str | int, ...] = ()) -> None:
-        super().__init__(message)
-        self.at = at
 
 
 class _Strict(BaseModel):
@@ -343,30 +332,6 @@ def same_value(a: Any, b: Any) -> bool:
     )
 
 
-class EngineSpec(_Strict):
-    """Which server to launch and how."""
-
-    name: str = Field(pattern=r"^[a-z][a-z0-9_-]*$")
-    """Engine: a name registered in ``autotune.engines`` (sglang, vllm, transformers, ...)."""
-    version: str | None = None
-    """Engine version, for renamed flags (sglang 0.5.9 vs 0.5.23)."""
-    python: str = "{python}"
-    """Interpreter for ``python -m`` launches (``{python}``: the node's own autotune Python)."""
-    gpus: int = Field(0, ge=0)
-    """GPUs one trial holds (tp x dp); 0 for CPU engines."""
-    host: str = "127.0.0.1"
-    """Address the server binds to."""
-    command: list[str] | None = None
-    """An argv template with {port}, {host}, {model} placeholders, for engines that launch a
-    command given here (the ``command`` engine)."""
-    health_path: str | None = None
-    """Readiness URL path; the engine's own default when unset."""
-    startup_timeout_s: float = Field(600.0, gt=0)
-    """Seconds a server may take to become ready."""
-    options: dict[str, Scalar] = Field(default_factory=dict)
-    """Engine-specific extras."""
-
-
 class Fixed(Launch):
     """Arguments and environment every trial gets: after the engine's command, before the
     parameters' own."""
@@ -567,8 +532,6 @@ class StudySpec(_Strict):
                 )
         self._check_expressions(names)
         self._check_refs()
-        from autotune.space import scenarios
-
         scenarios.check(self)
         if self.baseline:
             by_name = {p.name: p for p in self.parameters}

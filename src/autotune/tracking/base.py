@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from autotune._registry import Registry
 from autotune.core.records import SkipLog, StudyInfo, StudySummary, TrialLog
+from autotune.core.registry import Registry
 
 
 @dataclass(frozen=True)

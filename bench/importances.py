@@ -23,7 +23,6 @@ from optuna.trial import TrialState, create_trial
 
 from autotune.core.records import StudyRecord, TrialRecord
 from autotune.report import insights
-from autotune.report import tables as report
 from autotune.study.ledger import Ledger, trial_attrs
 
 DISTS = {
@@ -89,7 +88,7 @@ def main() -> None:
         study = make_study(Path(tmp) / "study.db")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            every = optuna.importance.get_param_importances(report.ok_study(study))
+            every = optuna.importance.get_param_importances(insights.ok_study(study))
         shared = insights.importances(study)
         effects = {e.param: e for e in insights.marginal_effects(study)}
         print(f"{'parameter':<22}{'fANOVA (all)':>14}{'fANOVA (shared)':>17}{'marginal':>10}")

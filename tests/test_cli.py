@@ -301,7 +301,7 @@ def test_a_finished_study_says_so_without_starting_ray(
     import optuna
     from optuna.trial import TrialState, create_trial
 
-    import autotune.cli.app
+    import autotune.cli.start
 
     space = Path(__file__).resolve().parents[1] / "search_spaces" / "quickstart.yaml"
     from autotune.space.load import load
@@ -335,7 +335,7 @@ def test_a_finished_study_says_so_without_starting_ray(
     # Any executor would do: none may be created (Ray takes 13 s to start for nothing).
     for name in ("ray", "local"):
         monkeypatch.setattr(EXECUTORS.get_class(name), "create", classmethod(no_executor))
-    monkeypatch.setattr(autotune.cli.app, "_preflight", lambda *a, **k: None)
+    monkeypatch.setattr(autotune.cli.start, "preflight", lambda *a, **k: None)
     monkeypatch.chdir(tmp_path)
     assert main(["start", "--space", str(space), "--n-trials", "2", "--no-mlflow"]) == 0
     out = capsys.readouterr().out

@@ -225,3 +225,25 @@ def test_the_checker_sees_a_cycle_hidden_in_a_function() -> None:
     lazy = {"a": {"b"}, "b": {"a"}, "c": set()}
     assert cycles(lazy) == [["a", "b"]]
     assert "autotune.engines.base" in arrows("autotune.space.load")  # known_engines, lazily
+
+
+COMMAND_LINES = 60
+
+
+def test_each_command_is_a_module_and_fits_in_a_head() -> None:
+    """One module per command under cli/, each command function at most 60 lines (its
+    options are one line each: their declarations live in cli/options.py or atop the
+    module)."""
+    commands: dict[str, int] = {}
+    for path in (PACKAGE / "cli").glob("*.py"):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.FunctionDef) and any(
+                isinstance(d, ast.Call) and ast.unparse(d.func) == "app.command"
+                for d in node.decorator_list
+            ):
+                assert node.end_lineno is not None
+                commands[f"{path.stem}.{node.name}"] = node.end_lineno - node.lineno + 1
+    assert len(commands) >= 8, commands
+    assert {k: n for k, n in commands.items() if n > COMMAND_LINES} == {}
+    modules_with_commands = {k.split(".")[0] for k in commands}
+    assert len(modules_with_commands) == len(commands) - 1  # validate.py holds schema too

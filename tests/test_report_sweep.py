@@ -11,7 +11,7 @@ from tests.test_report import make_study
 
 from autotune.core.records import TrialRecord
 from autotune.models import ScenarioResult, SweepStep
-from autotune.report import tables as report
+from autotune.report.plots import write_plots
 from autotune.report.sweep import scenario_rows
 from autotune.study.ledger import trial_attrs
 
@@ -68,7 +68,7 @@ def test_the_sweep_curve_is_plotted_and_in_the_html(tmp_path: Path) -> None:
     from autotune.report.html import write_html
 
     study = _study(tmp_path)
-    pngs = report.plots(study, tmp_path / "r")
+    pngs = write_plots(study, tmp_path / "r")
     assert "sweep_curve.png" in {p.name for p in pngs}
     page = write_html(study, tmp_path / "r", pngs).read_text()
     assert "Scenarios and load sweeps" in page and "max_concurrency_under_slo" in page
@@ -78,7 +78,7 @@ def test_the_sweep_curve_is_plotted_and_in_the_html(tmp_path: Path) -> None:
 def test_a_study_without_scenarios_has_no_sweep_plot(tmp_path: Path) -> None:
     study = make_study(tmp_path)
     assert scenario_rows(study) == []
-    assert "sweep_curve.png" not in {p.name for p in report.plots(study, tmp_path / "r")}
+    assert "sweep_curve.png" not in {p.name for p in write_plots(study, tmp_path / "r")}
 
 
 def test_status_lines_show_each_scenario_and_its_sweep(tmp_path: Path) -> None:

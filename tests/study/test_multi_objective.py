@@ -23,6 +23,7 @@ from autotune.export import formats as export
 from autotune.models import Outcome
 from autotune.report import tables as report
 from autotune.report.html import write_html
+from autotune.report.plots import write_plots
 from autotune.study.ledger import Ledger
 
 SERVER = Path(__file__).parent / "servers" / "scenario.py"
@@ -120,7 +121,7 @@ def test_two_objectives_make_a_pareto_front_shown_and_exported(
 
     table = report.pareto_table(study)
     assert table is not None and len(table.rows) == 3
-    written = report.plots(study, tmp_path / "report")
+    written = write_plots(study, tmp_path / "report")
     assert tmp_path / "report" / "pareto_front.png" in written
     page = write_html(study, tmp_path / "report", written).read_text()
     assert "<h2>Pareto front</h2>" in page

@@ -84,7 +84,7 @@ def test_baseline_launches_pruning_and_confirmation(tmp_path: Path) -> None:
         (2, False),
     ]
     record = Ledger(driver.study).confirmation()
-    assert record is not None and record.rounds == 2 and record.cost_launches == 4
+    assert record is not None and record.rounds == 2 and record.cost["launches"] == 4
     assert summary.confirmed and summary.confirmation is not None
     assert summary.gain is not None and summary.verdict
 

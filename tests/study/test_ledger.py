@@ -74,6 +74,8 @@ FULL = TrialRecord(
     repeat_of=2,
     confirm_round=1,
     confirm_key="trial 2",
+    ablation_round=2,
+    ablation_key="mode",
     pruned_saved_s=3.5,
     gpu="8x NVIDIA H200",
     engine_version="0.5.9",
@@ -291,11 +293,15 @@ def test_a_confirmed_study_shows_the_baseline_from_its_confirmation_launches(
     for v in (60.0, 62.0, 64.0):
         add(base, v, baseline=True)
     add(best, 1300.0)
-    record = Confirmation(direction="maximize", candidates=[Candidate("trial 3", best, 3)])
+    candidates = [Candidate(key="trial 3", config=best, trial=3)]
+    record = Confirmation(direction="maximize", candidates=candidates)
     for r, (b, a) in enumerate([(100.0, 1200.0), (90.0, 1100.0), (80.0, 1000.0)], start=1):
         add(base, b, baseline=True, confirm_round=r, confirm_key=BASELINE)
         add(best, a, confirm_round=r, confirm_key="trial 3")
-        record.launches += [Launch(r, BASELINE, b, 1.0), Launch(r, "trial 3", a, 1.0)]
+        record.launches += [
+            Launch(round=r, key=BASELINE, value=b, server_s=1.0),
+            Launch(round=r, key="trial 3", value=a, server_s=1.0),
+        ]
     decide(record, ["trial 3"], 1, 0.95)
     ledger.write_confirmation(record)
     s = ledger.summary()

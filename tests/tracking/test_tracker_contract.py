@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from autotune.core.records import StudyInfo, StudySummary, TrialLog
+from autotune.core.records import StudyInfo, TrialLog
+from autotune.core.summary import StudySummary
 from autotune.errors import TrackingError
 from autotune.models import Failure, Metrics, Outcome, Phase, TrialResult
 from autotune.tracking import TRACKERS, Tracker, TrackerOptions

@@ -187,13 +187,36 @@ BaselineLaunchesOpt = Annotated[
 ]
 
 
+AblationRoundsOpt = Annotated[
+    int,
+    typer.Option(
+        "--ablation-rounds",
+        min=0,
+        help="Revert each change of the winner to the baseline's value, one at a time, and "
+        "relaunch it interleaved with the winner for this many rounds (0: off).",
+    ),
+]
+AblationLaunchesOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--ablation-launches",
+        min=1,
+        help="Most launches the ablation may take (default: the search's budget); when it "
+        "needs more, it is skipped and the report says so.",
+    ),
+]
+
+
 @dataclass(frozen=True)
 class Claims:
-    """The launches a claim stands on: the baseline's at the start, the confirmation rounds."""
+    """The launches a claim stands on: the baseline's at the start, the confirmation rounds,
+    the winner's ablation."""
 
     baseline_launches: int = 3
     confirm: int = 3
     confirm_rounds: int = 5
+    ablation_rounds: int = 3
+    ablation_launches: int | None = None
 
 
 __all__ = [

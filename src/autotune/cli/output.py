@@ -17,7 +17,8 @@ from rich.markup import escape
 from autotune.cli.app import console, err
 from autotune.cli.options import StudyRef
 from autotune.core import fmt
-from autotune.errors import AutotuneError
+from autotune.core.summary import Configuration, StudySummary, StudyView
+from autotune.errors import AutotuneError, StudyError
 
 
 def objective_text(spec: Any) -> str:
@@ -33,75 +34,104 @@ def sync_command(name: str, mlflow_uri: str | None) -> str:
     )
 
 
-def final_report(study: Any, ref: StudyRef) -> None:
+def final_report(view: StudyView, ref: StudyRef) -> None:
     """The table of every trial, the failures and the answer, as ``start`` ends."""
-    from autotune.report import tables as report
+    from autotune.report import tables
 
-    console.print(report.status_table(study, console.width), soft_wrap=False)
-    failures = report.failure_table(study)
+    console.print(tables.status_table(view, console.width), soft_wrap=False)
+    failures = tables.failure_table(view)
     if failures is not None:
         console.print(failures)
-    s = report.summary(study)
-    best = report.best(study)
-    if best is None:
+    if view.summary.answer is None:
         console.print("[red]no configuration completed successfully[/]")
         return
-    gain_lines(s, best)
-    console.print(f"  export: autotune export{ref.flags(study.study_name)} --format sh")
+    gain_lines(view.summary)
+    console.print(f"  export: autotune export{ref.flags(view.name)} --format sh")
 
 
-def gain_lines(s: Any, best: Any) -> None:
-    """The answer: what to run, and whether it beats the baseline beyond noise (95% CI)."""
+def gain_lines(s: StudySummary) -> None:
+    """The answer: what to run, its figure and the baseline's (of the same kind), whether it
+    beats the baseline beyond noise (95% CI), the noise, the confirmation, the ablation."""
+    answer = s.answer
+    if answer is None:
+        return
     # Wrapped at spaces to the terminal's width (the console soft-wraps: a terminal cuts words).
     print_ = partial(console.print, soft_wrap=False)
-
-    what = "baseline (kept)" if best.baseline and s.gain is not None else "best"
-    line = f"[bold green]{what}[/] trial #{best.number}: {s.metric} = {fmt.metric(best.value)}"
-    if s.baseline_value is not None and not best.baseline:
-        line += f"  vs baseline {fmt.metric(s.baseline_value)}"
+    what = "baseline (kept)" if answer.baseline and s.gain is not None else "best"
+    figure = _figure(s.best_value, answer, s)
+    line = f"[bold green]{what}[/] trial #{answer.trial}: {s.metric} = {figure}"
     if s.simulated:
         line += "  [bold magenta](simulated)[/]"
     print_(line)
+    if s.baseline is not None and not answer.baseline:
+        print_(
+            f"  vs baseline trial #{s.baseline.trial}: {_figure(s.baseline_value, s.baseline, s)}"
+        )
     style = "bold green" if s.beats_baseline else "bold yellow"
     print_(f"  [{style}]{escape(s.verdict)}[/]")
-    noise = s.noise or {}
-    if noise.get("launch_cv") is not None:
-        window = noise.get("window_cv")
+    if s.noise.launch_cv is not None:
+        window = s.noise.window_cv
         within = f", within a launch {window:.1%}" if window is not None else ""
         print_(
-            f"  noise: launch to launch {noise['launch_cv']:.1%}{within} "
-            f"({noise.get('launches')} launches, {noise.get('windows')} windows)"
+            f"  noise: launch to launch {s.noise.launch_cv:.1%}{within} "
+            f"({s.noise.launches} launches, {s.noise.windows} windows)"
         )
-    if s.confirmation:
+    if s.confirmation is not None:
         c = s.confirmation
         print_(
-            f"  confirmation: {c.get('rounds')} round(s), {c.get('launches')} launches, "
-            f"{c.get('server_s', 0):,.0f} server-seconds ({c.get('stop_reason')})"
+            f"  confirmation: {c.rounds} round(s), {c.launches} launches, "
+            f"{c.server_s:,.0f} server-seconds"
+            + (f" ({escape(c.stop_reason)})" if c.stop_reason else "")
         )
-        if c.get("tied") and c.get("winner") not in (None, "baseline"):
+        if c.tied and c.winner not in (None, "baseline"):
             print_(
-                f"  tied with the winner within noise: {', '.join(c['tied'])} "
+                f"  tied with the winner within noise: {', '.join(c.tied)} "
                 "(the best median is exported; any of them would do as well)"
             )
+    for text in ablation_lines(s):
+        print_(f"  {escape(text)}")
     if s.pruned_saved_s:
         print_(f"  early stopping saved {s.pruned_saved_s:,.0f} server-seconds")
-    print_(f"  config: {fmt.config_text(best.config) or '(defaults)'}", markup=False)
+    print_(f"  config: {fmt.config_text(answer.config) or '(defaults)'}", markup=False)
+
+
+def _figure(value: float | None, c: Configuration, s: StudySummary) -> str:
+    """``1,330.2 (median of 3 confirmation launches)``: the headline figure and its kind."""
+    f = c.confirmed if s.confirmed else c.search
+    said = f" ({f.describe()})" if f is not None and f.value == value else ""
+    return fmt.metric(value) + said
+
+
+def ablation_lines(s: StudySummary) -> list[str]:
+    """What each change of the answer contributes, or the one line saying why it did not run."""
+    a = s.ablation
+    if a is None:
+        return []
+    if a.skipped:
+        return [f"ablation: {a.skipped}"]
+    out = [f"ablation: each change reverted, {a.rounds} round(s) interleaved with the answer:"]
+    for st in a.steps:
+        what = st.contribution.interval_text() if st.contribution else (st.failed or "no value")
+        out.append(f"  {st.param}: {what}")
+    return out
 
 
 def attach_files(study: Any, study_dir: Path, tracker: Any) -> None:
     """The HTML report, its plots and the best launch script, on the study's MLflow run."""
     from autotune.export import export
-    from autotune.report import tables as report
-    from autotune.report.html import write_html
-    from autotune.report.plots import write_plots
+    from autotune.report import write_report
 
     folder = study_dir / "report"
     try:
-        pngs = write_plots(study, folder)
-        files = [write_html(study, folder, pngs), *pngs]
-        if report.best(study) is not None:
+        written = write_report(study, folder)
+        files = [written.page, *written.plots]
+        try:
+            script = export(study, "sh")
+        except StudyError:  # no successful configuration: nothing to export
+            script = None
+        if script is not None:
             best = study_dir / "best.sh"
-            best.write_text(export(study, "sh"))
+            best.write_text(script)
             files.append(best)
     except (OSError, ValueError, AutotuneError) as exc:  # the study's result stands without them
         err.print(f"autotune: warning: report files not written: {exc}", markup=False)
@@ -124,6 +154,7 @@ def mlflow_lines(tracker: Any, name: str, mlflow_uri: str | None) -> None:
 
 __all__ = [
     "attach_files",
+    "ablation_lines",
     "final_report",
     "gain_lines",
     "mlflow_lines",

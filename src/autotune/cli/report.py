@@ -24,21 +24,16 @@ def report(
     storage: StorageOpt = None,
 ) -> None:
     """Write report.html (self-contained, opens offline) and its PNG plots."""
-    from autotune.report import tables
-    from autotune.report.html import write_html
-    from autotune.report.plots import write_plots
+    from autotune.report import tables, write_report
 
     s = open_study(StudyRef(study, study_root, storage))
-    folder = out or (study_root / s.study_name / "report")
-    paths = write_plots(s, folder)
-    page = write_html(s, folder, paths)
-    console.print(tables.headline(s), markup=False)
-    failures = tables.failure_table(s)
+    written = write_report(s, out or (study_root / s.study_name / "report"))
+    console.print(tables.headline(written.view), markup=False)
+    failures = tables.failure_table(written.view)
     if failures is not None:
         console.print(failures)
-    console.print(f"wrote {page}")
-    for p in paths:
-        console.print(f"wrote {p}")
+    for path in (written.page, *written.plots):
+        console.print(f"wrote {path}")
 
 
 __all__ = ["report"]

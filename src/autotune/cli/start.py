@@ -19,6 +19,8 @@ import typer
 from autotune.cli.app import app, console, err
 from autotune.cli.options import (
     ROOT,
+    AblationLaunchesOpt,
+    AblationRoundsOpt,
     BaselineLaunchesOpt,
     Claims,
     ConfirmOpt,
@@ -86,6 +88,8 @@ def start(
     no_confirm: NoConfirmOpt = False,
     confirm_rounds: ConfirmRoundsOpt = 5,
     baseline_launches: BaselineLaunchesOpt = 3,
+    ablation_rounds: AblationRoundsOpt = 3,
+    ablation_launches: AblationLaunchesOpt = None,
     prune: PruneOpt = True,
     study_root: RootOpt = ROOT,
     storage: StorageOpt = None,
@@ -97,7 +101,13 @@ def start(
         StudyRef(study, study_root, storage),
         Placement(executor, ray_address, parallel, simulate),
         Search(n_trials, seed, sampler, steer, prune),
-        Claims(baseline_launches, 0 if no_confirm else confirm, confirm_rounds),
+        Claims(
+            baseline_launches,
+            0 if no_confirm else confirm,
+            confirm_rounds,
+            ablation_rounds,
+            ablation_launches,
+        ),
         Tracking(mlflow_uri, not no_mlflow),
         quiet=quiet,
     )
@@ -134,7 +144,7 @@ def run(
             f"study [cyan]{s.name}[/] already holds {target} launched trial(s): budget reached; "
             f"raise it with --n-trials N (N > {target}) to run more"
         )
-        final_report(_load(s, ref), ref)
+        final_report(_view(_load(s, ref)), ref)
         return
     ex, here = _start_executor(s, where)
     try:
@@ -169,6 +179,12 @@ def _load(s: _Study, ref: StudyRef) -> Any:
 
     url = storage_url(ref.storage, s.folder)
     return optuna.load_study(study_name=s.name, storage=open_storage(url))
+
+
+def _view(study: Any) -> Any:
+    from autotune.study.ledger import Ledger
+
+    return Ledger(study).view()
 
 
 def _budget_reached(s: _Study, ref: StudyRef, target: int) -> bool:
@@ -268,6 +284,8 @@ def _driver(
         baseline_launches=claims.baseline_launches,
         confirm=claims.confirm,
         confirm_rounds=(min(3, claims.confirm_rounds), claims.confirm_rounds),
+        ablation_rounds=claims.ablation_rounds,
+        ablation_launches=claims.ablation_launches,
         prune=search.prune,
     )
     return Driver(
@@ -306,7 +324,7 @@ def _drive(driver: Any, s: _Study, where: Placement, quiet: bool) -> None:
 
 
 def _finish(driver: Any, s: _Study, ref: StudyRef, tracking: Tracking, tracker: Any) -> None:
-    final_report(driver.study, ref)
+    final_report(_view(driver.study), ref)
     if tracking.enabled:
         attach_files(driver.study, s.folder, tracker)
         mlflow_lines(tracker, s.name, tracking.uri)

@@ -13,6 +13,7 @@ from autotune.cli.app import app, console
 from autotune.cli.options import ROOT, ReadStudyOpt, RootOpt, StorageOpt, StudyRef
 from autotune.cli.output import gain_lines
 from autotune.cli.studies import open_study
+from autotune.core.summary import StudyView
 from autotune.errors import StudyError
 
 TrialOpt = Annotated[
@@ -40,76 +41,69 @@ def status(
     storage: StorageOpt = None,
 ) -> None:
     """Show a study's trials (state, value, cause) and the best so far."""
-    s = open_study(StudyRef(study, study_root, storage))
+    from autotune.study.ledger import Ledger
+
+    view = Ledger(open_study(StudyRef(study, study_root, storage))).view()
     if trial is not None:
-        show_trial(s, trial, as_json)
+        show_trial(view, trial, as_json)
     elif as_json:
-        sys.stdout.write(json.dumps(status_json(s, pareto), indent=2, default=str) + "\n")
+        sys.stdout.write(json.dumps(status_json(view, pareto), indent=2, default=str) + "\n")
     else:
-        show_study(s, pareto)
+        show_study(view, pareto)
 
 
-def status_json(s: Any, pareto: str | None) -> dict[str, Any]:
+def status_json(view: StudyView, pareto: str | None) -> dict[str, Any]:
     """The study as ``status --json`` prints it: summary, best and every trial."""
-    from autotune.report import tables as report
+    from autotune.report.tables import status_data
 
-    best = report.best(s)
-    out: dict[str, Any] = {
-        "study": s.study_name,
-        "summary": report.summary(s).model_dump(mode="json"),
-        "best": best.number if best else None,
-        "trials": [r.to_json() for r in report.rows(s)],
-    }
+    out = status_data(view)
     if pareto:
         from dataclasses import asdict
 
-        from autotune.study.ledger import Ledger
         from autotune.study.pareto import front
 
-        stored = Ledger(s).study_record()
-        objectives = [(stored.metric, stored.direction), (pareto, "minimize")]
-        out["pareto"] = [asdict(p) for p in front(report.rows(s), objectives)]
+        objectives = [(view.record.metric, view.record.direction), (pareto, "minimize")]
+        out["pareto"] = [asdict(p) for p in front(view.trials, objectives)]
     return out
 
 
-def show_study(s: Any, pareto: str | None) -> None:
+def show_study(view: StudyView, pareto: str | None) -> None:
     """Every trial, the failures, the front when there is one, and the answer."""
-    from autotune.report import tables as report
+    from autotune.report import tables
     from autotune.report.sweep import scenario_lines
 
-    console.print(report.status_table(s, console.width), soft_wrap=False)
-    failures = report.failure_table(s)
+    console.print(tables.status_table(view, console.width), soft_wrap=False)
+    failures = tables.failure_table(view)
     if failures is not None:
         console.print(failures)
-    summary = report.summary(s)
+    summary = view.summary
     if pareto or summary.pareto is not None:  # asked for, or a multi-objective study
-        table = report.pareto_table(s, pareto or None)
+        table = tables.pareto_table(view, pareto or None)
         what = pareto or " and ".join(o["metric"] for o in summary.objectives)
         console.print(
             table if table is not None else f"no Pareto front: no ok trial measured {what}"
         )
-    best = report.best(s)
-    if best is not None and best.value is not None:
-        gain_lines(summary, best)
+    gain_lines(summary)
+    best = tables.trial(view, summary.best_trial) if summary.best_trial is not None else None
     if best is not None and best.scenarios:
         for line in scenario_lines(best):
             console.print(f"  {line}", markup=False)
 
 
-def show_trial(s: Any, number: int, as_json: bool) -> None:
+def show_trial(view: StudyView, number: int, as_json: bool) -> None:
     """One trial whole: nothing cut, for when a table had to shorten it."""
     from autotune.core import fmt
-    from autotune.report import tables as report
     from autotune.report.sweep import scenario_lines
+    from autotune.report.tables import trial
 
-    found = [r for r in report.rows(s) if r.number == number]
-    if not found:
-        raise StudyError(f"study {s.study_name!r} has no trial {number} (0..{len(s.trials) - 1})")
-    r = found[0]
+    r = trial(view, number)
+    if r is None:
+        last = len(view.trials) - 1
+        raise StudyError(f"study {view.name!r} has no trial {number} (0..{last})")
     if as_json:
         sys.stdout.write(json.dumps(r.to_json(), indent=2, default=str) + "\n")
         return
-    value = f"  {report.objective(s)[0]} = {fmt.metric(r.value)}" if r.value is not None else ""
+    value = f"  {view.record.metric} = {fmt.metric(r.value)}" if r.value is not None else ""
     p = console.print
     p(f"[bold]trial #{r.number}[/]  {r.label}{value}" + ("  (baseline)" if r.baseline else ""))
     for key, val in r.config.items():

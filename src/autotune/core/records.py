@@ -91,6 +91,10 @@ class TrialRecord(_Record):
     repeat_of: int | None = None  # a relaunch of this earlier trial's configuration
     confirm_round: int | None = None  # launched in this confirmation round
     confirm_key: str | None = None  # "baseline" or the candidate's key ("trial 12")
+    # Launched in this round of the winner's ablation (study/ablation.py): the winner, or the
+    # winner with one changed parameter reverted to the baseline's value ("winner", "dtype").
+    ablation_round: int | None = None
+    ablation_key: str | None = None
     pruned_saved_s: float | None = None  # server seconds a pruned trial did not spend
     gpu: str = ""  # the GPU(s) the trial ran on, e.g. "8x NVIDIA H200" (exports say it)
     engine_version: str = ""  # the engine's version as the server reported it
@@ -123,6 +127,11 @@ class TrialRecord(_Record):
         return self.outcome in CRASHES
 
     @property
+    def searched(self) -> bool:
+        """Whether it belongs to the search: not a confirmation or ablation launch."""
+        return self.confirm_round is None and self.ablation_round is None
+
+    @property
     def skipped(self) -> str | None:
         """Why the trial was not launched, or None if it was."""
         return self.skip.reason if self.skip is not None else None
@@ -137,10 +146,10 @@ def budget_launches(trials: Iterable[TrialRecord]) -> int:
 
     Every launch of the search counts (a relaunch of a configuration the sampler proposed
     again, an ablation test), the baseline once: its extra launches (``--baseline-launches``,
-    the launch-to-launch noise) and the confirmation rounds after the search are measurement
-    on top of the budget, so that they never take launches from the search.
+    the launch-to-launch noise), the confirmation rounds and the ablation after the search are
+    measurement on top of the budget, so that they never take launches from the search.
     """
-    search = [t for t in trials if t.launched and t.confirm_round is None]
+    search = [t for t in trials if t.launched and t.searched]
     return sum(not t.baseline for t in search) + min(1, sum(t.baseline for t in search))
 
 
@@ -155,7 +164,8 @@ class StudyRecord(_Record):
     space_file: str = ""
     simulated: bool = False
     tracker_run: str | None = None  # the tracker's record of this study (reused on resume)
-    confirmation: dict[str, Any] | None = None  # study/confirm.py Confirmation.to_json()
+    confirmation: dict[str, Any] | None = None  # study/confirm.py Confirmation, as JSON
+    ablation: dict[str, Any] | None = None  # core/summary.py Ablation, as JSON
     # A multi-objective study's objectives, the primary first: [{"metric", "direction"}];
     # empty for a single objective (and for studies written before it existed).
     objectives: list[dict[str, str]] = Field(default_factory=list)
@@ -167,39 +177,6 @@ class StudyRecord(_Record):
             d = o.get("direction")
             pairs.append((str(o.get("metric")), "minimize" if d == "minimize" else "maximize"))
         return pairs or [(self.metric, self.direction)]
-
-
-class StudySummary(_Record):
-    """Counts and headline numbers of a study (``Ledger.summary``; what trackers finish with)."""
-
-    study: str
-    metric: str
-    direction: Direction
-    trials: int = 0
-    outcomes: dict[str, int] = Field(default_factory=dict)  # label -> count
-    causes: dict[str, int] = Field(default_factory=dict)  # cause (or skip kind) -> count
-    best_trial: int | None = None
-    best_value: float | None = None
-    best_config: dict[str, Any] | None = None
-    baseline_trial: int | None = None
-    baseline_value: float | None = None  # only when the baseline ran ok
-    gain_pct: float | None = None  # best over baseline, percent; positive is better
-    simulated: bool = False
-    # The gain of the search's best over the baseline with its 95% interval over launches:
-    # {"pct", "ci95_pct": [lo, hi], "significant", "launches": {"baseline", "best"}, ...}.
-    # When it is not significant, ``best_trial`` is the baseline (never a noise winner).
-    gain: dict[str, Any] | None = None
-    beats_baseline: bool = False
-    verdict: str = ""  # the gain in plain words
-    confirmed: bool = False  # the gain comes from confirmation rounds
-    confirmation: dict[str, Any] | None = None  # rounds, stop reason, cost (launches, seconds)
-    search_best_trial: int | None = None  # the search's best median (may be a noise winner)
-    noise: dict[str, Any] | None = None  # NoiseModel.to_json(): launch and window spread
-    pruned_saved_s: float = 0.0  # server seconds early stopping saved
-    # A multi-objective study: its objectives ({"metric", "direction"}, the primary first) and
-    # its Pareto front ({"trial", "values": {metric: median}, "launches", "baseline"}).
-    objectives: list[dict[str, str]] = Field(default_factory=list)
-    pareto: list[dict[str, Any]] | None = None
 
 
 class StudyInfo(_Record):
@@ -258,7 +235,6 @@ __all__ = [
     "SkipRecord",
     "StudyInfo",
     "StudyRecord",
-    "StudySummary",
     "TrialLog",
     "TrialRecord",
     "budget_launches",

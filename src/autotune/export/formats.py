@@ -22,8 +22,9 @@ import optuna
 import yaml
 
 from autotune.core.fmt import clean_config
-from autotune.core.records import TrialRecord, gain_pct
+from autotune.core.records import TrialRecord
 from autotune.core.redact import MASK, redact_argv, redact_env
+from autotune.core.summary import Configuration, Figure, FigureKind, StudyView
 from autotune.errors import ConfigError, StudyError
 from autotune.export import deploy as export_deploy
 from autotune.export.lines import ENV_NAME, command_lines, comment, env_lines, has_masked, header
@@ -54,8 +55,39 @@ def _gpu(record: TrialRecord, simulated: bool) -> str:
     return "stand-in server (simulated)" if simulated else "not recorded"
 
 
+def _chosen(view: StudyView, rank: int, trial: int | None) -> tuple[TrialRecord, Configuration]:
+    """The record (its argv, env, GPU) and the figures of what to export."""
+    s = view.summary
+    by_number = {t.number: t for t in view.trials}
+    if trial is not None:
+        record = by_number.get(trial)
+        if record is None or record.outcome != "ok":
+            state = record.label if record is not None else "no such trial"
+            raise StudyError(
+                f"trial {trial} of study {view.name!r} cannot be exported ({state}); "
+                "pick an ok trial from `autotune status`"
+            )
+        known = next((c for c in s.configurations if c.trial == trial), None)
+        if known is None:  # its own launch: a search figure, no gain stated
+            one = Figure(value=record.value or 0.0, kind=FigureKind.SEARCH, launches=1)
+            known = Configuration(trial=trial, config=record.config, search=one)
+        return record, known
+    if not s.configurations:
+        raise StudyError(
+            f"no successful trial yet in study {view.name!r} "
+            f"({s.trials} trials: {s.outcomes or 'none'}); "
+            "run more trials or see `autotune report` for why they failed"
+        )
+    if len(s.configurations) < rank:
+        raise StudyError(
+            f"study {view.name!r} has only {len(s.configurations)} successful configuration(s)"
+        )
+    c = s.configurations[rank - 1]
+    return by_number[c.trial], c
+
+
 def export_data(
-    study: optuna.Study,
+    view: StudyView,
     *,
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
@@ -63,69 +95,51 @@ def export_data(
     trial: int | None = None,
 ) -> dict[str, Any]:
     """The ``rank``-th configuration to recommend as a JSON-safe dict (what ``json``/``yaml``
-    print).
+    print), its figures as the study's summary has them.
 
-    Rank 1 is the study's answer (``Ledger.best``: the baseline when nothing beat it beyond
-    noise); further ranks are the other configurations by the median of their launches
-    (``Ledger.ranked``). ``trial``: export that trial's configuration instead (e.g. one from
-    the Pareto front).
+    Rank 1 is the study's answer (the baseline when nothing beat it beyond noise); further
+    ranks are the summary's other configurations. ``trial``: export that trial's
+    configuration instead (e.g. one from the Pareto front). ``value`` is the configuration's
+    confirmed figure when it has one, else its search figure (``figure`` says which); the
+    gain is the verdict's for the answer, the confirmed gain for another confirmed
+    configuration, and none for a search figure.
 
     Raises:
         StudyError: the study has no successful trial yet (or fewer than ``rank``
             configurations), or ``trial`` did not run ok.
     """
-    ledger = Ledger(study)
-    trials = ledger.trials()
-    summary = ledger.summary(trials)
-    if trial is not None:
-        chosen = next((t for t in trials if t.number == trial), None)
-        if chosen is None or chosen.outcome != "ok":
-            state = chosen.label if chosen is not None else "no such trial"
-            raise StudyError(
-                f"trial {trial} of study {study.study_name!r} cannot be exported ({state}); "
-                "pick an ok trial from `autotune status`"
-            )
-        ranked = [chosen]
-        rank = 1
-    else:
-        ranked = ledger.ranked(rank, trials)
-    if not ranked:
-        raise StudyError(
-            f"no successful trial yet in study {study.study_name!r} "
-            f"({summary.trials} trials: {summary.outcomes or 'none'}); "
-            "run more trials or see `autotune report` for why they failed"
-        )
-    if len(ranked) < rank:
-        raise StudyError(
-            f"study {study.study_name!r} has only {len(ranked)} successful configuration(s)"
-        )
-    top = ranked[rank - 1]
+    s = view.summary
+    top, c = _chosen(view, rank, trial)
     answer = trial is None and rank == 1  # the study's answer: its gain and verdict apply
-    stored = ledger.study_record()
-    metric, direction = stored.metric, stored.direction
-    base = ledger.baseline(trials)
-    base_value = summary.baseline_value  # the median of the baseline's launches
+    figure = c.figure
+    base = s.baseline
+    base_figure = None
+    if base is not None and figure is not None:
+        base_figure = base.confirmed if figure.kind is FigureKind.CONFIRMED else base.search
+    gain = s.gain if answer else c.gain
     argv = [_fill(a, host, port) for a in redact_argv(top.argv)]
     env = {k: _fill(v, host, port) for k, v in redact_env(top.env).items()}
+    stored = view.record
     engine = stored.space.get("engine") or {}
     engine = engine if isinstance(engine, dict) else {}
     simulated = stored.simulated or top.simulated
     return {
-        "study": study.study_name,
+        "study": view.name,
         "rank": rank,
         "trial": top.number,
-        "metric": metric,
-        "direction": direction,
-        "value": top.value,
-        "baseline_trial": base.number if base is not None else None,
-        "baseline_value": base_value,
-        "gain_pct": summary.gain_pct if answer else gain_pct(top.value, base_value, direction),
-        # The study's answer carries the gain of the search's best over the baseline with its
-        # 95% interval; when it is not significant the exported configuration is the baseline
-        # (``is_baseline``).
-        "gain": summary.gain if answer else None,
-        "verdict": summary.verdict if answer else None,
-        "is_baseline": top.baseline,
+        "metric": stored.metric,
+        "direction": stored.direction,
+        "value": figure.value if figure is not None else top.value,
+        "figure": figure.model_dump(mode="json") if figure is not None else None,
+        "baseline_trial": s.baseline_trial,
+        "baseline_value": base_figure.value if base_figure is not None else None,
+        "gain_pct": gain.pct if gain is not None else None,
+        # The study's answer carries the verdict: the gain of the search's best over the
+        # baseline with its 95% interval; when it is not significant the exported
+        # configuration is the baseline (``is_baseline``).
+        "gain": gain.model_dump(mode="json") if gain is not None else None,
+        "verdict": s.verdict if answer else None,
+        "is_baseline": c.baseline,
         "config": clean_config(top.config),
         "env": env,
         "argv": argv,
@@ -182,6 +196,7 @@ def export(
         raise ConfigError("--trial exports one configuration; leave out --top", field="--top")
     in_container = fmt in ("docker", "k8s")
     where = host or ("0.0.0.0" if in_container else DEFAULT_HOST)
+    view = Ledger(study).view()
     if pareto:
         if trial is not None or top > 1 or fmt == "env":
             raise ConfigError(
@@ -189,16 +204,16 @@ def export(
                 "a format other than env",
                 field="--pareto",
             )
-        ranked = pareto_data(study, host=where, port=port)
+        ranked = pareto_data(view, host=where, port=port)
         return _render(fmt, ranked, port, many=True)
-    first = export_data(study, host=where, port=port, trial=trial)
-    n = len(Ledger(study).ranked(top)) if trial is None else 1
-    ranked = [first] + [export_data(study, host=where, port=port, rank=r) for r in range(2, n + 1)]
+    first = export_data(view, host=where, port=port, trial=trial)
+    n = min(top, len(view.summary.configurations)) if trial is None else 1
+    ranked = [first] + [export_data(view, host=where, port=port, rank=r) for r in range(2, n + 1)]
     return _render(fmt, ranked, port, many=top > 1)
 
 
 def pareto_data(
-    study: optuna.Study, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT
+    view: StudyView, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT
 ) -> list[dict[str, Any]]:
     """Every member of the Pareto front as ``export_data`` gives it, with its ``pareto``
     values (the median of each objective over its launches) and ``rank`` its place.
@@ -206,24 +221,22 @@ def pareto_data(
     Raises:
         StudyError: a study with one objective, or no front yet.
     """
-    ledger = Ledger(study)
-    record = ledger.study_record()
-    if len(record.objectives) < 2:
+    if len(view.record.objectives) < 2:
         raise StudyError(
-            f"study {study.study_name!r} has one objective: it has no Pareto front to export "
+            f"study {view.name!r} has one objective: it has no Pareto front to export "
             "(declare several under objective.metrics; for a trade-off against a latency "
             "see `autotune status --pareto METRIC` and export one with --trial N)"
         )
-    points = ledger.pareto()
+    points = view.summary.pareto or []
     if not points:
         raise StudyError(
-            f"study {study.study_name!r} has no Pareto front yet: no eligible configuration "
+            f"study {view.name!r} has no Pareto front yet: no eligible configuration "
             "measured every objective"
         )
     out = []
     for i, point in enumerate(points, 1):
-        data = export_data(study, host=host, port=port, trial=point["trial"])
-        out.append({**data, "rank": i, "pareto": point["values"]})
+        data = export_data(view, host=host, port=port, trial=point.trial)
+        out.append({**data, "rank": i, "pareto": point.values})
     return out
 
 

@@ -1,5 +1,11 @@
 """``autotune report``'s HTML page: one self-contained file that opens offline.
 
+Every figure on the page comes from the study's summary (``StudyView.summary``, built once
+from storage): the headline, the table and the baseline row show the same numbers for the
+same configuration, each with what it stands on (a confirmed median, or the search's single
+launch or median). A gain is printed only between confirmed figures, with its interval, and
+the verdict's gain with its own interval; a search figure is never set against a confirmed one.
+
 Plots are embedded as base64 PNG; there is no script, stylesheet or font to fetch. Every
 text that came from a trial (configurations, hints, messages) is HTML-escaped and already
 redacted where it was stored.
@@ -13,19 +19,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import optuna
-
 from autotune.core import fmt
-from autotune.report.insights import (
-    ablation_path,
-    gain_of,
-    importances,
-    marginal_effects,
-    top_configurations,
-    trust_note,
-)
+from autotune.core.summary import Configuration, Figure, FigureKind, StudySummary, StudyView
+from autotune.report.insights import marginal_effects, trust_note
 from autotune.report.sweep import scenarios_html
-from autotune.report.tables import failure_groups, is_simulated, summary
+from autotune.report.tables import failure_groups
 
 _CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1100px;
@@ -40,7 +38,7 @@ code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.92em;word-brea
 .note{background:#fff7e0;border-left:4px solid #e0a800;padding:.4em .8em;margin:.6em 0}
 .sim{background:#fde8ff;border-left:4px solid #a200b8;padding:.4em .8em;font-weight:bold}
 img{max-width:100%;height:auto;border:1px solid #eee;margin:.4em 0}
-.muted{color:#666}
+.muted{color:#666} .small{font-size:.85em}
 """
 
 
@@ -57,50 +55,36 @@ def _img(path: Path, alt: str) -> str:
     return f'<img alt="{_e(alt)}" src="data:image/png;base64,{data}">'
 
 
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:+.1f}%"
+def _figure(f: Figure | None, empty: str = "-") -> str:
+    """``1,330.2 <small>median of 3 confirmation launches</small>``."""
+    if f is None:
+        return f'<span class="muted">{_e(empty)}</span>'
+    return f'{_e(fmt.metric(f.value))} <span class="muted small">{_e(f.describe())}</span>'
 
 
-def gain_interval(s: Any) -> tuple[float, float] | None:
-    """The 95% interval of the gain in percent, when the study's summary carries one.
-
-    Read loosely (``gain.ci95_pct`` or ``gain_ci``): repeated measurements of the best and
-    the baseline, which give the interval, are added to summaries by the study's verdict.
-    """
-    gain = getattr(s, "gain", None)
-    ci = getattr(gain, "ci95_pct", None)
-    if ci is None and isinstance(gain, dict):
-        ci = gain.get("ci95_pct")
-    if ci is None:
-        ci = getattr(s, "gain_ci", None)
-    if (
-        isinstance(ci, list | tuple)
-        and len(ci) == 2
-        and all(isinstance(x, int | float) for x in ci)
-    ):
-        return float(ci[0]), float(ci[1])
-    return None
-
-
-def _headline(study: optuna.Study, s: Any) -> str:
-    metric = s.metric
-    if s.best_trial is None:
+def _headline(s: StudySummary) -> str:
+    if s.answer is None:
         return '<p class="headline bad">No configuration completed successfully yet.</p>'
-    text = f"Best {_e(metric)} <b>{_e(fmt.metric(s.best_value))}</b> (trial #{s.best_trial})"
-    if s.baseline_value is not None:
-        text += f" vs baseline <b>{_e(fmt.metric(s.baseline_value))}</b>"
-        if s.gain_pct is not None:
-            cls = "good" if s.gain_pct >= 0 else "bad"
-            text += f' <span class="{cls}">({s.gain_pct:+.1f}%)</span>'
-    ci = gain_interval(s)
-    if ci is not None:
-        text += f" · 95% confidence interval of the gain: {ci[0]:+.1f}% to {ci[1]:+.1f}%"
-    else:
-        text += (
-            ' <span class="muted">(no confidence interval: the best and the baseline were '
-            "each measured once)</span>"
+    kind = s.figure_kind
+    answer = s.answer.confirmed if s.confirmed else s.answer.search
+    base = None
+    if s.baseline is not None:
+        base = s.baseline.confirmed if s.confirmed else s.baseline.search
+    who = "Keep the baseline" if s.answer.baseline else f"Run trial #{s.answer.trial}"
+    text = f"{who}: {_e(s.metric)} <b>{_figure(answer or s.answer.figure)}</b>"
+    if base is not None and not s.answer.baseline:
+        text += f" vs baseline <b>{_figure(base)}</b>"
+    parts = [f'<p class="headline">{text}</p>']
+    cls = "good" if s.beats_baseline else "bad"
+    verdict = s.verdict if s.verdict else "no baseline ran: no gain can be claimed"
+    parts.append(f'<p class="{cls}">{_e(verdict)}</p>')
+    if kind is FigureKind.SEARCH and s.gain is not None:
+        parts.append(
+            '<p class="note">Not confirmed: these figures are the search\'s own launches, '
+            "and the interval is widened for every configuration the best was picked "
+            "from. Run with confirmation (the default) for fresh, interleaved launches.</p>"
         )
-    return f'<p class="headline">{text}</p>'
+    return "\n".join(parts)
 
 
 def _table(head: list[str], body: list[list[str]], numeric: set[int] | None = None) -> str:
@@ -116,25 +100,93 @@ def _table(head: list[str], body: list[list[str]], numeric: set[int] | None = No
     return "\n".join(out)
 
 
-def _top(study: optuna.Study, metric: str) -> str:
-    top = top_configurations(study, 10)
-    if not top:
+def _gain_cell(c: Configuration) -> str:
+    if c.baseline:
+        return '<span class="muted">the reference</span>'
+    if c.gain is not None:
+        cls = "good" if c.gain.significant else "muted"
+        return f'<span class="{cls}">{_e(c.gain.interval_text())}</span>'
+    if c.confirmed is None:
+        return '<span class="muted">not confirmed: no gain stated</span>'
+    return '<span class="muted">-</span>'
+
+
+def _rows(s: StudySummary) -> list[Configuration]:
+    """The configurations to list: the summary's, and the baseline when it is not among them."""
+    rows = list(s.configurations)
+    if s.baseline is not None and all(c.trial != s.baseline.trial for c in rows):
+        rows.append(s.baseline)
+    return rows
+
+
+def _top(s: StudySummary) -> str:
+    rows = _rows(s)
+    if not rows:
         return "<p>No successful trial.</p>"
-    body = [
-        [
-            str(i + 1),
-            f"#{r.number}" + (" (baseline)" if r.baseline else ""),
-            _e(fmt.metric(r.value)),
-            _e(_pct(gain_of(r.value, study))),
-            _config(r.config),
-        ]
-        for i, r in enumerate(top)
+    body = []
+    for i, c in enumerate(rows):
+        mark = " (baseline)" if c.baseline else ""
+        mark += " <b>answer</b>" if s.answer is not None and c.trial == s.answer.trial else ""
+        body.append(
+            [
+                str(i + 1),
+                f"#{c.trial}{mark}",
+                _figure(c.search),
+                _figure(c.confirmed, "not confirmed"),
+                _gain_cell(c),
+                _e(c.status),
+                _config(c.config),
+            ]
+        )
+    head = [
+        "rank",
+        "trial",
+        f"{s.metric}, search",
+        f"{s.metric}, confirmed",
+        "gain over the baseline (confirmed, 95% CI)",
+        "confirmation",
+        "configuration",
     ]
-    return _table(["rank", "trial", metric, "vs baseline", "configuration"], body, {0, 2, 3})
+    note = (
+        '<p class="muted small">Search figures rank the configurations: one launch each, or '
+        "the median of a few. Gains are stated only between confirmed figures, measured in "
+        "the same interleaved rounds as the baseline's.</p>"
+    )
+    return _table(head, body, {0}) + note
 
 
-def _failures(study: optuna.Study) -> str:
-    groups = failure_groups(study)
+def _ablation(s: StudySummary) -> str:
+    a = s.ablation
+    if a is None:
+        return "<p>No ablation was run for this study.</p>"
+    if a.skipped:
+        return f"<p>{_e(a.skipped)}</p>"
+    body = []
+    for st in a.steps:
+        if st.contribution is not None:
+            cls = "good" if st.contribution.significant else "muted"
+            effect = f'<span class="{cls}">{_e(st.contribution.interval_text())}</span>'
+        else:
+            effect = f'<span class="bad">{_e(st.failed or "no value")}</span>'
+        body.append(
+            [
+                f"<code>{_e(st.param)}</code>",
+                _e(fmt.short(st.winner_value) if st.winner_value is not None else "(unset)"),
+                _e(fmt.short(st.baseline_value) if st.baseline_value is not None else "(unset)"),
+                effect,
+            ]
+        )
+    intro = (
+        f"<p>Each change of the answer (trial #{a.winner}) reverted to the baseline's value, "
+        f"one at a time, and relaunched interleaved with the answer: {a.rounds} round(s), "
+        f"{a.launches} launches. The contribution is the answer's gain over it (positive: "
+        "the change helps).</p>"
+    )
+    return intro + _table(["change", "answer", "reverted to", "contribution (95% CI)"], body, set())
+
+
+def _failures(view: StudyView) -> str:
+    groups = failure_groups(view)
     if not groups:
         return "<p>No launched trial failed.</p>"
     body = []
@@ -145,21 +197,21 @@ def _failures(study: optuna.Study) -> str:
     return _table(["cause", "phase", "count", "trials", "hints", "example"], body, {2})
 
 
-def _importance(study: optuna.Study, metric: str) -> str:
-    effects = marginal_effects(study)
+def _importance(view: StudyView, importances: dict[str, float]) -> str:
+    effects = marginal_effects(view)
     if not effects:
         return "<p>Too few successful trials with differing settings to say anything.</p>"
+    metric = view.record.metric
     parts = []
-    note = trust_note(study)
+    note = trust_note(view)
     if note:
         parts.append(f'<p class="note">{_e(note)}.</p>')
-    imp = importances(study)
     body = []
     for e in effects:
         means = ", ".join(
             f"{_e(k)}: {_e(fmt.metric(v))} (n={e.counts[k]})" for k, v in e.means.items()
         )
-        fanova = fmt.short(round(imp[e.param], 3)) if e.param in imp else "-"
+        fanova = fmt.short(round(importances[e.param], 3)) if e.param in importances else "-"
         body.append([_e(e.param), _e(fmt.metric(e.spread)), _e(e.best_setting), fanova, means])
     parts.append(
         _table(
@@ -169,67 +221,41 @@ def _importance(study: optuna.Study, metric: str) -> str:
         )
     )
     parts.append(
-        "<p class=\"muted\">Spread: the best setting's mean minus the worst's, over successful "
-        "trials. fANOVA is computed over the parameters every successful trial holds; "
-        "conditional parameters show '-'.</p>"
+        '<p class="muted">Means over the search\'s single launches: where to look, not what a '
+        "change is worth (the ablation above says that). Spread: the best setting's mean "
+        "minus the worst's. fANOVA is computed over the parameters every successful trial "
+        "holds; conditional parameters show '-'.</p>"
     )
     return "\n".join(parts)
 
 
-def _ablation(study: optuna.Study, metric: str) -> str:
-    steps = ablation_path(study)
-    if not steps:
-        return "<p>No path: the study needs a successful baseline and a different best.</p>"
-    body = []
-    for st in steps:
-        if st.measured_trial is not None:
-            how = f"measured (trial #{st.measured_trial}: {_e(fmt.metric(st.measured))})"
-        elif st.conditional:
-            how = "left at the engine's default on one side; no trial isolates it"
-        elif st.effect is not None:
-            how = "estimated: mean of trials with the best's setting minus the baseline's"
-        else:
-            how = "unknown"
-        effect = "-" if st.effect is None else f"{st.effect:+,.4g}"
-        body.append(
-            [
-                f"<code>{_e(st.param)}</code>",
-                _e(fmt.short(st.before) if st.before is not None else "(default)"),
-                _e(fmt.short(st.after) if st.after is not None else "(default)"),
-                _e(effect),
-                how,
-            ]
-        )
-    return _table(
-        ["change", "baseline", "best", f"effect on {metric} (+ is better)", "evidence"],
-        body,
-        {3},
-    )
-
-
-def write_html(study: optuna.Study, out: Path, pngs: list[Path]) -> Path:
-    """Write ``report.html`` into ``out`` with ``pngs`` embedded; returns its path."""
-    s = summary(study)
-    metric = str(s.metric)
-    by_name = {p.name: p for p in pngs}
-    title = f"autotune report: {study.study_name}"
+def _head(view: StudyView) -> list[str]:
+    s = view.summary
+    title = f"autotune report: {view.name}"
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{_e(title)}</h1>",
-        f'<p class="muted">{_e(s.direction)} {_e(metric)} · {s.trials} trials · '
+        f'<p class="muted">{_e(s.direction)} {_e(s.metric)} · {s.trials} trials · '
         + _e(", ".join(f"{n} {k}" for k, n in sorted(s.outcomes.items())))
         + f" · written {datetime.now(UTC).isoformat(timespec='seconds')}</p>",
     ]
-    if is_simulated(study):
+    if view.simulated:
         parts.append(
             '<p class="sim">SIMULATED: every figure comes from the stand-in server '
             "(python -m autotune.sim), not from hardware.</p>"
         )
-    parts.append(_headline(study, s))
-    parts.append("<h2>Best configurations</h2>")
-    parts.append(_top(study, metric))
+    return parts
+
+
+def write_html(view: StudyView, importances: dict[str, float], out: Path, pngs: list[Path]) -> Path:
+    """Write ``report.html`` into ``out`` with ``pngs`` embedded; returns its path."""
+    s = view.summary
+    by_name = {p.name: p for p in pngs}
+    parts = _head(view)
+    parts.append(_headline(s))
+    parts += ["<h2>Best configurations</h2>", _top(s)]
     if "pareto_front.png" in by_name:
         parts.append("<h2>Pareto front</h2>")
         parts.append(
@@ -238,25 +264,21 @@ def write_html(study: optuna.Study, out: Path, pngs: list[Path]) -> Path:
             "<code>--pareto</code>).</p>"
         )
         parts.append(_img(by_name["pareto_front.png"], "Pareto front"))
-    parts.append("<h2>From the baseline to the best: which changes mattered</h2>")
-    parts.append(_ablation(study, metric))
+    parts += ["<h2>What each change of the answer contributes</h2>", _ablation(s)]
     parts.append("<h2>History by trial number</h2>")
     if "optimization_history.png" in by_name:
         parts.append(_img(by_name["optimization_history.png"], "history by trial number"))
     else:
         parts.append("<p>No successful trial to plot.</p>")
-    parts.append("<h2>What the parameters are worth</h2>")
-    parts.append(_importance(study, metric))
+    parts += ["<h2>What the parameters are worth</h2>", _importance(view, importances)]
     if "param_importances.png" in by_name:
         parts.append(_img(by_name["param_importances.png"], "parameter effects"))
-    scenarios = scenarios_html(study)
+    scenarios = scenarios_html(view)
     if scenarios or "sweep_curve.png" in by_name:
-        parts.append("<h2>Scenarios and load sweeps</h2>")
-        parts.append(scenarios)
+        parts += ["<h2>Scenarios and load sweeps</h2>", scenarios]
         if "sweep_curve.png" in by_name:
             parts.append(_img(by_name["sweep_curve.png"], "throughput and latency against load"))
-    parts.append("<h2>Failures by cause and phase</h2>")
-    parts.append(_failures(study))
+    parts += ["<h2>Failures by cause and phase</h2>", _failures(view)]
     if "outcomes.png" in by_name:
         parts.append(_img(by_name["outcomes.png"], "outcomes"))
     parts.append("</body></html>")
@@ -264,3 +286,6 @@ def write_html(study: optuna.Study, out: Path, pngs: list[Path]) -> Path:
     path = out / "report.html"
     path.write_text("\n".join(parts) + "\n", encoding="utf-8")
     return path
+
+
+__all__ = ["write_html"]

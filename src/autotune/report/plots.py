@@ -7,14 +7,15 @@ themselves experimental on stderr). Every plot of a simulated study says so in i
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-import optuna
-
-from autotune.report.insights import importances, marginal_effects, trust_note
+from autotune.core.summary import StudyView
+from autotune.report.insights import marginal_effects, trust_note
 from autotune.report.sweep import sweep_figure
-from autotune.report.tables import SIMULATED_LABEL, is_simulated, objective, rows, summary
+from autotune.report.tables import SIMULATED_LABEL
 
 _COLOR = {
     "ok": "tab:green",
@@ -37,20 +38,24 @@ def _plt() -> Any:
     return plt
 
 
-def write_plots(study: optuna.Study, out: Path) -> list[Path]:
+def write_plots(view: StudyView, importances: dict[str, float], out: Path) -> list[Path]:
     """Write ``optimization_history.png``, ``param_importances.png`` (two ok trials or more,
     and a varying parameter), ``outcomes.png``, ``sweep_curve.png`` (a space that sweeps
-    load) and, for a multi-objective study, ``pareto_front.png``; returns the files written."""
+    load) and, for a multi-objective study, ``pareto_front.png``; returns the files written.
+
+    ``importances``: fANOVA's, computed once by the caller (``insights.importances``).
+    """
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, draw in (
+    draws: tuple[tuple[str, Callable[[StudyView], Any]], ...] = (
         ("optimization_history.png", _history),
-        ("param_importances.png", _importances),
+        ("param_importances.png", partial(_importances, importances=importances)),
         ("outcomes.png", _outcomes),
         ("sweep_curve.png", sweep_figure),
         ("pareto_front.png", _pareto),
-    ):
-        fig = draw(study)
+    )
+    for name, draw in draws:
+        fig = draw(view)
         if fig is None:
             continue
         path = out / name
@@ -60,17 +65,18 @@ def write_plots(study: optuna.Study, out: Path) -> list[Path]:
     return written
 
 
-def _suffix(study: optuna.Study) -> str:
-    return f" {SIMULATED_LABEL}" if is_simulated(study) else ""
+def _suffix(view: StudyView) -> str:
+    return f" {SIMULATED_LABEL}" if view.simulated else ""
 
 
-def _history(study: optuna.Study) -> Any:
-    """Each launched trial by its number: ok values, the best so far, failures along the base."""
+def _history(view: StudyView) -> Any:
+    """Each search launch by its trial number: its value, the best single launch so far,
+    failures along the base; the baseline's median over its search launches as a line."""
     plt = _plt()
     from matplotlib.ticker import MaxNLocator
 
-    metric, direction = objective(study)
-    all_rows = [r for r in rows(study) if r.label not in ("running", "waiting")]
+    metric, direction = view.record.metric, view.record.direction
+    all_rows = [r for r in view.trials if r.label not in ("running", "waiting") and r.searched]
     ok = [r for r in all_rows if r.outcome == "ok" and r.value is not None]
     if not ok:
         return None
@@ -85,10 +91,16 @@ def _history(study: optuna.Study) -> Any:
             best = value
         best_x.append(r.number)
         best_y.append(best)
-    ax.step(best_x, best_y, where="post", color="tab:red", label="best so far")
-    base = next((r for r in ok if r.baseline), None)
-    if base is not None:
-        ax.axhline(base.value or 0.0, color="grey", linestyle="--", linewidth=1, label="baseline")
+    ax.step(best_x, best_y, where="post", color="tab:red", label="best single launch so far")
+    base = view.summary.baseline
+    if base is not None and base.search is not None:
+        ax.axhline(
+            base.search.value,
+            color="grey",
+            linestyle="--",
+            linewidth=1,
+            label=f"baseline ({base.search.describe()})",
+        )
     failed = [r for r in all_rows if r.outcome in ("crashed", "timeout", "slo_violated")]
     if failed:
         low = min(r.value or 0.0 for r in ok)
@@ -104,19 +116,19 @@ def _history(study: optuna.Study) -> Any:
     ax.set_ylabel(metric)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.legend(loc="best", fontsize=8)
-    ax.set_title(f"{study.study_name}: {metric} ({direction}) by trial{_suffix(study)}")
+    ax.set_title(f"{view.name}: {metric} ({direction}), search launches{_suffix(view)}")
     fig.tight_layout()
     return fig
 
 
-def _importances(study: optuna.Study) -> Any:
+def _importances(view: StudyView, importances: dict[str, float]) -> Any:
     """fANOVA importances beside each parameter's marginal effect (spread of mean values)."""
-    effects = marginal_effects(study)
+    effects = marginal_effects(view)
     if not effects:
         return None
     plt = _plt()
-    metric, _direction = objective(study)
-    imp = importances(study)
+    metric = view.record.metric
+    imp = importances
     names = [e.param for e in effects][::-1]
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 0.5 * len(names) + 2), sharey=True)
     right.barh(
@@ -125,16 +137,16 @@ def _importances(study: optuna.Study) -> Any:
     right.set_xlabel(f"marginal effect: spread of mean {metric}")
     left.barh(names, [imp.get(n, 0.0) for n in names], color="tab:grey")
     left.set_xlabel("fANOVA importance (0 or absent: not assessable)")
-    note = trust_note(study)
-    title = f"{study.study_name}: what the parameters are worth{_suffix(study)}"
+    note = trust_note(view)
+    title = f"{view.name}: what the parameters are worth{_suffix(view)}"
     fig.suptitle(title + (f"\n{note}" if note else ""), fontsize=10)
     fig.tight_layout()
     return fig
 
 
-def _outcomes(study: optuna.Study) -> Any:
+def _outcomes(view: StudyView) -> Any:
     """Outcome counts; a failure-cause panel only when something failed."""
-    counts = summary(study)
+    counts = view.summary
     if not counts.trials:
         return None
     plt = _plt()
@@ -158,23 +170,21 @@ def _outcomes(study: optuna.Study) -> Any:
         right.barh([k for k, _ in causes][::-1], [n for _, n in causes][::-1], color="tab:red")
         right.set_title("failure and skip causes")
         right.xaxis.set_major_locator(MaxNLocator(integer=True))
-    fig.suptitle(f"{study.study_name}: {counts.trials} trials{_suffix(study)}")
+    fig.suptitle(f"{view.name}: {counts.trials} trials{_suffix(view)}")
     fig.tight_layout()
     return fig
 
 
-def _pareto(study: optuna.Study) -> Any:
+def _pareto(view: StudyView) -> Any:
     """A multi-objective study's first two objectives: every eligible configuration (median
     of its launches), the front joined by a line, the baseline marked; better is up/right."""
     from autotune.study.evidence import gather
-    from autotune.study.ledger import Ledger
     from autotune.study.pareto import front
 
-    ledger = Ledger(study)
-    objectives = ledger.study_record().objective_pairs()
+    objectives = view.record.objective_pairs()
     if len(objectives) < 2:
         return None
-    trials = ledger.trials()
+    trials = view.trials
     (mx, dx), (my, dy) = objectives[0], objectives[1]
     points = front(trials, objectives)
     if not points:
@@ -234,6 +244,6 @@ def _pareto(study: optuna.Study) -> Any:
     ax.set_xlabel(f"{mx} ({dx})")
     ax.set_ylabel(f"{my} ({dy})")
     ax.legend(loc="best", fontsize=8)
-    ax.set_title(f"{study.study_name}: Pareto front (better: up and right){_suffix(study)}")
+    ax.set_title(f"{view.name}: Pareto front (better: up and right){_suffix(view)}")
     fig.tight_layout()
     return fig

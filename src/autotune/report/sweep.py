@@ -6,7 +6,7 @@ the best trial beside the baseline: a table of each scenario's headline figures,
 of throughput and p99 latency against load, with the loads that met every SLO filled in and
 the highest of them marked. Simulated studies say so in the plot's title.
 
-``study`` is an Optuna study; this module reaches it only through ``report``'s readers.
+Each function reads a ``StudyView`` (the study read once).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from typing import Any
 
 from autotune.core import fmt
 from autotune.core.records import TrialRecord
-from autotune.report.tables import SIMULATED_LABEL, baseline, best, is_simulated, rows, summary
+from autotune.core.summary import StudyView
+from autotune.report.tables import SIMULATED_LABEL
 
 _HEADLINE = (
     "output_tok_s",
@@ -29,27 +30,28 @@ _HEADLINE = (
 )
 
 
-def _subjects(study: Any) -> list[tuple[str, TrialRecord]]:
+def _subjects(view: StudyView) -> list[tuple[str, TrialRecord]]:
     """The answer, the search's best when the answer is not it (not beyond noise), and the
-    baseline: each once, those with scenarios."""
+    baseline: each once (the first launch of each), those with scenarios."""
+    by_number = {r.number: r for r in view.trials}
+    s = view.summary
+    picks = [
+        ("best", s.best_trial),
+        ("search's best", s.search_best_trial),
+        ("baseline", s.baseline_trial),
+    ]
     out: list[tuple[str, TrialRecord]] = []
-    top, base = best(study), baseline(study)
-    if top is not None:
-        out.append((f"best (trial {top.number})", top))
-    searched = summary(study).search_best_trial
-    if searched is not None and all(r.number != searched for _, r in out):
-        record = next((r for r in rows(study) if r.number == searched), None)
-        if record is not None:
-            out.append((f"search's best (trial {searched})", record))
-    if base is not None and all(r.number != base.number for _, r in out):
-        out.append((f"baseline (trial {base.number})", base))
+    for label, number in picks:
+        record = by_number.get(number) if number is not None else None
+        if record is not None and all(r.number != number for _, r in out):
+            out.append((f"{label} (trial {number})", record))
     return [(label, r) for label, r in out if r.scenarios]
 
 
-def scenario_rows(study: Any) -> list[list[str]]:
+def scenario_rows(view: StudyView) -> list[list[str]]:
     """``[trial, scenario, metric, value]`` rows for the best trial and the baseline."""
     rows: list[list[str]] = []
-    for label, record in _subjects(study):
+    for label, record in _subjects(view):
         for scenario in record.scenarios:
             metrics = scenario.get("metrics") or {}
             for key in _HEADLINE:
@@ -60,9 +62,9 @@ def scenario_rows(study: Any) -> list[list[str]]:
     return rows
 
 
-def scenarios_html(study: Any) -> str:
+def scenarios_html(view: StudyView) -> str:
     """An HTML table of :func:`scenario_rows`; empty when the study has no scenarios."""
-    rows = scenario_rows(study)
+    rows = scenario_rows(view)
     if not rows:
         return ""
     head = "".join(f"<th>{escape(h)}</th>" for h in ("trial", "scenario", "metric", "value"))
@@ -87,11 +89,11 @@ def scenario_lines(record: TrialRecord) -> list[str]:
     return lines
 
 
-def sweep_figure(study: Any) -> Any:
+def sweep_figure(view: StudyView) -> Any:
     """Throughput and p99 TTFT against load for every swept scenario of the best trial and
     the baseline; None when nothing swept."""
     panels = [
-        (label, s) for label, record in _subjects(study) for s in record.scenarios if s.get("steps")
+        (label, s) for label, record in _subjects(view) for s in record.scenarios if s.get("steps")
     ]
     if not panels:
         return None
@@ -136,8 +138,8 @@ def sweep_figure(study: Any) -> Any:
         name = scenario.get("name") or "workload"
         ax.set_title(f"{name}, {label}: filled = met every SLO", fontsize=9)
         ax.legend(loc="upper left", fontsize=8)
-    suffix = f" {SIMULATED_LABEL}" if is_simulated(study) else ""
-    fig.suptitle(f"{study.study_name}: throughput and latency against load{suffix}", fontsize=10)
+    suffix = f" {SIMULATED_LABEL}" if view.simulated else ""
+    fig.suptitle(f"{view.name}: throughput and latency against load{suffix}", fontsize=10)
     fig.tight_layout()
     return fig
 

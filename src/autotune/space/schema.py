@@ -332,6 +332,26 @@ def same_value(a: Any, b: Any) -> bool:
     )
 
 
+ConfigKey = tuple[tuple[str, str, Any], ...]
+
+
+def _value_key(value: Any) -> tuple[str, Any]:
+    if isinstance(value, bool):
+        return "bool", value
+    if isinstance(value, int | float):
+        return "number", int(value) if float(value).is_integer() else float(value)
+    if value is None or isinstance(value, str):
+        return type(value).__name__, value
+    return "repr", repr(value)
+
+
+def config_key(config: Mapping[str, Any]) -> ConfigKey:
+    """What "the same configuration" means everywhere: the same parameters, each with a value
+    that ``same_value`` takes as the same (1 and 1.0 alike; True, 1 and "1" apart). Hashable:
+    a key to group or look up launches by."""
+    return tuple((name, *_value_key(config[name])) for name in sorted(config))
+
+
 class Fixed(Launch):
     """Arguments and environment every trial gets: after the engine's command, before the
     parameters' own."""

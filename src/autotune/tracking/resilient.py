@@ -15,7 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from autotune.core.records import SkipLog, StudyInfo, StudySummary, TrialLog
+from autotune.core.records import SkipLog, StudyInfo, TrialLog
+from autotune.core.summary import StudySummary
 from autotune.errors import TrackingError
 from autotune.tracking.base import Tracker, TrackerOptions
 

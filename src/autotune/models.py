@@ -24,6 +24,13 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+class Direction(StrEnum):
+    """Whether larger or smaller values of a metric are better (an objective's direction)."""
+
+    MAXIMIZE = "maximize"
+    MINIMIZE = "minimize"
+
+
 class Outcome(StrEnum):
     """How a trial ended: exactly one, decided on the node from evidence."""
 

@@ -60,9 +60,10 @@ def status_json(view: StudyView, pareto: str | None) -> dict[str, Any]:
     if pareto:
         from dataclasses import asdict
 
+        from autotune.models import Direction
         from autotune.study.pareto import front
 
-        objectives = [(view.record.metric, view.record.direction), (pareto, "minimize")]
+        objectives = [(view.record.metric, view.record.direction), (pareto, Direction.MINIMIZE)]
         out["pareto"] = [asdict(p) for p in front(view.trials, objectives)]
     return out
 

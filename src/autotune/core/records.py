@@ -15,13 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from autotune.models import Cleanup, Outcome, Timings, TrialResult
-
-Direction = Literal["maximize", "minimize"]
+from autotune.models import Cleanup, Direction, Outcome, Timings, TrialResult
 
 # Outcomes of trials that were launched (``budget_launches`` says which count against the budget).
 LAUNCHED = frozenset({Outcome.OK, Outcome.CRASHED, Outcome.TIMEOUT, Outcome.SLO_VIOLATED})
@@ -158,7 +156,7 @@ class StudyRecord(_Record):
 
     name: str
     metric: str = "value"
-    direction: Direction = "maximize"
+    direction: Direction = Direction.MAXIMIZE
     engine: str | None = None  # the real engine's name (also for a simulated study)
     space: dict[str, Any] = Field(default_factory=dict)  # the StudySpec as JSON
     space_file: str = ""
@@ -175,7 +173,9 @@ class StudyRecord(_Record):
         pairs: list[tuple[str, Direction]] = []
         for o in self.objectives:
             d = o.get("direction")
-            pairs.append((str(o.get("metric")), "minimize" if d == "minimize" else "maximize"))
+            pairs.append(
+                (str(o.get("metric")), Direction(d) if d in set(Direction) else Direction.MAXIMIZE)
+            )
         return pairs or [(self.metric, self.direction)]
 
 

@@ -20,6 +20,7 @@ from rich.text import Text
 from autotune.core import fmt
 from autotune.core.records import TrialRecord
 from autotune.core.summary import StudyView
+from autotune.models import Direction
 
 SIMULATED_LABEL = "(simulated)"
 
@@ -124,7 +125,7 @@ def pareto_table(view: StudyView, latency: str | None = None) -> Table | None:
 
     objectives = view.record.objective_pairs()
     if latency is not None:
-        objectives = [objectives[0], (latency, "minimize")]
+        objectives = [objectives[0], (latency, Direction.MINIMIZE)]
     points = front(view.trials, objectives)
     if not points:
         return None

@@ -427,7 +427,7 @@ def _message(err: dict[str, Any], path: _Path) -> str:
     if kind == "value_error":
         error = (err.get("ctx") or {}).get("error")
         return str(error) if error is not None else msg.removeprefix("Value error, ")
-    if kind == "literal_error":
+    if kind in ("literal_error", "enum"):  # a Literal, or a StrEnum such as Direction
         allowed = re.findall(r"'([^']*)'", str((err.get("ctx") or {}).get("expected", "")))
         close = difflib.get_close_matches(str(value), allowed, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""

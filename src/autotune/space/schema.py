@@ -26,7 +26,16 @@ from pydantic import (
     model_validator,
 )
 
-from autotune.models import Cause, EngineSpec, Goodput, Phase, Scenario, Sweep, Workload
+from autotune.models import (
+    Cause,
+    Direction,
+    EngineSpec,
+    Goodput,
+    Phase,
+    Scenario,
+    Sweep,
+    Workload,
+)
 from autotune.space import scenarios
 from autotune.space.located import LocatedError
 
@@ -370,7 +379,7 @@ class ObjectiveMetric(_Strict):
 
     metric: str
     """A metric name (a key of ``Metrics.flat()``)."""
-    direction: Literal["maximize", "minimize"]
+    direction: Direction
     """Whether larger or smaller is better."""
 
 
@@ -386,7 +395,7 @@ class Objective(_Strict):
 
     metric: str = "output_tok_s"
     """A metric name: output_tok_s, request_s, ttft_p99_ms, e2e_mean_ms, ..."""
-    direction: Literal["maximize", "minimize"] = "maximize"
+    direction: Direction = Direction.MAXIMIZE
     """Whether larger or smaller is better."""
     metrics: list[ObjectiveMetric] | None = None
     """Several objectives, the primary first, e.g. [{metric: output_tok_s, direction:
@@ -439,7 +448,7 @@ class Objective(_Strict):
         return data
 
     @property
-    def objectives(self) -> list[tuple[str, Literal["maximize", "minimize"]]]:
+    def objectives(self) -> list[tuple[str, Direction]]:
         """``(metric, direction)`` of every objective, the primary first."""
         if self.metrics:
             return [(m.metric, m.direction) for m in self.metrics]

@@ -28,10 +28,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from autotune.core.summary import Ablation, AblationStep
+from autotune.models import Direction
 from autotune.space.render import active, violations
 from autotune.space.schema import StudySpec, config_key, same_value
 from autotune.study.confirm import Sample
-from autotune.study.noise import Direction, gain
+from autotune.study.noise import gain
 
 WINNER = "winner"
 

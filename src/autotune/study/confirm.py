@@ -49,7 +49,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, computed_field, field_serializer
 
 from autotune.core.summary import ConfirmationCost
-from autotune.study.noise import LEVEL, Direction, Gain, better, gain
+from autotune.models import Direction
+from autotune.study.noise import LEVEL, Gain, better, gain
 
 BASELINE = "baseline"
 

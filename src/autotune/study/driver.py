@@ -211,7 +211,7 @@ class Driver:
                 storage=self.storage,
                 sampler=sampler,
                 pruner=pruner,
-                directions=[d for _, d in objective.objectives],
+                directions=[d.value for _, d in objective.objectives],
             )
             ledger = Ledger(study)
             ledger.write_study(

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autotune.core.records import TrialRecord
-from autotune.models import Outcome
+from autotune.models import Direction, Outcome
 from autotune.space.schema import ConfigKey, config_key
 from autotune.study.confirm import BASELINE, Confirmation
-from autotune.study.noise import Direction, Gain, NoiseModel, gain
+from autotune.study.noise import Gain, NoiseModel, gain
 
 # Outcomes of a launch that disqualify its configuration from winning.
 DISQUALIFYING = frozenset({Outcome.CRASHED, Outcome.TIMEOUT, Outcome.SLO_VIOLATED})

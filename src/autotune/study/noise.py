@@ -24,13 +24,11 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from scipy import stats
 
 from autotune.core.summary import LEVEL, Gain, LaunchCounts, Noise
-
-Direction = Literal["maximize", "minimize"]
+from autotune.models import Direction
 
 
 def t_quantile(p: float, df: float) -> float:

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from autotune.core.records import TrialRecord
+from autotune.models import Direction
 from autotune.study.evidence import Launches, gather, ranked
-from autotune.study.noise import Direction
 
 
 @dataclass(frozen=True)

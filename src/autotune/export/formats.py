@@ -2,7 +2,7 @@
 
 Formats: ``sh`` (a launch script), ``env`` (the environment alone), ``json``, ``yaml``,
 ``docker`` (a ``docker run`` script) and ``k8s`` (a Deployment manifest); ``docker`` and
-``k8s`` are rendered by ``export_deploy.py``. Every format carries the exact argv and
+``k8s`` are rendered by ``export/deploy.py``. Every format carries the exact argv and
 environment the trial ran with (shell-quoted where a shell reads them), secrets redacted, and
 as comments the engine version, the GPU and the date.
 

@@ -95,28 +95,31 @@ def configuration(
     )
 
 
-def _of(figures: dict[int, Configuration], group: evidence.Launches | None) -> Configuration | None:
-    if group is None or group.first_trial is None:
-        return None
-    return figures.get(group.first_trial)
-
-
 def summarize(
     record: StudyRecord, trials: list[TrialRecord], confirmation: Confirmation | None
 ) -> StudySummary:
     """Counts and every headline figure of the study, with the gain and its interval."""
     v = evidence.verdict(trials, record.metric, record.direction, confirmation)
     groups = evidence.gather(trials, record.metric)
-    by_first = {g.first_trial: g for g in groups.values() if g.first_trial is not None}
-    figures = {n: configuration(g, confirmation, record.direction) for n, g in by_first.items()}
-    answer = _of(figures, v.winner)
-    baseline = _of(figures, v.baseline)
+
+    made: dict[int, Configuration] = {}  # by first trial: each configuration built once
+
+    def figures(group: evidence.Launches | None) -> Configuration | None:
+        if group is None or group.first_trial is None:
+            return None
+        if group.first_trial not in made:
+            made[group.first_trial] = configuration(group, confirmation, record.direction)
+        return made[group.first_trial]
+
+    answer = figures(v.winner)
+    baseline = figures(v.baseline)
     listed = [answer] if answer is not None else []
     for g in evidence.ranked(groups, record.direction):
         if len(listed) >= TOP:
             break
-        if g.first_trial is not None and all(c.trial != g.first_trial for c in listed):
-            listed.append(figures[g.first_trial])
+        c = figures(g)
+        if c is not None and all(x.trial != c.trial for x in listed):
+            listed.append(c)
     kind = FigureKind.CONFIRMED if v.confirmed else FigureKind.SEARCH
 
     def headline(c: Configuration | None) -> float | None:

@@ -1,14 +1,13 @@
 """What the trials say about the parameters: marginal effects and importances.
 
 Why not Optuna's importances alone: fANOVA fits a random forest, which on a dozen trials fits
-noise. On a quickstart-shaped study of 12 ok trials where ``continuous_batching`` alone makes
-the 4x difference, fANOVA rated it 0.07 and gave 0.59 to ``mem``, which does nothing; and
-conditional parameters (``when:`` in the space) are absent from part of the trials, which
-Optuna handles by dropping trials. So importances here are computed over the parameters every
-``ok`` trial holds, flagged as untrustworthy below ``MIN_TRUSTED_TRIALS``, and shown beside a
-plain per-parameter marginal effect (the spread of mean values between a parameter's
-settings, over the trials where it is set): it needs no model, says in the metric's own units
-what a setting is worth, and rated the same switch first.
+noise and can credit an inert parameter over the switch that matters (``bench/importances.py``,
+figures in docs/benchmarks.md); and conditional parameters (``when:`` in the space) are absent
+from part of the trials, which Optuna handles by dropping trials. So importances here are
+computed over the parameters every ``ok`` trial holds, flagged as untrustworthy below
+``MIN_TRUSTED_TRIALS``, and shown beside a plain per-parameter marginal effect (the spread of
+mean values between a parameter's settings, over the trials where it is set): it needs no
+model and says in the metric's own units what a setting is worth.
 
 Both read single search launches (one value per trial): they say where to look, not what a
 change is worth. What each change of the winner is worth, with an interval, is the ablation

@@ -472,8 +472,8 @@ class Budget(_Strict):
     crash_budget: float = Field(default=0.0, ge=0, le=1)
     """The share of the trials that may crash before the study stops taking chances: once
     that many have crashed, a proposal the crash model gives a 40% chance or more of crashing
-    is not launched (0, the default: no such limit; 0.1 saves about a crash in every two to
-    four studies of 30 at some of the reach, docs/benchmarks.md)."""
+    is not launched (0, the default: no such limit). It trades reach for crashes (decision
+    0002 in docs/decisions)."""
 
 
 class UserRule(_Strict):

@@ -6,16 +6,13 @@ one running server only see the smaller within-launch part. So every comparison 
 *launches* (one value per launch: the median of its windows), never between windows.
 
 The interval is Welch's t-interval on the logarithm of the per-launch values: a ratio of
-geometric means, so the same relative noise gives the same width on any scale. The choice was
-made by a calibration check (``bench/gain_ci_calibration.py``, figures in docs/benchmarks.md):
-with 8% log-normal launch noise and 3-6 launches a side, Welch's interval covered the true gain
-in 94.6-96.5% of 1000 draws (97% with 10% of launches 25% slow), a percentile bootstrap of
-the median ratio in 91% at three launches a side (88%, with 5.5% false claims, with those
-outliers: resampling three launches never sees a spread wider than theirs), and a rank
-interval (Hodges-Lehmann) does not exist at 95% with three launches a side. Welch's and the
-bootstrap's claim a real 3x gain every time. A winner picked among several candidates is
-compared at a Bonferroni-adjusted level (``candidates``), so that the chance that any of them
-is claimed on noise stays within 5%.
+geometric means, so the same relative noise gives the same width on any scale. It was chosen
+by a calibration check (``bench/gain_ci_calibration.py``; its figures are in
+docs/benchmarks.md): it holds its 95% at the few launches a GPU study can afford, where a
+bootstrap of the median ratio under-covers and a rank interval does not exist. A winner picked
+among several candidates is compared at a Bonferroni-adjusted level (``candidates``), so that
+the chance that any of them is claimed on noise stays within 5%. Student's t quantiles come
+from scipy.
 """
 
 from __future__ import annotations

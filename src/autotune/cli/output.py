@@ -67,6 +67,12 @@ def gain_lines(s: StudySummary) -> None:
         print_(
             f"  vs baseline trial #{s.baseline.trial}: {_figure(s.baseline_value, s.baseline, s)}"
         )
+    searched = next((c for c in s.configurations if c.trial == s.search_best_trial), None)
+    if answer.baseline and searched is not None and not searched.baseline:
+        # The verdict's gain is about the search's best: say which, and its figure.
+        f = (searched.confirmed if s.confirmed else searched.search) or searched.figure
+        said = f"{fmt.metric(f.value)} ({f.describe()})" if f is not None else "-"
+        print_(f"  the best candidate, trial #{searched.trial}: {said}")
     style = "bold green" if s.beats_baseline else "bold yellow"
     print_(f"  [{style}]{escape(s.verdict)}[/]")
     if s.noise.launch_cv is not None:

@@ -75,6 +75,11 @@ def _headline(s: StudySummary) -> str:
     if base is not None and not s.answer.baseline:
         text += f" vs baseline <b>{_figure(base)}</b>"
     parts = [f'<p class="headline">{text}</p>']
+    searched = next((c for c in s.configurations if c.trial == s.search_best_trial), None)
+    if s.answer.baseline and searched is not None and not searched.baseline:
+        # The verdict's gain is about the search's best: say which, and its figure.
+        figure = (searched.confirmed if s.confirmed else searched.search) or searched.figure
+        parts.append(f"<p>The best candidate, trial #{searched.trial}: {_figure(figure)}</p>")
     cls = "good" if s.beats_baseline else "bad"
     verdict = s.verdict if s.verdict else "no baseline ran: no gain can be claimed"
     parts.append(f'<p class="{cls}">{_e(verdict)}</p>')
@@ -150,7 +155,9 @@ def _top(s: StudySummary) -> str:
     note = (
         '<p class="muted small">Search figures rank the configurations: one launch each, or '
         "the median of a few. Gains are stated only between confirmed figures, measured in "
-        "the same interleaved rounds as the baseline's.</p>"
+        "the same interleaved rounds as the baseline's; a gain compares the geometric means "
+        "of the launches (Welch's interval on their logarithms), so it can differ a little "
+        "from the ratio of the medians shown.</p>"
     )
     return _table(head, body, {0}) + note
 

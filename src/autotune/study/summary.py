@@ -62,6 +62,8 @@ def _status(confirmation: Confirmation | None, key: str | None) -> str:
         return ""
     for row_key, _n, _median_value, status in confirmation.table_rows():
         if row_key == key:
+            if not status and key == confirmation.best:
+                return "the best confirmed median, not beyond noise"
             return status
     return ""
 

@@ -128,7 +128,7 @@ def export_data(
         "rank": rank,
         "trial": top.number,
         "metric": stored.metric,
-        "direction": stored.direction,
+        "direction": stored.direction.value,
         "value": figure.value if figure is not None else top.value,
         "figure": figure.model_dump(mode="json") if figure is not None else None,
         "baseline_trial": s.baseline_trial,

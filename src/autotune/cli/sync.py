@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from autotune.cli.app import app, console
-from autotune.cli.options import ROOT, MlflowOpt, ReadStudyOpt, RootOpt, StorageOpt, StudyRef
+from autotune.cli.options import (
+    ROOT,
+    MlflowOpt,
+    ReadStudyOpt,
+    RootOpt,
+    StorageOpt,
+    StudyRef,
+    Tracking,
+)
 from autotune.cli.output import attach_files, mlflow_lines
 from autotune.cli.studies import open_study
 
@@ -22,7 +30,8 @@ def sync(
     from autotune.study.sync import sync as send
     from autotune.tracking import make_tracker
 
-    s = open_study(StudyRef(study, study_root, storage))
+    ref, tracking = StudyRef(study, study_root, storage), Tracking(mlflow_uri)
+    s = open_study(ref)
     rec = Ledger(s).study_record()
     space = rec.space
     engine = space.get("engine") if isinstance(space.get("engine"), dict) else {}
@@ -34,17 +43,17 @@ def sync(
         direction=rec.direction,
         simulated=rec.simulated,
         space_file=rec.space_file or None,
-        storage=storage_url(storage, study_root / s.study_name),
+        storage=storage_url(ref.storage, ref.root / s.study_name),
         parameters=[str(p.get("name")) for p in space.get("parameters") or []],
         engine_version=str((engine or {}).get("version") or ""),
     )
-    tracker = make_tracker(mlflow_uri)
+    tracker = make_tracker(tracking.uri)
     sent, skipped = send(s, tracker, info)
-    attach_files(s, study_root / s.study_name, tracker)
+    attach_files(s, ref.root / s.study_name, tracker)
     console.print(
         f"synced study {s.study_name}: {sent} trial(s), {skipped} skipped proposal(s)", markup=False
     )
-    mlflow_lines(tracker, s.study_name, mlflow_uri)
+    mlflow_lines(tracker, s.study_name, tracking.uri)
 
 
 __all__ = ["sync"]

@@ -10,6 +10,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import shlex
 import signal
 import sys
@@ -244,6 +245,15 @@ def start(
             help="Stop a trial whose first windows cannot beat the incumbent.",
         ),
     ] = True,
+    time_limit: Annotated[
+        float | None,
+        typer.Option(
+            "--time-limit",
+            min=1,
+            help="Seconds after which no new search trial starts (default: "
+            "budget.time_limit_s); trials in flight finish, and a resume goes on.",
+        ),
+    ] = None,
     study_root: RootOpt = Path("studies"),
     storage: StorageOpt = None,
     quiet: Annotated[
@@ -261,6 +271,9 @@ def start(
 
     _quiet_optuna()
     spec = load(space)
+    if time_limit is not None:
+        budget = spec.budget.model_copy(update={"time_limit_s": time_limit})
+        spec = spec.model_copy(update={"budget": budget})
     executor_class = EXECUTORS.get_class(executor)
     name = study or spec.name or space.stem
     try:
@@ -270,7 +283,8 @@ def start(
     real_engine = get_engine(spec.engine) if simulate else engine
     study_dir = study_root / name
     target = n_trials or spec.budget.trials
-    if _budget_reached(name, study_dir, storage, target):
+    wants_confirm = not no_confirm and confirm > 0 and spec.baseline is not None
+    if _budget_reached(name, study_dir, storage, target, confirm=wants_confirm):
         # Nothing to run: say so without starting an executor (Ray: 13 s) or a tracker.
         console.print(
             f"study [cyan]{name}[/] already holds {target} launched trial(s): budget reached; "
@@ -453,8 +467,12 @@ def _mlflow_lines(tracker: Any, name: str, mlflow_uri: str | None) -> None:
         console.print(f"  MLflow runs: {inner.runs_url()}", markup=False)
 
 
-def _budget_reached(name: str, study_dir: Path, storage: str | None, target: int) -> bool:
-    """Whether the study exists, holds ``target`` launched trials and nothing to recover."""
+def _budget_reached(
+    name: str, study_dir: Path, storage: str | None, target: int, confirm: bool = False
+) -> bool:
+    """Whether the study exists, holds ``target`` launched trials and nothing to recover
+    (and, with ``confirm``, has its confirmation: a study whose search ended without one,
+    e.g. stopped by a time limit, is confirmed on the next start)."""
     if storage is None and not (study_dir / "study.db").exists():
         return False
     import optuna
@@ -472,6 +490,8 @@ def _budget_reached(name: str, study_dir: Path, storage: str | None, target: int
     trials = Ledger(study).trials()
     if any(t.state in ("RUNNING", "WAITING") for t in trials):
         return False  # an interrupted trial to recover, or a queued one: the driver's work
+    if confirm and Ledger(study).confirmation() is None:
+        return False
     return budget_launches(trials) >= target
 
 
@@ -508,7 +528,24 @@ def _preflight(engine: Engine, spec: StudySpec, help_text: str | None = None) ->
         if f.level != "error":
             err.print(f"[yellow]preflight:[/] {f.message}")
     if errors:
-        raise ConfigError(errors[0].message, file=spec.source, field=f"flag {errors[0].flag}")
+        flag = errors[0].flag
+        line = _line_of(spec.source, flag)
+        raise ConfigError(errors[0].message, file=spec.source, line=line, field=f"flag {flag}")
+
+
+def _line_of(source: str | None, flag: str) -> int | None:
+    """The first line of the space file that names ``flag`` (as a whole word), if any."""
+    if not source or not flag.startswith("-"):
+        return None
+    try:
+        text = Path(source).read_text(encoding="utf-8")
+    except OSError:
+        return None
+    pattern = re.compile(rf"(?<![\w-]){re.escape(flag)}(?![\w-])")
+    for number, line in enumerate(text.splitlines(), 1):
+        if pattern.search(line.split("#", 1)[0]):
+            return number
+    return None
 
 
 def _final_report(

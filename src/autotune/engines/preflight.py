@@ -108,7 +108,12 @@ def preflight(engine: Engine, args: list[str], *, help_text: str | None = None) 
         source, level = "its --help", "error"
     else:
         known = engine.known_flags()
-        source, level = "autotune's bundled flag table", "warning"
+        table = _table(engine)
+        if table is not None and table.complete and _same_version(engine, table):
+            # Captured from the engine's own parser: what it lacks, argparse refuses.
+            source, level = f"{engine.name} {table.version}'s flag table", "error"
+        else:
+            source, level = "autotune's bundled flag table", "warning"
     if known:
         findings.extend(_unknown(engine, translated, known, source, level))
     findings.extend(_values(engine, translated))
@@ -126,6 +131,9 @@ def _unknown(
         seen.add(flag)
         close = difflib.get_close_matches(flag, sorted(known), n=3, cutoff=0.6)
         hint = f"; did you mean {' or '.join(close)}?" if close else "; check the spelling"
+        elsewhere = _engines_with(flag, besides="sglang" if engine.name == "sim" else engine.name)
+        if elsewhere:
+            hint = f" (it is a flag of {' and '.join(elsewhere)}: wrong engine?){hint}"
         out.append(
             Finding(
                 level="error" if level == "error" else "warning",
@@ -189,3 +197,24 @@ def _values(engine: Engine, args: list[str]) -> list[Finding]:
 def _table(engine: Engine) -> FlagTable | None:
     name = "sglang" if engine.name == "sim" else engine.name
     return load_table(name, engine.spec.version)
+
+
+def _engines_with(flag: str, besides: str) -> list[str]:
+    """Other engines whose newest captured (complete) table has ``flag``: ``sglang 0.5.17``."""
+    from autotune.engines.flagtable import available_versions
+
+    found = []
+    for other in ("sglang", "vllm", "transformers"):
+        versions = available_versions(other) if other != besides else []
+        table = load_table(other, versions[-1]) if versions else None
+        if table is not None and table.complete and flag in table.names():
+            found.append(f"{other} {table.version}")
+    return found
+
+
+def _same_version(engine: Engine, table: FlagTable) -> bool:
+    """Whether ``table`` was captured from the very version the space names."""
+    from autotune.engines.flagtable import parse_version
+
+    wanted = engine.spec.version
+    return wanted is not None and parse_version(wanted)[:3] == parse_version(table.version)[:3]

@@ -62,7 +62,7 @@ def test_a_newer_version_than_the_captured_table_only_warns() -> None:
     assert [f.level for f in findings if f.flag == "--no-such-flag"] == ["warning"]
 
 
-@pytest.mark.parametrize("space", ["sglang-gpu.yaml"])
+@pytest.mark.parametrize("space", ["sglang-gpu.yaml", "vllm-gpu.yaml"])
 def test_the_gpu_spaces_pass_preflight(space: str) -> None:
     proc = subprocess.run(
         [*CLI, "validate", str(ROOT / "search_spaces" / space)],
@@ -84,6 +84,7 @@ def test_a_flag_of_another_engine_is_refused_naming_the_file_line(tmp_path: Path
     assert proc.stderr.count("\n") == 1, proc.stderr
     assert f"bad.yaml:{line}: flag --max-num-seqs" in proc.stderr
     assert "not a flag of sglang" in proc.stderr
+    assert "sglang's counterpart is --max-running-requests" in proc.stderr
 
 
 def test_the_captured_tables_are_valid_json_with_a_source() -> None:

@@ -37,11 +37,19 @@ for d in ("sglang", "vllm", "transformers", "flashinfer-python"):
 } 2>&1 | tee "$OUT/versions.txt"
 left=$((budget - (SECONDS - T0)))
 status=0
-timeout -s INT -k 30 $((left - 40)) python3 -m autotune.cli start --space "$space" \
+# --foreground: one SIGINT to autotune alone (GNU timeout otherwise signals the whole process
+# group too, and a second Ctrl-C forces the stop without tearing the trial down).
+timeout --foreground -s INT -k 30 $((left - 40)) python3 -m autotune.cli start --space "$space" \
   --executor ray --no-mlflow --time-limit $((left - ${RESERVE_S:-150})) "$@" \
   > >(tee "$OUT/start.log") 2>&1 || status=$?
 echo "autotune start exited $status after $((SECONDS - T0)) s" | tee -a "$OUT/start.log"
-nvidia-smi --query-gpu=memory.used --format=csv,noheader | sed 's/^/gpu memory after: /' \
+# The GPU back to idle (a server torn down late by its own shutdown path included).
+for _ in $(seq 30); do
+  used=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | sort -n | tail -1)
+  [ "${used:-0}" -lt 1024 ] && break
+  sleep 2
+done
+nvidia-smi --query-gpu=index,memory.used --format=csv,noheader | sed 's/^/gpu memory after: /' \
   | tee -a "$OUT/start.log"
 python3 -m autotune.cli status --study "$name" > "$OUT/status.txt" 2>&1 || true
 cp "studies/$name/study.db" "$OUT/study.db"

@@ -12,6 +12,7 @@ type, its choices, and for a deprecated alias the flag that replaces it. A captu
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import sys
@@ -29,8 +30,21 @@ def sglang_parser() -> tuple[argparse.ArgumentParser, str]:
 
 
 def vllm_parser() -> tuple[argparse.ArgumentParser, str]:
-    """vLLM's ``vllm serve`` parser and the installed version."""
+    """vLLM's ``vllm serve`` parser and the installed version.
+
+    vLLM computes flag defaults from its platform and refuses to build the parser where it
+    finds none; ``AUTOTUNE_FLAGDUMP_PLATFORM=cpu`` assumes its CPU platform on a machine
+    without a GPU (the flags are the same; some defaults differ, and no default is kept).
+    """
+    import os
+
     import vllm
+
+    if os.environ.get("AUTOTUNE_FLAGDUMP_PLATFORM") == "cpu":
+        import vllm.platforms
+        from vllm.platforms.cpu import CpuPlatform
+
+        vllm.platforms._current_platform = CpuPlatform()
     from vllm.entrypoints.openai.cli_args import make_arg_parser
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
@@ -43,9 +57,9 @@ PARSERS = {"sglang": sglang_parser, "vllm": vllm_parser}
 
 def entry(action: argparse.Action) -> tuple[str, dict[str, Any]] | None:
     """One action as a table entry: (primary spelling, {type, choices, aliases, deprecated})."""
-    longs = [o for o in action.option_strings if o.startswith("--")]
-    if not longs or isinstance(action, argparse._HelpAction):
+    if not action.option_strings or isinstance(action, argparse._HelpAction):
         return None
+    longs = [o for o in action.option_strings if o.startswith("--")] or action.option_strings
     primary, aliases = longs[0], [o for o in action.option_strings if o != longs[0]]
     if action.nargs == 0:
         kind = "store_true"
@@ -91,7 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("engine", choices=sorted(PARSERS))
     args = parser.parse_args(argv)
-    json.dump(capture(args.engine), sys.stdout, indent=1)
+    # Engines log to stdout while they import (vLLM does): keep stdout for the table alone.
+    with contextlib.redirect_stdout(sys.stderr):
+        table = capture(args.engine)
+    json.dump(table, sys.stdout, indent=1)
     sys.stdout.write("\n")
     return 0
 

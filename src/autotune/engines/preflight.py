@@ -131,9 +131,13 @@ def _unknown(
         seen.add(flag)
         close = difflib.get_close_matches(flag, sorted(known), n=3, cutoff=0.6)
         hint = f"; did you mean {' or '.join(close)}?" if close else "; check the spelling"
-        elsewhere = _engines_with(flag, besides="sglang" if engine.name == "sim" else engine.name)
+        name = "sglang" if engine.name == "sim" else engine.name
+        elsewhere = _engines_with(flag, besides=name)
         if elsewhere:
-            hint = f" (it is a flag of {' and '.join(elsewhere)}: wrong engine?){hint}"
+            twin = COUNTERPARTS.get((flag, name))
+            hint = f"; it is a flag of {' and '.join(elsewhere)}" + (
+                f": {name}'s counterpart is {twin}" if twin else " (wrong engine?)"
+            )
         out.append(
             Finding(
                 level="error" if level == "error" else "warning",
@@ -197,6 +201,25 @@ def _values(engine: Engine, args: list[str]) -> list[Finding]:
 def _table(engine: Engine) -> FlagTable | None:
     name = "sglang" if engine.name == "sim" else engine.name
     return load_table(name, engine.spec.version)
+
+
+# The same knob under each engine's name: (flag, the engine it was written for) -> the
+# counterpart, for the message when a space names another engine's flag.
+_PAIRS = (
+    ("--mem-fraction-static", "--gpu-memory-utilization"),
+    ("--max-running-requests", "--max-num-seqs"),
+    ("--chunked-prefill-size", "--max-num-batched-tokens"),
+    ("--cuda-graph-max-bs", "--max-cudagraph-capture-size"),
+    ("--cuda-graph-max-bs-decode", "--max-cudagraph-capture-size"),
+    ("--disable-cuda-graph", "--enforce-eager"),
+    ("--context-length", "--max-model-len"),
+    ("--schedule-policy", "--scheduling-policy"),
+    ("--speculative-algorithm", "--speculative-config"),
+)
+COUNTERPARTS: dict[tuple[str, str], str] = {
+    **{(vllm, "sglang"): sglang for sglang, vllm in _PAIRS},
+    **{(sglang, "vllm"): vllm for sglang, vllm in _PAIRS},
+}
 
 
 def _engines_with(flag: str, besides: str) -> list[str]:

@@ -823,6 +823,13 @@ COMMON_EXAMPLES: dict[str, list[str]] = {
         '  File "torch/distributed/distributed_c10d.py", line 1, in init_process_group',
         "RuntimeError: Connection reset by peer",
     ],
+    "common.config_value_error": [
+        '  File "vllm/engine/arg_utils.py", line 1, in create_engine_config',
+        "ValueError: max_num_batched_tokens (2048) is smaller than max_model_len (4096).",
+    ],
+    "common.bench_client": [
+        "aiohttp.client_exceptions.ClientConnectorError: Cannot connect to host 0.0.0.0:30000"
+    ],
     "common.out_of_memory": ["Error: failed to allocate the workspace: out of memory"],
     "common.assertion": ["[TensorRT-LLM][ERROR] Assertion failed: input length too long"],
     "common.scheduler_exception": [

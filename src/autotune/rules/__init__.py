@@ -55,6 +55,7 @@ from autotune.models import Cause, Milestone, Phase, Rule
 
 __all__ = [
     "Hints",
+    "bundled_rule_files",
     "LogProfile",
     "engine_hints",
     "load_log",
@@ -262,6 +263,19 @@ def _bundled(name: str, package: str = __name__) -> RuleFile:
     if not resource.is_file():
         return RuleFile()
     return _parse(resource.read_text(encoding="utf-8"), f"{name}.yaml")
+
+
+def bundled_rule_files() -> list[str]:
+    """The names of the rule files bundled with autotune (``sglang``, ``tgi``, ``common``, ...).
+
+    Engines with a rule file but no engine class (TGI, TensorRT-LLM, lmdeploy, llama.cpp, ...)
+    give ``autotune diagnose`` their hints for the logs they write.
+    """
+    return sorted(
+        entry.name.removesuffix(".yaml")
+        for entry in resources.files(__name__).iterdir()
+        if entry.name.endswith(".yaml")
+    )
 
 
 def engine_hints(engine: str, package: str = __name__) -> Hints:

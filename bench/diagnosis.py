@@ -12,6 +12,7 @@ confusion matrix.
     python bench/diagnosis.py --batch 2026-12-06  # the batch gathered for issue 51 only
     python bench/diagnosis.py --misses            # list the tuning part's misses
     python bench/diagnosis.py --generic           # common rules only (the `command` engine)
+    python bench/diagnosis.py --dress             # same answers with every line re-dressed?
 
 ``--misses`` lists tuning logs only: the held-out part is not for writing rules
 (``--misses --heldout-misses`` shows those too, for a report after the rules are fixed).
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import sys
 import time
 from collections import Counter, defaultdict
@@ -86,6 +88,33 @@ def diagnose_all(corpus: Path = CORPUS, *, generic: bool = False) -> list[Verdic
             )
         )
     return out
+
+
+# Ways a log reaches people: each rewrites every line; the answer must not change.
+DRESSES = {
+    "compose": lambda lines: [f"svc-1  | {line}" for line in lines],
+    "timestamp": lambda lines: [f"2025-01-01T00:00:00.123456Z {line}" for line in lines],
+    "ansi": lambda lines: [f"\x1b[36m{line}\x1b[0m" for line in lines],
+    "journald": lambda lines: [f"Jan 01 00:00:00 host engine[123]: {line}" for line in lines],
+    "json": lambda lines: [json.dumps({"log": line + "\n", "stream": "stderr"}) for line in lines],
+    "two ranks": lambda lines: [f"[rank{r}]: {line}" for line in lines for r in (0, 1)],
+}
+
+
+def dress_changes(corpus: Path = CORPUS, split: str = "tuning") -> dict[str, list[str]]:
+    """Per dress, the ids of ``split`` whose cause changes when every line is re-dressed."""
+    changed: dict[str, list[str]] = {name: [] for name in DRESSES}
+    for row in load_labels(corpus):
+        if split != "all" and row["split"] != split:
+            continue
+        lines = (corpus / f"{row['id']}.log").read_text(encoding="utf-8").splitlines()
+        plain = diagnose_text("\n".join(lines)).failure
+        want = "ok" if plain is None else plain.cause.value
+        for name, dress in DRESSES.items():
+            got = diagnose_text("\n".join(dress(lines))).failure
+            if ("ok" if got is None else got.cause.value) != want:
+                changed[name].append(row["id"])
+    return changed
 
 
 def accuracy(verdicts: list[Verdict]) -> tuple[float, float]:
@@ -193,7 +222,13 @@ def main(argv: list[str] | None = None) -> int:
         "--heldout-misses", action="store_true", help="with --misses: the held-out ones too"
     )
     parser.add_argument("--no-matrix", action="store_true", help="leave the full matrix out")
+    parser.add_argument("--dress", action="store_true", help="re-dress every line; compare")
     args = parser.parse_args(argv)
+    if args.dress:
+        for split in args.split or ["tuning", "heldout"]:
+            for name, ids in dress_changes(split=split).items():
+                sys.stdout.write(f"{split} {name}: {len(ids)} answers change {' '.join(ids)}\n")
+        return 0
     start = time.perf_counter()
     verdicts = diagnose_all(generic=args.generic)
     took = time.perf_counter() - start

@@ -470,9 +470,16 @@ def test_fallback_traceback_and_plain_unknown() -> None:
         env={},
     )
     assert (failure.cause, failure.message) == (Cause.UNKNOWN, "KeyError: 'x'")
-    plain = classify(["hello"], [], phase=Phase.READY, exit_code=3, argv=[], env={})
+    plain = classify(["hello"], [], phase=Phase.LOAD, exit_code=3, argv=[], env={})
     assert (plain.cause, plain.phase, plain.message) == (
         Cause.UNKNOWN,
+        Phase.LOAD,
+        "exited with code 3",
+    )
+    # After readiness, a death no rule explains is a runtime crash (as a trial reports it).
+    died = classify(["hello"], [], phase=Phase.READY, exit_code=3, argv=[], env={})
+    assert (died.cause, died.phase, died.message) == (
+        Cause.RUNTIME_CRASH,
         Phase.READY,
         "exited with code 3",
     )

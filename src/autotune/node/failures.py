@@ -149,6 +149,9 @@ _SIZES = (
     re.compile(rf"KV cache memory: (?P<kv>{_SIZE})"),
     re.compile(r"profiled value (?P<prof>-?\d+)"),
     re.compile(rf"KV cache needs? (?P<need2>{_SIZE}).{{0,40}}?(?P<have2>{_SIZE})"),
+    re.compile(
+        rf"(?P<need3>{_SIZE}) KV cache is needed.*available KV cache memory \((?P<have3>{_SIZE})\)"
+    ),
 )
 
 # Prefixes that multi-process engines and loggers put before a message: see node/logparse.py.
@@ -253,7 +256,8 @@ GENERIC_MILESTONES: tuple[Milestone, ...] = (
     ),
     Milestone(
         phase=Phase.BENCHMARK,
-        pattern=r"Prefill batch|Decode batch|POST /v1/|POST /generate|Avg prompt throughput|"
+        pattern=r"Prefill batch|Decode batch|POST /(?:v1/|generate)[^\"]*\"? 2\d\d\b|"
+        r"Avg prompt throughput|"
         r"#running-req",
         label="serving",
     ),
@@ -300,6 +304,15 @@ class _Log:
             raw=tuple(r.raw for r in records),
             text=tuple(r.text for r in records),
             warning=tuple(r.is_warning for r in records),
+        )
+
+    def since(self, start: int) -> _Log:
+        """The records from index ``start`` on."""
+        return _Log(
+            records=self.records[start:],
+            raw=self.raw[start:],
+            text=self.text[start:],
+            warning=self.warning[start:],
         )
 
     def without_warnings(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -532,13 +545,13 @@ def _sizes(text: str) -> str:
             continue
         for key, value in match.groupdict().items():
             if value:
-                found.setdefault(key.rstrip("2"), value.strip())
+                found.setdefault(key.rstrip("23"), value.strip())
     names = {
         "a": "tried",
         "f": "free",
         "t": "total",
         "need": "needs",
-        "have": "fits",
+        "have": "available",
         "kv": "KV cache memory",
         "prof": "profiled tokens",
     }
@@ -614,6 +627,19 @@ def _signals(log: _Log, milestones: Sequence[Milestone]) -> _Signals:
     return _Signals(exception, error, traceback, ready, reached, capture, progress)
 
 
+def _ready_line(log: _Log, milestones: Sequence[Milestone]) -> int | None:
+    """Index of the first line that says the server is ready (or serving), if any."""
+    ready = [
+        _compile(m.pattern)
+        for m in milestones
+        if m.phase in (Phase.READY, Phase.WARMUP, Phase.BENCHMARK)
+    ]
+    for i, text in enumerate(log.text):
+        if any(r.search(text) for r in ready):
+            return i
+    return None
+
+
 def _cut_family(log: _Log, sig: _Signals) -> tuple[Cause, int] | None:
     """The family a traceback cut before its exception points to, from its frames."""
     if sig.traceback is None:
@@ -669,8 +695,10 @@ def classify(
         exit_code: the server's exit code (negative: killed by that signal), None if running.
         argv: the launch command, for blame.
         env: the launch environment (the spec's, not the whole node's), for blame.
-        engine: the engine that wrote the log; None: guessed from the log's marks.
-        milestones: progress lines that tell the phase and readiness; None: generic ones.
+        engine: the engine the log was launched as; the engine whose marks the log carries
+            is named instead when there is one (node/logparse.py).
+        milestones: the engine's progress lines, which tell the phase and readiness (the
+            generic ones are used too).
 
     Returns:
         A Failure; cause ``unknown`` when nothing recognisable was found (a healthy log
@@ -684,7 +712,7 @@ def classify(
         argv=argv,
         env=env,
         engine=engine,
-        milestones=GENERIC_MILESTONES if milestones is None else milestones,
+        milestones=GENERIC_MILESTONES if milestones is None else (*milestones, *GENERIC_MILESTONES),
     )
     return failure
 
@@ -703,10 +731,24 @@ def _classify(
     """The failure, and whether the log is healthy (nothing in it says the run failed)."""
     log = _Log.read(lines)
     tail = [_trim(line) for line in lines[-TAIL:]]
-    if engine is None:
-        found_engine = detect_engine("\n".join(lines))
-        engine = found_engine[0] if found_engine is not None else None
+    found_engine = detect_engine("\n".join(lines))
+    if found_engine is not None:
+        engine = found_engine[0]  # what the log says wins over the name it was launched as
     sig = _signals(log, milestones)
+    ready_at = _ready_line(log, milestones)
+    if ready_at is not None:
+        # What failed before the server became ready did not stop it: only what follows counts.
+        log = log.since(ready_at + 1)
+        after = _signals(log, milestones)
+        sig = _Signals(
+            after.exception,
+            after.error,
+            after.traceback,
+            True,
+            sig.reached,
+            None,
+            after.progress,
+        )
     reached = _later(phase, sig.reached)
     bad_exit = exit_code not in (None, 0)
     text, raw = log.without_warnings()
@@ -761,9 +803,8 @@ def _classify(
     hint: str | None = None
     message = ""
     exc = sig.exception
-    if catch_all is not None:
-        last = _last_exception(log)
-        exc = last if last is not None else exc
+    if catch_all is not None and exc is None:
+        exc = _last_exception(log)
     cut = _cut_family(log, sig)
     if exc is not None:
         at = exc
@@ -812,7 +853,7 @@ def _classify(
             ),
             False,
         )
-    if at is None and not sig.ready and not bad_exit:
+    if at is None and not sig.ready and exit_code is None:
         # The log stops during start-up with no error: a hang (or a capture that died).
         if sig.capture_running is not None:
             cause, at = Cause.CUDA_GRAPH_CAPTURE, sig.capture_running
@@ -837,13 +878,20 @@ def _classify(
                 sig.ready or not lines,
             )
     if at is None:
-        message = "no failure found" if not bad_exit else f"exited with code {exit_code}"
+        message = "no failure found"
+        if bad_exit:
+            message = f"exited with code {exit_code}"
+        elif exit_code is not None and not sig.ready:
+            message = f"exited with code {exit_code} before the server was ready"
+        died = bad_exit and where in (Phase.READY, Phase.WARMUP, Phase.BENCHMARK)
         return (
             _make(
                 ctx,
-                cause=Cause.UNKNOWN,
+                cause=Cause.RUNTIME_CRASH if died else Cause.UNKNOWN,
                 phase=phase,
-                hint="No rule recognises this failure; read the log tail.",
+                hint=_cause_hint(Cause.RUNTIME_CRASH, where, rules)[0]
+                if died
+                else "No rule recognises this failure; read the log tail.",
                 evidence=tail[-5:],
                 message=message,
             ),

@@ -19,7 +19,7 @@ from autotune.models import Cause, Phase
 from autotune.node.failures import classify, diagnose_lines
 from autotune.node.logparse import detect_engine, parse_log
 from autotune.node.runner import run_trial
-from autotune.rules import load_rules
+from autotune.rules import engine_hints, load_rules
 
 TRACE = ["Traceback (most recent call last):", '  File "/srv/x.py", line 1, in main', "    run()"]
 
@@ -356,3 +356,138 @@ def test_a_trial_and_diagnose_give_one_answer(make_spec: Any, scenario: str) -> 
     assert found is not None
     keys = ("cause", "phase", "rule", "message", "evidence", "hint", "engine")
     assert {k: getattr(found, k) for k in keys} == {k: getattr(trial, k) for k in keys}
+
+
+TGI = "2024-01-01T00:00:00.000000Z ERROR text_generation_launcher: "
+TRT = "[TensorRT-LLM][ERROR] "
+# rule file, hint key, phase key, log -> the hint shown is that one
+HINT_CASES: list[tuple[str, str, str, list[str]]] = [
+    ("tgi", "kv_pool_oom", "default", [TGI + "Not enough memory to handle 4096 prefill tokens."]),
+    (
+        "tgi",
+        "cuda_oom",
+        "default",
+        [
+            "2024-01-01T00:00:00.000000Z ERROR batch{batch_size=1}:prefill:prefill{id=9 size=1}: "
+            "text_generation_client: router/client/src/lib.rs:33: Server error: CUDA out of memory."
+        ],
+    ),
+    (
+        "tgi",
+        "cuda_oom",
+        "load",
+        [TGI + "Shard 0 failed to start", "torch.cuda.OutOfMemoryError: CUDA out of memory."],
+    ),
+    ("tgi", "arch_unsupported", "default", [TGI + "no kernel image is available for execution"]),
+    ("tgi", "model_unsupported", "default", [TGI + "ValueError: Unsupported model type xlm"]),
+    ("tgi", "invalid_argument", "default", [TGI + "x: error: unexpected argument '--x' found"]),
+    ("tgi", "nccl_error", "default", [TGI + "RuntimeError: NCCL error: unhandled system error"]),
+    ("trtllm", "kv_pool_oom", "default", [TRT + "maxTokensInPagedKvCache must be large enough"]),
+    ("trtllm", "cuda_oom", "default", [TRT + "CUDA runtime error in cudaMalloc: out of memory"]),
+    (
+        "trtllm",
+        "arch_unsupported",
+        "default",
+        ["[TRT] [E] 6: The engine plan file is generated on an incompatible device (TensorRT-LLM)"],
+    ),
+    ("trtllm", "assertion", "default", [TRT + "Assertion failed: d == a + length"]),
+    ("trtllm", "nccl_error", "default", [TRT + "Assertion failed: Failed: MPI error"]),
+    (
+        "lmdeploy",
+        "kv_pool_oom",
+        "default",
+        ["lmdeploy: RuntimeError: Not enough memory to allocate KV cache"],
+    ),
+    (
+        "lmdeploy",
+        "cuda_oom",
+        "default",
+        ["RuntimeError: [TM][ERROR] CUDA runtime error: out of memory lmdeploy/x.cu:1"],
+    ),
+    ("llamacpp", "kv_pool_oom", "default", ["llama_kv_cache_init: failed to allocate buffer"]),
+    (
+        "llamacpp",
+        "cuda_oom",
+        "default",
+        [
+            "llama_model_loader: x",
+            "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 9 MiB "
+            "on device 0: cudaMalloc failed: out of memory",
+        ],
+    ),
+    (
+        "llamacpp",
+        "model_unsupported",
+        "default",
+        ["llama_model_load: error loading model: unknown model architecture: 'x'"],
+    ),
+    (
+        "llamacpp",
+        "arch_unsupported",
+        "default",
+        ["llama_model_loader: x", "CUDA error: no kernel image is available for execution"],
+    ),
+    (
+        "lightllm",
+        "kv_pool_oom",
+        "default",
+        [
+            "lightllm/common/mem_manager.py: self.value_buffer = torch.empty(x)",
+            "torch.cuda.OutOfMemoryError: CUDA out of memory.",
+        ],
+    ),
+    (
+        "lightllm",
+        "cuda_oom",
+        "default",
+        [
+            "lightllm/server/router/model_infer/model_rpc.py",
+            "torch.cuda.OutOfMemoryError: CUDA out of memory.",
+        ],
+    ),
+    (
+        "mistralrs",
+        "kv_pool_oom",
+        "default",
+        ["mistralrs-core: Error: Not enough memory for the KV cache"],
+    ),
+    (
+        "mistralrs",
+        "cuda_oom",
+        "default",
+        ['mistralrs-server: Error: DriverError(CUDA_ERROR_OUT_OF_MEMORY, "out of memory")'],
+    ),
+    (
+        "mistralrs",
+        "arch_unsupported",
+        "default",
+        ['mistralrs-server: Error: DriverError(CUDA_ERROR_UNSUPPORTED_PTX_VERSION, "x")'],
+    ),
+]
+HINT_FILES = ("tgi", "trtllm", "lmdeploy", "llamacpp", "lightllm", "mistralrs")
+
+
+@pytest.mark.parametrize(
+    ("family", "key", "phase_key", "lines"),
+    HINT_CASES,
+    ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in HINT_CASES],
+)
+def test_an_engine_files_hint_is_shown_for_its_log(
+    family: str, key: str, phase_key: str, lines: list[str]
+) -> None:
+    found = diagnose_text("\n".join(lines))
+    assert found.rules_from == family
+    failure = found.failure
+    assert failure is not None and failure.cause.value == key, failure
+    default, by_phase = engine_hints(family)[key]
+    want = default if phase_key == "default" else dict(by_phase)[Phase(phase_key)]
+    assert failure.hint == want
+
+
+def test_every_engine_file_hint_has_a_case() -> None:
+    covered = {(c[0], c[1], c[2]) for c in HINT_CASES}
+    for family in HINT_FILES:
+        for key, (default, by_phase) in engine_hints(family).items():
+            keys = (["default"] if default is not None else []) + [p.value for p, _ in by_phase]
+            for phase_key in keys:
+                assert (family, key, phase_key) in covered, (family, key, phase_key)

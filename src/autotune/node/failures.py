@@ -97,6 +97,7 @@ _ERROR_LINE = re.compile(
     r"\bpanicked at\b|^terminate called|^\S+: error: |^Segmentation fault|\bcore dumped\b|"
     r"^Killed$|exited with code [1-9]|exit code[:= ]+-?[1-9]"
 )
+_FAILURE_WORDS = re.compile(r"error|fail|exception|traceback|out of memory|killed|abort", re.I)
 _ARGPARSE = re.compile(r"(?:^|\s)error: (?:argument |the following arguments|unrecognized|invalid)")
 # Exceptions that only echo another process's failure: the first fatal event is elsewhere.
 _ECHO = re.compile(
@@ -257,6 +258,7 @@ GENERIC_MILESTONES: tuple[Milestone, ...] = (
     Milestone(
         phase=Phase.BENCHMARK,
         pattern=r"Prefill batch|Decode batch|POST /(?:v1/|generate)[^\"]*\"? 2\d\d\b|"
+        r"batch\{batch_size=\d+\}:(?:prefill|decode)|"
         r"Avg prompt throughput|"
         r"#running-req",
         label="serving",
@@ -610,7 +612,7 @@ def _signals(log: _Log, milestones: Sequence[Milestone]) -> _Signals:
         if _TRACEBACK in log.text[i] or _FRAME.match(log.text[i]):
             traceback = i
             break
-    reached, _ = phase_reached(log.text, milestones)
+    reached, _ = phase_reached(log.raw, milestones)
     ready = reached in (Phase.READY, Phase.WARMUP, Phase.BENCHMARK)
     capture = None
     for i, text in enumerate(log.text):
@@ -620,8 +622,8 @@ def _signals(log: _Log, milestones: Sequence[Milestone]) -> _Signals:
             capture = i
     progress = None
     compiled = [_compile(m.pattern) for m in milestones]
-    for i in range(len(log.text) - 1, -1, -1):
-        if any(r.search(log.text[i]) for r in compiled):
+    for i in range(len(log.raw) - 1, -1, -1):
+        if any(r.search(log.raw[i]) for r in compiled):
             progress = i
             break
     return _Signals(exception, error, traceback, ready, reached, capture, progress)
@@ -634,7 +636,9 @@ def _ready_line(log: _Log, milestones: Sequence[Milestone]) -> int | None:
         for m in milestones
         if m.phase in (Phase.READY, Phase.WARMUP, Phase.BENCHMARK)
     ]
-    for i, text in enumerate(log.text):
+    for i, text in enumerate(log.raw):
+        if log.records[i].level == "error" or _FAILURE_WORDS.search(log.text[i]):
+            continue  # a line that reports a failure proves no readiness
         if any(r.search(text) for r in ready):
             return i
     return None

@@ -231,7 +231,7 @@ ENGINE_MARKS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
             "llama.cpp",
             "llamacpp",
             r"llama_model_load|llama_model_loader|ggml_|llama[_-]server|"
-            r"llama\.cpp|llama_cpp|llama_new_context",
+            r"llama\.cpp|llama_cpp|llama_new_context|llama_kv_cache|llama_context",
         ),
         ("exllamav2", "common", r"exllamav2|tabbyapi"),
         ("xinference", "vllm", r"xinference|xoscar"),

@@ -491,3 +491,17 @@ def test_every_engine_file_hint_has_a_case() -> None:
             keys = (["default"] if default is not None else []) + [p.value for p, _ in by_phase]
             for phase_key in keys:
                 assert (family, key, phase_key) in covered, (family, key, phase_key)
+
+
+def test_a_wrapped_line_is_joined_inside_its_dress() -> None:
+    first = (
+        "RuntimeError: [TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMallocAsync(ptr, n, "
+        "mCudaSt"
+    )
+    second = "ream->get()): out of memory (/app/tensorrt_llm/runtime/tllmBuffers.h:112)"
+    for dress in ("", "svc-1  | ", "2025-01-01T00:00:00.000Z "):
+        assert _cause([dress + first, dress + second]) == "cuda_oom", dress
+    # a new message from the same container is not a continuation
+    assert _cause(["svc-1  | " + first, "svc-1  | ERROR 01-01 12:00:00 [x.py:1] " + second]) != (
+        "ok"
+    )

@@ -97,6 +97,7 @@ _ERROR_LINE = re.compile(
     r"\bpanicked at\b|^terminate called|^\S+: error: |^Segmentation fault|\bcore dumped\b|"
     r"^Killed$|exited with code [1-9]|exit code[:= ]+-?[1-9]"
 )
+_LEVEL_WORD = re.compile(r"\b(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL)\b")
 _FAILURE_WORDS = re.compile(r"error|fail|exception|traceback|out of memory|killed|abort", re.I)
 _ARGPARSE = re.compile(r"(?:^|\s)error: (?:argument |the following arguments|unrecognized|invalid)")
 # Exceptions that only echo another process's failure: the first fatal event is elsewhere.
@@ -133,6 +134,23 @@ _CUT_FRAMES: tuple[tuple[Cause, re.Pattern[str]], ...] = (
         ),
     ),
 )
+_CUT_DEEPEST: tuple[tuple[Cause, re.Pattern[str]], ...] = (
+    (
+        Cause.MODEL_UNSUPPORTED,
+        re.compile(
+            r"_?get_model_architecture|resolve_model_cls|inspect_model_cls|_raise_for_unsupported|"
+            r"get_model_cls_by_arch|ModelRegistry\."
+        ),
+    ),
+    (
+        Cause.INVALID_ARGUMENT,
+        re.compile(
+            r"arg_utils\.py|server_args\.py|create_engine_config|create_model_config|_verify_args|"
+            r"check_server_args|from_cli_args|parse_args\("
+        ),
+    ),
+)
+_IMPORT_LINE = re.compile(r"^\s+(?:from [\w.]+ import |import [\w.]+)")
 _CAPTURE_RUNNING = re.compile(
     r"Capturing CUDA graph|Capture cuda graph begin|Capturing batches|Capturing cudagraphs|"
     r"Capturing the model for CUDA graphs"
@@ -325,25 +343,46 @@ class _Log:
 
 
 def _wrapped_match(
-    regex: re.Pattern[str], stripped: Sequence[str], raw: Sequence[str], i: int
+    regex: re.Pattern[str],
+    stripped: Sequence[str],
+    raw: Sequence[str],
+    i: int,
+    sources: Sequence[str | None] | None = None,
 ) -> bool:
-    """Whether ``regex`` matches line ``i`` joined to the next one, across the join.
+    """Whether ``regex`` matches line ``i`` joined to its continuation, across the join.
 
     Long lines reach issue threads and some terminals wrapped at a fixed width, even in the
     middle of a word ("cudaMallocAsync(ptr, n, mCudaSt" / "ream->get()): out of memory"). Only
-    a long line followed by a bare one (no prefix, no indent: not a new message) is joined.
+    a long line followed by a bare one is joined: no indent, and no prefix beyond the dress
+    both lines share (a container's or a timestamp's, not a new message's header); with
+    interleaved processes, the continuation is the next line of the same process.
     """
-    if len(raw[i]) < WRAP_MIN or i + 1 >= len(stripped):
+    if len(raw[i]) < WRAP_MIN:
         return False
-    after = raw[i + 1]
-    if not after or after[0].isspace() or strip_prefix(after) != after.rstrip("\r\n"):
+    j = i + 1
+    if sources is not None and sources[i] is not None:
+        while j < len(raw) and j <= i + 3 and sources[j] != sources[i]:
+            j += 1
+    if j >= len(stripped):
         return False
+    after = stripped[j]
+    if not after or after[0].isspace():
+        return False
+    head = raw[i][: len(raw[i]) - len(stripped[i])]
+    dress = raw[j][: len(raw[j]) - len(after)]
+    if dress and not (head.startswith(dress) and not _LEVEL_WORD.search(dress)):
+        return False  # a header of its own: a new message, not a continuation
     line = stripped[i]
     match = regex.search(line + after)
     return match is not None and match.start() < len(line) < match.end()
 
 
-def _rule_hits(rule: Rule, stripped: Sequence[str], raw: Sequence[str]) -> list[int]:
+def _rule_hits(
+    rule: Rule,
+    stripped: Sequence[str],
+    raw: Sequence[str],
+    sources: Sequence[str | None] | None = None,
+) -> list[int]:
     """Indices of the lines ``rule`` matches, without their prefix or (for patterns that name
     a bracketed tag such as ``[TensorRT-LLM]``) as written."""
     regex = _compile(rule.pattern)
@@ -366,7 +405,7 @@ def _rule_hits(rule: Rule, stripped: Sequence[str], raw: Sequence[str]) -> list[
             if (
                 regex.search(line)
                 or regex.search(raw[i])
-                or _wrapped_match(regex, stripped, raw, i)
+                or _wrapped_match(regex, stripped, raw, i, sources)
             ):
                 hits.append(i)
     if rule.near is not None and hits:
@@ -383,10 +422,13 @@ def _rule_hits(rule: Rule, stripped: Sequence[str], raw: Sequence[str]) -> list[
 
 
 def _first_rule(
-    rules: Sequence[Rule], stripped: Sequence[str], raw: Sequence[str]
+    rules: Sequence[Rule],
+    stripped: Sequence[str],
+    raw: Sequence[str],
+    sources: Sequence[str | None] | None = None,
 ) -> tuple[Rule, list[int]] | None:
     for rule in rules:
-        hits = _rule_hits(rule, stripped, raw)
+        hits = _rule_hits(rule, stripped, raw, sources)
         if hits:
             return rule, hits
     return None
@@ -400,7 +442,8 @@ def first_match(lines: Sequence[str], rules: Sequence[Rule]) -> tuple[Rule, list
     """
     log = _Log.read(lines)
     text, raw = log.without_warnings()
-    return _first_rule(rules, text, raw) or _first_rule(rules, log.text, log.raw)
+    sources = tuple(r.source for r in log.records)
+    return _first_rule(rules, text, raw, sources) or _first_rule(rules, log.text, log.raw, sources)
 
 
 def _evidence(raw: Sequence[str], hits: Sequence[int]) -> list[str]:
@@ -662,6 +705,14 @@ def _cut_family(log: _Log, sig: _Signals) -> tuple[Cause, int] | None:
     for cause, regex in _CUT_FRAMES:
         if any(regex.search(x) for x in lines):
             return cause, sig.traceback
+    # Else the deepest frame that names a family: model lookup, argument checks, an import.
+    code = [x for x in block if x.strip() and not _FRAME.match(x) and not _is_exception(x)]
+    if code and _IMPORT_LINE.match(code[-1]):
+        return Cause.IMPORT_ERROR, sig.traceback
+    for line in reversed(block):
+        for cause, regex in _CUT_DEEPEST:
+            if regex.search(line):
+                return cause, sig.traceback
     return None
 
 
@@ -756,9 +807,10 @@ def _classify(
     reached = _later(phase, sig.reached)
     bad_exit = exit_code not in (None, 0)
     text, raw = log.without_warnings()
-    found = _first_rule(rules, text, raw)
+    sources = tuple(r.source for r in log.records)
+    found = _first_rule(rules, text, raw, sources)
     if found is None and (sig.failed or bad_exit or not sig.ready):
-        found = _first_rule(rules, log.text, log.raw)
+        found = _first_rule(rules, log.text, log.raw, sources)
     ctx = _Context(exit_code=exit_code, tail=tail, engine=engine)
 
     if found is not None and found[0].cause != Cause.UNKNOWN:

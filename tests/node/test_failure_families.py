@@ -64,12 +64,17 @@ FAMILIES: dict[str, list[list[str]]] = {
         ["RuntimeError: HIP error: invalid device function"],
         ["nvcc fatal   : Unsupported gpu architecture 'compute_120'"],
         ["RuntimeError: FlashAttention only supports Ampere GPUs or newer."],
+        [
+            "ValueError: The quantization method fp8 is not supported for the current GPU. Minimum "
+            "capability: 89. Current capability: 80."
+        ],
     ],
     "model_unsupported": [
         ["llama_model_load: error loading model architecture: unknown model architecture: 'x9'"],
         ["ValueError: Unsupported model type phi-msft"],
         ["Error: unsupported architecture: MistralForCausalLM (exit: exit status 1)"],
         ["ValueError: Model architectures ['FooForCausalLM'] are not supported for now."],
+        ["ValueError: Model architectures ['X'] failed to be inspected. Please check the logs."],
     ],
     "import_error": [
         [
@@ -81,6 +86,8 @@ FAMILIES: dict[str, list[list[str]]] = {
     ],
     "invalid_argument": [
         ["vllm: error: unrecognized arguments: --omni"],
+        ["api_server.py: error: argument --tensor-parallel-size/-tp: invalid int value: 'x'"],
+        ["error: the following required arguments were not provided:", "  --model-id <ID>"],
         ["error: unexpected argument '--max-input-lenght' found", "", "Usage: x [OPTIONS]"],
         ["pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig"],
         ["ValueError: `num_heads` must be divisible by `num_shards` (got 71 and 2)"],
@@ -110,6 +117,14 @@ FAMILIES: dict[str, list[list[str]]] = {
             "before timing out."
         ],
         ["[2025-08-02 19:24:30 TP3] Watchdog timeout (self.watchdog_timeout=300)"],
+    ],
+    "cuda_graph_capture": [
+        [
+            "[2025-01-01 10:00:00 TP0] Capture cuda graph begin. This can take up to minutes.",
+            "[2025-01-01 10:00:05 TP0] Scheduler hit an exception: Traceback (most recent call "
+            "last):",
+            "RuntimeError: CUDA error: out of memory",
+        ],
     ],
     "runtime_crash": [
         [

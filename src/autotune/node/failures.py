@@ -824,6 +824,27 @@ def _classify(
         if rule.cause in (Cause.KV_POOL_OOM, Cause.CUDA_OOM, Cause.HOST_OOM):
             message = _trim(message + _sizes(" ".join(log.text[max(0, hits[0] - 3) : hits[0] + 8])))
         final = _resolve_phase(rule.phase, reached, phase_in_block(log.text, hits[0]), rule.cause)
+        if (
+            rule.cause in (Cause.CUDA_OOM, Cause.RUNTIME_CRASH)
+            and final == Phase.GRAPH_CAPTURE
+            and sig.capture_running is not None
+        ):
+            # An out-of-memory or a crash while CUDA graphs are captured is the capture's.
+            hint, permanent = _cause_hint(Cause.CUDA_GRAPH_CAPTURE, final, rules)
+            return (
+                _make(
+                    ctx,
+                    cause=Cause.CUDA_GRAPH_CAPTURE,
+                    phase=final,
+                    hint=hint,
+                    evidence=_evidence(log.raw, [sig.capture_running, *hits]),
+                    rule=rule.id,
+                    permanent=permanent,
+                    blame=blamed(rule.blame, argv, env),
+                    message=message,
+                ),
+                False,
+            )
         failure = _make(
             ctx,
             cause=rule.cause,

@@ -830,13 +830,13 @@ def _classify(
             and sig.capture_running is not None
         ):
             # An out-of-memory or a crash while CUDA graphs are captured is the capture's.
-            hint, permanent = _cause_hint(Cause.CUDA_GRAPH_CAPTURE, final, rules)
+            capture_hint, permanent = _cause_hint(Cause.CUDA_GRAPH_CAPTURE, final, rules)
             return (
                 _make(
                     ctx,
                     cause=Cause.CUDA_GRAPH_CAPTURE,
                     phase=final,
-                    hint=hint,
+                    hint=capture_hint,
                     evidence=_evidence(log.raw, [sig.capture_running, *hits]),
                     rule=rule.id,
                     permanent=permanent,

@@ -133,13 +133,13 @@ def _unwrap_json(line: str) -> str:
         return line
     try:
         value = json.loads(stripped)
-    except ValueError:
+    except ValueError:  # a json line cut short in a thread: take its log field by hand
         match = re.match(r'\{"log":"((?:[^"\\]|\\.)*)"', stripped)
         if match is None:
             return line
         try:
             return str(json.loads(f'"{match.group(1)}"')).rstrip("\n")
-        except ValueError:
+        except ValueError:  # an escape cut in half: the field as written is still the message
             return match.group(1)
     if isinstance(value, dict) and isinstance(value.get("log"), str):
         return str(value["log"]).rstrip("\n")

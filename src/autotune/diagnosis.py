@@ -21,6 +21,8 @@ from autotune.rules import bundled_rule_files, load_log
 
 __all__ = ["Diagnosis", "diagnose_text", "rules_for"]
 
+_ENGINE_CHARS = 1 << 20  # characters from each end of a log searched for an engine's marks
+
 
 @dataclass(frozen=True)
 class Diagnosis:
@@ -65,11 +67,11 @@ def diagnose_text(
         name: str | None = engine
         family = engine
     else:
-        found = detect_engine(text)
+        found = detect_engine(text[:_ENGINE_CHARS] + "\n" + text[-_ENGINE_CHARS:])
         if found is not None:
             name, family = found
         else:
-            name = guess_engine(text)
+            name = guess_engine(text[:_ENGINE_CHARS])
             family = name or "common"
     rules, milestones = rules_for(family)
     failure = diagnose_lines(

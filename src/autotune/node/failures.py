@@ -61,6 +61,9 @@ WINDOW = 3  # lines joined for a pattern that spans lines
 WRAP_MIN = 60  # a line at least this long may have been wrapped onto the next
 BLOCK_BEFORE = 80  # lines before a hit searched for the frames that tell the phase
 BLOCK_AFTER = 20
+HEAD = 300  # characters of a line where its error words are looked for
+MILESTONE_HEAD = 600  # characters of a line where progress words are looked for
+ENGINE_LINES = 3000  # lines from each end of a log searched for an engine's marks
 
 KILLED_HINT = (
     "The server was killed with SIGKILL. SGLang SIGKILLs itself when a child process fails, so "
@@ -97,8 +100,25 @@ _ERROR_LINE = re.compile(
     r"\bpanicked at\b|^terminate called|^\S+: error: |^Segmentation fault|\bcore dumped\b|"
     r"^Killed$|exited with code [1-9]|exit code[:= ]+-?[1-9]"
 )
+_ROUTINE = re.compile(
+    r"^(?:Avg prompt throughput|Avg generation throughput|Decode batch|Prefill batch|"
+    r"Loading safetensors checkpoint shards: +\d+%|llama_model_loader: - kv|"
+    r"Capturing batches \(|\S+ - \"(?:POST|GET) [^\"]*\" 2\d\d)"
+)
 _LEVEL_WORD = re.compile(r"\b(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL)\b")
 _FAILURE_WORDS = re.compile(r"error|fail|exception|traceback|out of memory|killed|abort", re.I)
+_ERROR_WORDS = (
+    "error",
+    "fatal",
+    "critical",
+    "fail",
+    "panick",
+    "terminate",
+    "segmentation",
+    "core dumped",
+    "killed",
+    "exit",
+)
 _ARGPARSE = re.compile(r"(?:^|\s)error: (?:argument |the following arguments|unrecognized|invalid)")
 # Exceptions that only echo another process's failure: the first fatal event is elsewhere.
 _ECHO = re.compile(
@@ -335,10 +355,16 @@ class _Log:
             warning=self.warning[start:],
         )
 
-    def without_warnings(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """(messages, raw lines) with every warning blanked (indices kept)."""
-        text = tuple("" if w else t for t, w in zip(self.text, self.warning, strict=True))
-        raw = tuple("" if w else r for r, w in zip(self.raw, self.warning, strict=True))
+    def for_rules(self, *, warnings: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(messages, raw lines) rules are matched on: routine progress and serving lines
+        (metrics, batches, ``POST ... 200``, shard loading) blanked, and warnings too unless
+        ``warnings`` (indices kept). Long logs are mostly routine lines."""
+        skip = [
+            (w and not warnings) or bool(_ROUTINE.search(t))
+            for t, w in zip(self.text, self.warning, strict=True)
+        ]
+        text = tuple("" if k else t for t, k in zip(self.text, skip, strict=True))
+        raw = tuple("" if k else r for r, k in zip(self.raw, skip, strict=True))
         return text, raw
 
 
@@ -441,9 +467,10 @@ def first_match(lines: Sequence[str], rules: Sequence[Rule]) -> tuple[Rule, list
     several records; then they index those records).
     """
     log = _Log.read(lines)
-    text, raw = log.without_warnings()
     sources = tuple(r.source for r in log.records)
-    return _first_rule(rules, text, raw, sources) or _first_rule(rules, log.text, log.raw, sources)
+    return _first_rule(rules, *log.for_rules(warnings=False), sources) or _first_rule(
+        rules, *log.for_rules(warnings=True), sources
+    )
 
 
 def _evidence(raw: Sequence[str], hits: Sequence[int]) -> list[str]:
@@ -638,7 +665,13 @@ class _Signals:
         return self.exception is not None or self.error is not None or self.traceback is not None
 
 
-def _signals(log: _Log, milestones: Sequence[Milestone]) -> _Signals:
+def _looks_like_error(text: str) -> bool:
+    head = text.strip()[:HEAD]
+    lowered = head.lower()
+    return any(word in lowered for word in _ERROR_WORDS) and bool(_ERROR_LINE.search(head))
+
+
+def _signals(log: _Log, milestones: Sequence[Milestone], reached: Phase | None = None) -> _Signals:
     exception = _first_fatal_exception(log)
     error = next(
         (
@@ -646,7 +679,7 @@ def _signals(log: _Log, milestones: Sequence[Milestone]) -> _Signals:
             for i, rec in enumerate(log.records)
             if not log.warning[i]
             and rec.text.strip()
-            and (rec.level == "error" or _ERROR_LINE.search(rec.text.strip()))
+            and (rec.level == "error" or _looks_like_error(rec.text))
         ),
         None,
     )
@@ -655,7 +688,8 @@ def _signals(log: _Log, milestones: Sequence[Milestone]) -> _Signals:
         if _TRACEBACK in log.text[i] or _FRAME.match(log.text[i]):
             traceback = i
             break
-    reached, _ = phase_reached(log.raw, milestones)
+    if reached is None:
+        reached, _ = phase_reached(log.raw, milestones)
     ready = reached in (Phase.READY, Phase.WARMUP, Phase.BENCHMARK)
     capture = None
     for i, text in enumerate(log.text):
@@ -786,7 +820,10 @@ def _classify(
     """The failure, and whether the log is healthy (nothing in it says the run failed)."""
     log = _Log.read(lines)
     tail = [_trim(line) for line in lines[-TAIL:]]
-    found_engine = detect_engine("\n".join(lines))
+    ends = (
+        lines if len(lines) <= 2 * ENGINE_LINES else [*lines[:ENGINE_LINES], *lines[-ENGINE_LINES:]]
+    )
+    found_engine = detect_engine("\n".join(ends))
     if found_engine is not None:
         engine = found_engine[0]  # what the log says wins over the name it was launched as
     sig = _signals(log, milestones)
@@ -794,7 +831,7 @@ def _classify(
     if ready_at is not None:
         # What failed before the server became ready did not stop it: only what follows counts.
         log = log.since(ready_at + 1)
-        after = _signals(log, milestones)
+        after = _signals(log, milestones, sig.reached)
         sig = _Signals(
             after.exception,
             after.error,
@@ -806,11 +843,10 @@ def _classify(
         )
     reached = _later(phase, sig.reached)
     bad_exit = exit_code not in (None, 0)
-    text, raw = log.without_warnings()
     sources = tuple(r.source for r in log.records)
-    found = _first_rule(rules, text, raw, sources)
+    found = _first_rule(rules, *log.for_rules(warnings=False), sources)
     if found is None and (sig.failed or bad_exit or not sig.ready):
-        found = _first_rule(rules, log.text, log.raw, sources)
+        found = _first_rule(rules, *log.for_rules(warnings=True), sources)
     ctx = _Context(exit_code=exit_code, tail=tail, engine=engine)
 
     if found is not None and found[0].cause != Cause.UNKNOWN:
@@ -1036,8 +1072,9 @@ def phase_reached(lines: Iterable[str], milestones: Sequence[Milestone]) -> tupl
     labels: list[str] = []
     compiled = [(m, _compile(m.pattern)) for m in milestones]
     for line in lines:
+        head = line[:MILESTONE_HEAD]
         for milestone, regex in compiled:
-            if milestone.label not in labels and regex.search(line):
+            if milestone.label not in labels and regex.search(head):
                 labels.append(milestone.label)
                 if order.index(milestone.phase) > order.index(reached):
                     reached = milestone.phase
@@ -1060,11 +1097,10 @@ def diagnose_lines(
     progress lines (``milestones``, generic ones when None).
     """
     marks = GENERIC_MILESTONES if milestones is None else (*milestones, *GENERIC_MILESTONES)
-    phase, _ = phase_reached(lines, marks)
     failure, healthy = _classify(
         lines,
         rules,
-        phase=phase,
+        phase=Phase.LAUNCH,  # the log's own progress lines tell how far it got
         exit_code=exit_code,
         argv=argv,
         env=env or {},

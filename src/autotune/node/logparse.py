@@ -123,7 +123,7 @@ class LogLine:
     @property
     def is_warning(self) -> bool:
         """A warning: announced as one by its prefix or by its words."""
-        return self.level == "warning" or bool(_WARNING_TEXT.search(self.text))
+        return self.level == "warning" or bool(_WARNING_TEXT.search(self.text[:200]))
 
 
 def _unwrap_json(line: str) -> str:

@@ -520,3 +520,15 @@ def test_a_wrapped_line_is_joined_inside_its_dress() -> None:
     assert _cause(["svc-1  | " + first, "svc-1  | ERROR 01-01 12:00:00 [x.py:1] " + second]) != (
         "ok"
     )
+
+
+def test_a_hang_while_serving_is_not_healthy() -> None:
+    metrics = (
+        "INFO 01-01 12:00:{s:02d} [loggers.py:1] Avg prompt throughput: 0.0 tokens/s, Avg "
+        "generation throughput: {g} tokens/s, Running: 4 reqs, Waiting: 0 reqs"
+    )
+    ready = ["INFO:     Application startup complete."]
+    moving = [metrics.format(s=s, g="512.3") for s in (1, 11, 21)]
+    stuck = [metrics.format(s=s, g="0.0") for s in (31, 41, 51)]
+    assert _cause([*ready, *moving]) == "ok"
+    assert _cause([*ready, *moving, *stuck]) == "watchdog_timeout"

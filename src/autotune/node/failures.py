@@ -105,6 +105,14 @@ _ROUTINE = re.compile(
     r"Loading safetensors checkpoint shards: +\d+%|llama_model_loader: - kv|"
     r"Capturing batches \(|\S+ - \"(?:POST|GET) [^\"]*\" 2\d\d)"
 )
+_METRICS = re.compile(
+    r"Avg generation throughput: [\d.]+ tokens/s|gen throughput \(token/s\): [\d.]+"
+)
+_STALLED = re.compile(
+    r"Avg generation throughput: 0\.0+ tokens/s, Running: [1-9]|"
+    r"#running-req: [1-9]\d*.*gen throughput \(token/s\): 0\.0+\b"
+)
+_SERVED = re.compile(r"\"(?:POST|GET) [^\"]*\" 2\d\d|Avg generation throughput: [1-9]")
 _LEVEL_WORD = re.compile(r"\b(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL)\b")
 _FAILURE_WORDS = re.compile(r"error|fail|exception|traceback|out of memory|killed|abort", re.I)
 _ERROR_WORDS = (
@@ -706,6 +714,17 @@ def _signals(log: _Log, milestones: Sequence[Milestone], reached: Phase | None =
     return _Signals(exception, error, traceback, ready, reached, capture, progress)
 
 
+def _stalled(log: _Log) -> int | None:
+    """The last metrics line, when the last two say requests run and nothing is generated
+    (a hang while serving: the engine stopped making progress, no error said why)."""
+    metrics = [i for i, text in enumerate(log.text) if _METRICS.search(text)]
+    if len(metrics) < 2 or not all(_STALLED.search(log.text[i]) for i in metrics[-2:]):
+        return None
+    if any(_SERVED.search(text) for text in log.text[metrics[-1] + 1 :]):
+        return None
+    return metrics[-1]
+
+
 def _ready_line(log: _Log, milestones: Sequence[Milestone]) -> int | None:
     """Index of the first line that says the server is ready (or serving), if any."""
     ready = [
@@ -990,6 +1009,22 @@ def _classify(
                 ),
                 sig.ready or not lines,
             )
+    stall = _stalled(log) if at is None and sig.ready and not bad_exit else None
+    if stall is not None:
+        hint, permanent = _cause_hint(Cause.WATCHDOG_TIMEOUT, Phase.BENCHMARK, rules)
+        return (
+            _make(
+                ctx,
+                cause=Cause.WATCHDOG_TIMEOUT,
+                phase=Phase.BENCHMARK,
+                hint=hint,
+                permanent=permanent,
+                evidence=_evidence(log.raw, [stall]),
+                message="requests are running but no token is generated any more: "
+                + _message(log, stall),
+            ),
+            False,
+        )
     if at is None:
         message = "no failure found"
         if bad_exit:

@@ -24,7 +24,7 @@ from autotune.models import Cause, Phase
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "data" / "crashlogs"
-FIRST, SECOND = "2026-11-30", "2026-12-06"
+FIRST, SECOND, THIRD = "2026-11-30", "2026-12-06", "2026-12-06b"
 # Measured 2026-12-06 (bench/diagnosis.py): tuning 96.6%, held out 91.4%; the second batch
 # (issue 51, 27 engines): tuning 93.8%, held out 86.7%.
 FLOORS = {("tuning", None): 0.95, ("heldout", None): 0.89, ("heldout", SECOND): 0.83}
@@ -68,7 +68,7 @@ def test_labels_are_well_formed(rows: list[dict[str, str]]) -> None:
         assert row["cause"] in causes, row
         assert row["phase"] in {p.value for p in Phase}, row
         assert row["split"] in {"tuning", "heldout"}, row
-        assert row["added"] in {FIRST, SECOND}, row
+        assert row["added"] in {FIRST, SECOND, THIRD}, row
     files = {p.stem for p in CORPUS.glob("*.log")}
     assert files == set(ids), "every log has a label and every label a log"
 
@@ -112,7 +112,7 @@ def test_split_is_the_recorded_deterministic_one(rows: list[dict[str, str]]) -> 
         k = round(0.38 * len(ids))
         expected.update({i: ("heldout" if n < k else "tuning") for n, i in enumerate(ids)})
     for row in rows:
-        if row["added"] == SECOND:
+        if row["added"] in (SECOND, THIRD):
             held = int(hashlib.sha256(row["url"].encode()).hexdigest()[:8], 16) % 100 < 35
             expected[row["id"]] = "heldout" if held else "tuning"
     assert {r["id"]: r["split"] for r in rows} == expected

@@ -75,6 +75,11 @@ FAMILIES: dict[str, list[list[str]]] = {
         ["Error: unsupported architecture: MistralForCausalLM (exit: exit status 1)"],
         ["ValueError: Model architectures ['FooForCausalLM'] are not supported for now."],
         ["ValueError: Model architectures ['X'] failed to be inspected. Please check the logs."],
+        ["Error: Could not start backend: cannot find tensor model.embed_tokens.weight"],
+    ],
+    "assertion": [
+        ["AssertionError: the prefix cache lost a page"],
+        ["/src/llama.cpp/ggml/src/ggml.c:1800: GGML_ASSERT(n_dims <= 4) failed"],
     ],
     "import_error": [
         [
@@ -243,8 +248,45 @@ def test_dresses_are_taken_off() -> None:
         json.dumps({"log": line + "\n", "stream": "stderr"}),
         f"2024-01-01T00:00:00.000Z ERROR {line}",
         f"> {line}",
+        f"ERROR 2024-01-01T00:00:00.123456789Z {line}",
+        json.dumps({"level": 50, "time": 1700000000000, "pid": 7, "msg": line + "\n"}),
+        json.dumps(
+            {"timestamp": "2024-01-01T00:00:00Z", "level": "ERROR", "fields": {"message": line}},
+        ),
+        f"time=2024-01-01T00:00:00.000Z level=ERROR source=server.go:12 {line}",
     ):
         assert parse_log([dressed])[0].text == line, dressed
+
+
+def test_a_structured_loggers_level_is_read() -> None:
+    pino = json.dumps({"level": 50, "msg": "time=x level=INFO source=a.go:1 msg=waiting"})
+    tracing = json.dumps({"level": "ERROR", "fields": {"message": "Could not start backend"}})
+    assert [r.level for r in parse_log([pino, tracing])] == ["info", "error"]
+
+
+def test_an_exception_retold_by_the_serving_loop_is_a_runtime_crash() -> None:
+    lines = [
+        "ValueError: pool accounting went wrong: free=3 used=9",
+        "",
+        "[2025-01-01 10:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/s/scheduler.py", line 9, in run_scheduler_process',
+        "    scheduler.event_loop_overlap()",
+        '  File "/s/scheduler.py", line 99, in event_loop_overlap',
+        "    batch = self.get_next_batch_to_run()",
+    ]
+    found = diagnose_text("\n".join(lines)).failure
+    assert found is not None
+    assert (found.cause, found.phase) == (Cause.RUNTIME_CRASH, Phase.BENCHMARK)
+
+
+def test_a_failed_import_warning_is_the_cause_only_where_the_log_stops() -> None:
+    warned = (
+        "WARNING 01-01 00:00:00 _custom_ops.py:1] Failed to import from vllm._C with "
+        "ImportError('/x/_C.abi3.so: undefined symbol: _ZN3c10')"
+    )
+    assert _cause([warned]) == "import_error"
+    went_on = [warned, "INFO 01-01 00:00:01 api_server.py:1] vLLM API server version 0.5.0"]
+    assert _cause(went_on) != "import_error"
 
 
 def test_a_flattened_log_is_split_at_its_worker_prefixes() -> None:

@@ -61,6 +61,7 @@ WINDOW = 3  # lines joined for a pattern that spans lines
 WRAP_MIN = 60  # a line at least this long may have been wrapped onto the next
 BLOCK_BEFORE = 80  # lines before a hit searched for the frames that tell the phase
 BLOCK_AFTER = 20
+RETOLD = 8  # lines after an exception where the traceback that re-tells it may start
 HEAD = 300  # characters of a line where its error words are looked for
 MILESTONE_HEAD = 600  # characters of a line where progress words are looked for
 ENGINE_LINES = 3000  # lines from each end of a log searched for an engine's marks
@@ -220,7 +221,7 @@ _PHASE_MARKERS: tuple[tuple[Phase, re.Pattern[str]], ...] = (
             r"init_cache_with_memory_pool|memory_pool\.py|kv_cache_utils|raise_if_cache_size|"
             r"Memory profiling|GPU blocks:|for the cache blocks|stored in KV cache|paged KV cache|"
             r"max_total_num_tokens|mem_cache/|initialize_from_config|initialize_cache|warmup\b|"
-            r"_dummy_sampler_run|KV cache|kv cache"
+            r"_dummy_sampler_run"
         ),
     ),
     (
@@ -233,7 +234,7 @@ _PHASE_MARKERS: tuple[tuple[Phase, re.Pattern[str]], ...] = (
             r"deserializ|GenerationSession|from_dir|load model begin|_create_c10d_store|"
             r"bootstrap\.cc|ncclSocketConnect|init_mscclpp|Connect from rank|get_model\(|"
             r"llama_model_load|Error when initializing model|Shard \d+ failed to start|"
-            r"_create_weight|Loaded engine size"
+            r"_create_weight|Loaded engine size|[Ee]rror loading (?:llama )?(?:server|model)"
         ),
     ),
     (
@@ -245,7 +246,7 @@ _PHASE_MARKERS: tuple[tuple[Phase, re.Pattern[str]], ...] = (
             r"get_model_worker_batch|process_batch_result|Epoch \d|trainer\.fit|"
             r"inner_training_loop|swap_blocks|begin_forward|all_reduce\(|SeqNum=\d{3,}|"
             r"forward_thread_func|output_handler|loop_for_fwd|_forward_step|prefill_batch|"
-            r"get_output_async"
+            r"get_output_async|generate_token"
         ),
     ),
 )
@@ -572,7 +573,18 @@ def phase_in_block(stripped: Sequence[str], at: int) -> Phase | None:
     Start-up frames win over serving frames: a profile run or a graph capture runs the model's
     forward, so "execute_model" under "profile_run" still means the memory pool was being sized.
     """
-    block = _trace_block(stripped, at)
+    block = list(_trace_block(stripped, at))
+    # An exception re-printed at once by the loop that caught it ("Scheduler hit an exception:
+    # Traceback ...") is the same event: that traceback's frames say where it ran.
+    seen = 0
+    for i in range(at + 1, len(stripped)):
+        if _TRACEBACK in stripped[i]:
+            block += _trace_block(stripped, i + 1) if i + 1 < len(stripped) else []
+            break
+        if stripped[i] != stripped[i - 1]:  # a line every rank wrote counts once
+            seen += 1
+        if seen >= RETOLD:
+            break
     found = {phase for phase, regex in _PHASE_MARKERS if any(regex.search(x) for x in block)}
     order = list(Phase)
     if found & {Phase.MEMORY_POOL, Phase.GRAPH_CAPTURE}:
@@ -737,6 +749,24 @@ def _ready_line(log: _Log, milestones: Sequence[Milestone]) -> int | None:
             continue  # a line that reports a failure proves no readiness
         if any(r.search(text) for r in ready):
             return i
+    return None
+
+
+_WARNED_IMPORT = re.compile(
+    r"Failed to import .*(?:undefined symbol|cannot open shared object file|"
+    r"No module named|Symbol not found)"
+)
+
+
+def _warned_import(log: _Log) -> int | None:
+    """A warning that a compiled extension failed to import, when it is where the log stops
+    (only warnings follow it); a program that went on after it was not stopped by it."""
+    for i in range(len(log.text) - 1, -1, -1):
+        text = log.text[i]
+        if _WARNED_IMPORT.search(text[: HEAD * 2]):
+            return i
+        if text.strip() and not log.warning[i]:
+            return None
     return None
 
 
@@ -991,6 +1021,10 @@ def _classify(
             cause, at = Cause.CUDA_GRAPH_CAPTURE, sig.capture_running
             message = "the log stops while CUDA graphs are captured: " + _message(log, at)
             where = Phase.GRAPH_CAPTURE
+        elif (warned := _warned_import(log)) is not None:
+            # Nothing failed but a compiled extension would not load: what stopped the start.
+            cause, at = Cause.IMPORT_ERROR, warned
+            message = _message(log, at)
         elif sig.progress is not None:
             cause, at = Cause.STARTUP_TIMEOUT, sig.progress
             message = "the log stops before the server was ready; last progress: " + _message(

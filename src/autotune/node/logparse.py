@@ -55,6 +55,11 @@ _PREFIXES: tuple[re.Pattern[str], ...] = tuple(
         # vLLM: "ERROR 01-01 12:00:00 [core.py:1] ", "INFO 11-18 18:07:28 engine.py:366] "
         _LEVEL + r"[ \t]+(?:\d{4}-)?\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?[ \t]+"
         r"(?:\[[^\]]+\]|[\w.]+:\d+\])[ \t]?",
+        # cloud logging: "ERROR 2026-06-15T14:10:59.392125190Z "
+        _LEVEL + r"[ \t]+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?[ \t]+",
+        # logfmt (Go servers: Ollama): "time=2025-07-14T19:16:12.750+01:00 level=ERROR
+        # source=sched.go:457 "
+        r"time=\S+ level=(?P<lvl>[A-Za-z]+) (?:source=\S+ )?",
         # ISO timestamp, with what loggers put after it: a level, a logger and pid, a bar
         r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,:]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
         r"(?:[ \t]+[a-z_][\w.]*(?:\[\d+\])?[ \t]+\d+(?=[ \t]+[A-Z]))?"
@@ -126,24 +131,45 @@ class LogLine:
         return self.level == "warning" or bool(_WARNING_TEXT.search(self.text[:200]))
 
 
-def _unwrap_json(line: str) -> str:
-    """The ``log`` field of a ``docker logs``/json-file line, or the line as it is."""
+_JSON_LEVELS = {60: "error", 50: "error", 40: "warning", 30: "info", 20: "info", 10: "info"}
+
+
+def _json_message(value: object) -> tuple[str, str | None] | None:
+    """(message, level) of a JSON log record: the ``log`` field of ``docker logs``, the
+    ``msg``/``message`` of structured loggers (pino, tracing's ``fields.message``)."""
+    if not isinstance(value, dict):
+        return None
+    fields = value.get("fields")
+    for holder, key in ((value, "log"), (value, "msg"), (value, "message"), (fields, "message")):
+        if isinstance(holder, dict) and isinstance(holder.get(key), str):
+            message = str(holder[key]).rstrip("\n")
+            break
+    else:
+        return None
+    level = value.get("level")
+    if isinstance(level, int):
+        return message, _JSON_LEVELS.get(level)
+    if isinstance(level, str):
+        return message, _LEVELS.get(level.upper())
+    return message, None
+
+
+def _unwrap_json(line: str) -> tuple[str, str | None]:
+    """The message of a JSON log line (and the level it names), or the line as it is."""
     stripped = line.strip()
-    if not stripped.startswith('{"log":'):
-        return line
+    if not stripped.startswith("{"):
+        return line, None
     try:
-        value = json.loads(stripped)
+        found = _json_message(json.loads(stripped))
     except ValueError:  # a json line cut short in a thread: take its log field by hand
         match = re.match(r'\{"log":"((?:[^"\\]|\\.)*)"', stripped)
         if match is None:
-            return line
+            return line, None
         try:
-            return str(json.loads(f'"{match.group(1)}"')).rstrip("\n")
+            return str(json.loads(f'"{match.group(1)}"')).rstrip("\n"), None
         except ValueError:  # an escape cut in half: the field as written is still the message
-            return match.group(1)
-    if isinstance(value, dict) and isinstance(value.get("log"), str):
-        return str(value["log"]).rstrip("\n")
-    return line
+            return match.group(1), None
+    return found if found is not None else (line, None)
 
 
 def _undress(line: str) -> tuple[str, str | None, str | None]:
@@ -179,14 +205,15 @@ def _undress(line: str) -> tuple[str, str | None, str | None]:
 
 def strip_prefix(line: str) -> str:
     """``line`` without the container, time, process, rank and logger prefixes before it."""
-    return _undress(_ANSI.sub("", _unwrap_json(line)))[0]
+    return _undress(_ANSI.sub("", _unwrap_json(line)[0]))[0]
 
 
 def parse_log(lines: Sequence[str]) -> list[LogLine]:
     """Every line of ``lines`` undressed (a flattened line becomes one record per segment)."""
     out: list[LogLine] = []
     for line in lines:
-        plain = _ANSI.sub("", _unwrap_json(line))
+        unwrapped, json_level = _unwrap_json(line)
+        plain = _ANSI.sub("", unwrapped)
         carry = ""
         parts = _INLINE_PREFIX.split(plain) if "pid=" in plain else [plain]
         for part in parts:
@@ -196,6 +223,7 @@ def parse_log(lines: Sequence[str]) -> list[LogLine]:
                 carry = segment + " "  # only prefixes: they belong to the next segment
                 continue
             carry = ""
+            level = level or json_level
             if level is None and _EXC_HEAD.match(text.strip()):
                 level = "error"
             out.append(LogLine(raw=segment.rstrip("\r\n"), text=text, level=level, source=source))

@@ -54,6 +54,7 @@ FAMILIES: dict[str, list[list[str]]] = {
         ],
         ["RuntimeError: [TM][ERROR] CUDA runtime error: out of memory /lmdeploy/allocator.h:231"],
         ["torch.OutOfMemoryError: HIP out of memory. Tried to allocate 1.00 GiB"],
+        ["exception=RuntimeError('Triton Error [CUDA]: out of memory')>"],
     ],
     "arch_unsupported": [
         ["ptxas fatal   : Value 'sm_121a' is not defined for option 'gpu-name'"],
@@ -63,6 +64,11 @@ FAMILIES: dict[str, list[list[str]]] = {
         ],
         ["RuntimeError: HIP error: invalid device function"],
         ["nvcc fatal   : Unsupported gpu architecture 'compute_120'"],
+        [
+            "ERROR shard-manager: text_generation_launcher: Shard process was signaled to shutdown "
+            "with signal 4 rank=0"
+        ],
+        ["./run.sh: line 9:  1234 Illegal instruction (core dumped) ./server -m x.gguf"],
         ["RuntimeError: FlashAttention only supports Ampere GPUs or newer."],
         [
             "ValueError: The quantization method fp8 is not supported for the current GPU. Minimum "
@@ -88,9 +94,11 @@ FAMILIES: dict[str, list[list[str]]] = {
         ],
         ["ImportError: /x/sgl_kernel/common_ops.abi3.so: undefined symbol: _ZN3c104cuda9Set"],
         ["OSError: libcudart.so.12: cannot open shared object file: No such file or directory"],
+        ["importlib.metadata.PackageNotFoundError: No package metadata was found for flashinfer"],
     ],
     "invalid_argument": [
         ["vllm: error: unrecognized arguments: --omni"],
+        ["usage: launch_server.py [-h] --model-path MODEL_PATH [--host HOST] [--port PORT]"],
         ["api_server.py: error: argument --tensor-parallel-size/-tp: invalid int value: 'x'"],
         ["error: the following required arguments were not provided:", "  --model-id <ID>"],
         ["error: unexpected argument '--max-input-lenght' found", "", "Usage: x [OPTIONS]"],
@@ -254,6 +262,7 @@ def test_dresses_are_taken_off() -> None:
             {"timestamp": "2024-01-01T00:00:00Z", "level": "ERROR", "fields": {"message": line}},
         ),
         f"time=2024-01-01T00:00:00.000Z level=ERROR source=server.go:12 {line}",
+        f"2024-01-01T00:00:00Z ERROR 08-07 07:04:32 [core.py:588] {line}",
     ):
         assert parse_log([dressed])[0].text == line, dressed
 

@@ -793,6 +793,8 @@ COMMON_EXAMPLES: dict[str, list[str]] = {
     ],
     "common.argparse": ["api_server.py: error: argument --max-model-len: invalid int value: 'x'"],
     "common.click_usage": ["Error: No such option: --tp-size"],
+    "common.usage": ["usage: api_server.py [-h] [--host HOST] [--port PORT]"],
+    "common.cpu_arch": ["/entrypoint.sh: line 3:    42 Illegal instruction (core dumped) server"],
     "common.attn_implementation": [
         "ValueError: FooModel does not support Flash Attention 2.0 yet."
     ],

@@ -285,13 +285,18 @@ def engine_hints(engine: str, package: str = __name__) -> Hints:
     return dict(_bundled(engine, package).hints)
 
 
+# Common rules whose cause is a family but whose own hint fits every engine better than the
+# engine's hint for that family: a CPU without AVX is arch_unsupported, not a GPU build.
+OWN_HINT_RULES = frozenset({"common.cpu_arch"})
+
+
 def _with_hints(rule: Rule, hints: Hints, *, own: bool) -> Rule:
     """``rule`` with the engine's hint for its id, or (for a common rule) for its cause.
 
     An engine's own rules keep their own hints unless the engine names them by id.
     """
     found = hints.get(rule.id)
-    if found is None and not own:
+    if found is None and not own and rule.id not in OWN_HINT_RULES:
         found = hints.get(rule.cause.value)
     if found is None:
         return rule

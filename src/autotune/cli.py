@@ -939,7 +939,8 @@ def diagnose(
         str | None,
         typer.Option(
             "--engine",
-            help="An engine name: sglang, vllm, ... or common (default: guessed from the log).",
+            help="An engine name: sglang, vllm, tgi, ... or common (default: guessed from the "
+            "log).",
         ),
     ] = None,
     exit_code: Annotated[
@@ -947,29 +948,22 @@ def diagnose(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """Explain why a server failed: cause, phase, hint and the evidence lines."""
+    """Explain why a server failed: cause, phase, engine, hint and the evidence lines."""
     from rich.markup import escape
 
-    from autotune.engines import ENGINES, guess_engine
-    from autotune.node.failures import diagnose_file
-    from autotune.rules import load_log
+    from autotune.diagnosis import diagnose_text
 
     if not logfile.is_file():
         raise ConfigError("no such file; give the path of a saved server log", file=str(logfile))
-    if engine is None:
-        with logfile.open(errors="replace") as fh:
-            engine = guess_engine(fh.read(1 << 20)) or "common"
-        _logger.info("diagnosing %s as a %s log", logfile, engine)
-    if engine == "common":  # no engine: the rules every engine shares
-        rules = list(load_log("common").rules)
-    else:
-        try:
-            rules = list(ENGINES.get_class(engine).log_profile().rules)
-        except ConfigError as exc:
-            raise ConfigError(exc.message, field="--engine") from None
-    failure = diagnose_file(str(logfile), rules, exit_code=exit_code)
+    text = logfile.read_text(encoding="utf-8", errors="replace")
+    try:
+        found = diagnose_text(text, engine=engine, exit_code=exit_code)
+    except ConfigError as exc:
+        raise ConfigError(exc.message, field="--engine") from None
+    _logger.info("diagnosing %s as a %s log", logfile, found.engine or "common")
+    failure = found.failure
     if failure is None:
-        # No rule matched, no exception, no bad exit code: a healthy log, not an "unknown".
+        # The ready line was reached and nothing failed: a healthy log, not an "unknown".
         if as_json:
             out_ok: dict[str, Any] = {
                 "cause": "ok",
@@ -979,6 +973,8 @@ def diagnose(
                 "message": "no failure found",
                 "rule": None,
                 "blame": [],
+                "engine": found.engine,
+                "exit_code": exit_code,
             }
             sys.stdout.write(json.dumps(out_ok, indent=2) + "\n")
         else:
@@ -993,6 +989,8 @@ def diagnose(
             "message": failure.message,
             "rule": failure.rule,
             "blame": failure.blame,
+            "engine": failure.engine,
+            "exit_code": failure.exit_code,
         }
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return
@@ -1000,6 +998,7 @@ def diagnose(
     console.print(f"[bold red]{failure.cause.value}[/] at [bold]{failure.phase.value}[/]")
     if failure.message:
         console.print(f"  {escape(failure.message)}")
+    console.print(f"[bold]engine:[/] {escape(failure.engine or 'not recognised')}")
     if failure.hint:
         console.print(f"[bold]hint:[/] {escape(failure.hint)}")
     for line in failure.evidence:

@@ -671,6 +671,7 @@ class Failure(_Frozen):
     exit_code: int | None = None
     log_tail: list[str] = Field(default_factory=list)
     message: str = ""  # one line, for tables
+    engine: str | None = None  # the engine the log reads as written by (node/logparse.py)
 
 
 class Timings(_Frozen):

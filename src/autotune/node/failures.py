@@ -115,6 +115,11 @@ _STALLED = re.compile(
 )
 _SERVED = re.compile(r"\"(?:POST|GET) [^\"]*\" 2\d\d|Avg generation throughput: [1-9]")
 _LEVEL_WORD = re.compile(r"\b(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL)\b")
+# A process told to stop: SIGTERM by name or number, as engines report it while shutting down.
+_TERMINATED = re.compile(
+    r"exit code -15\b|exitcode=-15\b|signal 15\b|\bSIGTERM\b|signum=15\b|"
+    r"received signal SIGTERM|Received signal 15"
+)
 _FAILURE_WORDS = re.compile(r"error|fail|exception|traceback|out of memory|killed|abort", re.I)
 _ERROR_WORDS = (
     "error",
@@ -362,6 +367,15 @@ class _Log:
             raw=self.raw[start:],
             text=self.text[start:],
             warning=self.warning[start:],
+        )
+
+    def until(self, end: int) -> _Log:
+        """The records before index ``end``."""
+        return _Log(
+            records=self.records[:end],
+            raw=self.raw[:end],
+            text=self.text[:end],
+            warning=self.warning[:end],
         )
 
     def for_rules(self, *, warnings: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -738,18 +752,21 @@ def _stalled(log: _Log) -> int | None:
 
 
 def _ready_line(log: _Log, milestones: Sequence[Milestone]) -> int | None:
-    """Index of the first line that says the server is ready (or serving), if any."""
-    ready = [
-        _compile(m.pattern)
-        for m in milestones
-        if m.phase in (Phase.READY, Phase.WARMUP, Phase.BENCHMARK)
+    """Index of the last line that says the server is ready (or serving), if any: what came
+    before it did not stop the server (a module some optional endpoint lacks, say)."""
+    ready = [_compile(m.pattern) for m in milestones if m.phase == Phase.READY]
+    serving = [
+        _compile(m.pattern) for m in milestones if m.phase in (Phase.WARMUP, Phase.BENCHMARK)
     ]
+    last = first_serving = None
     for i, text in enumerate(log.raw):
         if log.records[i].level == "error" or _FAILURE_WORDS.search(log.text[i]):
             continue  # a line that reports a failure proves no readiness
         if any(r.search(text) for r in ready):
-            return i
-    return None
+            last = i
+        elif first_serving is None and any(r.search(text) for r in serving):
+            first_serving = i
+    return last if last is not None else first_serving
 
 
 _WARNED_IMPORT = re.compile(
@@ -880,6 +897,11 @@ def _classify(
     if ready_at is not None:
         # What failed before the server became ready did not stop it: only what follows counts.
         log = log.since(ready_at + 1)
+        stop = next((i for i, t in enumerate(log.text) if _TERMINATED.search(t)), None)
+        if stop is not None and not _signals(log.until(stop), milestones, sig.reached).failed:
+            # Told to stop (SIGTERM: autotune's teardown, or an operator's) while healthy: the
+            # engine's own shutdown messages ("a child crashed with exit code -15") follow.
+            log = log.until(stop)
         after = _signals(log, milestones, sig.reached)
         sig = _Signals(
             after.exception,

@@ -228,6 +228,23 @@ def _length(value: Any, info: ValidationInfo) -> Any:
     raise FieldError(f"{value!r} is not a length (write {example}, or {name}: dataset)")
 
 
+# Common short English words, about one token each in the usual BPE vocabularies: generated
+# prompts are drawn from them (node/workload.py), and a dummy model's vocabulary holds each as
+# one token (engines/dummymodel.py).
+PROMPT_WORDS = (
+    "the of and to in is that it for was on are as with his they at be this have from or one "
+    "had by word but not what all were we when your can said there use an each which she do how "
+    "their if will up other about out many then them these so some her would make like him into "
+    "time has look two more write go see number no way could people my than first water been "
+    "call who oil its now find long down day did get come made may part over new sound take only "
+    "little work know place year live me back give most very after thing our just name good "
+    "sentence man think say great where help through much before line right too mean old any "
+    "same tell boy follow came want show also around form three small set put end does another "
+    "well large must big even such because turn here why ask went men read need land different "
+    "home us move try kind hand picture again change off play spell air away animal house point"
+).split()
+
+
 def estimate_tokens(text: str) -> int:
     """Tokens in ``text`` without a tokenizer: four characters a token, the usual rule of
     thumb for English in BPE vocabularies (the stand-in server counts the same way)."""
@@ -693,6 +710,7 @@ class Failure(_Frozen):
     exit_code: int | None = None
     log_tail: list[str] = Field(default_factory=list)
     message: str = ""  # one line, for tables
+    engine: str | None = None  # the engine the log reads as written by (node/logparse.py)
 
 
 class Timings(_Frozen):

@@ -1,4 +1,4 @@
-"""``autotune diagnose``: why a server failed, read from its saved log."""
+"""``autotune diagnose``: why a server failed, read from its saved log (``diagnosis.py``)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from autotune.cli.app import app, console
 from autotune.errors import ConfigError
 
 if TYPE_CHECKING:
-    from autotune.models import Failure, Rule
+    from autotune.diagnosis import Diagnosis
+    from autotune.models import Failure
 
 _logger = logging.getLogger(__name__)
 
@@ -24,7 +25,7 @@ EngineOpt = Annotated[
     str | None,
     typer.Option(
         "--engine",
-        help="An engine name: sglang, vllm, ... or common (default: guessed from the log).",
+        help="An engine name: sglang, vllm, tgi, ... or common (default: guessed from the log).",
     ),
 ]
 ExitCodeOpt = Annotated[int | None, typer.Option("--exit-code", help="The server's exit code.")]
@@ -38,40 +39,29 @@ def diagnose(
     exit_code: ExitCodeOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Explain why a server failed: cause, phase, hint and the evidence lines."""
-    from autotune.node.failures import diagnose_file
+    """Explain why a server failed: cause, phase, engine, hint and the evidence lines."""
+    from autotune.diagnosis import diagnose_text
 
     if not logfile.is_file():
         raise ConfigError("no such file; give the path of a saved server log", file=str(logfile))
-    failure = diagnose_file(str(logfile), rules_for(logfile, engine), exit_code=exit_code)
-    if as_json:
-        sys.stdout.write(json.dumps(as_data(failure), indent=2) + "\n")
-    else:
-        show(failure)
-
-
-def rules_for(logfile: Path, engine: str | None) -> list[Rule]:
-    """The failure rules of ``engine`` (guessed from the log when None; ``common``: the
-    rules every engine shares)."""
-    from autotune.engines import ENGINES, guess_engine
-    from autotune.rules import load_log
-
-    if engine is None:
-        with logfile.open(errors="replace") as fh:
-            engine = guess_engine(fh.read(1 << 20)) or "common"
-        _logger.info("diagnosing %s as a %s log", logfile, engine)
-    if engine == "common":  # no engine: the rules every engine shares
-        return list(load_log("common").rules)
+    text = logfile.read_text(encoding="utf-8", errors="replace")
     try:
-        return list(ENGINES.get_class(engine).log_profile().rules)
+        found = diagnose_text(text, engine=engine, exit_code=exit_code)
     except ConfigError as exc:
         raise ConfigError(exc.message, field="--engine") from None
+    _logger.info("diagnosing %s as a %s log", logfile, found.engine or "common")
+    if as_json:
+        sys.stdout.write(json.dumps(as_data(found, exit_code), indent=2) + "\n")
+    else:
+        show(found.failure)
 
 
-def as_data(failure: Failure | None) -> dict[str, Any]:
-    """``--json``: cause, phase, hint, evidence, message, rule, blame (``ok`` for none)."""
+def as_data(found: Diagnosis, exit_code: int | None) -> dict[str, Any]:
+    """``--json``: cause, phase, hint, evidence, message, rule, blame, engine, exit code
+    (``ok`` for a healthy log)."""
+    failure = found.failure
     if failure is None:
-        # No rule matched, no exception, no bad exit code: a healthy log, not an "unknown".
+        # The ready line was reached and nothing failed: a healthy log, not an "unknown".
         return {
             "cause": "ok",
             "phase": None,
@@ -80,6 +70,8 @@ def as_data(failure: Failure | None) -> dict[str, Any]:
             "message": "no failure found",
             "rule": None,
             "blame": [],
+            "engine": found.engine,
+            "exit_code": exit_code,
         }
     return {
         "cause": failure.cause.value,
@@ -89,6 +81,8 @@ def as_data(failure: Failure | None) -> dict[str, Any]:
         "message": failure.message,
         "rule": failure.rule,
         "blame": failure.blame,
+        "engine": failure.engine,
+        "exit_code": failure.exit_code,
     }
 
 
@@ -100,10 +94,11 @@ def show(failure: Failure | None) -> None:
     console.print(f"[bold red]{failure.cause.value}[/] at [bold]{failure.phase.value}[/]")
     if failure.message:
         console.print(f"  {escape(failure.message)}")
+    console.print(f"[bold]engine:[/] {escape(failure.engine or 'not recognised')}")
     if failure.hint:
         console.print(f"[bold]hint:[/] {escape(failure.hint)}")
     for line in failure.evidence:
         console.print(f"  [dim]>[/] {escape(line)}")
 
 
-__all__ = ["as_data", "diagnose", "rules_for", "show"]
+__all__ = ["as_data", "diagnose", "show"]

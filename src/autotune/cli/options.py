@@ -148,13 +148,15 @@ PruneOpt = Annotated[
 
 @dataclass(frozen=True)
 class Search:
-    """How the search proposes and stops trials."""
+    """How the search proposes and stops trials (``time_limit``: seconds after which no new
+    search trial starts; None: the space's ``budget.time_limit_s``)."""
 
     n_trials: int | None = None
     seed: int | None = None
     sampler: SamplerKind = SamplerKind.tpe
     steer: bool = True
     prune: bool = True
+    time_limit: float | None = None
 
 
 # -- what the answer stands on --------------------------------------------------------------

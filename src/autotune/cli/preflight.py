@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from autotune.cli.app import err
@@ -40,7 +42,24 @@ def preflight(engine: Engine, spec: StudySpec, help_text: str | None = None) -> 
         if f.level != "error":
             err.print(f"[yellow]preflight:[/] {f.message}")
     if errors:
-        raise ConfigError(errors[0].message, file=spec.source, field=f"flag {errors[0].flag}")
+        flag = errors[0].flag
+        line = _line_of(spec.source, flag)
+        raise ConfigError(errors[0].message, file=spec.source, line=line, field=f"flag {flag}")
+
+
+def _line_of(source: str | None, flag: str) -> int | None:
+    """The first line of the space file that names ``flag`` (as a whole word), if any."""
+    if not source or not flag.startswith("-"):
+        return None
+    try:
+        text = Path(source).read_text(encoding="utf-8")
+    except OSError:  # unreadable here: the error is still located by its file and field
+        return None
+    pattern = re.compile(rf"(?<![\w-]){re.escape(flag)}(?![\w-])")
+    for number, line in enumerate(text.splitlines(), 1):
+        if pattern.search(line.split("#", 1)[0]):
+            return number
+    return None
 
 
 __all__ = ["all_args", "preflight"]

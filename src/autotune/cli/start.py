@@ -65,6 +65,15 @@ if TYPE_CHECKING:
 _logger = logging.getLogger(__name__)
 
 SpaceOpt = Annotated[Path, typer.Option("--space", help="The search-space YAML file.")]
+TimeLimitOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--time-limit",
+        min=1,
+        help="Seconds after which no new search trial starts (default: budget.time_limit_s); "
+        "trials in flight finish, and a resume goes on.",
+    ),
+]
 QuietOpt = Annotated[
     bool, typer.Option("--quiet", "-q", help="No progress: only the final result.")
 ]
@@ -91,6 +100,7 @@ def start(
     ablation_rounds: AblationRoundsOpt = 3,
     ablation_launches: AblationLaunchesOpt = None,
     prune: PruneOpt = True,
+    time_limit: TimeLimitOpt = None,
     study_root: RootOpt = ROOT,
     storage: StorageOpt = None,
     quiet: QuietOpt = False,
@@ -100,7 +110,7 @@ def start(
         space,
         StudyRef(study, study_root, storage),
         Placement(executor, ray_address, parallel, simulate),
-        Search(n_trials, seed, sampler, steer, prune),
+        Search(n_trials, seed, sampler, steer, prune, time_limit),
         Claims(
             baseline_launches,
             0 if no_confirm else confirm,
@@ -136,9 +146,10 @@ def run(
 ) -> None:
     """Run the study of ``space`` to its budget and print its answer."""
     quiet_optuna()
-    s = _resolve(space, ref, where)
+    s = _resolve(space, ref, where, search)
     target = search.n_trials or s.spec.budget.trials
-    if _budget_reached(s, ref, target):
+    wants_confirm = claims.confirm > 0 and s.spec.baseline is not None
+    if _budget_reached(s, ref, target, confirm=wants_confirm):
         # Nothing to run: say so without starting an executor (Ray: 13 s) or a tracker.
         console.print(
             f"study [cyan]{s.name}[/] already holds {target} launched trial(s): budget reached; "
@@ -158,11 +169,14 @@ def run(
     _finish(driver, s, ref, tracking, tracker)
 
 
-def _resolve(space: Path, ref: StudyRef, where: Placement) -> _Study:
+def _resolve(space: Path, ref: StudyRef, where: Placement, search: Search) -> _Study:
     from autotune.engines import get_engine
     from autotune.space.load import load
 
     spec = load(space)
+    if search.time_limit is not None:
+        budget = spec.budget.model_copy(update={"time_limit_s": search.time_limit})
+        spec = spec.model_copy(update={"budget": budget})
     try:
         engine = get_engine(spec.engine, simulate=where.simulate)
     except ConfigError as exc:  # the engine cannot be simulated: locate it in the space file
@@ -187,11 +201,14 @@ def _view(study: Any) -> Any:
     return Ledger(study).view()
 
 
-def _budget_reached(s: _Study, ref: StudyRef, target: int) -> bool:
-    """Whether the study exists, holds ``target`` launched trials and nothing to recover."""
+def _budget_reached(s: _Study, ref: StudyRef, target: int, confirm: bool = False) -> bool:
+    """Whether the study exists, holds ``target`` launched trials and nothing to recover
+    (and, with ``confirm``, has its confirmation: a study whose search ended without one,
+    e.g. stopped by a time limit, is confirmed on the next start)."""
     if ref.storage is None and not (s.folder / "study.db").exists():
         return False
     from autotune.core.records import budget_launches
+    from autotune.models import Outcome
     from autotune.study.ledger import Ledger
 
     try:
@@ -201,6 +218,10 @@ def _budget_reached(s: _Study, ref: StudyRef, target: int) -> bool:
     trials = Ledger(study).trials()
     if any(t.state in ("RUNNING", "WAITING") for t in trials):
         return False  # an interrupted trial to recover, or a queued one: the driver's work
+    ok = [t for t in trials if t.outcome == Outcome.OK]
+    confirmable = any(t.baseline for t in ok) and any(not t.baseline for t in ok)
+    if confirm and confirmable and Ledger(study).confirmation() is None:
+        return False  # e.g. its search stopped at a time limit: confirm now
     return budget_launches(trials) >= target
 
 

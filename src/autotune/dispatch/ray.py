@@ -282,9 +282,11 @@ class RayExecutor(Executor):
 
                 gpus = len(visible_gpus()) if logical_gpus is None else logical_gpus
                 kwargs.update(num_cpus=max(2, os.cpu_count() or 2), num_gpus=gpus)
-                # Workers must import autotune from this checkout even if it is not installed.
+                # Workers must import autotune from this checkout even if it is not installed,
+                # and keep the driver's path (an offline install's site, e.g. Ray's own).
                 src = str(Path(__file__).resolve().parents[2])
-                kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": src}}
+                path = os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p)
+                kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": path}}
             # "local": a new instance even when `ray start` left one on this machine (ray.init
             # would otherwise join whatever /tmp/ray/ray_current_cluster names).
             _logger.info("starting Ray (%s)", address or "a local instance")

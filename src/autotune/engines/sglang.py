@@ -117,6 +117,7 @@ class SGLangEngine(Engine):
 
     name: ClassVar[str] = "sglang"
     can_simulate: ClassVar[bool] = True
+    dummy_weights_args: ClassVar[tuple[str, ...]] = ("--load-format", "dummy")
     versioned: ClassVar[bool] = True
 
     @property

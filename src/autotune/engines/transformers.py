@@ -41,7 +41,7 @@ class TransformersEngine(Engine):
     def prepare(self, model: str) -> str:
         if tinymodel.is_tiny(model):
             return str(tinymodel.ensure_tiny_model(model))
-        return model
+        return super().prepare(model)
 
     def base_command(self, model: str) -> list[str]:
         return [

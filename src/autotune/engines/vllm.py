@@ -21,6 +21,7 @@ class VLLMEngine(Engine):
 
     name: ClassVar[str] = "vllm"
     versioned: ClassVar[bool] = True
+    dummy_weights_args: ClassVar[tuple[str, ...]] = ("--load-format", "dummy")
 
     def __init__(self, spec: EngineSpec, *, simulate: bool = False) -> None:
         if simulate:

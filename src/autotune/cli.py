@@ -477,6 +477,7 @@ def _budget_reached(
         return False
     import optuna
 
+    from autotune.models import Outcome
     from autotune.records import budget_launches
     from autotune.study.ledger import Ledger
     from autotune.study.storage import open_storage, storage_url
@@ -490,8 +491,10 @@ def _budget_reached(
     trials = Ledger(study).trials()
     if any(t.state in ("RUNNING", "WAITING") for t in trials):
         return False  # an interrupted trial to recover, or a queued one: the driver's work
-    if confirm and Ledger(study).confirmation() is None:
-        return False
+    ok = [t for t in trials if t.outcome == Outcome.OK]
+    confirmable = any(t.baseline for t in ok) and any(not t.baseline for t in ok)
+    if confirm and confirmable and Ledger(study).confirmation() is None:
+        return False  # e.g. its search stopped at a time limit: confirm now
     return budget_launches(trials) >= target
 
 

@@ -62,7 +62,9 @@ def test_a_newer_version_than_the_captured_table_only_warns() -> None:
     assert [f.level for f in findings if f.flag == "--no-such-flag"] == ["warning"]
 
 
-@pytest.mark.parametrize("space", ["sglang-gpu.yaml", "vllm-gpu.yaml"])
+@pytest.mark.parametrize(
+    "space", ["sglang-gpu.yaml", "vllm-gpu.yaml", "sglang-tp2.yaml", "vllm-tp2.yaml"]
+)
 def test_the_gpu_spaces_pass_preflight(space: str) -> None:
     proc = subprocess.run(
         [*CLI, "validate", str(ROOT / "search_spaces" / space)],
@@ -92,3 +94,45 @@ def test_the_captured_tables_are_valid_json_with_a_source() -> None:
         doc = json.loads(path.read_text())
         if doc.get("complete"):
             assert "captured from" in doc["source"] and doc["flags"]
+
+
+def test_every_rename_lands_on_a_flag_the_captured_version_has() -> None:
+    from autotune.engines.sglang import renames_for
+
+    table = load_table("sglang", "0.5.17")
+    assert table is not None
+    for rename in renames_for("0.5.17").values():
+        for token in rename.new:
+            if token.startswith("--"):
+                assert token in table.names(), (rename.old, token)
+
+
+@pytest.mark.parametrize("space", ["sglang-tp2.yaml", "vllm-tp2.yaml"])
+def test_tp2_spaces_keep_multicast_off_and_nccl_knobs_where_nccl_carries_the_allreduce(
+    space: str,
+) -> None:
+    import optuna
+
+    from autotune.engines import get_engine
+    from autotune.space.load import load
+    from autotune.space.render import render
+    from autotune.space.suggest import suggest
+
+    spec = load(ROOT / "search_spaces" / space)
+    engine = get_engine(spec.engine)
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    seen_nccl = False
+    for _ in range(60):
+        config = suggest(study.ask(), spec)
+        args, env = render(spec, config)
+        argv, full_env = engine.command(spec.model, args, env)
+        assert engine.gpus(argv) == 2
+        assert full_env["NCCL_NVLS_ENABLE"] == "0"
+        assert full_env["TORCH_SYMM_MEM_DISABLE_MULTICAST"] == "1"
+        assert full_env["NVSHMEM_DISABLE_NVLS"] == "1"
+        nccl_env = {k for k in env if k.startswith("NCCL_") and k != "NCCL_NVLS_ENABLE"}
+        assert bool(nccl_env) == (config["allreduce"] == "nccl"), (config, env)
+        if nccl_env:
+            seen_nccl = True
+            assert int(env["NCCL_MIN_NCHANNELS"]) <= int(env["NCCL_MAX_NCHANNELS"])
+    assert seen_nccl

@@ -88,6 +88,14 @@ def _run_remote(spec_json: str, relay: Any = None, key: str = "") -> dict[str, A
     return {"result": result.model_dump_json(), "log": log, "node_id": node_id}
 
 
+def worker_pythonpath() -> str:
+    """The PYTHONPATH of a local instance's workers: this checkout's ``src`` (autotune imports
+    even where it is not installed), then the driver's own path (an offline install's site,
+    where Ray itself may live: workers that lose it cannot start)."""
+    src = str(Path(__file__).resolve().parents[2])
+    return os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p)
+
+
 class _WindowRelay:
     """A Ray actor (async) between trials on their nodes and the driver's window hooks.
 
@@ -282,11 +290,7 @@ class RayExecutor(Executor):
 
                 gpus = len(visible_gpus()) if logical_gpus is None else logical_gpus
                 kwargs.update(num_cpus=max(2, os.cpu_count() or 2), num_gpus=gpus)
-                # Workers must import autotune from this checkout even if it is not installed,
-                # and keep the driver's path (an offline install's site, e.g. Ray's own).
-                src = str(Path(__file__).resolve().parents[2])
-                path = os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p)
-                kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": path}}
+                kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": worker_pythonpath()}}
             # "local": a new instance even when `ray start` left one on this machine (ray.init
             # would otherwise join whatever /tmp/ray/ray_current_cluster names).
             _logger.info("starting Ray (%s)", address or "a local instance")

@@ -62,6 +62,11 @@ _PREFIXES: tuple[re.Pattern[str], ...] = tuple(
         # logfmt (Go servers: Ollama): "time=2025-07-14T19:16:12.750+01:00 level=ERROR
         # source=sched.go:457 "
         r"time=\S+ level=(?P<lvl>[A-Za-z]+) (?:source=\S+ )?",
+        # Python logging's "%(asctime)s - %(name)s - %(levelname)s - ": "2025-11-02
+        # 13:17:04,315 - vllm.v1.engine.core_client - ERROR - "
+        r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?[ \t]+-[ \t]+[\w.]+[ \t]+-[ \t]+"
+        + _LEVEL
+        + r"[ \t]+-[ \t]+",
         # ISO timestamp, with what loggers put after it: a level, a logger and pid, a bar
         r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,:]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
         r"(?:[ \t]+[a-z_][\w.]*(?:\[\d+\])?[ \t]+\d+(?=[ \t]+[A-Z]))?"

@@ -1,0 +1,174 @@
+"""The family of a failure from its words, frames and activity, with no rule at all.
+
+Rules match sentences an engine is known to print; `node/families.py` scores each family from
+the vocabulary any engine uses (the exception's type and message, the first error lines, the
+frames of a traceback cut before its exception, the progress just before it). These cases are
+classified with an **empty rule list**: every sentence here is one no rule was written for,
+made up in the style of a real engine, so a family must be recognised by what it is.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from autotune.diagnosis import diagnose_text
+from autotune.models import Cause, Phase
+from autotune.node.failures import diagnose_lines
+from autotune.node.families import Focus, decisive, fatal_sign, name_family
+
+TB = "Traceback (most recent call last):"
+
+
+def _no_rules(lines: list[str]) -> str:
+    found = diagnose_lines(lines, [])
+    return "ok" if found is None else found.cause.value
+
+
+# family -> logs in words no rule holds (written for this test, in engines' styles)
+UNSEEN: dict[str, list[list[str]]] = {
+    "kv_pool_oom": [
+        ["[W1] ERROR engine.py:88] RuntimeError: the KV cache pool leaves no room: 0 blocks"],
+        ["Error: cannot fit 32768 tokens in the paged KV cache (only 9120 tokens available)"],
+    ],
+    "cuda_oom": [
+        ["[srv] E 12:00:01 torch.OutOfMemoryError: allocator says no (GPU 0)"],
+        ["FATAL  worker 3: unable to allocate 2.1 GiB on device 0"],
+    ],
+    "host_oom": [
+        ["Loading weights: 43%|████▎     | 3/7 [00:09<00:12,  3.1s/it]Killed"],
+        ["RuntimeError: DefaultCPUAllocator: not enough RAM to stage the weights"],
+    ],
+    "arch_unsupported": [
+        ["RuntimeError: this fused kernel requires sm_90+, found sm_86"],
+        ["[jit] ERROR: ptxas fatal   : Unknown option 'sm_121a'"],
+        ["Error: TensorRT engine was built for an incompatible device; rebuild it on this GPU"],
+    ],
+    "model_unsupported": [
+        ["ValueError: Unsupported architectures: ['GrokFooForCausalLM']"],
+        ["error: model type `qwen9_moe` is not recognized by this build"],
+    ],
+    "import_error": [
+        ["ModuleNotFoundError: the kernels package is missing"],
+        ["[worker] ERROR  /opt/x/_ops.so: undefined symbol: _ZN3c1017RegisterOperatorsD1Ev"],
+        [TB, '  File "/srv/app.py", line 3, in <module>', "    from fastkern import gemm"],
+    ],
+    "invalid_argument": [
+        ["serve.py: error: unrecognized arguments: --max-seqs 8"],
+        ["pydantic_core.ValidationError: 2 validation errors for EngineSettings"],
+        ["ERROR  config: --tp 3 must be divisible into 32 heads"],
+        ["OSError: No such file or directory: '/models/llama-70b/config.json'"],
+    ],
+    "port_in_use": [["ERROR  http: failed to bind 0.0.0.0:8000 (Address already in use)"]],
+    "nccl_error": [
+        ["RuntimeError: NCCL error in: group.cpp:73, unhandled system error (peer lost)"],
+        ["[rank1] ERROR  c10d ProcessGroup: Connection reset by peer while all-reducing"],
+    ],
+    "watchdog_timeout": [
+        ["[E] Watchdog caught a stuck step after 600000 ms on rank 2"],
+        ["RuntimeError: rendezvous timed out: only 3 of 4 workers joined the store"],
+    ],
+    "startup_timeout": [
+        ["ERROR: engine did not become ready: health check timed out after 1800 s"],
+    ],
+    "cuda_graph_capture": [
+        ["RuntimeError: operation not permitted when stream is capturing (cudaErrorStreamCapture)"],
+        [TB, '  File "/x/runner.py", line 9, in init_cuda_graphs', "    self.graphs = capture()"],
+    ],
+    "assertion": [["src/kv.c:91: LLAMA_ASSERT(n_tokens <= n_ctx) failed"]],
+    "runtime_crash": [
+        ["Uvicorn running on http://0.0.0.0:8000", "Signal (11) received.", " 0# 0x55 in srv"],
+        ["Application startup complete.", "CUDA error: an illegal memory access happened here"],
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("family", "lines"),
+    [(family, lines) for family, cases in UNSEEN.items() for lines in cases],
+    ids=[f"{family}-{n}" for family, cases in UNSEEN.items() for n in range(len(cases))],
+)
+def test_a_family_is_named_from_its_words_with_no_rule(family: str, lines: list[str]) -> None:
+    assert _no_rules(lines) == family
+
+
+def test_the_exception_type_names_a_family_its_message_does_not() -> None:
+    assert _no_rules(["ModuleNotFoundError: nothing useful here"]) == "import_error"
+    assert _no_rules(["AssertionError"]) == "assertion"
+    # a type that says nothing leaves the message to speak: nothing here, so unknown
+    assert _no_rules(["RuntimeError: the frobnicator went sideways"]) == "unknown"
+
+
+def test_an_assertion_yields_to_a_specific_family_only_when_decisive() -> None:
+    # a check about a file that is not there is the configuration's
+    assert _no_rules(["Assertion failed: Error opening engine file: /e/rank0.engine"]) == (
+        "invalid_argument"
+    )
+    # a check with a value in it stays an assertion (with the bundled rules too)
+    assert _no_rules(["AssertionError: topk must be 1"]) == "assertion"
+    found = diagnose_text("AssertionError: topk must be 1").failure
+    assert found is not None and found.cause == Cause.ASSERTION
+
+
+def test_a_generic_rule_gives_way_to_the_family_its_words_name() -> None:
+    # `common.assertion` matches; the words name a missing file: the configuration's
+    found = diagnose_text("[TRT] Assertion failed: Error opening engine file: /x.engine").failure
+    assert found is not None
+    assert (found.cause, found.rule) == (Cause.INVALID_ARGUMENT, "common.assertion")
+
+
+def test_a_cut_traceback_is_read_by_its_frames_and_the_activity_before_it() -> None:
+    nccl = [
+        "INFO 01-01 00:00:00 utils.py:1] Found nccl from library libnccl.so.2",
+        "INFO 01-01 00:00:00 pynccl.py:1] vLLM is using nccl==2.21.5",
+        "(Worker pid=9) ERROR 01-01 00:00:01 x.py:1] Exception in worker while processing "
+        "method init_device.",
+        f"(Worker pid=9) ERROR 01-01 00:00:01 x.py:1] {TB}",
+        '(Worker pid=9) ERROR 01-01 00:00:01 x.py:1]   File "/w.py", line 2, in _run',
+    ]
+    assert _no_rules(nccl) == "nccl_error"
+    # the KV cache was sized, then a traceback with no exception: the pool's check failed
+    kv = ["INFO engine.py:1] # GPU blocks: 12, # CPU blocks: 512", TB, '  File "a.py", line 1']
+    assert _no_rules(kv) == "kv_pool_oom"
+    # cut in the model registry's lookup
+    registry = [TB, '  File "/r.py", line 5, in resolve', "    cls = resolve_model_cls(arch)"]
+    assert _no_rules(registry) == "model_unsupported"
+
+
+def test_timeout_words_are_read_by_where_the_log_stopped() -> None:
+    assert _no_rules(["TimeoutError: no answer in 300 s"]) == "startup_timeout"
+    served = ["Application startup complete.", "TimeoutError: no answer in 300 s"]
+    assert _no_rules(served) == "watchdog_timeout"
+
+
+def test_a_crash_signal_after_ready_is_never_healthy() -> None:
+    lines = ["I0310 1 http_server.cc:1] Started HTTPService at :8000", "Signal (11) received."]
+    found = diagnose_lines(lines, [])
+    assert found is not None and found.cause == Cause.RUNTIME_CRASH
+    assert found.phase in (Phase.READY, Phase.BENCHMARK)
+    assert fatal_sign("Signal (11) received.") and not fatal_sign("Signals are handled")
+
+
+def test_advice_at_info_level_is_not_a_failure() -> None:
+    healthy = [
+        "INFO 01-01 model_runner.py:1] If out-of-memory error occurs during cudagraph capture, "
+        "consider decreasing `gpu_memory_utilization` or switching to eager mode.",
+        "INFO:     Application startup complete.",
+    ]
+    assert _no_rules(healthy) == "ok"
+    assert decisive("torch.OutOfMemoryError: CUDA out of memory")
+    assert not decisive("INFO: loading shard 3 of 7")
+
+
+def test_a_start_that_stops_without_error_is_a_hang() -> None:
+    lines = ["INFO api_server.py:1] server version 9.9", "Using model weights format ['*.bin']"]
+    found = diagnose_lines(lines, [])
+    assert found is not None and found.cause == Cause.STARTUP_TIMEOUT
+    assert "Using model weights format" in found.message
+
+
+def test_a_verdict_needs_enough_evidence() -> None:
+    weak = [Focus(0, "nccl is mentioned in passing", 0.3, "context")]
+    assert name_family(weak, running=False) is None
+    strong = [Focus(0, "No module named 'x'", 1.0)]
+    verdict = name_family(strong, running=False)
+    assert verdict is not None and verdict.cause == Cause.IMPORT_ERROR and verdict.at == 0

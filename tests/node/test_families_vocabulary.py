@@ -172,3 +172,22 @@ def test_a_verdict_needs_enough_evidence() -> None:
     strong = [Focus(0, "No module named 'x'", 1.0)]
     verdict = name_family(strong, running=False)
     assert verdict is not None and verdict.cause == Cause.IMPORT_ERROR and verdict.at == 0
+
+
+def test_a_crash_names_the_specific_family_its_message_gives() -> None:
+    # a panic or an uncaught C++ exception is a crash; the line after it says why
+    oom = [
+        "Serving on http://0.0.0.0:1234.",
+        "thread 'worker' panicked at src/engine.rs:88:5:",
+        "step failed: DriverError(CUDA_ERROR_OUT_OF_MEMORY)",
+    ]
+    assert _no_rules(oom) == "cuda_oom"
+    mpi = ["terminate called after throwing an instance of 'std::runtime_error'"]
+    mpi.append("  what():  [X][ERROR] MPI error in comm split (code 6)")
+    assert _no_rules(mpi) == "nccl_error"
+    # a crash that names no other family stays a crash
+    plain = ["Application startup complete.", "Segmentation fault (core dumped)"]
+    assert _no_rules(plain) == "runtime_crash"
+    # a kernel's own assert is a crash in GPU code, not an engine's failed check
+    kernel = ["Ready.", "x.cu:112: _assert_async_cuda_kernel: block: [0,0,0], thread: [0,0,0]"]
+    assert _no_rules(kernel) == "runtime_crash"

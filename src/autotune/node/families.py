@@ -62,6 +62,7 @@ PHASE_PRIOR = 1.5  # the phase reached, when the traceback is cut before its exc
 CAPS = {"frame": 2.5, "deepest": 2.5, "context": 1.2}
 
 DECIDES = 2.0  # the least score that names a family
+DECISIVE = 3.0  # a clue this strong names its family wherever it stands in a message
 MARGIN = 0.75  # the top family must lead the runner-up by this much
 
 _TIMEOUT = "timeout"  # timeout words: a watchdog while serving, a start-up timeout before
@@ -300,6 +301,14 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"CUBLAS_STATUS_EXECUTION_FAILED|CUDA error: (?!out of memory)",
     ),
     (Cause.RUNTIME_CRASH, 1.5, r"\bAborted\b|\bsegfault|[Cc]rash(?:ed)?\b"),
+    # a kernel's own assert is a crash in GPU code, not a failed check of the engine's
+    (Cause.RUNTIME_CRASH, 3.5, r"_assert_async_cuda_kernel|block: \[\d+,\d+,\d+\], thread: \["),
+    # a kernel whose tiles need more on-chip memory than this GPU has
+    (
+        Cause.ARCH_UNSUPPORTED,
+        3.0,
+        r"out of resource: shared memory|OutOfResources|[Hh]ardware limit:? \d+",
+    ),
     # --- the benchmark client -------------------------------------------------------------------
     (
         Cause.BENCHMARK_ERRORS,
@@ -544,7 +553,25 @@ def _line_scores(focus: Focus) -> dict[Cause | str, float]:
     return best
 
 
+@dataclass(frozen=True)
+class _Score:
+    total: float  # the family's score over the lines
+    at: int  # the line that weighed most
+    decisive_at: int | None  # a message line holding a decisive clue of the family, if any
+
+
 def scores(lines: Sequence[Focus], *, running: bool) -> dict[Cause, tuple[float, int]]:
+    """Per family, its score over ``lines`` and the index of the line that weighed most.
+
+    Args:
+        lines: the lines to read, with their weights.
+        running: the server was ready (or serving) when it failed: timeout words then name a
+            watchdog, else a start-up timeout.
+    """
+    return {cause: (s.total, s.at) for cause, s in _scores(lines, running=running).items()}
+
+
+def _scores(lines: Sequence[Focus], *, running: bool) -> dict[Cause, _Score]:
     """Per family, its score over ``lines`` and the index of the line that weighed most.
 
     Args:
@@ -555,6 +582,7 @@ def scores(lines: Sequence[Focus], *, running: bool) -> dict[Cause, tuple[float,
     total: dict[Cause, float] = {}
     by_kind: dict[tuple[str, Cause], float] = {}
     best_line: dict[Cause, tuple[float, int]] = {}
+    decisive_at: dict[Cause, int] = {}
     unique: dict[tuple[int, str], Focus] = {}
     for focus in lines:  # a line read twice counts once, at its highest weight
         key = (focus.index, focus.kind)
@@ -567,6 +595,8 @@ def scores(lines: Sequence[Focus], *, running: bool) -> dict[Cause, tuple[float,
             else:
                 assert isinstance(family, Cause)
                 cause = family
+            if focus.kind == "message" and weight >= DECISIVE and cause not in decisive_at:
+                decisive_at[cause] = focus.index
             gained = focus.weight * weight
             cap = CAPS.get(focus.kind)
             if cap is not None:
@@ -578,7 +608,10 @@ def scores(lines: Sequence[Focus], *, running: bool) -> dict[Cause, tuple[float,
             total[cause] = total.get(cause, 0.0) + gained
             if gained > best_line.get(cause, (0.0, -1))[0]:
                 best_line[cause] = (gained, focus.index)
-    return {cause: (score, best_line[cause][1]) for cause, score in total.items()}
+    return {
+        cause: _Score(score, best_line[cause][1], decisive_at.get(cause))
+        for cause, score in total.items()
+    }
 
 
 def name_family(lines: Sequence[Focus], *, running: bool) -> Verdict | None:
@@ -588,19 +621,29 @@ def name_family(lines: Sequence[Focus], *, running: bool) -> Verdict | None:
     runner-up is named: a crash that also names the capture it happened in is the capture's,
     an out-of-memory that names the KV cache is the cache's.
     """
-    found = scores(lines, running=running)
+    found = _scores(lines, running=running)
     if not found:
         return None
     order = {cause: n for n, cause in enumerate(FAMILY_ORDER)}
     ranked = sorted(
-        found.items(), key=lambda item: (-round(item[1][0], 6), order.get(item[0], len(order)))
+        found.items(), key=lambda item: (-round(item[1].total, 6), order.get(item[0], len(order)))
     )
-    cause, (top, at) = ranked[0]
-    runner_up = ranked[1][1][0] if len(ranked) > 1 else 0.0
-    if top < DECIDES:
+    cause, best = ranked[0]
+    runner_up = ranked[1][1].total if len(ranked) > 1 else 0.0
+    if best.total < DECIDES:
         return None
-    if len(ranked) > 1 and top - runner_up < MARGIN:
-        second, (_, second_at) = ranked[1]
+    if cause in GENERIC:
+        # A crash or a failed check says *that* it failed; a specific family named decisively
+        # in the same message (``what(): ... out of memory``, the line after a panic) says why.
+        specific = [(c, s) for c, s in ranked if c not in GENERIC and s.decisive_at is not None]
+        if specific:
+            other, score = specific[0]
+            assert score.decisive_at is not None
+            return Verdict(
+                cause=other, at=score.decisive_at, score=score.total, runner_up=best.total
+            )
+    if len(ranked) > 1 and best.total - runner_up < MARGIN:
+        second, score = ranked[1]
         if second in REFINES.get(cause, frozenset()) and runner_up >= DECIDES:
-            return Verdict(cause=second, at=second_at, score=runner_up, runner_up=top)
-    return Verdict(cause=cause, at=at, score=top, runner_up=runner_up)
+            return Verdict(cause=second, at=score.at, score=runner_up, runner_up=best.total)
+    return Verdict(cause=cause, at=best.at, score=best.total, runner_up=runner_up)

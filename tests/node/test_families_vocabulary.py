@@ -191,3 +191,95 @@ def test_a_crash_names_the_specific_family_its_message_gives() -> None:
     # a kernel's own assert is a crash in GPU code, not an engine's failed check
     kernel = ["Ready.", "x.cu:112: _assert_async_cuda_kernel: block: [0,0,0], thread: [0,0,0]"]
     assert _no_rules(kernel) == "runtime_crash"
+
+
+def test_an_exit_status_that_is_a_signal_names_its_family() -> None:
+    # 132 = 128 + SIGILL: the build needs an instruction this CPU lacks
+    assert _no_rules(["Error loading model.", "(Exit code: 132). Try again."]) == (
+        "arch_unsupported"
+    )
+    served = ["Application startup complete.", "worker exited with code 139"]
+    assert _no_rules(served) == "runtime_crash"  # 128 + SIGSEGV
+
+
+def test_a_message_is_read_whole() -> None:
+    # a console logger wrapped the message over indented lines
+    wrapped = [
+        "ERROR    2024-01-01 00:00:00,000 emb ERROR: CUDA      handler.py:574",
+        "         out of memory. Tried to allocate 3.88 GiB. GPU 0",
+        "         has a total capacity of 44.42 GiB",
+    ]
+    assert _no_rules(wrapped) == "cuda_oom"
+    # a message raised as a tuple of strings
+    joined = [
+        "RuntimeError: ('Kernel is not supported for ', 'the current GPU. Min capability: 80')"
+    ]
+    assert _no_rules(joined) == "arch_unsupported"
+
+
+def test_a_registry_miss_and_a_missing_library_are_named() -> None:
+    registry = ['  File "/x/utils.py", line 159, in get', "    return MAP[arch]"]
+    assert _no_rules([*registry, "KeyError: 'FooBarForCausalLM'"]) == "model_unsupported"
+    # a KeyError on a weight's name is not a model class: nothing decisive
+    assert _no_rules(["KeyError: 'layers.0.attn.weight'"]) == "unknown"
+    lib = ['E0101 1 loader.cc:1] "failed to load: unable to find backend library for x"']
+    assert _no_rules(lib) == "import_error"
+
+
+def test_a_warning_speaks_when_the_error_names_nothing() -> None:
+    lines = [
+        "WARN launcher: Could not import fast kernels: No module named 'kern_ops'",
+        "NotImplementedError: Sharded Foo requires the fast kernels.",
+    ]
+    assert _no_rules(lines) == "import_error"
+    # but an error that names its own family is not overruled by an earlier warning
+    lines[1] = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    assert _no_rules(lines) == "cuda_oom"
+
+
+def test_an_out_of_memory_in_the_caches_frames_is_the_caches() -> None:
+    lines = [
+        TB,
+        '  File "/srv/engine/cache.py", line 92, in create_state_tensors',
+        "    v = torch.zeros(shape, device=device)",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 64.00 MiB.",
+    ]
+    found = diagnose_text("\n".join(lines)).failure  # `common.cuda_oom` matches; frames refine
+    assert found is not None
+    assert (found.cause, found.phase) == (Cause.KV_POOL_OOM, Phase.MEMORY_POOL)
+    # the same error raised while serving a batch is a plain out-of-memory
+    lines[1] = '  File "/srv/engine/runner.py", line 92, in forward_batch'
+    found = diagnose_text("\n".join(lines)).failure
+    assert found is not None and found.cause == Cause.CUDA_OOM
+
+
+def test_two_ranks_writing_one_message_read_as_one() -> None:
+    """A wrapped message whose family is deep in its continuation, written by two ranks at
+    once: the copies of each line must not cut the message short."""
+    lines = [
+        "ValueError: The checkpoint you are trying to load has a layout this build cannot read.",
+        *[
+            f"    Checked: {name}"
+            for name in ("config.json", "generation_config.json", "tokenizer.json", "index")
+        ],
+        "    Model architectures ['FooBarForCausalLM'] are not supported for now.",
+        "    See the documentation for the list of models.",
+    ]
+    assert _no_rules(lines) == "model_unsupported"
+    ranks = [f"[rank{r}]: {line}" for line in lines for r in (0, 1)]
+    assert _no_rules(ranks) == "model_unsupported"
+
+
+def test_a_traceback_cut_in_a_capture_function_is_the_captures() -> None:
+    lines = [
+        "INFO 01-01 10:00:01 [runner.py:20] Memory profiling done",
+        "ERROR 01-01 10:00:02 [engine.py:30] Worker failed while starting",
+        TB,
+        '  File "/srv/engine/runner.py", line 80, in setup',
+        "    self.capture_graphs(batch_sizes)",
+        '  File "/srv/engine/runner.py", line 96, in capture_graphs',
+        "    graph.replay()",
+    ]
+    found = diagnose_lines(lines, [])
+    assert found is not None
+    assert (found.cause, found.phase) == (Cause.CUDA_GRAPH_CAPTURE, Phase.GRAPH_CAPTURE)

@@ -44,11 +44,13 @@ from autotune.node.families import (
     LATER_ERROR_LINE,
     PHASE_PRIOR,
     REFINES,
+    WARNING_LINE,
     Focus,
     Verdict,
     decisive,
     fatal_sign,
     name_family,
+    names,
 )
 from autotune.node.logparse import LogLine, detect_engine, parse_log, strip_prefix
 
@@ -231,6 +233,11 @@ _PHASE_MARKERS: tuple[tuple[Phase, re.Pattern[str]], ...] = (
 )
 _STARTUP = (Phase.LOAD, Phase.MEMORY_POOL, Phase.GRAPH_CAPTURE)
 _RUNNING = (Phase.READY, Phase.WARMUP, Phase.BENCHMARK)
+# Families that happen in one phase only, whatever the frames around them say.
+_FAMILY_PHASE = {
+    Cause.KV_POOL_OOM: Phase.MEMORY_POOL,
+    Cause.CUDA_GRAPH_CAPTURE: Phase.GRAPH_CAPTURE,
+}
 
 # The phase a cause implies when the log shows nothing else.
 CAUSE_PHASE: dict[Cause, Phase] = {
@@ -318,6 +325,24 @@ def blamed(names: Iterable[str], argv: Sequence[str], env: dict[str, str]) -> li
     return out
 
 
+_RANK_ECHO = 4  # how far back a line another rank wrote the same is looked for
+
+
+def _one_per_rank(records: Iterable[LogLine]) -> list[LogLine]:
+    """``records`` without the lines that another rank (or process) has just written the same:
+    several ranks logging one failure interleave copies of each line, and a message, its
+    continuation and its traceback must read as they would from one rank."""
+    kept: list[LogLine] = []
+    for rec in records:
+        echo = rec.source is not None and any(
+            prev.text == rec.text and prev.source not in (None, rec.source)
+            for prev in kept[-_RANK_ECHO:]
+        )
+        if not echo:
+            kept.append(rec)
+    return kept
+
+
 @dataclass(frozen=True)
 class _Log:
     """A log undressed: per record its raw text, its message and whether it is a warning."""
@@ -329,7 +354,7 @@ class _Log:
 
     @classmethod
     def read(cls, lines: Sequence[str]) -> _Log:
-        records = tuple(parse_log(lines))
+        records = tuple(_one_per_rank(parse_log(lines)))
         return cls(
             records=records,
             raw=tuple(r.raw for r in records),
@@ -774,7 +799,7 @@ def _warned_import(log: _Log) -> int | None:
     (only warnings follow it); a program that went on after it was not stopped by it."""
     for i in range(len(log.text) - 1, -1, -1):
         text = log.text[i]
-        if _WARNED_IMPORT.search(text[: HEAD * 2]):
+        if _WARNED_IMPORT.search(text[: HEAD * 2]) or names(text, Cause.IMPORT_ERROR):
             return i
         if text.strip() and not log.warning[i]:
             return None
@@ -785,11 +810,13 @@ def _message_lines(log: _Log, at: int) -> list[Focus]:
     """The exception (or error) line at ``at`` and the lines that continue its message (a
     validation error's details, a wrapped message), not the frames after it."""
     lines = [Focus(at, log.text[at], EXCEPTION_LINE, raw=log.raw[at])]
-    for j in range(at + 1, min(len(log.text), at + 4)):
+    # A message wrapped by a console logger goes on in indented lines: one message, read whole.
+    longest = 8 if at + 1 < len(log.text) and log.text[at + 1][:1].isspace() else 3
+    for j in range(at + 1, min(len(log.text), at + 1 + longest)):
         text = log.text[j]
         if not text.strip() or _FRAME.match(text) or _is_exception(text) or _TRACEBACK in text:
             break
-        lines.append(Focus(j, text, EXCEPTION_LINE * 0.8, raw=log.raw[j]))
+        lines.append(Focus(j, text, EXCEPTION_LINE, raw=log.raw[j]))
     return lines
 
 
@@ -820,17 +847,22 @@ def _focus(log: _Log, sig: _Signals, exc: int | None) -> list[Focus]:
         if text in texts:  # every rank wrote it: one line
             continue
         texts.add(text)
-        weight = ERROR_LINE if len(texts) == 1 else LATER_ERROR_LINE
+        # The first error report (its first line and the error lines right after it) weighs
+        # most: "Error loading model." may be followed by the line that says why.
+        first_report = sig.error is not None and sig.error <= i <= sig.error + 3
+        weight = ERROR_LINE if len(texts) == 1 or first_report else LATER_ERROR_LINE
         lines += [
             Focus(f.index, f.text, weight * f.weight, raw=f.raw) for f in _message_lines(log, i)
         ]
         if len(texts) >= 8:
             break
-    if not lines:
-        # No error at all: what the warnings say decisively (a warning may be all there is,
-        # such as PyTorch's that it has no kernels for this GPU).
+    if not any(decisive(f.text) for f in lines):
+        # No error names a family: what the warnings say decisively (a warning may be all there
+        # is, such as PyTorch's that it has no kernels for this GPU, or the import that failed
+        # before an exception saying a feature is missing).
+        weight = LATER_ERROR_LINE if not lines else WARNING_LINE
         lines += [
-            Focus(i, log.text[i], LATER_ERROR_LINE, raw=log.raw[i])
+            Focus(i, log.text[i], weight, raw=log.raw[i])
             for i in range(len(log.text))
             if log.warning[i] and decisive(log.text[i])
         ][:4]
@@ -882,7 +914,9 @@ def _specific(
     message: str,
 ) -> Failure:
     """The failure of the more specific family a generic rule's line names."""
-    where = _resolve_phase(None, reached, phase_in_block(log.text, verdict.at), verdict.cause)
+    where = _FAMILY_PHASE.get(verdict.cause) or _resolve_phase(
+        None, reached, phase_in_block(log.text, verdict.at), verdict.cause
+    )
     hint, permanent = _cause_hint(verdict.cause, where, rules)
     if verdict.cause in (Cause.CUDA_OOM, Cause.KV_POOL_OOM, Cause.HOST_OOM):
         at = verdict.at
@@ -1001,10 +1035,11 @@ def _classify(
         if rule.cause in (Cause.KV_POOL_OOM, Cause.CUDA_OOM, Cause.HOST_OOM):
             message = _trim(message + _sizes(" ".join(log.text[max(0, hits[0] - 3) : hits[0] + 8])))
         final = _resolve_phase(rule.phase, reached, phase_in_block(log.text, hits[0]), rule.cause)
-        if rule.generic:
-            # A check that failed, a crash, a loose out-of-memory: it says *that* something
-            # failed; when its words (or the log's) name a more specific family, that is the
-            # cause (an assertion that a file opens, an out-of-memory in the KV cache's words).
+        if rule.generic or rule.cause in REFINES:
+            # A check that failed, a crash, a loose or a plain out-of-memory: it says *that*
+            # something failed; when its words (or the log's) name a more specific family, that
+            # is the cause (an assertion that a file opens, an out-of-memory raised in the KV
+            # cache's frames).
             running = final in (Phase.READY, Phase.WARMUP, Phase.BENCHMARK)
             focus = [f for i in hits[:3] for f in _message_lines(log, i)]
             verdict = name_family([*focus, *_focus(log, sig, sig.exception)], running=running)
@@ -1228,12 +1263,10 @@ def _classify(
             hint = cause_hint
     if cause in (Cause.CUDA_OOM, Cause.KV_POOL_OOM):
         message = _trim(message + _sizes(" ".join(log.text[max(0, at - 3) : at + 8])))
-    if cause != Cause.UNKNOWN and block is None:
-        where = (
-            _resolve_phase(None, reached, None, cause)
-            if cause != Cause.CUDA_GRAPH_CAPTURE
-            else Phase.GRAPH_CAPTURE
-        )
+    if cause in _FAMILY_PHASE:
+        where = _FAMILY_PHASE[cause]
+    elif cause != Cause.UNKNOWN and block is None:
+        where = _resolve_phase(None, reached, None, cause)
     return (
         _make(
             ctx,

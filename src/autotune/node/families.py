@@ -45,6 +45,7 @@ __all__ = [
     "Verdict",
     "decisive",
     "fatal_sign",
+    "names",
     "name_family",
     "scores",
 ]
@@ -53,6 +54,7 @@ __all__ = [
 EXCEPTION_LINE = 1.0  # the first fatal exception line (and its message's continuation lines)
 ERROR_LINE = 0.8  # the first error line
 LATER_ERROR_LINE = 0.4  # later error lines (echoes and noise are frequent)
+WARNING_LINE = 0.6  # a warning naming a family, when no error line names one
 FRAME_LINE = 0.6  # a frame of a traceback cut before its exception
 DEEP_LINE = 1.0  # one of the deepest code lines of such a traceback
 CONTEXT_LINE = 0.3  # a progress line just before the first failure: what was being done
@@ -63,7 +65,7 @@ CAPS = {"frame": 2.5, "deepest": 2.5, "context": 1.2}
 
 DECIDES = 2.0  # the least score that names a family
 DECISIVE = 3.0  # a clue this strong names its family wherever it stands in a message
-MARGIN = 0.75  # the top family must lead the runner-up by this much
+REFINE = 1.2  # the least score of a family that says which kind of a broader one it was
 
 _TIMEOUT = "timeout"  # timeout words: a watchdog while serving, a start-up timeout before
 
@@ -114,6 +116,17 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"\bSIGKILL\b|signal 9\b|[Ss]ignal: killed|exit(?:ed)?(?: with)?(?: status| code)?[:= ]+"
         r"(?:137|-9)\b|code[:= ]-9\b",
     ),
+    # an exit status that is a signal (128 + N): 132 an illegal instruction, 139 a segfault
+    (
+        Cause.ARCH_UNSUPPORTED,
+        3.0,
+        r"(?i:exit(?:ed)?[ _](?:with )?(?:status|code))[:= (]+(?:132|-4)\b",
+    ),
+    (
+        Cause.RUNTIME_CRASH,
+        3.0,
+        r"(?i:exit(?:ed)?[ _](?:with )?(?:status|code))[:= (]+(?:139|-11)\b",
+    ),
     (
         Cause.CUDA_OOM,
         3.0,
@@ -154,7 +167,7 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"requires? sm_?\d+|\bsm_?\d{2,3}\+|"
         r"\bsm_?\d{2,3}a?\b.*(?:not|un)|(?:not|un)\w* .*\bsm_?\d{2,3}a?\b|\bgfx\d{3,4}\w*\b.*"
         r"(?:not|un)|(?:requires?|needs?) (?:a )?(?:newer )?(?:GPU|device|hardware)|"
-        r"[Mm]inimum (?:compute )?capability",
+        r"[Mm]in(?:imum)?\.? (?:compute |CUDA )?capability|[Cc]urrent (?:compute )?capability",
     ),
     # --- the model ------------------------------------------------------------------------------
     (
@@ -166,7 +179,7 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"\w+(?:For\w+|Model|LM)\b|For(?:CausalLM|ConditionalGeneration|\w*Classification)'?\]? "
         r"(?:is|are) not supported|does not (?:recognize|support) (?:this|the) (?:model|"
         r"architecture)|not a supported model|cannot find tensor|is not supported by (?:this|the "
-        r"current) (?:version|engine|backend)",
+        r"current) (?:version|engine|backend)|KeyError: '?\w+(?:For[A-Z]\w+|LMHeadModel)'?\s*$",
     ),
     (
         Cause.MODEL_UNSUPPORTED,
@@ -180,14 +193,17 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"No module named|undefined symbol|cannot open shared object|DLL load failed|"
         r"GLIBC\w*_[\d.]+'? not found|version `[\w.]+' not found|Symbol not found|"
         r"Library not loaded|cannot import name|PackageNotFoundError|error while loading shared "
-        r"librar|(?:Function|symbol|Symbol) [\w.:]+ not found|module '[\w.]+' has no attribute",
+        r"librar|(?:Function|symbol|Symbol) [\w.:]+ not found|module '[\w.]+' has no attribute|"
+        r"(?:unable to|cannot|can't|could not|failed to) (?:find|load|open|locate) (?:the )?"
+        r"(?:\w+ ){0,2}(?:library|libraries|shared object|plugin)\b",
     ),
     (
         Cause.IMPORT_ERROR,
         2.0,
         r"(?:is|are) not installed|not installed\b|[Pp]lease install|[Ff]ailed to (?:import|load "
         r"(?:library|extension|module))|could not load (?:library|module|dynamic library)|"
-        r"incompatible (?:torch|CUDA|cuda|version)|built (?:against|with) (?:a )?different",
+        r"incompatible (?:torch|CUDA|cuda|version)|built (?:against|with) (?:a )?different|"
+        r"requires? .{0,60}to be installed",
     ),
     # --- the configuration ----------------------------------------------------------------------
     (
@@ -334,7 +350,9 @@ FRAMES: tuple[_Clue, ...] = _clues(
         3.5,
         r"capture_model|_capture_cudagraphs|capture_cudagraph|capture_one_batch_size|"
         r"cuda_graph_runner|CudaGraphRunner|init_cuda_graphs|graph_runner\.capture|"
-        r"torch/cuda/graphs\.py|register_graph_buffers",
+        r"torch/cuda/graphs\.py|register_graph_buffers|"
+        # any engine's function that captures graphs: "in capture_graphs", "in _capture_all"
+        r"\bin _*capture\w*$|\bin \w*_(?:cuda_?)?graphs?_?capture\w*$|\bin \w*cuda_?graphs?\w*$",
     ),
     (
         Cause.KV_POOL_OOM,
@@ -342,7 +360,7 @@ FRAMES: tuple[_Clue, ...] = _clues(
         r"initialize_from_config|\binitialize_cache\b|initialize_kv_cache|_allocate_kv_cache|"
         r"init_memory_pool|\b(?:key|value|kv)_buffer\b|KVCache\(|cache_engine\.py|"
         r"raise_if_cache_size_invalid|check_enough_kv_cache_memory|profile_max_num_token|"
-        r"kv_cache_init",
+        r"kv_cache_init|[/\\](?:kv_)?cache(?:_engine|_manager)?\.py\"|^\s+(?:self\.)?(?:kv_)?cache\s*=\s*\w",
     ),
     (
         Cause.NCCL_ERROR,
@@ -426,7 +444,6 @@ REFINES: dict[Cause, frozenset[Cause]] = {
         {Cause.CUDA_GRAPH_CAPTURE, Cause.ARCH_UNSUPPORTED, Cause.CUDA_OOM, Cause.HOST_OOM}
     ),
     Cause.STARTUP_TIMEOUT: frozenset({Cause.CUDA_GRAPH_CAPTURE}),
-    Cause.NCCL_ERROR: frozenset({Cause.WATCHDOG_TIMEOUT, Cause.PORT_IN_USE}),
 }
 
 # When two families score the same, the more specific one is named.
@@ -475,8 +492,14 @@ _DECISIVE_ANY = re.compile(
     r"completion|transport|watchdog|timeout|timed out|heartbeat|worker|client|rank|store|"
     r"rendezvous|barrier|peer|collective|start|ready|init|boot|health|warm|captur|graph|assert|"
     r"check|fault|sigsegv|sigbus|sigabrt|sigfpe|core dumped|fatal|panick|terminate|exception|"
-    r"probability|double free|corrupted|launch|cublas|exhausted|tried"
+    r"probability|double free|corrupted|launch|cublas|exhausted|tried|exit"
 )
+
+
+def names(text: str, family: Cause) -> bool:
+    """Whether ``text`` names ``family`` decisively."""
+    head = text[:600]
+    return any(c.family == family and c.weight >= 3.0 and c.regex.search(head) for c in WORDS)
 
 
 def fatal_sign(text: str) -> bool:
@@ -515,6 +538,9 @@ class Verdict:
     runner_up: float
 
 
+_TAG = re.compile(r"\[[^\[\]]{1,80}\]")
+
+
 def _exception_type(text: str) -> str | None:
     found = _EXC_TYPE.match(text.strip())
     return found.group("type") if found else None
@@ -531,7 +557,15 @@ def _line_scores(focus: Focus) -> dict[Cause | str, float]:
     }[focus.kind]
     heads = [focus.text[:600]]
     if focus.raw and focus.raw != focus.text:
-        heads.append(focus.raw[:600])
+        # Words a bracketed prefix holds ("[Errno 98]", "[TensorRT-LLM][ERROR]"), not the
+        # dress around them (a host name, a timestamp), which must not change an answer.
+        end = focus.raw.rfind(focus.text) if focus.text else -1
+        prefix = focus.raw[:end] if end >= 0 else focus.raw
+        tags = _TAG.findall(prefix)
+        if tags:
+            heads.append(" ".join(tags) + " " + heads[0])
+    if "', '" in heads[0]:  # a message given as a tuple of strings: read it joined
+        heads.append(heads[0].replace("', '", ""))
     head = heads[0]
     best: dict[Cause | str, float] = {}
     for clue in table:
@@ -617,9 +651,10 @@ def _scores(lines: Sequence[Focus], *, running: bool) -> dict[Cause, _Score]:
 def name_family(lines: Sequence[Focus], *, running: bool) -> Verdict | None:
     """The family ``lines`` name, or None when none scores enough to decide.
 
-    When the runner-up is within ``MARGIN`` of the top and refines it (``REFINES``), the
-    runner-up is named: a crash that also names the capture it happened in is the capture's,
-    an out-of-memory that names the KV cache is the cache's.
+    A generic family (a crash, a failed check) yields to a specific family named decisively
+    in a message; a broad family yields to one that refines it (``REFINES``) with a score of
+    at least ``REFINE``: a crash that also names the capture it happened in is the capture's,
+    an out-of-memory raised in the KV cache's frames is the cache's.
     """
     found = _scores(lines, running=running)
     if not found:
@@ -642,8 +677,12 @@ def name_family(lines: Sequence[Focus], *, running: bool) -> Verdict | None:
             return Verdict(
                 cause=other, at=score.decisive_at, score=score.total, runner_up=best.total
             )
-    if len(ranked) > 1 and best.total - runner_up < MARGIN:
-        second, score = ranked[1]
-        if second in REFINES.get(cause, frozenset()) and runner_up >= DECIDES:
-            return Verdict(cause=second, at=score.at, score=runner_up, runner_up=best.total)
+    refining = [
+        (c, s) for c, s in ranked[1:] if c in REFINES.get(cause, frozenset()) and s.total >= REFINE
+    ]
+    if refining:
+        # The frames or the activity say which kind of out-of-memory or crash it was: an
+        # allocation in the KV cache's frames is the cache's, a crash in a capture the capture's.
+        other, score = refining[0]
+        return Verdict(cause=other, at=score.at, score=score.total, runner_up=best.total)
     return Verdict(cause=cause, at=best.at, score=best.total, runner_up=runner_up)

@@ -56,7 +56,8 @@ _PREFIXES: tuple[re.Pattern[str], ...] = tuple(
         _LEVEL + r"[ \t]+(?:\d{4}-)?\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?[ \t]+"
         r"(?:\[[^\]]+\]|[\w.]+:\d+\])[ \t]?",
         # vLLM's stamp after another logger took its level: "08-07 07:04:32 [core.py:588] "
-        r"(?:\d{4}-)?\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?[ \t]+\[[\w./-]+:\d+\][ \t]?",
+        r"(?:\d{4}-)?\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?[ \t]+"
+        r"(?:\[[\w./-]+:\d+\]|[\w.]+:\d+\])[ \t]?",
         # cloud logging: "ERROR 2026-06-15T14:10:59.392125190Z "
         _LEVEL + r"[ \t]+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?[ \t]+",
         # logfmt (Go servers: Ollama): "time=2025-07-14T19:16:12.750+01:00 level=ERROR

@@ -283,3 +283,41 @@ def test_a_traceback_cut_in_a_capture_function_is_the_captures() -> None:
     found = diagnose_lines(lines, [])
     assert found is not None
     assert (found.cause, found.phase) == (Cause.CUDA_GRAPH_CAPTURE, Phase.GRAPH_CAPTURE)
+
+
+def test_a_failure_stated_in_words_is_an_error_not_a_cut_log() -> None:
+    """A short log that ends in an error without an error word (or with a library's numbered
+    error) failed there; it did not stop before the server was ready."""
+    assert _no_rules(["srv: couldn't bind the listening socket, host 0.0.0.0, port 9000"]) == (
+        "port_in_use"
+    )
+    assert _no_rules(["loader: error 'weights format not supported by this build'"]) == (
+        "model_unsupported"
+    )
+    assert _no_rules(["cfg: could not parse the batching parameter"]) == "invalid_argument"
+    # an error with no family is unknown, with its line as evidence, not a start-up timeout
+    found = diagnose_lines(["fooBLAS error 7 at kernels.cu:120: the operation went wrong"], [])
+    assert found is not None and found.cause == Cause.UNKNOWN
+    assert "fooBLAS error 7" in found.message
+    # a progress line that says it could not do something is not an error when logged as info
+    assert _no_rules(["INFO: could not find a tokenizer cache, building it"]) != "unknown"
+
+
+def test_a_health_check_that_gives_up_is_a_start_up_timeout() -> None:
+    lines = ["ERROR supervisor: the health check failed after 120s, giving up"]
+    assert _no_rules(lines) == "startup_timeout"
+
+
+def test_a_java_loggers_prefix_is_dress() -> None:
+    lines = [
+        "2024-01-01 10:00:00,001 [INFO ] W-1-model_1.0-stdout org.example.serve.Worker - " + line
+        for line in (
+            TB,
+            '  File "/srv/loader.py", line 3, in load',
+            "    import fast_kernels",
+            "ModuleNotFoundError: No module named 'fast_kernels'",
+        )
+    ]
+    found = diagnose_lines(lines, [])
+    assert found is not None and found.cause == Cause.IMPORT_ERROR
+    assert found.message.startswith("ModuleNotFoundError")

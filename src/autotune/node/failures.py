@@ -117,7 +117,15 @@ _EXC_LINE = re.compile(
 _ERROR_LINE = re.compile(
     r"^(?:ERROR|FATAL|CRITICAL|Fatal|FAILED|Error|\[?E\]?)\b[: ]|^error(?:\[\w+\])?: |"
     r"\bpanicked at\b|^terminate called|^\S+: error: |^Segmentation fault|\bcore dumped\b|"
-    r"^Killed$|exited with code [1-9]|exit code[:= ]+-?[1-9]"
+    r"^Killed$|exited with code [1-9]|exit code[:= ]+-?[1-9]|"
+    # a library's numbered error ("cuBLAS error 15 at x.cu:7956"), a component's ("load_model:
+    # error 'Model format not supported'")
+    r"\berror \d+ at \S+:\d+|(?:^|\s)[\w.]+: error\b"
+)
+# A failure stated in words, without an error word: "couldn't bind HTTP server socket".
+_FAILED_TO = re.compile(
+    r"^(?:[\w.]+: )?(?:[Cc]ouldn't|[Cc]ould not|[Cc]annot|[Cc]an't|[Uu]nable to|[Ff]ailed to) "
+    r"[a-z]+\b"
 )
 _ROUTINE = re.compile(
     r"^(?:Avg prompt throughput|Avg generation throughput|Decode batch|Prefill batch|"
@@ -718,7 +726,9 @@ def _is_error_record(rec: LogLine) -> bool:
     a family decisively in a line its logger did not mark as information."""
     if rec.level == "error" or _looks_like_error(rec.text):
         return True
-    return rec.level != "info" and (fatal_sign(rec.text) or decisive(rec.text))
+    return rec.level != "info" and (
+        fatal_sign(rec.text) or decisive(rec.text) or bool(_FAILED_TO.search(rec.text[:HEAD]))
+    )
 
 
 def _signals(log: _Log, milestones: Sequence[Milestone], reached: Phase | None = None) -> _Signals:

@@ -179,7 +179,9 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"\w+(?:For\w+|Model|LM)\b|For(?:CausalLM|ConditionalGeneration|\w*Classification)'?\]? "
         r"(?:is|are) not supported|does not (?:recognize|support) (?:this|the) (?:model|"
         r"architecture)|not a supported model|cannot find tensor|is not supported by (?:this|the "
-        r"current) (?:version|engine|backend)|KeyError: '?\w+(?:For[A-Z]\w+|LMHeadModel)'?\s*$",
+        r"current) (?:version|engine|backend)|KeyError: '?\w+(?:For[A-Z]\w+|LMHeadModel)'?\s*$|"
+        r"(?:[Mm]odel|[Ff]ile|weights?) format (?:is )?(?:not supported|unsupported)|"
+        r"[Uu]nsupported (?:model|file) format",
     ),
     (
         Cause.MODEL_UNSUPPORTED,
@@ -226,7 +228,9 @@ WORDS: tuple[_Clue, ...] = _clues(
     (
         Cause.INVALID_ARGUMENT,
         2.5,
-        r"(?:is|are) not a valid|"
+        r"(?:is|are) not a valid|(?:[Cc]ouldn't|[Cc]ould not|[Cc]annot|[Uu]nable to|[Ff]ailed "
+        r"to) parse (?:the )?(?:\w+ )?(?:parameter|argument|option|flag|value)|in (?:a |the )?"
+        r"wrong format|"
         r"[Ii]nvalid (?:value|choice|option|config(?:uration)?|combination)|"
         r"[Uu]nknown (?:argument|option|quantization|dtype|backend|parameter)|[Uu]nrecognized "
         r"(?:option|argument|configuration|parameter)|(?:cannot|can't|can not) (?:be )?(?:used|"
@@ -243,8 +247,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         Cause.PORT_IN_USE,
         4.0,
         r"[Aa]ddress already in use|EADDRINUSE|AddrInUse|[Ee]rrno:? 98\b|(?:port|address) \S+ "
-        r"(?:is )?(?:already )?(?:in use|occupied|taken)|(?:failed|unable|could not|cannot) "
-        r"(?:to )?bind|failed to listen on",
+        r"(?:is )?(?:already )?(?:in use|occupied|taken)|(?:failed|unable|could not|couldn't|"
+        r"cannot|can't) (?:to )?bind|failed to listen on",
     ),
     (
         Cause.NCCL_ERROR,
@@ -287,7 +291,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         Cause.STARTUP_TIMEOUT,
         3.5,
         r"^(?=.*(?:start|ready|initiali[sz]|launch|boot|health|warm ?up|to load))"
-        r"(?=.*(?:timed? ?out|timeout|within \d+|took too long|[Ee]xceeded))",
+        r"(?=.*(?:timed? ?out|timeout|within \d+|took too long|[Ee]xceeded|(?:failed|not ready|"
+        r"unhealthy|no response) after \d+(?:\.\d+)? ?(?:s|secs?|seconds|m|mins?|minutes)\b))",
     ),
     (_TIMEOUT, 2.5, r"\bTimeoutError\b|[Tt]imed out|[Tt]ime(?:d)? ?out after|deadline exceeded"),
     # --- CUDA graphs ----------------------------------------------------------------------------

@@ -90,6 +90,9 @@ _PREFIXES: tuple[re.Pattern[str], ...] = tuple(
         # bracketed stamps and tags: "[2025-01-01 10:00:00 TP0] ", "[rank0]:", "[E626 06:24:44.9
         # ProcessGroupNCCL.cpp:616] ", "[TensorRT-LLM][ERROR] ", "[TRT] [E] ", "[TM][ERROR] "
         r"\[(?P<tag>[^\[\]]{1,80})\]:?[ \t]?",
+        # a Java logger's thread and class (log4j, logback): "W-9000-m_1.0-stdout
+        # org.pytorch.serve.wlm.WorkerLifeCycle - "
+        r"(?:[\w.\-]+[ \t]+)?(?:[a-z_]\w*\.){2,}[A-Z]\w*(?:\$\w+)?[ \t]+-[ \t]",
         # a bare level: uvicorn's "INFO:     ", "ERROR:    ", "WARNING:  "
         _LEVEL + r":[ \t]+",
         # TGI's tracing targets: "shard-manager: text_generation_launcher: "

@@ -321,3 +321,16 @@ def test_a_java_loggers_prefix_is_dress() -> None:
     found = diagnose_lines(lines, [])
     assert found is not None and found.cause == Cause.IMPORT_ERROR
     assert found.message.startswith("ModuleNotFoundError")
+
+
+def test_an_assertion_that_refuses_a_pair_of_settings_stays_an_assertion() -> None:
+    """The engine's check of a combination is the pair's fault (a study must not condemn one
+    value for it); an assertion that a file opens is a wrong argument."""
+    pair = [
+        '  File "/srv/engine/server_args.py", line 10, in check_overlap',
+        "AssertionError: Overlap scheduling is not supported with draft_algorithm=LOOKUP",
+    ]
+    assert _no_rules(pair) == "assertion"
+    assert diagnose_text("\n".join(pair)).failure.cause == Cause.ASSERTION  # type: ignore[union-attr]
+    path = ["Assertion failed: Error opening engine file: /models/missing/rank0.engine"]
+    assert diagnose_text("\n".join(path)).failure.cause == Cause.INVALID_ARGUMENT  # type: ignore[union-attr]

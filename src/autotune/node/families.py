@@ -439,6 +439,15 @@ _EXC_TYPE = re.compile(
 # access is still the crash.)
 _GENERIC: dict[Cause | str, float] = {Cause.ASSERTION: 3.0, Cause.RUNTIME_CRASH: 3.5}
 GENERIC = frozenset({Cause.ASSERTION, Cause.RUNTIME_CRASH})
+# A failed assertion that refuses a pair of settings ("X is not supported with Y") is an
+# assertion, not a refused argument: the engine's check of a combination (its hint says so),
+# which a study blames on the pair, where `invalid_argument` would condemn one value alone.
+_REFUSED_PAIR = re.compile(
+    r"not (?:yet )?supported (?:with|when|together|in combination|for)|(?:cannot|can't|can not)"
+    r" (?:be )?(?:used|combined|enabled|set) (?:together )?with|mutually exclusive|only "
+    r"(?:supported|works|available|compatible) (?:with|when|for)|incompatible with|"
+    r"requires? .{0,60}(?:to be )?(?:enabled|disabled|set)\b"
+)
 
 # Families that refine another: when the refining one scores nearly as high, it is named (an
 # out-of-memory in the KV cache's words is the cache's; a crash during a capture is the
@@ -672,10 +681,31 @@ def name_family(lines: Sequence[Focus], *, running: bool) -> Verdict | None:
     runner_up = ranked[1][1].total if len(ranked) > 1 else 0.0
     if best.total < DECIDES:
         return None
+    asserted = found.get(Cause.ASSERTION)
+    texts = {focus.index: focus.text for focus in lines}
+    pair = (
+        asserted is not None
+        and asserted.decisive_at is not None
+        and bool(_REFUSED_PAIR.search(texts.get(asserted.decisive_at, "")[:600]))
+    )
+    if cause == Cause.INVALID_ARGUMENT and pair:
+        assert asserted is not None and asserted.decisive_at is not None
+        return Verdict(
+            cause=Cause.ASSERTION,
+            at=asserted.decisive_at,
+            score=asserted.total,
+            runner_up=best.total,
+        )
     if cause in GENERIC:
         # A crash or a failed check says *that* it failed; a specific family named decisively
         # in the same message (``what(): ... out of memory``, the line after a panic) says why.
-        specific = [(c, s) for c, s in ranked if c not in GENERIC and s.decisive_at is not None]
+        specific = [
+            (c, s)
+            for c, s in ranked
+            if c not in GENERIC
+            and s.decisive_at is not None
+            and not (cause == Cause.ASSERTION and c == Cause.INVALID_ARGUMENT and pair)
+        ]
         if specific:
             other, score = specific[0]
             assert score.decisive_at is not None

@@ -3,7 +3,7 @@
 Not the stand-in: a small stdlib streaming server (tests/study/servers/scenario.py) launched
 by the ``command`` engine, as a user's own server would be, through the whole CLI
 (``autotune start``, real Optuna SQLite storage, the local executor) with every default of
-``start`` (3 baseline launches, confirmation of the top 3, 3 to 5 rounds):
+``start`` but the ablation (3 baseline launches, confirmation of the top 3, 3 to 5 rounds):
 
 - ``null``: ``--level`` changes nothing (``--ignore-flags``) and launches differ by about 8%
   (``--noise 0.08``, log-normal, seeded per launch): a claimed gain is a false claim;
@@ -75,7 +75,8 @@ def run_study(
     output."""
     workdir.mkdir(parents=True, exist_ok=True)
     path = space(workdir, ignore_flags=ignore_flags, seed=seed, noise=noise)
-    start = ["--executor", "local", "--seed", str(seed), "-q"]
+    # The claim is measured here: no ablation after it (it would only add launches).
+    start = ["--executor", "local", "--seed", str(seed), "-q", "--ablation-rounds", "0"]
     return run_cli_study(workdir, env, path, start, timeout=900)
 
 

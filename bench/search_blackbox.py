@@ -38,7 +38,7 @@ def run(
 ) -> tuple[float, int, int, int]:
     """(% of optimum of the configuration the study reports, crashes launched, launches of
     the search, launches on top of it: the baseline's extra ones and confirmation)."""
-    from autotune.records import budget_launches
+    from autotune.core.records import budget_launches
     from autotune.study.ledger import Ledger
 
     _, _, truth_of, optimum_of, _ = SERVER[server]

@@ -15,7 +15,7 @@ import yaml
 from tests.search.blackboxes import BASELINE, space_file, truth
 from tests.search.drivers import command_driver
 
-from autotune.records import budget_launches
+from autotune.core.records import budget_launches
 from autotune.study.ledger import Ledger
 
 pytestmark = pytest.mark.slow

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from tests.search.drivers import command_driver
 
-from autotune.records import SkipKind
+from autotune.core.records import SkipKind
 from autotune.study.ledger import Ledger
 
 pytestmark = pytest.mark.slow

@@ -14,7 +14,7 @@ import logging
 import sys
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,11 +22,7 @@ from typing import Any
 
 import optuna
 
-from autotune.dispatch.base import Executor, WindowHook
-from autotune.engines.base import Engine
-from autotune.errors import StudyError
-from autotune.models import Limits, Outcome, Rule, TrialResult, TrialSpec, Workload
-from autotune.records import (
+from autotune.core.records import (
     CRASHES,
     LAUNCHED,
     SkipKind,
@@ -34,19 +30,23 @@ from autotune.records import (
     SkipRecord,
     StudyInfo,
     StudyRecord,
-    StudySummary,
     TrialLog,
     TrialRecord,
     budget_launches,
 )
-from autotune.redact import redact_argv, redact_env
+from autotune.core.redact import redact_argv, redact_env
+from autotune.core.summary import Ablation, StudySummary
+from autotune.dispatch.base import Executor, WindowHook
+from autotune.engines.base import Engine
+from autotune.errors import StudyError
+from autotune.models import Limits, Outcome, Rule, TrialResult, TrialSpec, Workload
 from autotune.search import CrashModel, adapter, read
 from autotune.search.space import encode
 from autotune.space import scenarios
 from autotune.space.render import render, violations
-from autotune.space.schema import StudySpec
+from autotune.space.schema import StudySpec, config_key
 from autotune.space.suggest import suggest
-from autotune.study import evidence
+from autotune.study import ablation, evidence
 from autotune.study.confirm import BASELINE as CONFIRM_BASELINE
 from autotune.study.confirm import Candidate, Confirmation, ConfirmOptions, Sample, confirm
 from autotune.study.deadends import DeadEnds, Doom
@@ -97,6 +97,11 @@ class DriverOptions:
     # relaunched interleaved at the end (on top of the budget); 0 turns it off.
     confirm: int = 3
     confirm_rounds: tuple[int, int] = (3, 5)  # (min, max) rounds
+    # Ablation (study/ablation.py): each change of the winner reverted, relaunched in this
+    # many rounds interleaved with the winner (on top of the budget); 0 turns it off. It runs
+    # only within ``ablation_launches`` launches (None: as many as the search's budget).
+    ablation_rounds: int = 0
+    ablation_launches: int | None = None
     # Early stopping on per-window intermediate values (study/prune.py).
     prune: bool = True
 
@@ -199,7 +204,7 @@ class Driver:
                 storage=self.storage,
                 sampler=sampler,
                 pruner=pruner,
-                directions=[d for _, d in objective.objectives],
+                directions=[d.value for _, d in objective.objectives],
             )
             ledger = Ledger(study)
             ledger.write_study(
@@ -406,7 +411,7 @@ class Driver:
         earlier = None if enqueued else self.ledger.measured(config)
         if earlier is not None:
             group = evidence.gather(self.ledger.trials(), self.spec.objective.metric).get(
-                evidence.config_key(config)
+                config_key(config)
             )
             launches = len(group.trials) + len(group.failures) if group else 1
             if launches >= self.options.max_launches_per_config or earlier.outcome != Outcome.OK:
@@ -617,6 +622,8 @@ class Driver:
         _logger.info("study %r stops: %s", self.options.study, loop.stop_reason)
         if self.options.confirm > 0 and self.spec.baseline is not None:
             self._confirm()
+        if not self.interrupted:
+            self.ledger.write_ablation(self._ablate(loop.target))
         self._reap()
         trials = self.ledger.trials()
         summary = self.ledger.summary(trials)
@@ -681,7 +688,8 @@ class Driver:
             )
             return None
         candidates = [
-            Candidate(f"trial {g.first_trial}", g.config, g.first_trial) for g in top[: o.confirm]
+            Candidate(key=f"trial {g.first_trial}", config=g.config, trial=g.first_trial)
+            for g in top[: o.confirm]
         ]
         earlier = self.ledger.confirmation()
         if earlier is not None and [c.key for c in earlier.candidates] == [
@@ -701,67 +709,91 @@ class Driver:
             )
         )
         lo, hi = o.confirm_rounds
+
+        def measure(c: Candidate, round_no: int) -> Sample:
+            baseline = c.key == CONFIRM_BASELINE
+            marks = {"confirm_round": round_no, "confirm_key": c.key}
+            return self._measure_once(configs[c.key], f"confirm {c.key}", round_no, baseline, marks)
+
         record = confirm(
             candidates,
-            lambda c, round_no: self._measure_round([(c, round_no)], configs)[0],
+            measure,
             self.spec.objective.direction,
             ConfirmOptions(min_rounds=lo, max_rounds=hi),
-            measure_round=lambda batch: self._measure_round(batch, configs),
         )
         self.ledger.write_confirmation(record)
         return record
 
-    def _measure_round(
-        self, batch: Sequence[tuple[Candidate, int]], configs: Mapping[str, dict[str, Any]]
-    ) -> list[Sample]:
-        """One confirmation round, its launches in the round's order on as many workers as
-        the study has (each an Optuna trial of its own): their samples, in that order."""
-        started = [self._start_confirm(configs[c.key], c.key, r) for c, r in batch]
-        pending = list(range(len(started)))
-        out: dict[int, Sample] = {}
-        running: dict[Future[TrialResult], int] = {}
-        while pending or running:
-            while pending and len(running) < self.parallel:
-                i = pending.pop(0)
-                trial, config, _, _ = started[i]
-                running[self.executor.submit(self.build_spec(trial.number, config))] = i
-            done, _ = wait(list(running), return_when=FIRST_COMPLETED)
-            for fut in done:
-                i = running.pop(fut)
-                out[i] = self._finish_confirm(*started[i], fut.result())
-        return [out[i] for i in range(len(started))]
-
-    def _start_confirm(
-        self, config: dict[str, Any], key: str, round_no: int
-    ) -> tuple[optuna.Trial, dict[str, Any], str, int]:
-        """A confirmation launch's trial, asked for by name."""
-        self.ledger.enqueue(
-            config,
-            baseline=key == CONFIRM_BASELINE,
-            confirm_round=round_no,
-            confirm_key=key,
+    def _ablate(self, target: int) -> Ablation:
+        """Revert each change of the winner in turn, relaunched interleaved with the winner;
+        or say in one line why not. ``target``: the search's budget, the default ceiling."""
+        o = self.options
+        v = self.ledger.verdict()
+        if o.ablation_rounds <= 0:
+            return ablation.skipped("the ablation is off (--ablation-rounds 0)")
+        if self.spec.objective.multi:
+            return ablation.skipped("a study with several objectives has a front, not a winner")
+        winner = v.winner
+        if winner is None or winner.first_trial is None or v.baseline is None:
+            return ablation.skipped("no winner and baseline to compare")
+        if winner is v.baseline:
+            reason = "the baseline is the answer (nothing beat it beyond noise): nothing to weigh"
+            return ablation.skipped(reason, winner.first_trial)
+        found = ablation.changes(self.spec, winner.config, v.baseline.config)
+        need = o.ablation_rounds * (len(found) + 1)
+        ceiling = o.ablation_launches if o.ablation_launches is not None else target
+        if need > ceiling:
+            return ablation.skipped(
+                f"{len(found)} change(s) x {o.ablation_rounds} rounds with the winner need "
+                f"{need} launches, more than the ablation's budget of {ceiling} "
+                "(raise it with --ablation-launches)",
+                winner.first_trial,
+            )
+        self.on_event(
+            Event(
+                EventKind.CONFIRM,
+                message=f"ablation: reverting {', '.join(c.param for c in found)} one at a "
+                f"time, interleaved with trial {winner.first_trial}",
+            )
         )
+
+        def measure(key: str, config: dict[str, Any], round_no: int) -> Sample:
+            marks = {"ablation_round": round_no, "ablation_key": key}
+            return self._measure_once(config, f"ablation {key}", round_no, False, marks)
+
+        return ablation.ablate(
+            self.spec,
+            winner.first_trial,
+            winner.config,
+            found,
+            measure,
+            self.spec.objective.direction,
+            o.ablation_rounds,
+        )
+
+    def _measure_once(
+        self,
+        config: dict[str, Any],
+        label: str,
+        round_no: int,
+        baseline: bool,
+        marks: dict[str, Any],
+    ) -> Sample:
+        """One launch of a confirmation or an ablation: an Optuna trial of its own, launched
+        now and waited for. ``marks``: what the ledger keeps on it (its round and key)."""
+        self.ledger.enqueue(config, baseline=baseline, **marks)
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", "Heartbeat of storage", UserWarning)
             trial = self.study.ask()
         config = suggest(trial, self.spec, fixed=self.ledger.fixed_params(adapter.trial_id(trial)))
-        self.on_event(Event(EventKind.LAUNCH, trial.number, config, message=f"confirm {key}"))
-        return trial, config, key, round_no
-
-    def _finish_confirm(
-        self,
-        trial: optuna.Trial,
-        config: dict[str, Any],
-        key: str,
-        round_no: int,
-        result: TrialResult,
-    ) -> Sample:
-        """Record a confirmation launch (launched again where the infrastructure failed)."""
+        self.on_event(Event(EventKind.LAUNCH, trial.number, config, message=label))
         attempt = 0
-        while result.outcome is Outcome.INFRA and attempt < self.options.max_infra_retries:
-            attempt += 1
+        while True:
             result = self.executor.submit(self.build_spec(trial.number, config, attempt)).result()
-        told = self._record(trial, config, result, key == CONFIRM_BASELINE)
+            if result.outcome is not Outcome.INFRA or attempt >= self.options.max_infra_retries:
+                break
+            attempt += 1
+        told = self._record(trial, config, result, baseline)
         metric = self.spec.objective.metric
         value = told.value if told.outcome is Outcome.OK else None
         reason = "" if value is not None else told.outcome.value
@@ -777,7 +809,7 @@ class Driver:
                 result=result,
                 outcome=told.outcome,
                 value=value,
-                message=f"confirm {key}, round {round_no}",
+                message=f"{label}, round {round_no}",
             )
         )
         windows = tuple(float(w[metric]) for w in result.windows if metric in w)

@@ -17,8 +17,8 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
+from autotune.core.records import CRASHES, SkipKind, SkipRecord, TrialRecord
 from autotune.models import Cause, Failure, Outcome, Phase, TrialResult
-from autotune.records import CRASHES, SkipKind, SkipRecord, TrialRecord
 from autotune.search import adapter
 from autotune.space.scenarios import slo_bounds
 from autotune.space.schema import StudySpec

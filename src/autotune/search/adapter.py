@@ -53,11 +53,13 @@ def contains(distribution: BaseDistribution, value: Any) -> bool:
         return False
 
 
-def record_heartbeat(study: optuna.Study, trial: BaseTrial | FrozenTrial) -> None:
-    """Record that a running trial is alive, where the storage keeps heartbeats."""
-    store = storage(study)
-    if isinstance(store, optuna.storages._heartbeat.BaseHeartbeat):
-        store.record_heartbeat(trial_id(trial))
+def record_heartbeat(store: BaseStorage, trial_id: int) -> bool:
+    """Record that a running trial (its storage id) is alive, where the storage keeps
+    heartbeats (False: it keeps none, as the in-memory storage)."""
+    if not isinstance(store, optuna.storages._heartbeat.BaseHeartbeat):
+        return False
+    store.record_heartbeat(trial_id)
+    return True
 
 
 __all__ = [

@@ -89,7 +89,7 @@ class AdditiveGP:
         k[np.diag_indices(n)] += noise**2 + 1e-8
         try:
             c = cho_factor(k, lower=True)
-        except np.linalg.LinAlgError:
+        except np.linalg.LinAlgError:  # not positive definite: these weights are ruled out
             return 1e10, np.zeros_like(theta)
         alpha = cho_solve(c, self.y)
         inv = cho_solve(c, np.eye(n))

@@ -287,7 +287,7 @@ class Ledger:
     def heartbeat(self, trial_id: int) -> None:
         """Record that a running trial's driver is alive."""
         try:
-            self._storage.record_heartbeat(trial_id)  # type: ignore[attr-defined]
+            adapter.record_heartbeat(self._storage, trial_id)
         except Exception as exc:  # heartbeats are best effort; the lock file is the real guard
             _logger.warning("heartbeat of trial id %s not recorded: %s", trial_id, exc)
 

@@ -3,11 +3,14 @@ several workers, and trials the pruner stopped (the real driver, in-process)."""
 
 from __future__ import annotations
 
+import math
+import random
 from collections import Counter
+from typing import Any
 
 import pytest
 from tests.search.inprocess import run_study
-from tests.search.landscapes import by_name
+from tests.search.landscapes import Landscape, Point, by_name, crash, ok
 
 from autotune.search import read
 from autotune.study.ledger import Ledger
@@ -77,3 +80,43 @@ def test_a_launch_the_pruner_stopped_counts_as_one_that_ran() -> None:
     assert pruned
     h = read(driver.study, trials)
     assert all(t.params in h.ran for t in pruned)
+
+
+def _missing_kernels() -> Landscape:
+    """fa3 cannot start at all (its kernels are not installed: an import error at launch);
+    the other backends serve, best with a large graph batch."""
+
+    def evaluate(c: dict[str, Any], rng: random.Random) -> Point:
+        if c["backend"] == "fa3":
+            return crash("import_error", "launch", "ImportError: cannot import name 'flash_ops'")
+        speed = {"triton": 1.0, "flashinfer": 1.3}[c["backend"]]
+        return ok(100.0 * speed * (1 + math.log2(c["bs"] / 8) / 6) * (1.1 if c["chunked"] else 1))
+
+    return Landscape(
+        name="missing-kernels",
+        about="a backend whose module is missing",
+        parameters=[
+            {
+                "name": "backend",
+                "type": "categorical",
+                "choices": ["triton", "flashinfer", "fa3"],
+                "flag": "--attention-backend",
+            },
+            {"name": "bs", "type": "int", "low": 8, "high": 512, "log": True, "flag": "--bs"},
+            {"name": "chunked", "type": "bool", "flag": "--chunked"},
+        ],
+        evaluate=evaluate,
+        baseline={"backend": "triton", "bs": 8, "chunked": False},
+    )
+
+
+def test_a_value_whose_module_is_missing_is_never_proposed_again() -> None:
+    """On a real H100 the study launched fa3 again after it failed with an import error;
+    the choice is a dead end in any company from its first crash on."""
+    launches, driver = run_study(_missing_kernels(), 0, 24)
+    trials = sorted(driver.study.get_trials(deepcopy=False), key=lambda t: t.number)
+    fa3 = [t.number for t in trials if t.params.get("backend") == "fa3"]
+    assert len(fa3) == 1, fa3  # tried once (the screen), then neither proposed nor launched
+    assert sum(la.crashed for la in launches) == 1
+    (dead,) = driver.deadends.records
+    assert dead.blame == {"backend": "fa3"}

@@ -122,8 +122,13 @@ def tell_result(
     v = verdict(result, spec.objective.metric, slo_bounds(spec), others)
     blame: list[str] = []
     if v.outcome in CRASHES:
+        served = [
+            t.config
+            for t in ledger.trials()
+            if t.outcome in (Outcome.OK, Outcome.SLO_VIOLATED, Outcome.PRUNED)
+        ]
         dead = deadends.add(
-            trial.number, config, _failure(result, v.outcome, spec.objective.metric)
+            trial.number, config, _failure(result, v.outcome, spec.objective.metric), served
         )
         if dead is not None:
             ledger.write_dead_ends(deadends.records)

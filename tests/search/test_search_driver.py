@@ -56,7 +56,7 @@ def test_once_the_crash_budget_is_spent_a_likely_crash_is_neither_proposed_nor_l
     assert why is not None and "crash budget 3" in why
 
 
-def test_several_workers_never_run_one_configuration_twice_at_once() -> None:
+def test_several_workers_never_run_one_configuration_twice_at_once_and_share_confirmation() -> None:
     launches, driver = run_study(by_name("box"), 1, 30, parallel=4)
     ran = [la for la in launches if la.kind != "answer"]
     proposed = [la for la in ran if la.source in ("design", "pairs", "model", "random")]
@@ -67,6 +67,16 @@ def test_several_workers_never_run_one_configuration_twice_at_once() -> None:
             if o is not la and o.end - o.seconds < la.end and o.end > la.end - la.seconds
         ]
         assert all(o.config != la.config for o in during)
+    confirm = [la for la in ran if la.source == "confirm"]
+    assert confirm
+    # a round's launches overlap: the rounds are spread over the free workers
+    overlaps = sum(
+        1
+        for a in confirm
+        for b in confirm
+        if a is not b and b.end - b.seconds < a.end and b.end - b.seconds >= a.end - a.seconds
+    )
+    assert overlaps > 0
     serial, _ = run_study(by_name("box"), 1, 30)
     assert max(la.end for la in ran) < max(la.end for la in serial if la.kind != "answer")
 

@@ -70,6 +70,18 @@ PREDICTED = "predicted crash"  # a predicted crash's reason starts with this
 CRASH_CAP = 0.4
 
 
+@dataclass(frozen=True)
+class _Relaunch:
+    """One launch of a confirmation or an ablation round: what it launches, its label, and
+    what the ledger keeps on its trial (its round and key)."""
+
+    config: dict[str, Any]
+    label: str
+    round_no: int
+    baseline: bool
+    marks: dict[str, Any]
+
+
 @dataclass
 class DriverOptions:
     """How to run a study (everything the CLI's ``start`` takes)."""
@@ -710,16 +722,17 @@ class Driver:
         )
         lo, hi = o.confirm_rounds
 
-        def measure(c: Candidate, round_no: int) -> Sample:
-            baseline = c.key == CONFIRM_BASELINE
+        def launch(c: Candidate, round_no: int) -> _Relaunch:
             marks = {"confirm_round": round_no, "confirm_key": c.key}
-            return self._measure_once(configs[c.key], f"confirm {c.key}", round_no, baseline, marks)
+            baseline = c.key == CONFIRM_BASELINE
+            return _Relaunch(configs[c.key], f"confirm {c.key}", round_no, baseline, marks)
 
         record = confirm(
             candidates,
-            measure,
+            lambda c, round_no: self._measure([launch(c, round_no)])[0],
             self.spec.objective.direction,
             ConfirmOptions(min_rounds=lo, max_rounds=hi),
+            measure_round=lambda batch: self._measure([launch(c, r) for c, r in batch]),
         )
         self.ledger.write_confirmation(record)
         return record
@@ -759,7 +772,7 @@ class Driver:
 
         def measure(key: str, config: dict[str, Any], round_no: int) -> Sample:
             marks = {"ablation_round": round_no, "ablation_key": key}
-            return self._measure_once(config, f"ablation {key}", round_no, False, marks)
+            return self._measure([_Relaunch(config, f"ablation {key}", round_no, False, marks)])[0]
 
         return ablation.ablate(
             self.spec,
@@ -771,28 +784,57 @@ class Driver:
             o.ablation_rounds,
         )
 
-    def _measure_once(
-        self,
-        config: dict[str, Any],
-        label: str,
-        round_no: int,
-        baseline: bool,
-        marks: dict[str, Any],
-    ) -> Sample:
-        """One launch of a confirmation or an ablation: an Optuna trial of its own, launched
-        now and waited for. ``marks``: what the ledger keeps on it (its round and key)."""
-        self.ledger.enqueue(config, baseline=baseline, **marks)
+    def _measure(self, relaunches: list[_Relaunch]) -> list[Sample]:
+        """Relaunches of a confirmation or an ablation, each an Optuna trial of its own, asked
+        for in order and launched on as many workers as the study has (one at a time with
+        one): their samples, in that order."""
+        if self.parallel <= 1:
+            return [self._finish_relaunch(r, *self._start_relaunch(r), None) for r in relaunches]
+        started = [self._start_relaunch(r) for r in relaunches]
+        waiting = list(range(len(relaunches)))
+        out: dict[int, Sample] = {}
+        running: dict[Future[TrialResult], int] = {}
+        while waiting or running:
+            while waiting and len(running) < self.parallel:
+                i = waiting.pop(0)
+                trial, config = started[i]
+                running[self.executor.submit(self.build_spec(trial.number, config))] = i
+            done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            for fut in done:
+                i = running.pop(fut)
+                out[i] = self._finish_relaunch(relaunches[i], *started[i], fut.result())
+        return [out[i] for i in range(len(relaunches))]
+
+    def _start_relaunch(self, r: _Relaunch) -> tuple[optuna.Trial, dict[str, Any]]:
+        """A relaunch's trial, asked for by name (``r.marks``: what the ledger keeps on it)."""
+        self.ledger.enqueue(r.config, baseline=r.baseline, **r.marks)
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", "Heartbeat of storage", UserWarning)
             trial = self.study.ask()
         config = suggest(trial, self.spec, fixed=self.ledger.fixed_params(adapter.trial_id(trial)))
-        self.on_event(Event(EventKind.LAUNCH, trial.number, config, message=label))
+        self.on_event(Event(EventKind.LAUNCH, trial.number, config, message=r.label))
+        return trial, config
+
+    def _finish_relaunch(
+        self,
+        r: _Relaunch,
+        trial: optuna.Trial,
+        config: dict[str, Any],
+        result: TrialResult | None,
+    ) -> Sample:
+        """Launch a relaunch (``result``: its first launch's, where it already ran), again
+        where the infrastructure failed, and record it."""
+        label, round_no, baseline = r.label, r.round_no, r.baseline
         attempt = 0
         while True:
-            result = self.executor.submit(self.build_spec(trial.number, config, attempt)).result()
+            if result is None:
+                result = self.executor.submit(
+                    self.build_spec(trial.number, config, attempt)
+                ).result()
             if result.outcome is not Outcome.INFRA or attempt >= self.options.max_infra_retries:
                 break
             attempt += 1
+            result = None
         told = self._record(trial, config, result, baseline)
         metric = self.spec.objective.metric
         value = told.value if told.outcome is Outcome.OK else None

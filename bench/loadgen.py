@@ -369,9 +369,28 @@ def _print(readings: Sequence[Reading], truth: dict[str, float]) -> None:
 
 # ---- a live engine: autotune's client against the engine's own benchmark CLI -----------------
 
+# SGLang's bench_serving, run as `python -m sglang.bench_serving` would, except that where
+# Hugging Face `datasets` is not installed (the GPU machine's carried part: it would bring
+# pyarrow) a module that refuses to load any dataset stands in for it: bench_serving imports it
+# at start for its MMMU and LongBench datasets, and the random-ids dataset used here never
+# calls it.
+SGLANG_BENCH_SERVING = """
+import runpy, sys, types
+try:
+    import datasets
+except ImportError:
+    stub = types.ModuleType("datasets")
+    def load_dataset(*args, **kwargs):
+        raise ImportError("Hugging Face datasets is not installed here")
+    stub.load_dataset = load_dataset
+    sys.modules["datasets"] = stub
+sys.argv[0] = "sglang.bench_serving"
+runpy.run_module("sglang.bench_serving", run_name="__main__", alter_sys=True)
+"""
+
 ENGINE_BENCH = {
     # engine -> argv of its own serving benchmark (random token ids: nothing to download)
-    "sglang": [sys.executable, "-m", "sglang.bench_serving", "--backend", "sglang-oai",
+    "sglang": [sys.executable, "-c", SGLANG_BENCH_SERVING, "--backend", "sglang-oai",
                "--dataset-name", "random-ids", "--random-range-ratio", "1"],
     "vllm": [sys.executable, "-m", "vllm.entrypoints.cli.main", "bench", "serve",
              "--dataset-name", "random", "--random-range-ratio", "0", "--ignore-eos"],

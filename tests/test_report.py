@@ -443,6 +443,40 @@ def test_history_plots_by_trial_number_and_no_empty_failure_panel(tmp_path: Path
     assert len(outcomes.axes) == 1  # nothing failed: no failure-cause panel
 
 
+def test_history_shows_pruned_launches_at_their_first_windows(tmp_path: Path) -> None:
+    """A pruned launch was measured (its first windows): the plot shows it, marked, so that a
+    study whose search launches were mostly pruned (the real vLLM study) does not look empty."""
+    from optuna.distributions import CategoricalDistribution as Cat
+
+    from autotune.report import plots as report_plots
+
+    s = make_study(tmp_path, name="pr")
+    for n, (outcome, value) in enumerate([("ok", 9200.0), ("pruned", 5265.0), ("ok", 9100.0)]):
+        s.add_trial(
+            create_trial(
+                state=TrialState.COMPLETE if outcome == "ok" else TrialState.PRUNED,
+                value=value if outcome == "ok" else None,
+                params={"x": n},
+                distributions={"x": Cat([0, 1, 2])},
+                user_attrs={
+                    "config": {"x": n},
+                    "outcome": outcome,
+                    "baseline": n == 0,
+                    "metrics": {"output_tok_s": value},
+                    "windows": [{"output_tok_s": value}],
+                },
+            )
+        )
+    ax = report_plots._history(view(s)).axes[0]
+    points = {(x, y) for coll in ax.collections for x, y in coll.get_offsets()}
+    assert (1, 5265.0) in points
+    labels = ax.get_legend_handles_labels()[1]
+    assert any(label.startswith("pruned") for label in labels), labels
+    # The best-so-far line is the completed launches' only.
+    best = next(line for line in ax.get_lines() if line.get_label().startswith("best"))
+    assert min(best.get_ydata()) == 9200.0
+
+
 def test_html_report_is_self_contained(study: optuna.Study, tmp_path: Path) -> None:
     from autotune.report.html import write_html
 

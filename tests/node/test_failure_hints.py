@@ -16,7 +16,7 @@ import pytest
 
 from autotune.engines.flagtable import available_versions, load_table
 from autotune.models import Cause, Phase
-from autotune.node.failures import classify
+from autotune.node.failures import classify, engine_advice
 from autotune.rules import engine_hints, load_rules
 
 CORPUS = Path(__file__).resolve().parents[2] / "tests" / "data" / "crashlogs"
@@ -463,7 +463,10 @@ def test_hint_is_right_for_its_log(
     assert (failure.cause, failure.phase) == (cause, phase), failure.message
     if key.startswith("common."):
         assert failure.rule == key
-    assert failure.hint == _expected_hint(engine, key, phase_key)
+    # An engine's own remedy in its message, when it states one, comes first.
+    advice = engine_advice(failure.message)
+    lead = f"The engine says: {advice} " if advice else ""
+    assert failure.hint == lead + _expected_hint(engine, key, phase_key)
     assert text in failure.hint
 
 

@@ -39,3 +39,37 @@ def test_diagnose_names_the_cause_and_the_flag_that_fixes_it(row: dict[str, str]
     if row["cause"] != "ok":
         assert answer["phase"] == row["phase"], answer
         assert row["fix_flag"] in answer["hint"], answer["hint"]
+    # What the engine refused is said, not only that it refused (a validation error's header,
+    # "1 validation error for VllmConfig", names no setting).
+    assert row["says"] in answer["message"], answer["message"]
+
+
+def test_the_engines_own_remedy_leads_the_hint() -> None:
+    """SGLang computes the least memory share that would have worked; the hint says it first."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "autotune.cli", "diagnose",
+         str(CORPUS / "sglang-0.5.17-mem-fraction-too-small.log"), "--json"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    hint = json.loads(proc.stdout)["hint"]
+    assert hint.startswith("The engine says: Raise --mem-fraction-static above 0.192"), hint
+
+
+@pytest.mark.parametrize(
+    ("message", "advice"),
+    [
+        ("ValueError: No available memory for the cache blocks. Try increasing "
+         "`gpu_memory_utilization` when initializing the engine.",
+         "Try increasing `gpu_memory_utilization` when initializing the engine."),
+        ("Raise --mem-fraction-static above 0.192 (minimum viable = 0.1915). If using x",
+         "Raise --mem-fraction-static above 0.192 (minimum viable = 0.1915)."),
+        # Words of a remedy without a setting they name, or no remedy at all: nothing.
+        ("Found ulimit of 20000 and failed to automatically increase with error", ""),
+        ("Please increase the timeout and try again.", ""),
+        ("RuntimeError: CUDA error: out of memory", ""),
+    ],
+)  # fmt: skip
+def test_engine_advice(message: str, advice: str) -> None:
+    from autotune.node.failures import engine_advice
+
+    assert engine_advice(message) == advice

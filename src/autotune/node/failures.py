@@ -681,8 +681,24 @@ def _sizes(text: str) -> str:
     return f" [{', '.join(parts)}]" if parts else ""
 
 
+_VALIDATION_HEADER = re.compile(r"\d+ validation errors? for \w+\s*$")
+_VALIDATION_TYPE = re.compile(r"\s*\[type=.*$")
+
+
 def _message(log: _Log, at: int) -> str:
-    return _trim(log.text[at].strip())
+    """The line at ``at``; a validation error's header ("1 validation error for VllmConfig")
+    says nothing of what was refused, so its details (field and reason) are read with it."""
+    text = log.text[at].strip()
+    if _VALIDATION_HEADER.search(text):
+        details = []
+        for line in log.text[at + 1 : at + 4]:
+            line = _VALIDATION_TYPE.sub("", line).strip()
+            if not line or line.startswith("For further information") or _FRAME.match(line):
+                break
+            details.append(line)
+        if details:
+            text = f"{text}: {' '.join(details)}"
+    return _trim(text)
 
 
 @dataclass(frozen=True)
@@ -986,7 +1002,47 @@ def classify(
     return failure
 
 
+# An engine's own remedy in its message: an imperative that names a flag or a setting
+# ("Raise --mem-fraction-static above 0.192", "Try increasing `gpu_memory_utilization`"). It
+# is computed from this launch's memory, so it comes before the family's general advice.
+_ADVICE = re.compile(
+    r"\b((?:Raise|Increase|Lower|Decrease|Reduce|Set|(?:Try|Consider|Please) (?:increasing|"
+    r"decreasing|reducing|lowering|raising|setting|increase|decrease|reduce|lower|raise|set))"
+    r"\s.*?)(?:\.(?:\s|$)|$)"
+)
+_SETTING = re.compile(r"--[\w-]+|`[\w.-]+`|'[\w.-]+'")
+
+
+def engine_advice(message: str) -> str:
+    """The remedy an engine's message states, with the setting it names, or ''."""
+    for m in _ADVICE.finditer(message):
+        if _SETTING.search(m.group(1)):
+            return m.group(1).rstrip(" .") + "."
+    return ""
+
+
 def _classify(
+    lines: Sequence[str],
+    rules: Sequence[Rule],
+    *,
+    phase: Phase,
+    exit_code: int | None,
+    argv: Sequence[str],
+    env: dict[str, str],
+    engine: str | None,
+    milestones: Sequence[Milestone],
+) -> tuple[Failure, bool]:
+    failure, healthy = _read(
+        lines, rules, phase=phase, exit_code=exit_code, argv=argv, env=env, engine=engine,
+        milestones=milestones,
+    )  # fmt: skip
+    advice = engine_advice(failure.message)
+    if advice and not healthy and failure.cause != Cause.UNKNOWN:
+        failure = failure.model_copy(update={"hint": f"The engine says: {advice} {failure.hint}"})
+    return failure, healthy
+
+
+def _read(
     lines: Sequence[str],
     rules: Sequence[Rule],
     *,

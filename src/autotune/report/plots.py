@@ -70,8 +70,8 @@ def _suffix(view: StudyView) -> str:
 
 
 def _history(view: StudyView) -> Any:
-    """Each search launch by its trial number: its value, the best single launch so far,
-    failures along the base; the baseline's median over its search launches as a line."""
+    """Each search launch by its trial number: its value (a pruned one's over its first
+    windows, hollow), the best single launch so far, failures along the base; the baseline's median over its search launches as a line."""
     plt = _plt()
     from matplotlib.ticker import MaxNLocator
 
@@ -101,9 +101,20 @@ def _history(view: StudyView) -> Any:
             linewidth=1,
             label=f"baseline ({base.search.describe()})",
         )
+    # A pruned launch was measured too, over its first windows: shown, hollow, off the line.
+    pruned = [r for r in all_rows if r.label == "pruned" and metric in r.metrics]
+    if pruned:
+        ax.scatter(
+            [r.number for r in pruned],
+            [r.metrics[metric] for r in pruned],
+            facecolors="none",
+            edgecolors="grey",
+            label="pruned (its first windows)",
+            zorder=3,
+        )
     failed = [r for r in all_rows if r.outcome in ("crashed", "timeout", "slo_violated")]
     if failed:
-        low = min(r.value or 0.0 for r in ok)
+        low = min([r.value or 0.0 for r in ok] + [r.metrics[metric] for r in pruned])
         ax.scatter(
             [r.number for r in failed],
             [low * 0.98] * len(failed),

@@ -7,8 +7,8 @@ crashes (too large), which is about 55% of the space; among the rest, throughput
 ``x * y``, so the best configurations sit at the crashing edge. No rule blames a flag, so the
 dead-end memory only ever blocks exact repeats: what is measured is the sampler's steering.
 
-For each seed and method (random search, TPE told crashes as infeasible, TPE plus the
-crash-risk model of ``study/steering.py``) it launches ``--trials`` configurations and
+For each seed and method (random search, TPE told crashes as infeasible, the search's
+sampler and crash model, ``autotune.search``) it launches ``--trials`` configurations and
 reports the share of launched trials after the first 10 that crashed, and the best value.
 
     .venv/bin/python bench/steering.py --seeds 5 --trials 30
@@ -31,7 +31,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 TOY = ROOT / "tests" / "study" / "servers" / "toy.py"
-METHODS = ("random", "tpe", "tpe+steering")
+METHODS = ("random", "tpe", "search")
 
 
 def toy_space(
@@ -121,7 +121,6 @@ def crash_share(outcomes: list[str], after: int = 10) -> float:
 
 def run_one(method: str, seed: int, trials: int, work: Path) -> Run:
     from autotune.study.ledger import Ledger
-    from autotune.study.steering import SteeringOptions
 
     folder = work / f"{method}-{seed}"
     folder.mkdir(parents=True)
@@ -131,8 +130,8 @@ def run_one(method: str, seed: int, trials: int, work: Path) -> Run:
         space,
         folder / "study",
         seed=seed,
-        sampler="random" if method == "random" else "tpe",
-        steering=SteeringOptions(enabled=method == "tpe+steering"),
+        sampler="random" if method == "random" else "tpe" if method == "tpe" else "search",
+        steer=method == "search",
     )
     try:
         driver.run()

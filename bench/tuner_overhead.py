@@ -4,9 +4,9 @@
    the SQLite storage a study uses by default, after 100 and after 1000 finished trials
    (filled with ``add_trials``, values from a smooth function, 10% crashes told as autotune
    tells them). Median and worst of ``--asks`` asks each.
-2. The crash model (``study.steering.CrashRegions``) after 100 and 1000 such launches: the
-   explanations rebuilt after a launch, then the crash probability of ``--pool``
-   configurations, as the additive model's proposals weigh a pool of candidates.
+2. The crash model (``search.CrashModel``) after 100 and 1000 such launches: built from the
+   launches, then the crash probability of ``--pool`` configurations, as the sampler weighs
+   a pool of candidates.
 3. The driver's whole per-trial overhead (ask, steering, dead ends, tell, user attributes,
    events) with an executor that answers at once (bench/search's in-process executor), over
    SQLite, for a study of ``--trials`` launches: wall time / launches.
@@ -32,8 +32,8 @@ import optuna
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.search.harness import InProcessExecutor  # noqa: E402
-from bench.search.landscapes import by_name  # noqa: E402
+from tests.search.inprocess import InProcessExecutor  # noqa: E402
+from tests.search.landscapes import by_name  # noqa: E402
 
 
 def ask_latency(n_done: int, asks: int, folder: Path) -> list[float]:
@@ -47,7 +47,7 @@ def ask_latency(n_done: int, asks: int, folder: Path) -> list[float]:
     spec = load_text(yaml.safe_dump(land.space(n_done)), "five.yaml")
     storage = f"sqlite:///{folder / f'ask{n_done}.db'}"
     study = optuna.create_study(
-        storage=storage, direction="maximize", sampler=make_sampler("tpe", 0, 1)
+        storage=storage, direction="maximize", sampler=make_sampler("search", 0, 1)
     )
     rng = random.Random(0)
     dists = distributions(spec)
@@ -87,26 +87,28 @@ def crash_model_cost(n_done: int, pool: int) -> tuple[float, float]:
     probability."""
     import yaml
 
+    from autotune.search import CrashModel
+    from autotune.search.space import encode, known
     from autotune.space.load import load_text
     from autotune.space.suggest import distributions
-    from autotune.study.steering import CrashRegions, signature_of
 
     land = by_name("five")
     spec = load_text(yaml.safe_dump(land.space(n_done)), "five.yaml")
     rng = random.Random(0)
     dists = distributions(spec)
-    model = CrashRegions(spec)
+    launches: list[tuple[dict[str, Any], str | None]] = []
     for _ in range(n_done):
         config = _random_config(spec, dists, rng)
         point = land.evaluate(config, rng)
-        model.observe(config, point.value is None, signature_of(point.cause, point.message))
+        launches.append((config, None if point.value is not None else point.cause))
+    trial = optuna.trial.create_trial(params=launches[0][0], distributions=dists, value=0.0)
+    params = list(known([trial]).values())
     configs = [_random_config(spec, dists, rng) for _ in range(pool)]
     start = time.perf_counter()
-    model.probability(configs[0])  # the explanations are rebuilt on the first question
-    rebuilt = time.perf_counter()
-    for config in configs:
-        model.probability(config)
-    return rebuilt - start, time.perf_counter() - rebuilt
+    model = CrashModel(params, launches)
+    built = time.perf_counter()
+    model.probability(encode(params, configs))
+    return built - start, time.perf_counter() - built
 
 
 def _random_config(
@@ -182,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         for n in (100, 1000):
             rebuild, pooled = crash_model_cost(n, a.pool)
             print(
-                f"crash model after {n:4d} launches: explanations rebuilt in {rebuild:.3f} s, "
+                f"crash model after {n:4d} launches: built in {rebuild:.3f} s, "
                 f"{a.pool} crash probabilities in {pooled:.3f} s",
                 flush=True,
             )

@@ -1,142 +1,33 @@
-"""Runs one strategy on one landscape and one seed; returns the launches in order.
+"""Runs autotune's real path on one landscape and one seed; returns the launches in order.
 
-autotune's own strategies run the real ``study.Driver`` (Optuna study, ``space.suggest``, dead
-ends, steering, repeat reuse, the baseline first) with an in-process executor that answers
-each ``TrialSpec`` from the landscape instead of starting a server, over Optuna's in-memory
-storage. The competitors (grid, one-at-a-time tiers, TPE told crashes as FAIL) are plain loops
-written the way their tools run them.
+The real ``study.Driver`` (Optuna study, ``space.suggest``, dead ends, crash steering, repeat
+reuse, the baseline first, confirmation at the end) with the in-process executor of
+``tests/search/inprocess.py``, which answers each ``TrialSpec`` from the landscape instead of
+starting a server, over Optuna's in-memory storage. The competitors (random search, stock
+TPE) are plain Optuna loops in ``__main__.py``.
 """
 
 from __future__ import annotations
 
-import itertools
-import math
 import random
 import statistics
 import tempfile
-import threading
-import time
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import optuna
 import yaml
-from bench.search.landscapes import Landscape, Point, grid, levels
-
-from autotune.dispatch.base import WindowHook
-from autotune.models import Cause, Failure, Metrics, Outcome, Phase, TrialResult, TrialSpec
+from bench.search.landscapes import Landscape, Point
+from tests.search.inprocess import InProcessExecutor, Launch, in_process_driver, tagged
 
 WINDOWS = 0  # measurement windows per in-process launch (bench --prune sets 3)
 PARALLEL = 1  # trials in flight at once (bench --parallel sets it)
 WINDOW_NOISE = 0.02  # spread (log) of a window's reading around its launch's value
 
 
-@dataclass(frozen=True)
-class Launch:
-    """One launched configuration and what it did."""
-
-    config: dict[str, Any]
-    value: float | None  # measured
-    truth: float | None
-    crashed: bool
-    seconds: float
-    # search: a launch of the search (counts against the budget); extra: the baseline's extra
-    # launches and confirmation rounds (on top of it); answer: not a launch, the configuration
-    # the study reports as its winner at the end (autotune's driver only).
-    kind: str = "search"
-    # the kind of proposal (study/sampler.py SOURCES), or baseline, relaunch, confirm, or
-    # sampler (another sampler's own proposal); "" for the competitors' loops
-    source: str = ""
-
-
 Evaluate = Callable[[dict[str, Any], random.Random], Point]
-
-
-class InProcessExecutor:
-    """An executor whose trials are answered by a function, in this process: at once, or with
-    ``parallel`` > 1 on that many threads, each answer after a pause in proportion to the
-    launch's start-up and measuring seconds (1/2000 of them, longer than the driver takes to
-    ask), so that several trials are in flight together and the quicker ones (a crash at
-    load) come back first, as on nodes."""
-
-    def __init__(
-        self,
-        evaluate: Callable[[TrialSpec], Point],
-        seed: int,
-        windows: int = 0,
-        parallel: int = 1,
-    ) -> None:
-        self.evaluate = evaluate
-        self.parallel = parallel
-        self._pool = ThreadPoolExecutor(parallel) if parallel > 1 else None
-        self._lock = threading.Lock()
-        self.launches: list[Launch] = []
-        self.numbers: list[int] = []  # the trial number of each launch
-        # windows > 0: a launch that runs is measured in that many windows (WINDOW_NOISE
-        # around its value), each handed to the driver's pruner as a node would; 0: one value, no
-        # windows, nothing to prune on (the published figures).
-        self.windows = windows
-        self.rng = random.Random(seed * 31 + 7)
-        self._pauses = random.Random(seed)
-
-    def capacity(self) -> int:
-        return self.parallel
-
-    def submit(self, spec: TrialSpec, on_window: WindowHook | None = None) -> Future[TrialResult]:
-        point = self.evaluate(spec)
-        if self._pool is None:
-            fut: Future[TrialResult] = Future()
-            fut.set_result(self._answer(spec, point, on_window))
-            return fut
-        pause = point.seconds / 2000 * self._pauses.uniform(0.8, 1.25)
-
-        def later() -> TrialResult:
-            time.sleep(pause)
-            return self._answer(spec, point, on_window)
-
-        return self._pool.submit(later)
-
-    def _answer(self, spec: TrialSpec, point: Point, on_window: WindowHook | None) -> TrialResult:
-        """Record the launch and what the node would return (under the lock: the pool's
-        threads share the records and the window noise)."""
-        with self._lock:
-            self.numbers.append(spec.number)
-            if point.value is not None and on_window is not None and self.windows:
-                seen: list[dict[str, float]] = []
-                for i in range(self.windows):
-                    value = point.value * math.exp(self.rng.gauss(0.0, WINDOW_NOISE))
-                    seen.append({"output_tok_s": value, "duration_s": 60.0})
-                    if on_window(i, seen[-1]) and i + 1 < self.windows:  # stopped by the pruner
-                        spent = point.seconds * (i + 1) / self.windows
-                        self.launches.append(
-                            Launch(dict(spec.params), None, point.truth, False, spent)
-                        )
-                        mean = sum(w["output_tok_s"] for w in seen) / len(seen)
-                        return TrialResult(
-                            study=spec.study,
-                            number=spec.number,
-                            outcome=Outcome.PRUNED,
-                            metrics=Metrics(output_tok_s=mean, completed=1),
-                            windows=seen,
-                            simulated=True,
-                        )
-            self.launches.append(
-                Launch(
-                    dict(spec.params), point.value, point.truth, point.value is None, point.seconds
-                )
-            )
-            return to_result(spec, point)
-
-    def shutdown(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-
-    def reap_orphans(self, log_dir: str) -> None:  # no servers: nothing to reap
-        pass
 
 
 def check_passes(rows: list[tuple[float, int]], draws: int = 20_000) -> float:
@@ -151,45 +42,24 @@ def check_passes(rows: list[tuple[float, int]], draws: int = 20_000) -> float:
     return passed / draws
 
 
-def to_result(spec: TrialSpec, point: Point) -> TrialResult:
-    """What the node would have returned for this launch."""
-    if point.value is not None:
-        return TrialResult(
-            study=spec.study,
-            number=spec.number,
-            outcome=Outcome.OK,
-            metrics=Metrics(output_tok_s=point.value, completed=1),
-            simulated=True,
-        )
-    timeout = point.cause == Cause.STARTUP_TIMEOUT
-    failure = Failure(
-        cause=Cause(point.cause),
-        phase=Phase(point.phase),
-        evidence=[point.message],
-        message=point.message,
-    )
-    return TrialResult(
-        study=spec.study,
-        number=spec.number,
-        outcome=Outcome.TIMEOUT if timeout else Outcome.CRASHED,
-        failure=failure,
-        simulated=True,
-    )
-
-
 @contextmanager
-def driver_sampler(
-    build: Callable[[optuna.samplers.BaseSampler, int | None], optuna.samplers.BaseSampler],
-) -> Iterator[None]:
-    """Drivers made inside get ``build(the default sampler, seed)`` as their sampler."""
+def driver_sampler(**knobs: Any) -> Iterator[None]:
+    """Drivers made inside get the search's sampler with these constructor arguments (the
+    driver's own ``feasible`` and seed kept)."""
+    from autotune.search import Sampler
     from autotune.study import driver as driver_module
 
     original = driver_module.make_sampler
 
     def patched(
-        name: str, seed: int | None, parallel: int, objectives: int = 1
+        name: str,
+        seed: int | None,
+        parallel: int,
+        objectives: int = 1,
+        feasible: Any = None,
+        steer: bool = True,
     ) -> optuna.samplers.BaseSampler:
-        return build(original(name, seed, parallel, objectives), seed)
+        return Sampler(seed=seed, feasible=feasible, **knobs)
 
     driver_module.make_sampler = patched  # type: ignore[assignment]
     try:
@@ -203,56 +73,25 @@ def run_driver(
     seed: int,
     trials: int,
     *,
-    sampler: str = "tpe",
-    steering: Any = None,
-    tpe: dict[str, Any] | None = None,
-    local: float | None = None,
-    step: float = 0.12,
+    sampler: str = "search",
+    steer: bool = True,
     defaults: dict[str, Any] | None = None,
-    inner: Callable[[int | None], optuna.samplers.BaseSampler] | None = None,
-    **moves: Any,
+    **knobs: Any,
 ) -> list[Launch]:
-    """autotune's real path on ``land`` (``steering``: SteeringOptions or None; ``tpe``:
-    TPESampler arguments to try instead of the driver's, for candidates; ``defaults``:
-    DriverOptions fields to change)."""
+    """autotune's real path on ``land``: ``sampler`` named as on the command line, the
+    search's sampler with other constructor arguments (``knobs``), ``defaults``: other
+    DriverOptions fields."""
     from autotune.space.load import load_text
     from autotune.study.driver import DriverOptions
     from autotune.study.ledger import Ledger
 
-    if tpe is not None or local is not None or moves or inner is not None:
-
-        def candidate(
-            base: optuna.samplers.BaseSampler, s: int | None
-        ) -> optuna.samplers.BaseSampler:
-            from autotune.study.sampler import LOCAL_SHARE, LocalTPESampler
-
-            if inner is not None:
-                base = inner(s)
-            elif tpe is not None:
-                base = optuna.samplers.TPESampler(seed=s, **tpe)
-            elif moves or local is not None:  # the default sampler's own TPE, other moves
-                base = base._tpe  # type: ignore[attr-defined]
-            return (
-                LocalTPESampler(
-                    base,
-                    local=local if local is not None else LOCAL_SHARE,
-                    step=step,
-                    seed=s,
-                    **moves,
-                )
-                if local or moves
-                else base
-            )
-
-        with driver_sampler(candidate):
-            return run_driver(
-                land, seed, trials, sampler=sampler, steering=steering, defaults=defaults
-            )
-
+    if knobs:
+        with driver_sampler(**knobs):
+            return run_driver(land, seed, trials, steer=steer, defaults=defaults)
     spec = load_text(yaml.safe_dump(land.space(trials), sort_keys=False), f"<{land.name}>")
     rng = random.Random(seed * 7919 + 1)
     executor = InProcessExecutor(
-        lambda ts: land.evaluate(dict(ts.params), rng), seed, WINDOWS, PARALLEL
+        lambda ts: land.evaluate(dict(ts.params), rng), seed, WINDOWS, PARALLEL, WINDOW_NOISE
     )
     with tempfile.TemporaryDirectory(prefix="autotune-bench-") as tmp:
         options = DriverOptions(
@@ -261,148 +100,11 @@ def run_driver(
             storage=":memory:",
             seed=seed,
             sampler=sampler,
+            steer=steer,
             # The real defaults: the baseline launched three times, a proposal made again
             # relaunched (up to three launches), confirmation rounds at the end.
             **(defaults or {}),
         )
-        if steering is not None:
-            options.steering = steering
         driver = in_process_driver(spec, executor, options)
         driver.run()
-        return _tagged(executor, Ledger(driver.study), land, rng)
-
-
-def in_process_driver(spec: Any, executor: InProcessExecutor, options: Any) -> Any:
-    """The real ``study.Driver`` over ``spec`` whose launches ``executor`` answers, with no
-    tracker (``options``: its DriverOptions)."""
-    from autotune.engines import get_engine
-    from autotune.study.driver import Driver
-    from autotune.tracking.none import NullTracker
-
-    engine = get_engine(spec.engine)
-    return Driver(
-        spec,
-        engine=engine,
-        real_engine=engine,
-        executor=executor,
-        tracker=NullTracker(),
-        options=options,
-    )
-
-
-def _tagged(
-    executor: InProcessExecutor, ledger: Any, land: Landscape, rng: random.Random
-) -> list[Launch]:
-    """The executor's launches tagged search or extra, then the study's answer."""
-    records = {t.number: t for t in ledger.trials()}
-    out: list[Launch] = []
-    baselines = 0
-    for number, la in zip(executor.numbers, executor.launches, strict=True):
-        t = records[number]
-        extra = t.confirm_round is not None or (t.baseline and baselines > 0)
-        baselines += t.baseline and t.confirm_round is None
-        source = (
-            "confirm"
-            if t.confirm_round is not None
-            else "baseline"
-            if t.baseline
-            else t.proposed_by or ("relaunch" if t.repeat_of is not None else "sampler")
-        )
-        out.append(replace(la, kind="extra" if extra else "search", source=source))
-    best = ledger.best()
-    if best is not None:
-        truth = land.evaluate(dict(best.config), rng).truth
-        out.append(Launch(dict(best.config), best.value, truth, False, 0.0, kind="answer"))
-    return out
-
-
-# -- competitors --------------------------------------------------------------------------
-
-
-def run_tpe_fail(land: Landscape, seed: int, trials: int) -> list[Launch]:
-    """Optuna TPE with crashes told as FAIL (auto-tuning-vllm): every proposal is launched."""
-    from autotune.space.load import load_text
-    from autotune.space.suggest import suggest
-
-    spec = load_text(yaml.safe_dump(land.space(trials), sort_keys=False), f"<{land.name}>")
-    rng = random.Random(seed * 7919 + 1)
-    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=seed))
-    study.enqueue_trial(dict(land.baseline))
-    out: list[Launch] = []
-    while len(out) < trials:
-        trial = study.ask()
-        fixed = study._storage.get_trial_system_attrs(trial._trial_id).get("fixed_params")
-        config = suggest(trial, spec, fixed=fixed)
-        p = land.evaluate(config, rng)
-        out.append(Launch(config, p.value, p.truth, p.value is None, p.seconds))
-        if p.value is None:
-            study.tell(trial, state=optuna.trial.TrialState.FAIL)
-        else:
-            study.tell(trial, p.value)
-    return out
-
-
-def run_tiers(land: Landscape, seed: int, trials: int) -> list[Launch]:
-    """SGLang auto_benchmark's tiers: one parameter at a time from the baseline, then the
-    first three parameters crossed, then the full product (5 levels per numeric parameter)."""
-    rng = random.Random(seed * 7919 + 1)
-    base = dict(land.baseline)
-    one_at_a_time = [{**base, p["name"]: v} for p in land.parameters for v in levels(p, 5)]
-    first3 = ({**base, **c} for c in grid(land.parameters[:3], 5))
-    queue = itertools.chain([base], one_at_a_time, first3, grid(land.parameters, 5))
-    return _launch_unique(land, queue, trials, rng)
-
-
-def run_grid(land: Landscape, seed: int, trials: int) -> list[Launch]:
-    """vLLM auto_tune's grid: the full product of 3 levels per parameter, in file order, after
-    the baseline; shuffled per seed so that seeds differ."""
-    rng = random.Random(seed * 7919 + 1)
-    order = random.Random(seed)
-    size = math.prod(len(levels(p, 3)) for p in land.parameters)
-    cells: Iterable[dict[str, Any]]
-    if size <= 20_000:
-        listed = list(grid(land.parameters, 3))
-        order.shuffle(listed)
-        cells = listed
-    else:  # too many cells to list: draw them in random order
-        cells = (
-            {p["name"]: order.choice(levels(p, 3)) for p in land.parameters} for _ in range(100_000)
-        )
-    base = dict(land.baseline)
-    return _launch_unique(land, itertools.chain([base], cells), trials, rng)
-
-
-def _launch_unique(
-    land: Landscape, queue: Iterable[dict[str, Any]], trials: int, rng: random.Random
-) -> list[Launch]:
-    seen: list[dict[str, Any]] = []
-    out: list[Launch] = []
-    for config in queue:
-        config = {k: v for k, v in config.items() if not _inactive(land, k, config)}
-        for p in land.parameters:  # a parameter that just became active: its first level
-            if p.get("when") and p["name"] not in config and not _inactive(land, p["name"], config):
-                config[p["name"]] = levels(p, 5)[0]
-        if config in seen or not _in_bounds(land, config):
-            continue
-        seen.append(config)
-        p = land.evaluate(config, rng)
-        out.append(Launch(config, p.value, p.truth, p.value is None, p.seconds))
-        if len(out) >= trials:
-            break
-    return out
-
-
-def _inactive(land: Landscape, name: str, config: dict[str, Any]) -> bool:
-    for p in land.parameters:
-        if p["name"] == name and p.get("when"):
-            return not config.get(p["when"])
-    return False
-
-
-def _in_bounds(land: Landscape, config: dict[str, Any]) -> bool:
-    for p in land.parameters:
-        high = p.get("high")
-        if isinstance(high, dict) and p["name"] in config:
-            if config[p["name"]] > config[high["param"]]:
-                return False
-    return True
+        return tagged(executor, Ledger(driver.study), land, rng)

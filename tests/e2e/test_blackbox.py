@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from bench.search_blackbox import BASELINE, space_file, truth
-from bench.steering import make_driver
+from tests.search.blackboxes import BASELINE, space_file, truth
+from tests.search.drivers import command_driver
 
 from autotune.core.records import budget_launches
 from autotune.study.ledger import Ledger
@@ -27,7 +27,7 @@ def _node_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_a_small_study_improves_on_the_baseline_and_names_its_crashes(tmp_path: Path) -> None:
-    driver = make_driver(space_file(tmp_path / "space.yaml", 14), tmp_path / "s", seed=0)
+    driver = command_driver(space_file(tmp_path / "space.yaml", 14), tmp_path / "s", seed=0)
     try:
         driver.run()
     finally:
@@ -56,7 +56,7 @@ def test_a_baseline_with_a_bad_flag_stops_the_study_after_one_launch(tmp_path: P
     space["fixed"] = {"args": ["--max-batchh", "8"]}  # misspelled: argparse refuses it
     path.write_text(yaml.safe_dump(space))
     events = []
-    driver = make_driver(path, tmp_path / "s", seed=0)
+    driver = command_driver(path, tmp_path / "s", seed=0)
     driver.on_event = events.append
     try:
         driver.run()
@@ -67,12 +67,3 @@ def test_a_baseline_with_a_bad_flag_stops_the_study_after_one_launch(tmp_path: P
     assert len(launched) == 1
     assert stop.message.startswith("the baseline failed with invalid_argument")
     assert "--max-batchh" in stop.message and "\n" not in stop.message
-
-
-def test_in_process_runs_start_at_the_first_seed() -> None:
-    """``--first-seed`` shifts in-process runs as it does real ones: seeds 1-2 from 1 are
-    seeds 1-2 of a run from 0 (each study is seeded by its seed alone)."""
-    from bench.search_blackbox import in_process
-
-    from_zero = in_process(3, 12, "random", "blackbox6")
-    assert in_process(2, 12, "random", "blackbox6", first=1) == from_zero[1:]

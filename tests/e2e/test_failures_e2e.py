@@ -252,7 +252,9 @@ def test_infra_failures_are_retried_and_never_blamed_on_the_configuration(
 
 def test_n_trials_launches_exactly_n_whatever_is_skipped(tmp_path: Path) -> None:
     # Half of the backends are blamed after one crash and every y > 4 breaks a constraint:
-    # many proposals are skipped, yet the study launches exactly --n-trials servers.
+    # many proposals are skipped, yet the study launches exactly --n-trials servers. Random
+    # search makes the skips: the default search is told what the constraints and dead ends
+    # refuse, and proposes none of it.
     space = toy_space(
         tmp_path / "toy.yaml",
         parameters=PARAMS[:3],
@@ -260,7 +262,7 @@ def test_n_trials_launches_exactly_n_whatever_is_skipped(tmp_path: Path) -> None
         constraints=["y <= 4"],
     )
     study_dir = tmp_path / "studies" / "budget"
-    driver = make_driver(space, study_dir, study="budget", seed=5, n_trials=7)
+    driver = make_driver(space, study_dir, study="budget", seed=5, n_trials=7, sampler="random")
     try:
         driver.run()
     finally:
@@ -272,7 +274,7 @@ def test_n_trials_launches_exactly_n_whatever_is_skipped(tmp_path: Path) -> None
     assert skipped, "the space was meant to produce skips"
     assert len(list((study_dir / "logs").glob("trial-*.log"))) == 7
     # A second run with the same budget launches nothing more; a larger one tops it up.
-    again = make_driver(space, study_dir, study="budget", seed=5, n_trials=9)
+    again = make_driver(space, study_dir, study="budget", seed=5, n_trials=9, sampler="random")
     try:
         again.run()
     finally:

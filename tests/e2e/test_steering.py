@@ -2,27 +2,72 @@
 
 The toy server (tests/study/servers/toy.py) crashes for backends c and d and for x * y > 5
 (about 55% of the space), and is fastest right at the crashing edge. Random search launches
-crashes at about that rate; TPE, told crashes as infeasible, plus the crash-region model of
-study/steering.py must launch far fewer after the first 10 trials. bench/search measures the
-search over many landscapes and seeds (docs/benchmarks.md).
+crashes at about that rate; the search (autotune.search: its sampler and crash regions) must
+launch far fewer after the first 10 trials. bench/search measures the search over many
+landscapes and seeds (docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import Any
 
 import optuna
 import pytest
-from bench.steering import crash_share, launched_outcomes, make_driver, toy_space
+import yaml
+from tests.search.drivers import command_driver
 
 from autotune.core.records import SkipKind
 from autotune.study.ledger import Ledger
-from autotune.study.steering import SteeringOptions
 
 pytestmark = pytest.mark.slow
 
 SEED = 0
 TRIALS = 30
+TOY = Path(__file__).resolve().parents[1] / "study" / "servers" / "toy.py"
+
+
+def toy_space(path: Path) -> Path:
+    space: dict[str, Any] = {
+        "name": "toy",
+        "engine": {
+            "name": "command",
+            "command": [sys.executable, str(TOY), "--port", "{port}"],
+            "startup_timeout_s": 30,
+        },
+        "model": "toy",
+        "parameters": [
+            {
+                "name": "backend",
+                "type": "categorical",
+                "choices": ["a", "b", "c", "d"],
+                "flag": "--backend",
+            },
+            {"name": "x", "type": "float", "low": 0.0, "high": 1.0, "flag": "--x"},
+            {"name": "y", "type": "int", "low": 1, "high": 8, "flag": "--y"},
+        ],
+        "objective": {"metric": "output_tok_s", "direction": "maximize"},
+        "workload": {
+            "concurrency": 1,
+            "num_requests": 2,
+            "prompt_len": 4,
+            "output_len": 12,
+            "warmup_requests": 0,
+        },
+        "budget": {"trials": TRIALS},
+    }
+    path.write_text(yaml.safe_dump(space, sort_keys=False))
+    return path
+
+
+def launched_outcomes(study: optuna.Study) -> list[str]:
+    return [str(t.outcome) for t in Ledger(study).trials() if t.launched]
+
+
+def crash_share(outcomes: list[str], after: int = 10) -> float:
+    late = outcomes[after:]
+    return sum(o in ("crashed", "timeout") for o in late) / max(1, len(late))
 
 
 @pytest.fixture(autouse=True)
@@ -31,14 +76,9 @@ def _node_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _study(tmp_path: Path, name: str, sampler: str, steer: bool) -> optuna.Study:
-    space = toy_space(tmp_path / f"{name}.yaml", trials=TRIALS)
-    driver = make_driver(
-        space,
-        tmp_path / name,
-        study=name,
-        seed=SEED,
-        sampler=sampler,
-        steering=SteeringOptions(enabled=steer),
+    space = toy_space(tmp_path / f"{name}.yaml")
+    driver = command_driver(
+        space, tmp_path / name, study=name, seed=SEED, sampler=sampler, steer=steer
     )
     try:
         driver.run()
@@ -50,19 +90,27 @@ def _study(tmp_path: Path, name: str, sampler: str, steer: bool) -> optuna.Study
 
 def test_crashes_steer_the_study_away_from_the_crashing_region(tmp_path: Path) -> None:
     rnd = launched_outcomes(_study(tmp_path, "random", "random", steer=False))
-    steered_study = _study(tmp_path, "steered", "tpe", steer=True)
+    steered_study = _study(tmp_path, "steered", "search", steer=True)
     steered = launched_outcomes(steered_study)
     assert len(rnd) == len(steered) == TRIALS  # skips never count against the budget
 
     random_share, steered_share = crash_share(rnd), crash_share(steered)
     assert random_share > 0.4, random_share  # the space really is half crashes
     assert steered_share < random_share / 2, (steered_share, random_share)
+    # The search weighs the same crash regions the driver refuses by: none of its proposals
+    # is refused as a predicted crash.
+    kinds = [r.skip.kind for r in Ledger(steered_study).trials() if r.skip]
+    assert SkipKind.PREDICTED_CRASH not in kinds
 
-    # Rejected proposals are recorded, never launched, and told to Optuna as infeasible.
-    trials = steered_study.get_trials(deepcopy=False)
-    kinds = {r.number: r.skip.kind for r in Ledger(steered_study).trials() if r.skip}
+
+def test_proposals_the_crash_regions_cover_are_refused_before_launch(tmp_path: Path) -> None:
+    """Random search with steering on: what every explanation of an earlier crash covers is
+    recorded, never launched, and told to Optuna as infeasible."""
+    study = _study(tmp_path, "screened", "random", steer=True)
+    trials = study.get_trials(deepcopy=False)
+    kinds = {r.number: r.skip.kind for r in Ledger(study).trials() if r.skip}
     predicted = [t for t in trials if kinds.get(t.number) is SkipKind.PREDICTED_CRASH]
-    assert predicted, "the risk model never rejected a proposal"
+    assert predicted, "the crash regions never refused a proposal"
     for t in predicted:
         assert t.state == optuna.trial.TrialState.PRUNED
         assert t.user_attrs["outcome"] == "pruned"

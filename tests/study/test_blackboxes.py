@@ -127,30 +127,15 @@ def test_a_black_box_reads_a_bool_flag_as_present_or_absent(present: bool) -> No
     assert "no kernel image is available" in done.stdout + done.stderr
 
 
-@pytest.mark.parametrize("retest", [True, False])
-def test_a_choice_that_crashed_at_the_baseline_is_launched_again_at_the_best(
-    retest: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_choice_that_crashed_at_the_baseline_is_launched_again_in_other_company() -> None:
     """``blackbox11`` in process, through the real driver: DP attention dies at the baseline's
-    graph batch (512) and serves below 257. The swap round launches it once at the best
-    configuration, past the crash model that refuses it (the driver does not screen a
-    retest), and it serves there; without ``retest`` it never runs again."""
-    import bench.search_blackbox as sb
-    from bench.search.__main__ import STRATEGIES
-    from bench.search.harness import run_driver
+    graph batch (512) and serves below 257. One crash cannot tell the choice from its company
+    (the graph batch it came with), so the search launches it again at a smaller graph batch,
+    where it serves."""
+    from tests.search.blackboxes import landscape
+    from tests.search.inprocess import run_study
 
-    seen: list[Any] = []
-
-    def strategy(land: Any, seed: int, trials: int) -> Any:
-        seen.extend(run_driver(land, seed, trials, retest=retest))
-        return seen
-
-    monkeypatch.setitem(STRATEGIES, "under-test", strategy)
-    sb.in_process(1, 30, "under-test", "blackbox11", noise=0.01)
-    retests = [la for la in seen if la.source == "retest"]
-    ran = [la for la in seen if la.config.get("dp_attention") and la.value is not None]
-    if retest:
-        assert retests and retests[0].value is not None and not retests[0].crashed
-        assert retests[0].config["dp_attention"] and retests[0].config["graph_bs"] <= 256
-    else:
-        assert not retests and not ran
+    launches, _ = run_study(landscape("blackbox11", noise=0.01), 0, 30, windows=3)
+    dp = [la for la in launches if la.config.get("dp_attention") and la.kind == "search"]
+    assert dp and dp[0].crashed and dp[0].config["graph_bs"] == 512
+    assert any(la.value is not None and la.config["graph_bs"] <= 256 for la in dp[1:])

@@ -142,3 +142,36 @@ def test_doom_stops_on_a_broken_baseline_and_on_a_cause_every_launch_repeats() -
     doom.observe(baseline=True, failure=None, crashed=False)
     for _ in range(SAME_CAUSE_STOP + 2):
         assert doom.observe(baseline=False, failure=oom, crashed=True) is None
+
+
+def test_an_import_error_blames_the_choices_no_run_had() -> None:
+    """A missing module is the value's own: the choice that only the crash had is a dead end
+    in any company (fa3 on a real H100 was launched again after an import_error)."""
+    d = DeadEnds(SPACE)
+    ran = [{"bs": 64, "buf": 4, "policy": "lpm", "allreduce": "nccl"}]
+    crashed = {"bs": 64, "buf": 4, "policy": "lpm", "allreduce": "fusion"}
+    rec = d.add(5, crashed, _fail(Cause.IMPORT_ERROR), ran=ran)
+    assert rec is not None and rec.blame == {"allreduce": "fusion"}
+    elsewhere = {"bs": 512, "buf": 64, "policy": "fcfs", "allreduce": "fusion"}
+    assert "allreduce='fusion' caused import_error in trial 5" == d.why(elsewhere)
+    assert d.why({**elsewhere, "allreduce": "nccl"}) is None
+
+
+def test_an_import_error_of_choices_that_ran_blames_only_its_configuration() -> None:
+    d = DeadEnds(SPACE)
+    ran = [
+        {"bs": 64, "buf": 4, "policy": "lpm", "allreduce": "fusion"},
+        {"bs": 64, "buf": 4, "policy": "fcfs", "allreduce": "nccl"},
+    ]
+    crashed = {"bs": 64, "buf": 4, "policy": "fcfs", "allreduce": "fusion"}
+    rec = d.add(6, crashed, _fail(Cause.IMPORT_ERROR), ran=ran)
+    assert rec is not None and rec.blame == {}
+    assert d.why({**crashed, "bs": 128}) is None
+
+
+def test_a_crash_of_another_cause_blames_no_choice_that_ran_nowhere() -> None:
+    d = DeadEnds(SPACE)
+    ran = [{"bs": 64, "buf": 4, "policy": "lpm", "allreduce": "nccl"}]
+    crashed = {"bs": 64, "buf": 4, "policy": "lpm", "allreduce": "fusion"}
+    rec = d.add(7, crashed, _fail(Cause.ASSERTION), ran=ran)
+    assert rec is not None and rec.blame == {}

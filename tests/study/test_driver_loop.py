@@ -89,46 +89,25 @@ def test_resume_runs_a_dead_drivers_trial_again_once(tmp_path: Path) -> None:
     assert sum(t.launched for t in trials) == 2
 
 
-def test_model_proposals_ask_the_crash_model_unless_steering_is_off(tmp_path: Path) -> None:
-    from autotune.study.sampler import LocalTPESampler
-    from autotune.study.steering import CrashRegions, SteeringOptions
+def test_the_search_s_sampler_is_told_what_may_be_proposed_and_weighs_crashes_unless_off(
+    tmp_path: Path,
+) -> None:
+    """The default sampler is the search's: it asks the driver which configurations may be
+    proposed at all (constraints, dead ends, the crash budget), and with --no-steer it does
+    not weigh crashes."""
+    from autotune.search import Sampler
+    from autotune.search.sampler import RISK
 
     space = toy_space(tmp_path / "toy.yaml", trials=1)
     steered = make_driver(space, tmp_path / "a", n_trials=1, seed=0)
-    off = make_driver(
-        space, tmp_path / "b", n_trials=1, seed=0, steering=SteeringOptions(enabled=False)
-    )
+    off = make_driver(space, tmp_path / "b", n_trials=1, seed=0, steer=False)
     try:
         sampler = steered.study.sampler
-        assert isinstance(sampler, LocalTPESampler)
-        assert sampler.refused == steered.risk.predicts
-        assert sampler.crash_risk == steered.risk.probability
-        assert isinstance(steered.risk, CrashRegions)
-        assert sampler.sum_pairs == steered.risk.sum_pairs
+        assert isinstance(sampler, Sampler)
+        assert sampler.feasible == steered._feasible
+        assert sampler._risk == RISK > 0
         unsteered = off.study.sampler
-        assert isinstance(unsteered, LocalTPESampler)
-        assert unsteered.refused is None and unsteered.crash_risk is None
-        assert unsteered.sum_pairs is None
+        assert isinstance(unsteered, Sampler) and unsteered._risk == 0.0
     finally:
         steered.executor.shutdown()
         off.executor.shutdown()
-
-
-def test_the_sampler_knows_every_setting_a_configuration_names(tmp_path: Path) -> None:
-    """So that the design can move what a partial baseline leaves unset: every parameter
-    without a ``when`` (a conditional one is not always there)."""
-    from autotune.study.sampler import LocalTPESampler
-
-    params = [
-        {"name": "backend", "type": "categorical", "choices": ["a", "b"], "flag": "--backend"},
-        {"name": "x", "type": "float", "low": 0.0, "high": 1.0, "flag": "--x"},
-        {"name": "y", "type": "int", "low": 1, "high": 8, "flag": "--y", "when": "backend == 'b'"},
-    ]
-    space = toy_space(tmp_path / "toy.yaml", trials=1, parameters=params, baseline={"x": 0.5})
-    driver = make_driver(space, tmp_path / "study", n_trials=1, seed=0)
-    try:
-        sampler = driver.study.sampler
-        assert isinstance(sampler, LocalTPESampler)
-        assert sorted(sampler.space) == ["backend", "x"]
-    finally:
-        driver.executor.shutdown()

@@ -244,13 +244,16 @@ def test_tracker_run_is_kept_for_resume(tmp_path: Path) -> None:
 
 
 def test_only_the_ledger_names_stored_attributes() -> None:
-    """Every read and write of Optuna user or system attributes goes through the ledger."""
+    """Every read and write of Optuna user or system attributes goes through the ledger (the
+    search's sampler reads and writes its own, for any Optuna user: autotune.search)."""
     src = Path(__file__).resolve().parents[2] / "src" / "autotune"
     words = ("user_attr", "system_attr")
     offenders = [
         str(path.relative_to(src))
         for path in sorted(src.rglob("*.py"))
-        if path.name != "ledger.py" and any(w in path.read_text() for w in words)
+        if path.name != "ledger.py"
+        and path.parent.name != "search"
+        and any(w in path.read_text() for w in words)
     ]
     assert offenders == []
 

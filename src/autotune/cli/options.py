@@ -27,6 +27,7 @@ class ExportFormat(StrEnum):
 
 
 class SamplerKind(StrEnum):
+    search = "search"
     tpe = "tpe"
     random = "random"
 
@@ -153,7 +154,7 @@ class Search:
 
     n_trials: int | None = None
     seed: int | None = None
-    sampler: SamplerKind = SamplerKind.tpe
+    sampler: SamplerKind = SamplerKind.search
     steer: bool = True
     prune: bool = True
     time_limit: float | None = None

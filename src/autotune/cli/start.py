@@ -91,7 +91,7 @@ def start(
     no_mlflow: NoMlflowOpt = False,
     simulate: SimulateOpt = False,
     seed: SeedOpt = None,
-    sampler: SamplerOpt = SamplerKind.tpe,
+    sampler: SamplerOpt = SamplerKind.search,
     steer: SteerOpt = True,
     confirm: ConfirmOpt = 3,
     no_confirm: NoConfirmOpt = False,
@@ -290,7 +290,6 @@ def _driver(
     tracker: Any,
 ) -> Any:
     from autotune.study.driver import Driver, DriverOptions
-    from autotune.study.steering import SteeringOptions
 
     options = DriverOptions(
         study=s.name,
@@ -301,7 +300,7 @@ def _driver(
         simulate=where.simulate,
         seed=search.seed,
         sampler=search.sampler.value,
-        steering=SteeringOptions(enabled=search.steer),
+        steer=search.steer,
         baseline_launches=claims.baseline_launches,
         confirm=claims.confirm,
         confirm_rounds=(min(3, claims.confirm_rounds), claims.confirm_rounds),

@@ -36,7 +36,7 @@ class SkipKind(StrEnum):
 
     CONSTRAINT = "constraint"  # it breaks a constraint of the space
     DEAD_END = "dead_end"  # it shares a configuration, a blamed value or memory with a crash
-    PREDICTED_CRASH = "predicted_crash"  # the crash-risk model (study/steering.py) expects one
+    PREDICTED_CRASH = "predicted_crash"  # every explanation of an earlier crash covers it
     REPEAT = "repeat"  # already measured: that measurement is reused
 
 
@@ -80,8 +80,8 @@ class TrialRecord(_Record):
     duration_s: float | None = None
     constraints: dict[str, float] = Field(default_factory=dict)  # as told to Optuna (> 0 violated)
     retry_of: int | None = None  # queued again after this trial was interrupted
-    # the kind of proposal that made it (study/sampler.py SOURCES: design, swap, model, edge,
-    # local, tpe); None for the baseline, relaunches, confirmation rounds and other samplers
+    # the kind of proposal that made it (autotune.search KIND: design, pairs, model, random);
+    # None for the baseline, relaunches, confirmation rounds and other samplers
     proposed_by: str | None = None
     # Noise and confirmation (study/noise.py, study/confirm.py, study/evidence.py).
     windows: list[dict[str, float]] = Field(default_factory=list)  # Metrics.flat() per window

@@ -83,6 +83,9 @@ class Sample:
 # One launch of a candidate in a given round -> what it measured. Must not raise for a
 # configuration's failure (return a Sample with value None).
 Measure = Callable[[Candidate, int], Sample]
+# One round's launches at once (several workers), in the round's order -> their samples, in
+# that order. Must not raise for a configuration's failure.
+MeasureRound = Callable[[Sequence[tuple[Candidate, int]]], list[Sample]]
 
 
 @dataclass(frozen=True)
@@ -204,6 +207,7 @@ def confirm(
     options: ConfirmOptions | None = None,
     *,
     on_launch: Callable[[Launch], None] | None = None,
+    measure_round: MeasureRound | None = None,
 ) -> Confirmation:
     """Relaunch ``candidates`` and the baseline in interleaved rounds and pick the winner.
 
@@ -214,6 +218,10 @@ def confirm(
         direction: the objective's direction.
         options: rounds and levels.
         on_launch: called after every launch (progress display).
+        measure_round: launches a whole round at once (on several workers) instead of one
+            ``measure`` at a time; the round's order, and so the interleaving, is the same
+            (a candidate is dropped only after its own launch, so a round is known at its
+            start).
 
     Returns:
         The record of every launch, the dropped candidates with their reasons, the winner and
@@ -235,10 +243,11 @@ def confirm(
     drop_level = 1 - (1 - opts.level) / k
 
     for round_no in range(1, opts.max_rounds + 1):
-        for key in _order(active, round_no):
-            if key != BASELINE and key not in active:
-                continue
-            s = measure(by_key.get(key, baseline), round_no)
+        order = [key for key in _order(active, round_no) if key == BASELINE or key in active]
+        batch = [(by_key.get(key, baseline), round_no) for key in order]
+        samples = measure_round(batch) if measure_round is not None else None
+        for i, key in enumerate(order):
+            s = samples[i] if samples is not None else measure(*batch[i])
             value = s.value if s.value is not None and math.isfinite(s.value) else None
             launch = Launch(
                 round=round_no,

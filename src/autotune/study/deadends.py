@@ -4,7 +4,9 @@ Three kinds of memory, all persisted in the study (they survive resume):
 
 - the exact configuration that crashed;
 - a blamed value: a failure rule named the flag or variable responsible (FlashInfer fusion on
-  an unsupported architecture), so no configuration with that parameter value is launched;
+  an unsupported architecture), or a module the configuration needs is missing and only it had
+  that choice (``INHERENT_CAUSES``: fa3 without its kernels), so no configuration with that
+  parameter value is launched;
 - memory dominance: after a memory failure, a configuration that uses at least as much memory
   on every parameter declared monotone (``memory: increasing|decreasing``; a categorical
   one in the order of its choices) and equals the crashed one on every other parameter cannot
@@ -16,7 +18,7 @@ cause repeats from the first launch on) is stopped with one line that says why.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -24,6 +26,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from autotune.models import MEMORY_CAUSES, Cause, Failure
 from autotune.space.render import render_value
 from autotune.space.schema import StudySpec, config_key, same_value
+
+# Causes a value carries whatever its company: a module the value needs is missing.
+INHERENT_CAUSES = frozenset({Cause.IMPORT_ERROR})
 
 
 class DeadEnd(BaseModel):
@@ -61,19 +66,47 @@ class DeadEnds:
         self.spec = spec
         self.records: list[DeadEnd] = list(records or [])
 
-    def add(self, trial: int, config: Mapping[str, Any], failure: Failure) -> DeadEnd | None:
-        """Remember a failure if it is permanent; returns the record, or None if not kept."""
+    def add(
+        self,
+        trial: int,
+        config: Mapping[str, Any],
+        failure: Failure,
+        ran: Sequence[Mapping[str, Any]] = (),
+    ) -> DeadEnd | None:
+        """Remember a failure if it is permanent; returns the record, or None if not kept.
+
+        ``ran``: configurations that served. A cause the value itself carries (a module it
+        needs is missing: ``INHERENT_CAUSES``) that no rule blamed on a flag blames the choices
+        of ``config`` that none of them had, together.
+        """
         if not failure.permanent or failure.cause in (Cause.DEAD_END, Cause.CONSTRAINT):
             return None
+        blame = blamed_params(self.spec, config, failure)
+        if not blame and failure.cause in INHERENT_CAUSES:
+            blame = self._novel_choices(config, ran)
         record = DeadEnd(
             trial=trial,
             cause=failure.cause.value,
             config=dict(config),
-            blame=blamed_params(self.spec, config, failure),
+            blame=blame,
             memory=failure.cause in MEMORY_CAUSES,
         )
         self.records.append(record)
         return record
+
+    def _novel_choices(
+        self, config: Mapping[str, Any], ran: Sequence[Mapping[str, Any]]
+    ) -> dict[str, Any]:
+        """The categorical and bool values of ``config`` that no configuration in ``ran``
+        had (none where ``ran`` is empty: nothing to tell them by)."""
+        if not ran:
+            return {}
+        choices = {p.name for p in self.spec.parameters if p.type in ("categorical", "bool")}
+        return {
+            name: value
+            for name, value in config.items()
+            if name in choices and not any(same_value(r.get(name), value) for r in ran)
+        }
 
     def why(self, config: Mapping[str, Any]) -> str | None:
         """The reason ``config`` is a known dead end, or None if it may be launched."""

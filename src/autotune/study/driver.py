@@ -14,10 +14,9 @@ import logging
 import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -41,10 +40,12 @@ from autotune.dispatch.base import Executor, WindowHook
 from autotune.engines.base import Engine
 from autotune.errors import StudyError
 from autotune.models import Limits, Outcome, Rule, TrialResult, TrialSpec, Workload
+from autotune.search import CrashModel, adapter, read
+from autotune.search.space import encode
 from autotune.space import scenarios
 from autotune.space.render import render, violations
 from autotune.space.schema import StudySpec, config_key
-from autotune.space.suggest import distribution, suggest
+from autotune.space.suggest import suggest
 from autotune.study import ablation, evidence
 from autotune.study.confirm import BASELINE as CONFIRM_BASELINE
 from autotune.study.confirm import Candidate, Confirmation, ConfirmOptions, Sample, confirm
@@ -54,8 +55,6 @@ from autotune.study.ledger import Ledger
 from autotune.study.outcome import CRASH
 from autotune.study.pareto import front
 from autotune.study.prune import IncumbentPruner, margin_for
-from autotune.study.sampler import LocalTPESampler
-from autotune.study.steering import CrashRegions, SteeringOptions, make_risk, signature_of
 from autotune.study.storage import make_sampler, open_storage, storage_url, study_lock
 from autotune.study.tell import Told, tell_repeat, tell_result, tell_skip
 from autotune.tracking.base import Tracker
@@ -66,6 +65,21 @@ _logger = logging.getLogger(__name__)
 # taken as exhausted: a small discrete space runs out of new configurations.
 MAX_SKIPS_IN_A_ROW = 200
 EXHAUSTED = "no launchable configuration left in the space"
+PREDICTED = "predicted crash"  # a predicted crash's reason starts with this
+# once the crash budget is spent, a proposal this likely to crash is not launched
+CRASH_CAP = 0.4
+
+
+@dataclass(frozen=True)
+class _Relaunch:
+    """One launch of a confirmation or an ablation round: what it launches, its label, and
+    what the ledger keeps on its trial (its round and key)."""
+
+    config: dict[str, Any]
+    label: str
+    round_no: int
+    baseline: bool
+    marks: dict[str, Any]
 
 
 @dataclass
@@ -79,11 +93,12 @@ class DriverOptions:
     parallel: int | None = None
     simulate: bool = False
     seed: int | None = None
-    sampler: str = "tpe"  # tpe | random
+    sampler: str = "search"  # search | tpe | random (study/storage.make_sampler)
     max_infra_retries: int = 2
     heartbeat_s: float = 30.0
-    # Crash-risk steering (study/steering.py): on by default; SteeringOptions(enabled=False) off.
-    steering: SteeringOptions = field(default_factory=SteeringOptions)
+    # Crash steering (autotune.search): proposals weigh the crash regions the study has
+    # learned, and one every explanation of a crash covers is not launched; False: neither.
+    steer: bool = True
     # Noise (study/noise.py): the baseline's launches at the start (launch-to-launch spread;
     # all but the first on top of the budget, records.budget_launches), and how often one
     # configuration may be launched when the sampler proposes it again (each a new sample);
@@ -165,19 +180,7 @@ class Driver:
         self.study = self._open_study()
         self.ledger = Ledger(self.study)
         self.deadends = DeadEnds(spec, self.ledger.dead_ends())
-        self.risk = make_risk(spec, options.steering, seed=options.seed, trials=options.n_trials)
-        if isinstance(self.study.sampler, LocalTPESampler):
-            # What every configuration names (a conditional parameter is not always there).
-            self.study.sampler.space = {
-                p.name: distribution(p, spec) for p in spec.parameters if p.when is None
-            }
-            if self.risk.options.enabled:
-                # Model proposals ask the crash model first (not with --no-steer).
-                self.study.sampler.refused = self.risk.predicts
-                self.study.sampler.crash_risk = self.risk.probability
-                self.study.sampler.crash_share = partial(self.risk.probability, soft=False)
-                if isinstance(self.risk, CrashRegions):
-                    self.study.sampler.sum_pairs = self.risk.sum_pairs
+        self._crashes: tuple[tuple[int, int], CrashModel, Any] | None = None
         self.doom = Doom()  # a study that cannot succeed stops at once, saying why
         self.model_path = engine.prepare(spec.model)
         self.rules = [Rule(**r.model_dump()) for r in spec.rules] + engine.failure_rules()
@@ -193,7 +196,9 @@ class Driver:
     def _open_study(self) -> optuna.Study:
         o = self.options
         objective = self.spec.objective
-        sampler = make_sampler(o.sampler, o.seed, self.parallel, len(objective.objectives))
+        sampler = make_sampler(
+            o.sampler, o.seed, self.parallel, len(objective.objectives), self._feasible, o.steer
+        )
         pruner: optuna.pruners.BasePruner = optuna.pruners.NopPruner()
         if o.prune and not objective.multi:  # Optuna prunes single-objective trials only
             pruner = IncumbentPruner(
@@ -363,9 +368,6 @@ class Driver:
         if run_id:
             self.ledger.set_tracker_run(run_id)
         trials = self.ledger.trials()
-        for t in trials:  # resume: the risk model's history
-            if t.launched:
-                self._observe(t)
         loop = _Loop(
             target=o.n_trials or spec.budget.trials,
             deadline=(time.monotonic() + limit) if (limit := spec.budget.time_limit_s) else None,
@@ -414,10 +416,8 @@ class Driver:
         with warnings.catch_warnings():
             # Our heartbeats are recorded by hand (_heartbeat), not by Study.optimize.
             warnings.filterwarnings("ignore", "Heartbeat of storage", UserWarning)
-            if isinstance(self.study.sampler, LocalTPESampler):  # for its endgame
-                self.study.sampler.left = loop.target - loop.launched - len(loop.inflight)
             trial = self.study.ask()
-        fixed = self.ledger.fixed_params(trial._trial_id)
+        fixed = self.ledger.fixed_params(adapter.trial_id(trial))
         config = suggest(trial, self.spec, fixed=fixed)
         enqueued = fixed is not None  # the baseline or a recovered trial: asked for by name
         earlier = None if enqueued else self.ledger.measured(config)
@@ -439,11 +439,9 @@ class Driver:
                 return
             # Proposed again: a new launch adds a sample (one lucky launch must not stay the
             # best); bounded by max_launches_per_config, so an exhausted space still stops.
-            self.ledger.mark_repeat(trial._trial_id, earlier.number)
+            self.ledger.mark_repeat(adapter.trial_id(trial), earlier.number)
             enqueued = True  # measured before: no need to ask the crash-risk model
-        # A retest (``swaps.RETEST``) asks the crash model's verdict on a choice again.
-        asked = enqueued or self.ledger.proposed_by(trial._trial_id) == "retest"
-        skip = self._screen(config, asked)
+        skip = self._screen(config, enqueued)
         if skip is not None:
             loop.skips += 1
             tell_skip(self.study, self.ledger, trial, config, skip)
@@ -462,11 +460,62 @@ class Driver:
         why = self.deadends.why(config)
         if why is not None:
             return SkipRecord(kind=SkipKind.DEAD_END, reason=why)
-        if not enqueued:  # enqueued ones were asked for: launch them whatever the model says
-            why = self.risk.check(config)
+        if not enqueued and self.options.steer:  # enqueued ones were asked for by name
+            why = self._predicted_crash(config)
             if why is not None:
-                return SkipRecord(kind=SkipKind.PREDICTED_CRASH, reason=why)
+                return SkipRecord(kind=SkipKind.PREDICTED_CRASH, reason=f"{PREDICTED}: {why}")
         return None
+
+    def _feasible(self, config: Mapping[str, Any]) -> bool:
+        """What the sampler may propose: no constraint broken, no value known to fail, and
+        once the crash budget is spent, no even chance of crashing."""
+        if violations(self.spec, dict(config)) or self.deadends.why(dict(config)) is not None:
+            return False
+        return not (self.options.steer and self._over_budget(config) is not None)
+
+    def _crash_model(self) -> tuple[CrashModel, Any, int]:
+        """The crash regions the study's trials show (rebuilt when a trial is added or
+        finishes), the parameters it encodes, and the crashes launched."""
+        trials = self.study.get_trials(deepcopy=False)
+        stamp = (len(trials), sum(t.state.is_finished() for t in trials))
+        if self._crashes is None or self._crashes[0] != stamp:
+            h = read(self.study, trials)
+            params = list(h.params.values())
+            model = CrashModel(params, h.launches, h.failed)
+            crashed = sum(s is not None for _, s in h.launches)
+            self._crashes = (stamp, model, (params, crashed))
+        _, model, (params, crashed) = self._crashes
+        return model, params, crashed
+
+    def _predicted_crash(self, config: Mapping[str, Any]) -> str | None:
+        """Why the study's crashes say ``config`` will crash (None: they do not)."""
+        model, params, _ = self._crash_model()
+        x = encode(params, [config])
+        for signature in model.regions:
+            if model.within(x, signature)[0]:
+                return (
+                    f"meets every explanation of an earlier crash ({signature}); no "
+                    "configuration that ran had it"
+                )
+        return self._over_budget(config)
+
+    def _over_budget(self, config: Mapping[str, Any]) -> str | None:
+        """Once ``budget.crash_budget`` of the trials crashed: why ``config`` is too likely to
+        crash to launch (``CRASH_CAP`` or more)."""
+        share = self.spec.budget.crash_budget
+        if share <= 0:
+            return None
+        allowed = max(1, round(share * (self.options.n_trials or self.spec.budget.trials)))
+        model, params, crashed = self._crash_model()
+        if crashed < allowed:
+            return None
+        p = float(model.probability(encode(params, [config]))[0])
+        if p < CRASH_CAP:
+            return None
+        return (
+            f"a {p:.0%} chance of crashing after {crashed} crashes (crash budget {allowed}: "
+            "budget.crash_budget in the space file)"
+        )
 
     def _launch(
         self,
@@ -515,7 +564,7 @@ class Driver:
 
     def _heartbeat(self, loop: _Loop) -> None:
         for trial, _config in loop.inflight.values():
-            self.ledger.heartbeat(trial._trial_id)
+            self.ledger.heartbeat(adapter.trial_id(trial))
         self.ledger.recover_interrupted(running=False)  # e.g. another host's dead driver
         loop.last_beat = time.monotonic()
 
@@ -534,7 +583,7 @@ class Driver:
             )
             self.on_event(Event(EventKind.RETRY, trial.number, config, result, message=message))
             return
-        told = self._record(trial, config, result, self.ledger.is_baseline(trial._trial_id))
+        told = self._record(trial, config, result, self.ledger.is_baseline(adapter.trial_id(trial)))
         cause = f" ({result.failure.cause.value})" if result.failure else ""
         _logger.info(
             "trial %d: %s%s, value %s", trial.number, told.outcome.value, cause, told.value
@@ -544,14 +593,10 @@ class Driver:
         # trial was launched and does).
         loop.launched = budget_launches(trials)
         record = next(t for t in trials if t.number == trial.number)
-        if record.launched:  # a trial the pruner stopped served: the crash model learns it too
+        if record.launched:
             crashed = told.outcome in CRASHES
-            self._observe(record)
-            baseline = self.ledger.is_baseline(trial._trial_id)
+            baseline = self.ledger.is_baseline(adapter.trial_id(trial))
             self.doom.observe(baseline=baseline, failure=result.failure, crashed=crashed)
-            test = self.risk.ablation(config, self.spec.baseline) if crashed else None
-            if test is not None:  # tell a crash's cause from a value that never ran
-                self.ledger.enqueue(test, proposed_by="ablation")
         loop.crash_streak = loop.crash_streak + 1 if told.outcome in CRASHES else 0
         self._refresh_incumbent(trials)
         self._emit(
@@ -563,10 +608,6 @@ class Driver:
             outcome=told.outcome,
             value=told.value,
         )
-
-    def _observe(self, t: TrialRecord) -> None:
-        """The crash model learns one launched trial, and how it failed."""
-        self.risk.observe(t.config, t.crashed, signature_of(t.cause, t.message))
 
     def _record(
         self, trial: optuna.Trial, config: dict[str, Any], result: TrialResult, baseline: bool
@@ -584,7 +625,7 @@ class Driver:
                 argv=command[0],
                 env=command[1],
                 baseline=baseline,
-                proposed_by=self.ledger.proposed_by(trial._trial_id),
+                proposed_by=self.ledger.proposed_by(adapter.trial_id(trial)),
             )
         )
         return told
@@ -681,16 +722,17 @@ class Driver:
         )
         lo, hi = o.confirm_rounds
 
-        def measure(c: Candidate, round_no: int) -> Sample:
-            baseline = c.key == CONFIRM_BASELINE
+        def launch(c: Candidate, round_no: int) -> _Relaunch:
             marks = {"confirm_round": round_no, "confirm_key": c.key}
-            return self._measure_once(configs[c.key], f"confirm {c.key}", round_no, baseline, marks)
+            baseline = c.key == CONFIRM_BASELINE
+            return _Relaunch(configs[c.key], f"confirm {c.key}", round_no, baseline, marks)
 
         record = confirm(
             candidates,
-            measure,
+            lambda c, round_no: self._measure([launch(c, round_no)])[0],
             self.spec.objective.direction,
             ConfirmOptions(min_rounds=lo, max_rounds=hi),
+            measure_round=lambda batch: self._measure([launch(c, r) for c, r in batch]),
         )
         self.ledger.write_confirmation(record)
         return record
@@ -730,7 +772,7 @@ class Driver:
 
         def measure(key: str, config: dict[str, Any], round_no: int) -> Sample:
             marks = {"ablation_round": round_no, "ablation_key": key}
-            return self._measure_once(config, f"ablation {key}", round_no, False, marks)
+            return self._measure([_Relaunch(config, f"ablation {key}", round_no, False, marks)])[0]
 
         return ablation.ablate(
             self.spec,
@@ -742,28 +784,57 @@ class Driver:
             o.ablation_rounds,
         )
 
-    def _measure_once(
-        self,
-        config: dict[str, Any],
-        label: str,
-        round_no: int,
-        baseline: bool,
-        marks: dict[str, Any],
-    ) -> Sample:
-        """One launch of a confirmation or an ablation: an Optuna trial of its own, launched
-        now and waited for. ``marks``: what the ledger keeps on it (its round and key)."""
-        self.ledger.enqueue(config, baseline=baseline, **marks)
+    def _measure(self, relaunches: list[_Relaunch]) -> list[Sample]:
+        """Relaunches of a confirmation or an ablation, each an Optuna trial of its own, asked
+        for in order and launched on as many workers as the study has (one at a time with
+        one): their samples, in that order."""
+        if self.parallel <= 1:
+            return [self._finish_relaunch(r, *self._start_relaunch(r), None) for r in relaunches]
+        started = [self._start_relaunch(r) for r in relaunches]
+        waiting = list(range(len(relaunches)))
+        out: dict[int, Sample] = {}
+        running: dict[Future[TrialResult], int] = {}
+        while waiting or running:
+            while waiting and len(running) < self.parallel:
+                i = waiting.pop(0)
+                trial, config = started[i]
+                running[self.executor.submit(self.build_spec(trial.number, config))] = i
+            done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            for fut in done:
+                i = running.pop(fut)
+                out[i] = self._finish_relaunch(relaunches[i], *started[i], fut.result())
+        return [out[i] for i in range(len(relaunches))]
+
+    def _start_relaunch(self, r: _Relaunch) -> tuple[optuna.Trial, dict[str, Any]]:
+        """A relaunch's trial, asked for by name (``r.marks``: what the ledger keeps on it)."""
+        self.ledger.enqueue(r.config, baseline=r.baseline, **r.marks)
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", "Heartbeat of storage", UserWarning)
             trial = self.study.ask()
-        config = suggest(trial, self.spec, fixed=self.ledger.fixed_params(trial._trial_id))
-        self.on_event(Event(EventKind.LAUNCH, trial.number, config, message=label))
+        config = suggest(trial, self.spec, fixed=self.ledger.fixed_params(adapter.trial_id(trial)))
+        self.on_event(Event(EventKind.LAUNCH, trial.number, config, message=r.label))
+        return trial, config
+
+    def _finish_relaunch(
+        self,
+        r: _Relaunch,
+        trial: optuna.Trial,
+        config: dict[str, Any],
+        result: TrialResult | None,
+    ) -> Sample:
+        """Launch a relaunch (``result``: its first launch's, where it already ran), again
+        where the infrastructure failed, and record it."""
+        label, round_no, baseline = r.label, r.round_no, r.baseline
         attempt = 0
         while True:
-            result = self.executor.submit(self.build_spec(trial.number, config, attempt)).result()
+            if result is None:
+                result = self.executor.submit(
+                    self.build_spec(trial.number, config, attempt)
+                ).result()
             if result.outcome is not Outcome.INFRA or attempt >= self.options.max_infra_retries:
                 break
             attempt += 1
+            result = None
         told = self._record(trial, config, result, baseline)
         metric = self.spec.objective.metric
         value = told.value if told.outcome is Outcome.OK else None

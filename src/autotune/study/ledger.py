@@ -14,7 +14,6 @@ read with no change here, and reads its default from older studies.
 
 from __future__ import annotations
 
-import copy
 import logging
 import math
 import statistics
@@ -30,6 +29,7 @@ from autotune.core.records import SkipKind, SkipRecord, StudyRecord, TrialRecord
 from autotune.core.summary import Ablation, StudySummary, StudyView
 from autotune.errors import StudyError
 from autotune.models import Outcome
+from autotune.search import CRASH, KIND, REFUSED, adapter
 from autotune.space.schema import config_key
 from autotune.study import evidence
 from autotune.study.confirm import Confirmation
@@ -50,45 +50,13 @@ _STUDY_RENAMED = {"tracker_run": "mlflow_parent_run_id"}
 _STUDY_DERIVED = frozenset({"name", "metric", "direction"})
 _DEAD_ENDS = "dead_ends"  # list of DeadEnd as JSON (study/deadends.py)
 # Optuna's own system attribute: the parameters an enqueued trial was asked to use.
-_FIXED_PARAMS = "fixed_params"
-_PROPOSED_BY = "proposed_by"  # TrialRecord.proposed_by
-
-
-def is_enqueued(trial: FrozenTrial) -> bool:
-    """Whether a trial was asked for with fixed parameters (enqueued), not sampled.
-
-    For the sampler, which sees only the frozen trial Optuna hands it.
-    """
-    return _FIXED_PARAMS in trial.system_attrs
-
-
-def mark_proposed(study: optuna.Study, trial: FrozenTrial, kind: str) -> None:
-    """Keep with a trial the kind of proposal that made it (``TrialRecord.proposed_by``),
-    for the sampler, from ``before_trial``."""
-    study._storage.set_trial_user_attr(trial._trial_id, _PROPOSED_BY, kind)
+_FIXED_PARAMS = adapter.FIXED_PARAMS
+_PROPOSED_BY = KIND  # TrialRecord.proposed_by, written by the search's sampler
 
 
 def is_baseline(trial: FrozenTrial) -> bool:
-    """Whether a frozen trial is a launch of the baseline (for the sampler)."""
+    """Whether a frozen trial is a launch of the baseline."""
     return bool(trial.user_attrs.get("baseline"))
-
-
-def cause_of(trial: FrozenTrial) -> str | None:
-    """The failure cause stored with a frozen trial (``TrialRecord.cause``), for the sampler."""
-    cause = trial.user_attrs.get("cause")
-    return cause if isinstance(cause, str) else None
-
-
-def constrained_copy(trial: FrozenTrial, value: float, constraint: float) -> FrozenTrial:
-    """A copy of ``trial`` as a sampler is to see it, complete with ``value`` and one
-    constraint ``feasible`` (> 0: infeasible); nothing is stored (study/gp.py)."""
-    out = copy.copy(trial)
-    attrs = {k: v for k, v in trial.system_attrs.items() if not k.startswith("constraints")}
-    attrs["constraints:feasible"] = float(constraint)  # Optuna's key for a named constraint
-    out._system_attrs = attrs
-    out.state = TrialState.COMPLETE
-    out._values = [float(value)]
-    return out
 
 
 def trial_attrs(record: TrialRecord) -> dict[str, Any]:
@@ -197,7 +165,7 @@ class Ledger:
 
     def __init__(self, study: optuna.Study) -> None:
         self.study = study
-        self._storage = study._storage
+        self._storage = adapter.storage(study)
 
     # -- the study ---------------------------------------------------------------------
 
@@ -303,6 +271,14 @@ class Ledger:
         kind = self._storage.get_trial(trial_id).user_attrs.get(_PROPOSED_BY)
         return kind if isinstance(kind, str) else None
 
+    def mark_crash(self, trial: optuna.Trial, signature: str) -> None:
+        """Tell the search's sampler a launched trial crashed, and how (``search.CRASH``)."""
+        trial.set_user_attr(CRASH, signature)
+
+    def mark_refused(self, trial: optuna.Trial, why: str) -> None:
+        """Tell the search's sampler a proposal was not launched, and why (``search.REFUSED``)."""
+        trial.set_user_attr(REFUSED, why)
+
     def write_trial(self, trial_id: int, record: TrialRecord) -> None:
         """Store ``record`` on a trial (before it is told: a told trial takes no attribute)."""
         for key, value in trial_attrs(record).items():
@@ -311,7 +287,7 @@ class Ledger:
     def heartbeat(self, trial_id: int) -> None:
         """Record that a running trial's driver is alive."""
         try:
-            self._storage.record_heartbeat(trial_id)  # type: ignore[attr-defined]
+            adapter.record_heartbeat(self._storage, trial_id)
         except Exception as exc:  # heartbeats are best effort; the lock file is the real guard
             _logger.warning("heartbeat of trial id %s not recorded: %s", trial_id, exc)
 
@@ -336,8 +312,10 @@ class Ledger:
             if not (lost or running and t.state == TrialState.RUNNING):
                 continue
             if t.state == TrialState.RUNNING:
-                self._storage.set_trial_user_attr(t._trial_id, "outcome", Outcome.INTERRUPTED.value)
-                self._storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
+                self._storage.set_trial_user_attr(
+                    adapter.trial_id(t), "outcome", Outcome.INTERRUPTED.value
+                )
+                self._storage.set_trial_state_values(adapter.trial_id(t), TrialState.FAIL)
             if t.number in queued:  # a finished trial takes no new attribute: retry_of marks it
                 continue
             fixed = t.system_attrs.get(_FIXED_PARAMS) or t.params

@@ -14,7 +14,8 @@ import optuna
 import psutil
 
 from autotune.errors import ConfigError, StudyError
-from autotune.study.sampler import LOCAL_SHARE, LocalTPESampler
+from autotune.search import Feasible, Sampler
+from autotune.search.sampler import RISK
 
 
 def storage_url(storage: str | None, study_dir: Path) -> str:
@@ -40,37 +41,39 @@ def open_storage(url: str) -> optuna.storages.BaseStorage:
 
 
 def make_sampler(
-    name: str, seed: int | None, parallel: int, objectives: int = 1
+    name: str,
+    seed: int | None,
+    parallel: int,
+    objectives: int = 1,
+    feasible: Feasible | None = None,
+    steer: bool = True,
 ) -> optuna.samplers.BaseSampler:
     """The Optuna sampler named on the command line.
 
-    With several objectives, ``tpe`` is Optuna's multi-objective TPE (no local moves: they
-    start from "the best configuration", which a Pareto front does not have). NSGA-II is not
-    the default: its first generation (50 trials by default) is random search, longer than a
-    whole study of server launches; TPE models the front from its fifth trial.
+    ``search`` (the default) is ``autotune.search.Sampler`` (docs/search-space.md), told what
+    may be proposed at all by ``feasible`` (``steer`` off: crashes do not weigh its
+    proposals); ``tpe`` is Optuna's TPE, ``random`` random search.
+    With several objectives, ``search`` and ``tpe`` are Optuna's multi-objective TPE: NSGA-II's
+    first generation (50 trials by default) is random search, longer than a whole study of
+    server launches; TPE models the front from its fifth trial.
 
     Raises:
         ConfigError: an unknown name.
     """
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
-    if name == "tpe" and objectives > 1:
+    if name in ("search", "tpe") and objectives > 1:
         return optuna.samplers.TPESampler(
             seed=seed, constant_liar=parallel > 1, n_startup_trials=5, multivariate=True
         )
+    if name == "search":
+        return Sampler(seed=seed, feasible=feasible, risk=RISK if steer else 0.0)
     if name == "tpe":
         # constant_liar: with several trials in flight, do not propose what is already running.
-        tpe = optuna.samplers.TPESampler(
-            seed=seed,
-            constant_liar=parallel > 1,
-            n_startup_trials=5,
-            multivariate=True,
-            group=True,
+        return optuna.samplers.TPESampler(
+            seed=seed, constant_liar=parallel > 1, n_startup_trials=5, multivariate=True
         )
-        # A one-at-a-time start, then TPE, local moves, the additive model's proposals and swaps
-        # (the shares chosen on bench/search and the black boxes, docs/benchmarks.md).
-        return LocalTPESampler(tpe, local=LOCAL_SHARE, seed=seed)
-    raise ConfigError(f"unknown sampler {name!r}; use tpe or random", field="--sampler")
+    raise ConfigError(f"unknown sampler {name!r}; use search, tpe or random", field="--sampler")
 
 
 @contextmanager

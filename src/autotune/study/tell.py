@@ -9,6 +9,7 @@ that ``outcome.verdict`` decides.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,7 @@ from optuna.trial import TrialState
 
 from autotune.core.records import CRASHES, SkipKind, SkipRecord, TrialRecord
 from autotune.models import Cause, Failure, Outcome, Phase, TrialResult
+from autotune.search import adapter
 from autotune.space.scenarios import slo_bounds
 from autotune.space.schema import StudySpec
 from autotune.study.deadends import DeadEnds
@@ -111,7 +113,7 @@ def tell_result(
     """
     if result.outcome is Outcome.INFRA:  # not the configuration's fault: Optuna ignores it
         ledger.write_trial(
-            trial._trial_id, _record(trial, config, result, Outcome.INFRA, command, [])
+            adapter.trial_id(trial), _record(trial, config, result, Outcome.INFRA, command, [])
         )
         study.tell(trial, state=TrialState.FAIL)
         return Told(Outcome.INFRA, None, result)
@@ -120,18 +122,27 @@ def tell_result(
     v = verdict(result, spec.objective.metric, slo_bounds(spec), others)
     blame: list[str] = []
     if v.outcome in CRASHES:
+        served = [
+            t.config
+            for t in ledger.trials()
+            if t.outcome in (Outcome.OK, Outcome.SLO_VIOLATED, Outcome.PRUNED)
+        ]
         dead = deadends.add(
-            trial.number, config, _failure(result, v.outcome, spec.objective.metric)
+            trial.number, config, _failure(result, v.outcome, spec.objective.metric), served
         )
         if dead is not None:
             ledger.write_dead_ends(deadends.records)
             blame = [f"{k}={val!r}" for k, val in dead.blame.items()]
+    if v.outcome in CRASHES:  # the search learns where crashes lie, grouped by how they failed
+        f = _failure(result, v.outcome, spec.objective.metric)
+        message = f.message or (f.evidence[0] if f.evidence else "")
+        ledger.mark_crash(trial, signature_of(f.cause.value, message))
     record = _record(trial, config, result, v.outcome, command, blame)
     if v.outcome is Outcome.PRUNED and result.windows:  # stopped early by the pruner
         w = spec.workload
         saved = saved_seconds(result.windows, w.windows, w.peak > w.concurrency)
         record = record.model_copy(update={"pruned_saved_s": saved})
-    ledger.write_trial(trial._trial_id, record)
+    ledger.write_trial(adapter.trial_id(trial), record)
     constraints = dict(v.constraints)
     if result.peak is not None and v.outcome is Outcome.OK:
         # Failed requests at peak load: its windows stand, but it can never win.
@@ -168,7 +179,8 @@ def tell_skip(
     skip: SkipRecord,
 ) -> None:
     """Record a proposal that was not launched; Optuna is told it is infeasible (it learns)."""
-    ledger.write_trial(trial._trial_id, _skip_record(trial, config, skip))
+    ledger.write_trial(adapter.trial_id(trial), _skip_record(trial, config, skip))
+    ledger.mark_refused(trial, skip.kind.value)  # never proposed again in that form
     trial.set_constraint(SKIP, 1.0)
     study.tell(trial, state=TrialState.PRUNED)
 
@@ -196,7 +208,7 @@ def tell_repeat(
         else f"same configuration as trial {earlier.number}: its measurement is reused"
     )
     skip = SkipRecord(kind=SkipKind.REPEAT, reason=reason, same_as=earlier.number)
-    ledger.write_trial(trial._trial_id, _skip_record(trial, config, skip))
+    ledger.write_trial(adapter.trial_id(trial), _skip_record(trial, config, skip))
     for name, amount in earlier.constraints.items():
         trial.set_constraint(name, amount)
     primary = value if value is not None else earlier.value
@@ -208,4 +220,13 @@ def tell_repeat(
     return skip
 
 
-__all__ = ["Told", "tell_repeat", "tell_result", "tell_skip"]
+def signature_of(cause: str | None, message: str = "") -> str:
+    """How a crash failed, for grouping crashes: its cause, or where no rule named one, its
+    message with the numbers taken out (two launches of one region print other sizes)."""
+    if cause and cause != "unknown":
+        return cause
+    text = re.sub(r"\d+(\.\d+)?", "#", message.strip().lower())
+    return f"unknown: {text[:120]}" if text else "unknown"
+
+
+__all__ = ["Told", "signature_of", "tell_repeat", "tell_result", "tell_skip"]

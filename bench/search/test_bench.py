@@ -1,0 +1,67 @@
+"""Checks of the search benchmark itself (a bench check, not part of the test suite):
+
+.venv/bin/python -m pytest -q -p no:xdist -o addopts='' bench/search/test_bench.py
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from bench.search import families as fam
+from bench.search.__main__ import main
+
+
+def test_quick_run_prints_each_family_and_the_worst(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    for name in ("box", "five", "mixed7"):
+        assert f"| {name} | autotune |" in out and f"| {name} | random |" in out
+    assert "worst family for autotune:" in out
+
+
+def test_scores_written_apart_are_read_back(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "runs.jsonl"
+    common = ["--families", "interact", "--instances", "0:1", "--seeds", "1", "--trials", "12"]
+    assert main([*common, "--strategies", "random", "--out", str(out)]) == 0
+    assert main([*common, "--strategies", "tpe", "--out", str(out)]) == 0
+    written = capsys.readouterr().out
+    assert len(out.read_text().splitlines()) == 2
+    assert main(["--read", str(out), "--strategies", "random,tpe"]) == 0
+    read = capsys.readouterr().out
+    row = next(line for line in written.splitlines() if line.startswith("| interact | random |"))
+    assert row in read
+    assert json.loads(out.read_text().splitlines()[0])["family"] == "interact"
+
+
+def test_the_families_are_the_same_every_time_and_their_optimum_is_not_beaten() -> None:
+    """An instance is a pure function of its family and index; its baseline serves; no random
+    configuration beats the optimum the family computes; tuning and held-out families are
+    apart."""
+    assert not set(fam.MANIFEST["tuning"]) & set(fam.MANIFEST["held_out"])
+    assert set(fam.MANIFEST["tuning"]) | set(fam.MANIFEST["held_out"]) == set(fam.FAMILIES)
+    for name in fam.FAMILIES:
+        a, b = fam.shape(name, 0), fam.shape(name, 0)
+        assert a.params == b.params and a.baseline == b.baseline
+        base = fam.truth(a, a.baseline)
+        land = fam.family(name, 0)
+        assert base is not None and land.optimum() >= base
+        assert land.held_out == (name in fam.MANIFEST["held_out"])
+        rng = random.Random(0)
+        for _ in range(500):
+            c = {p["name"]: rng.choice(fam.values(p, 200)) for p in a.params}
+            assert (fam.truth(a, c) or 0.0) <= land.optimum() + 1e-9, (name, c)
+
+
+def test_generated_landscapes_are_the_same_every_time_and_spare_the_baseline() -> None:
+    from bench.search.generated import HELD_OUT_FROM, generated
+
+    for i in range(6):
+        a, b = generated(i), generated(i)
+        assert a.parameters == b.parameters and a.baseline == b.baseline
+        assert a.evaluate(dict(a.baseline), random.Random(0)).truth is not None
+    assert generated(HELD_OUT_FROM).held_out

@@ -1,0 +1,530 @@
+"""The sampler: a one-at-a-time screen, then the additive model's expected improvement,
+weighed by the chance of crashing.
+
+Each proposal is planned whole before Optuna asks for its values, from the trials in storage
+and nothing else, so a study resumed after its driver was killed proposes what it would have:
+
+- **The screen** (``design`` launches at most): the first configuration (an enqueued
+  baseline, or each setting's reference value) with one setting moved per launch: a number to
+  the far end of its range, a choice to each other value. A crash that needs two settings
+  together costs nothing here, and each setting's own effect is measured. A feature a move
+  switched on starts with its settings at their least, and each is then moved once from there.
+- **Pairs of choices** (``pairs`` launches at most): the first configuration with two choices
+  moved to values no launch had together (a flag that pays only with another), those of
+  settings that both moved the objective alone first, the one the model is least sure of
+  where pairs of effects may matter as much as each alone.
+- **The model** after them: the additive Gaussian process (``model.py``) over every launch that
+  served, with the configurations still running given the value it predicts (a constant
+  liar: parallel workers do not propose the same thing); the crash model (``crashes.py``)
+  over every crash and refusal. Candidates are the best configuration with one or two
+  settings moved, the best few moved at random, random configurations, and the best of those
+  moved again; the proposal is the one whose expected improvement, times the chance of not
+  crashing to the power ``risk``, is largest. It is never a configuration a trial already
+  had, one ``feasible`` refuses, or one every explanation of some crash or refusal covers.
+
+A trial tells the sampler it crashed, or was refused before launch, through a user
+attribute (``CRASH``, ``REFUSED``: why; trials that failed alike form one region). A failed
+trial without either (an interrupted launch) is ignored.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from optuna.distributions import BaseDistribution
+from optuna.samplers import BaseSampler
+from optuna.study import Study, StudyDirection
+from optuna.trial import FrozenTrial, TrialState
+
+from autotune.search import adapter
+from autotune.search.crashes import CrashModel
+from autotune.search.model import AdditiveGP, expected_improvement
+from autotune.search.space import (
+    Config,
+    Param,
+    active,
+    conditions,
+    encode,
+    key,
+    known,
+    param_of,
+)
+
+CRASH = "search:crash"  # user attribute: the trial crashed; its value says how (a signature)
+REFUSED = "search:refused"  # user attribute: the trial was not launched; its value says why
+KIND = "proposed_by"  # user attribute the sampler writes: design, pairs, model or random
+MOVE = "search:move"  # user attribute: which move of the screen a design trial is
+DESIGN = 12  # the most one-at-a-time launches of the screen
+RISK = 2.0  # how much a chance of crashing weighs against the expected improvement
+PAIRS = 6  # the most proposals that screen pairs of choices
+MOST = 150  # the most launches the objective's model is fitted on
+
+Feasible = Callable[[Mapping[str, Any]], bool]
+
+
+@dataclass(frozen=True)
+class Fit:
+    """The models one proposal is planned with."""
+
+    params: list[Param]
+    gp: AdditiveGP
+    crashes: CrashModel
+
+
+@dataclass
+class History:
+    """What a study's trials say, as the sampler reads them."""
+
+    params: dict[str, Param]
+    ran: list[Config] = field(default_factory=list)  # served (or stopped while serving)
+    y: list[float] = field(default_factory=list)  # their objective (log, larger better)
+    failed: list[tuple[Config, str]] = field(default_factory=list)  # refused
+    # what was launched, in order, with how it crashed (None: it ran)
+    launches: list[tuple[Config, str | None]] = field(default_factory=list)
+    pending: list[Config] = field(default_factory=list)  # running, or queued with values
+    seen: set[Any] = field(default_factory=set)  # every configuration a trial had
+    start: Config | None = None  # what the screen moves from
+    # the screen's moves made: each one's label, and the configuration its trial had
+    moves: dict[str, Config] = field(default_factory=dict)
+    kinds: dict[str, int] = field(default_factory=dict)  # proposals made, by kind
+    told: int = 0  # trials whose outcome the sampler reads
+    # which choice switches each conditional parameter on (``space.conditions``), read from
+    # the sampled trials (an enqueued baseline may leave settings unset)
+    conds: dict[str, Any] = field(default_factory=dict)
+    donors: list[Config] = field(default_factory=list)  # what ran, best first
+
+
+def read(study: Study, trials: Sequence[FrozenTrial]) -> History:
+    """The history of ``study`` from its trials."""
+    maximize = study.direction == StudyDirection.MAXIMIZE
+    h = History(known(trials))
+    values: list[float] = []
+    sampled: list[Config] = []
+    for t in trials:
+        params = t.params or (adapter.fixed_params(t) or {})
+        if t.params and adapter.fixed_params(t) is None:
+            sampled.append(t.params)
+        if MOVE in t.user_attrs:
+            h.moves[str(t.user_attrs[MOVE])] = dict(t.params)
+        kind = t.user_attrs.get(KIND)
+        if isinstance(kind, str):
+            h.kinds[kind] = h.kinds.get(kind, 0) + 1
+        if not params:
+            continue
+        h.seen.add(key(params))
+        if h.start is None and adapter.fixed_params(t) is not None:
+            h.start = dict(params)
+        if t.state in (TrialState.RUNNING, TrialState.WAITING):
+            h.pending.append(dict(params))
+            continue
+        if REFUSED in t.user_attrs:
+            h.failed.append((dict(params), f"refused: {t.user_attrs[REFUSED]}"))
+            h.told += 1
+            continue
+        if CRASH in t.user_attrs:
+            h.launches.append((dict(params), f"crash: {t.user_attrs[CRASH]}"))
+            h.told += 1
+            continue
+        value: float | None = None
+        if t.state == TrialState.COMPLETE and t.value is not None:
+            value = float(t.value)
+        elif t.state == TrialState.PRUNED and t.intermediate_values:
+            value = float(np.mean(list(t.intermediate_values.values())))
+        if value is None or not math.isfinite(value):
+            continue  # failed for no reason of its own (interrupted), or stopped at once
+        h.told += 1
+        if any(c > 0 for c in _constraints(t)):  # ran, but broke a constraint (an SLO)
+            h.launches.append((dict(params), "constraint"))
+            continue
+        h.launches.append((dict(params), None))
+        h.ran.append(dict(params))
+        values.append(value if maximize else -value)
+    if values and all(v > 0 for v in values):
+        h.y = [math.log(v) for v in values]
+    elif values and all(v < 0 for v in values):
+        h.y = [-math.log(-v) for v in values]
+    else:
+        h.y = values
+    h.conds = conditions(sampled, list(h.params))
+    h.donors = [h.ran[i] for i in np.argsort(h.y)[::-1]] if h.y else []
+    return h
+
+
+def _constraints(t: FrozenTrial) -> list[float]:
+    return list(t.system_attrs.get("constraints", ()) or ())
+
+
+class Sampler(BaseSampler):
+    """A sampler for expensive objectives that crash: a one-at-a-time screen, then an additive
+    Gaussian process with pairs of effects, weighed by a model of where crashes lie.
+
+    Usable on any single-objective Optuna study: a trial that crashed sets
+    ``trial.set_user_attr(CRASH, "why")`` (then is told as failed or pruned); one refused
+    before it ran sets ``REFUSED``. Everything it knows it reads from the study's trials.
+
+    Args:
+        seed: seed of its random draws (each proposal's from the seed and the trials told).
+        feasible: whether a configuration may be proposed at all (constraints, values known to
+            fail); a refused one is never proposed (default: all may).
+        design: the most one-at-a-time launches at the start (0: none).
+        risk: the exponent of the chance of not crashing that weighs expected improvement
+            (0: crashes are not avoided).
+        pairs: the most proposals that screen two choices together, after the one-at-a-time
+            screen (every other proposal until they are made).
+    """
+
+    def __init__(
+        self,
+        *,
+        seed: int | None = None,
+        feasible: Feasible | None = None,
+        design: int = DESIGN,
+        risk: float = RISK,
+        pairs: int = PAIRS,
+    ) -> None:
+        self._seed = seed if seed is not None else int(np.random.default_rng().integers(2**31))
+        self.feasible = feasible
+        self._design = design
+        self._risk = risk
+        self._pairs = pairs
+        self._plans: dict[int, Config] = {}
+        self._starts: set[int] = set()  # trials that launch the screen's first configuration
+
+    def reseed_rng(self) -> None:
+        self._seed = int(np.random.default_rng().integers(2**31))
+
+    def infer_relative_search_space(
+        self, study: Study, trial: FrozenTrial
+    ) -> dict[str, BaseDistribution]:
+        return {}
+
+    def sample_relative(
+        self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
+    ) -> dict[str, Any]:
+        return {}
+
+    def before_trial(self, study: Study, trial: FrozenTrial) -> None:
+        if adapter.fixed_params(trial) is not None:
+            return  # enqueued: asked for by name
+        trials = study.get_trials(deepcopy=False)
+        h = read(study, [t for t in trials if t.number != trial.number])
+        # A trial asked for but not yet given its values (another worker between ask and
+        # suggest) is pending with what this sampler planned for it.
+        for t in trials:
+            if t.state == TrialState.RUNNING and not t.params and t.number in self._plans:
+                h.pending.append(self._plans[t.number])
+                h.seen.add(key(self._plans[t.number]))
+        rng = np.random.default_rng([self._seed, h.told, len(h.pending)])
+        kind, plan, move = self._plan(h, rng)
+        self._plans[trial.number] = plan
+        if move is not None and key(plan) == key(self._start(h) or {}):
+            self._starts.add(trial.number)
+        adapter.set_user_attr(study, trial, KIND, kind)
+        if move is not None:
+            adapter.set_user_attr(study, trial, MOVE, move)
+
+    def sample_independent(
+        self,
+        study: Study,
+        trial: FrozenTrial,
+        param_name: str,
+        param_distribution: BaseDistribution,
+    ) -> Any:
+        plan = self._plans.get(trial.number, {})
+        p = param_of(param_name, param_distribution)
+        if param_name in plan:
+            value = plan[param_name]
+            if adapter.contains(param_distribution, value):
+                return value
+            if p.numeric:  # out of this trial's range (a bound taken from another parameter)
+                return p.at(p.place(min(max(value, p.low), p.high)))
+        # Not planned (a parameter no trial had yet): a setting the baseline left unset at its
+        # reference value, one a feature switched on at its least; or a feasible draw.
+        rng = np.random.default_rng([self._seed, trial.number, len(trial.params)])
+        draws = [p.reference() if trial.number in self._starts else p.least()] + [
+            p.choices[rng.integers(len(p.choices))] if p.choices else p.at(rng.random())
+            for _ in range(20)
+        ]
+        for value in draws:
+            if self.feasible is None or self.feasible({**trial.params, param_name: value}):
+                return value
+        return draws[0]
+
+    def after_trial(
+        self, study: Study, trial: FrozenTrial, state: TrialState, values: Sequence[float] | None
+    ) -> None:
+        self._plans.pop(trial.number, None)
+        self._starts.discard(trial.number)
+
+    # -- planning -----------------------------------------------------------------------------
+
+    def _plan(self, h: History, rng: np.random.Generator) -> tuple[str, Config, str | None]:
+        """(kind, configuration, screen move) of the next proposal."""
+        if h.start is None and h.ran:
+            h.start = h.ran[0]
+        start = self._start(h)
+        if start is not None and len(h.moves) < self._design:
+            for label, move in self._moves(h, start):
+                if label not in h.moves and self._allowed(h, move):
+                    return "design", move, label
+        if len(h.ran) >= 3:
+            fit = self._fit(h)
+            if start is not None and h.kinds.get("pairs", 0) < self._pairs:
+                plan = self._pair(h, start, fit)
+                if plan is not None:
+                    return "pairs", plan, None
+            plan = self._model(h, rng, fit)
+            if plan is not None:
+                return "model", plan, None
+        return "random", self._random(h, rng), None
+
+    def _start(self, h: History) -> Config | None:
+        """The screen's first configuration: the baseline with the settings it leaves unset at
+        their reference values."""
+        if h.start is None:
+            return None
+        return active({**{n: p.reference() for n, p in h.params.items()}, **h.start}, h.conds)
+
+    def _moves(self, h: History, start: Config) -> list[tuple[str, Config]]:
+        """The screen, each move with its label: ``start`` itself where it is not the
+        baseline; each setting moved once (a number to its far end, a choice to its next
+        value); each choice's other values; then, where a move switched a feature on and
+        ran, each setting it switched on moved once from there."""
+        out: list[tuple[str, Config]] = []
+        if key(start) != key(h.start or {}):
+            out.append(("start", dict(start)))
+        later = []
+        for name, p in h.params.items():
+            if name in start:
+                out += [
+                    (f"{name}={v!r}", {**start, name: v}) for v in self._far(p, start[name])[:1]
+                ]
+                later += [
+                    (f"{name}={v!r}", {**start, name: v}) for v in self._far(p, start[name])[1:]
+                ]
+        out += later
+        for label, ran in list(h.moves.items()):
+            if "/" in label or label == "start" or not any(key(ran) == key(c) for c in h.ran):
+                continue
+            for name in [n for n in ran if n not in start and n in h.params]:
+                out += [
+                    (f"{label}/{name}={v!r}", {**ran, name: v})
+                    for v in self._far(h.params[name], ran[name])[:1]
+                ]
+        return [(label, self._complete(h, m)) for label, m in out]
+
+    def _far(self, p: Param, value: Any) -> list[Any]:
+        """A setting's moves in the screen: a number's far end, a choice's other values."""
+        if p.numeric:
+            return [p.at(0.0 if p.place(value) > 0.5 else 1.0)]
+        return [c for c in p.choices if p.index(c) != p.index(value)]
+
+    def _complete(self, h: History, config: Config) -> Config:
+        """``config`` with exactly the parameters its values switch on: one it lacks takes
+        its value in the best launch that had it (else, where a feature switches it on, its least,
+        and its reference value otherwise)."""
+        full = dict(config)
+        for name, p in h.params.items():
+            if name not in full:
+                donor = next((d[name] for d in h.donors if name in d), None)
+                fallback = p.least() if name in h.conds else p.reference()
+                full[name] = donor if donor is not None else fallback
+        return active(full, h.conds)
+
+    def _allowed(self, h: History, config: Config) -> bool:
+        return key(config) not in h.seen and (self.feasible is None or self.feasible(config))
+
+    def _random(self, h: History, rng: np.random.Generator) -> Config:
+        """A random configuration nobody had (the reference configuration first)."""
+        for i in range(200):
+            c = {
+                n: (
+                    p.reference()
+                    if i == 0
+                    else p.choices[rng.integers(len(p.choices))]
+                    if p.choices
+                    else p.at(rng.random())
+                )
+                for n, p in h.params.items()
+            }
+            c = self._complete(h, c)
+            if self._allowed(h, c):
+                return c
+        return c
+
+    def _fit(self, h: History) -> Fit:
+        """The models of the objective and of crashes over what the trials say; a running
+        configuration reads what the objective's model predicts for it (a constant liar:
+        parallel workers do not propose the same thing twice)."""
+        params = list(h.params.values())
+        numeric = np.array([p.numeric for p in params])
+        rows = np.arange(len(h.ran))
+        if len(rows) > MOST:  # a long study: the best half and the latest half
+            rows = np.union1d(np.argsort(h.y)[-MOST // 2 :], rows[-MOST // 2 :])
+        x = encode(params, [h.ran[i] for i in rows])
+        y = np.array(h.y)[rows]
+        gp = AdditiveGP(x, y, numeric)
+        if h.pending:
+            xp = encode(params, h.pending)
+            lie, _ = gp.predict(xp)
+            gp = AdditiveGP(np.vstack([x, xp]), np.concatenate([y, lie]), numeric, gp.theta)
+        return Fit(params, gp, CrashModel(params, h.launches, h.failed, self._start(h)))
+
+    def _weigh(self, fit: Fit, gain: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """log(gain) + ``risk`` x log(chance of not crashing); -inf where a crash is certain."""
+        p = fit.crashes.probability(x)
+        out = np.log(gain + 1e-12) + self._risk * np.log1p(-np.minimum(p, 0.999))
+        return np.where(fit.crashes.certain(x), -np.inf, out)
+
+    def _pair(self, h: History, start: Config, fit: Fit) -> Config | None:
+        """The screen of pairs: ``start`` with two choices moved to values no run had
+        together, the one whose value is most uncertain where pairs of effects may matter as
+        much as each alone (None: none left)."""
+        names = [n for n, p in h.params.items() if n in start and p.choices]
+        ran = {(a, repr(c[a]), b, repr(c[b])) for c in h.ran for a in c for b in c}
+        moved = self._effects(h, start)
+        enough = 2.0 * max(fit.gp.noise, 0.01)
+        pool, tier = [], []
+        for i, a in enumerate(names):
+            for b in names[i + 1 :]:
+                # how many of the two moved the objective alone: a pair of settings that both
+                # did nothing alone is left out, one of which did is screened after those
+                # that both did
+                did = (moved.get(a, 0.0) > enough) + (moved.get(b, 0.0) > enough)
+                for x in h.params[a].choices:
+                    for y in h.params[b].choices:
+                        if did and (a, repr(x), b, repr(y)) not in ran:
+                            pool.append({**start, a: x, b: y})
+                            tier.append(did)
+        tiers: dict[Any, tuple[int, Config]] = {}
+        for did, c in zip(tier, pool, strict=True):
+            c = self._complete(h, c)
+            if self._allowed(h, c) and did > tiers.get(key(c), (0, c))[0]:
+                tiers[key(c)] = (did, c)
+        if not tiers:
+            return None
+        pool = [c for _, c in tiers.values()]
+        theta = fit.gp.theta.copy()
+        theta[-2] = max(theta[-2], 0.0)
+        gp = AdditiveGP(fit.gp.x, fit.gp.y * fit.gp.scale + fit.gp.mean, fit.gp.numeric, theta)
+        x = encode(fit.params, pool)
+        # a screen is for what it tells: not one as likely to crash as not
+        score = np.where(
+            fit.crashes.probability(x) < 0.5, self._weigh(fit, gp.predict(x)[1], x), -np.inf
+        )
+        # the pairs of settings that both moved the objective alone first
+        score = score + 1e3 * np.array([t for t, _ in tiers.values()])
+        return pool[int(np.argmax(score))] if np.isfinite(score.max()) else None
+
+    def _effects(self, h: History, start: Config) -> dict[str, float]:
+        """How much moving each setting alone from ``start`` changed the objective (log; a
+        crash: infinitely)."""
+        values: dict[Any, list[float]] = {}
+        for c, y in zip(h.ran, h.y, strict=True):
+            values.setdefault(key(c), []).append(y)
+        crashed = {key(c) for c, s in h.launches if s is not None}
+        base = values.get(key(start))
+        out: dict[str, float] = {}
+        for label, config in h.moves.items():
+            name = label.split("=")[0]
+            if "/" in label or name not in start:
+                continue
+            k = key(config)
+            if k in crashed:
+                out[name] = math.inf
+            elif base and k in values:
+                change = abs(float(np.mean(values[k])) - float(np.mean(base)))
+                out[name] = max(out.get(name, 0.0), change)
+        return out
+
+    def _model(self, h: History, rng: np.random.Generator, fit: Fit) -> Config | None:
+        """The candidate with the largest expected improvement times the chance of not
+        crashing to the power ``risk`` (None: no candidate left)."""
+        mean, _ = fit.gp.predict(encode(fit.params, h.ran))
+        best = int(np.argmax(mean))
+        incumbent, level = h.ran[best], float(mean[best])
+        tops = [h.ran[i] for i in np.argsort(mean)[::-1][:5]]
+
+        def score(cs: list[Config]) -> np.ndarray:
+            x = encode(fit.params, cs)
+            mu, sd = fit.gp.predict(x)
+            return self._weigh(fit, expected_improvement(mu, sd, level), x)
+
+        pool = self._candidates(h, incumbent, tops, rng)
+        if not pool:
+            return None
+        scores = score(pool)
+        keys = {key(c) for c in pool}
+        for _ in range(2):  # the best few moved again, one setting at a time
+            top = [pool[i] for i in np.argsort(scores)[::-1][:4]]
+            more = [c for t in top for c in self._neighbours(h, t, rng)]
+            more = [c for c in self._unique(h, more) if key(c) not in keys]
+            keys |= {key(c) for c in more}
+            if not more:
+                break
+            pool += more
+            scores = np.concatenate([scores, score(more)])
+        if not np.isfinite(scores.max()):
+            return None
+        return pool[int(np.argmax(scores))]
+
+    def _candidates(
+        self, h: History, incumbent: Config, tops: list[Config], rng: np.random.Generator
+    ) -> list[Config]:
+        """The best configuration with one setting moved, or two; the best few moved at
+        random; random configurations."""
+        names = [n for n in h.params if n in incumbent]
+        out = self._neighbours(h, incumbent, rng)
+        for i, a in enumerate(names):
+            for b in names[i + 1 :]:
+                for _ in range(3):
+                    out.append(
+                        {
+                            **incumbent,
+                            a: self._draw(h.params[a], rng),
+                            b: self._draw(h.params[b], rng),
+                        }
+                    )
+        for _ in range(150):
+            c = dict(tops[rng.integers(len(tops))])
+            for k in rng.permutation(len(names))[: rng.integers(1, 4)]:
+                c[names[k]] = self._draw(h.params[names[k]], rng)
+            out.append(c)
+        for _ in range(150):
+            out.append({n: self._draw(p, rng) for n, p in h.params.items()})
+        return self._unique(h, out)
+
+    def _neighbours(self, h: History, config: Config, rng: np.random.Generator) -> list[Config]:
+        """``config`` with one setting moved: a number across its range and near where it is,
+        a choice to each other value."""
+        out = []
+        for name, p in h.params.items():
+            if name not in config:
+                continue
+            if p.choices:
+                out += [{**config, name: c} for c in p.choices]
+                continue
+            u = p.place(config[name])
+            places = list(np.linspace(0.0, 1.0, 11)) + [u + d for d in (-0.08, -0.03, 0.03, 0.08)]
+            out += [{**config, name: p.at(v)} for v in places]
+        return self._unique(h, out)
+
+    def _draw(self, p: Param, rng: np.random.Generator) -> Any:
+        return p.choices[rng.integers(len(p.choices))] if p.choices else p.at(rng.random())
+
+    def _unique(self, h: History, configs: list[Config]) -> list[Config]:
+        out, keys = [], set()
+        for c in configs:
+            c = self._complete(h, c)
+            k = key(c)
+            if k not in keys and self._allowed(h, c):
+                keys.add(k)
+                out.append(c)
+        return out
+
+
+__all__ = ["CRASH", "DESIGN", "KIND", "MOVE", "REFUSED", "RISK", "History", "Sampler", "read"]

@@ -1,0 +1,162 @@
+"""The search's sampler as a plain Optuna user meets it: ``optuna.create_study(sampler=
+autotune.search.Sampler(...))`` on an ordinary objective, crashes told through a trial
+attribute, everything it knows read from the study's trials."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import optuna
+import pytest
+
+from autotune.search import CRASH, KIND, REFUSED, Sampler
+
+pytestmark = pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")
+BASE = {"kernel": "a", "batch": 16, "mem": 0.6, "fused": False}
+
+
+def server(trial: optuna.Trial) -> float:
+    """A server-like objective: throughput rises with the batch and memory, kernel c pays
+    only with fusion; kernel b crashes above batch 128, memory above 0.9 crashes."""
+    kernel = trial.suggest_categorical("kernel", ["a", "b", "c"])
+    batch = trial.suggest_int("batch", 4, 1024, log=True)
+    mem = trial.suggest_float("mem", 0.5, 0.95, step=0.01)
+    fused = trial.suggest_categorical("fused", [False, True])
+    if (kernel == "b" and batch > 128) or mem > 0.9:
+        trial.set_user_attr(CRASH, "out of memory")
+        raise optuna.TrialPruned()
+    v = 100 * {"a": 1.0, "b": 1.3, "c": 1.1}[kernel] * (1 + 0.1 * math.log2(batch))
+    v *= 1 + (mem - 0.5) * (0.4 if kernel == "c" and fused else 1.0) ** 0
+    return v * (1.25 if kernel == "c" and fused else 0.95 if fused else 1.0)
+
+
+def study_of(sampler: optuna.samplers.BaseSampler, n: int, baseline: bool = True) -> optuna.Study:
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    if baseline:
+        study.enqueue_trial(BASE)
+    study.optimize(server, n_trials=n)
+    return study
+
+
+def crashes(study: optuna.Study) -> int:
+    return sum(CRASH in t.user_attrs for t in study.trials)
+
+
+def test_a_plain_optuna_study_finds_more_and_crashes_less_than_random_search() -> None:
+    ours = [study_of(Sampler(seed=s), 30) for s in range(2)]
+    theirs = [study_of(optuna.samplers.RandomSampler(seed=s), 30) for s in range(2)]
+    assert min(s.best_value for s in ours) > max(s.best_value for s in theirs) * 0.98
+    assert sum(map(crashes, ours)) < sum(map(crashes, theirs))
+    for study in ours:  # never the same configuration twice
+        keys = [tuple(sorted(t.params.items())) for t in study.trials]
+        assert len(keys) == len(set(keys))
+
+
+def test_it_starts_by_moving_one_setting_at_a_time_from_the_enqueued_baseline() -> None:
+    study = study_of(Sampler(seed=0), 6)
+    moves = study.trials[1:]
+    assert all(t.user_attrs[KIND] == "design" for t in moves)
+    for t in moves:
+        assert sum(t.params[k] != v for k, v in BASE.items()) == 1, t.params
+    assert {k for t in moves for k, v in BASE.items() if t.params[k] != v} == set(BASE)
+
+
+def test_each_proposal_comes_from_the_trials_alone_whatever_sampler_instance_asks() -> None:
+    """A fresh sampler on the same trials (a resumed study) proposes what the first would."""
+    study = study_of(Sampler(seed=3), 14)
+    first = study.sampler
+    nxt = study.ask()
+    plan = dict(first._plans[nxt.number])  # type: ignore[attr-defined]
+    study.tell(nxt, state=optuna.trial.TrialState.FAIL)  # ignored: failed for no reason
+    again = optuna.create_study(direction="maximize", sampler=Sampler(seed=3))
+    for t in study.trials:
+        if t.state != optuna.trial.TrialState.FAIL:
+            again.add_trial(t)
+    fresh = again.ask()
+    assert again.sampler._plans[fresh.number] == plan  # type: ignore[attr-defined]
+
+
+def test_a_refused_configuration_and_an_infeasible_one_are_never_proposed() -> None:
+    refused: list[dict[str, Any]] = []
+
+    def objective(trial: optuna.Trial) -> float:
+        value = server(trial)
+        if trial.params["kernel"] == "c":  # refused before launch, as a driver would
+            refused.append(dict(trial.params))
+            trial.set_user_attr(REFUSED, "dead_end")
+            raise optuna.TrialPruned()
+        return value
+
+    sampler = Sampler(seed=0, feasible=lambda c: not c.get("fused") or c.get("mem", 0) < 0.8)
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    study.enqueue_trial(BASE)
+    study.optimize(objective, n_trials=25, catch=())
+    keys = [tuple(sorted(t.params.items())) for t in study.trials]
+    assert len(keys) == len(set(keys))  # none refused is proposed again as it was
+    # what looks the same to the refusal (kernel c, whatever else) is learned: refusals stop
+    assert 1 <= len(refused) <= 3
+    assert all(t.params["kernel"] != "c" for t in study.trials[-6:])
+    assert not [t for t in study.trials if t.params.get("fused") and t.params["mem"] >= 0.8]
+
+
+def test_a_feature_switched_on_starts_at_its_least_and_its_settings_follow_it() -> None:
+    def objective(trial: optuna.Trial) -> float:
+        spec = trial.suggest_categorical("spec", [False, True])
+        base = trial.suggest_float("mem", 0.5, 0.9, step=0.05)
+        if not spec:
+            return 100 * base
+        steps = trial.suggest_int("steps", 1, 8)
+        return 100 * base * (1.5 - 0.05 * (steps - 4) ** 2)
+
+    study = optuna.create_study(direction="maximize", sampler=Sampler(seed=0))
+    study.enqueue_trial({"spec": False, "mem": 0.6})
+    study.optimize(objective, n_trials=20)
+    on = [t for t in study.trials if t.params["spec"]]
+    assert on[0].params["steps"] == 1  # its least
+    assert all(("steps" in t.params) == t.params["spec"] for t in study.trials)
+    assert any(t.params["steps"] > 1 for t in on)  # and moved from there
+
+
+def test_a_bound_taken_from_another_setting_keeps_every_proposal_inside() -> None:
+    def objective(trial: optuna.Trial) -> float:
+        hi = trial.suggest_int("max_ch", 1, 32, log=True)
+        lo = trial.suggest_int("min_ch", 1, hi, log=True)
+        return 100 / (1 + abs(math.log2(lo) - 2)) + math.log2(hi)
+
+    study = optuna.create_study(direction="maximize", sampler=Sampler(seed=1))
+    study.enqueue_trial({"max_ch": 8, "min_ch": 2})
+    study.optimize(objective, n_trials=15)
+    assert all(t.params["min_ch"] <= t.params["max_ch"] for t in study.trials)
+
+
+def test_configurations_still_running_are_not_proposed_again() -> None:
+    """Several workers: each asks while the others' trials run (a constant liar)."""
+    study = optuna.create_study(direction="maximize", sampler=Sampler(seed=0))
+    study.enqueue_trial(BASE)
+    study.optimize(server, n_trials=12)
+    running = [study.ask() for _ in range(2)]  # asked, no values yet (between ask and suggest)
+    for t in running:
+        server(t)  # suggests its values; not told: still running
+    for _ in range(2):
+        running.append(study.ask())
+        server(running[-1])
+    keys = {tuple(sorted(t.params.items())) for t in running}
+    assert len(keys) == 4
+    done = {
+        tuple(sorted(t.params.items())) for t in study.trials if t.params and t.state.is_finished()
+    }
+    assert not keys & done
+
+
+def test_a_failed_trial_without_a_crash_attribute_teaches_nothing() -> None:
+    """An interrupted launch (failed, no CRASH) is not a crash: its configuration is not
+    avoided, as a crash's region is."""
+    from autotune.search import read
+
+    study = study_of(Sampler(seed=0), 8)
+    t = study.ask({"kernel": optuna.distributions.CategoricalDistribution(["a", "b", "c"])})
+    study.tell(t, state=optuna.trial.TrialState.FAIL)
+    h = read(study, study.trials)
+    assert all(c != {"kernel": t.params["kernel"]} for c, _ in h.launches)
+    assert h.told == len(study.trials) - 1

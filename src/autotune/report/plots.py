@@ -71,7 +71,8 @@ def _suffix(view: StudyView) -> str:
 
 def _history(view: StudyView) -> Any:
     """Each search launch by its trial number: its value (a pruned one's over its first
-    windows, hollow), the best single launch so far, failures along the base; the baseline's median over its search launches as a line."""
+    windows, hollow), the best single launch so far, failures along the base; the baseline's
+    median over its search launches as a line."""
     plt = _plt()
     from matplotlib.ticker import MaxNLocator
 

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import importlib.util
 import re
-import sys
 from collections import Counter, defaultdict
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from tests.node.corpus_helpers import accuracy, confusion_table, diagnose_all
 
 from autotune.models import Cause, Phase
 
@@ -25,26 +23,10 @@ CORPUS = ROOT / "tests" / "data" / "crashlogs"
 HELD_OUT_FLOOR = 0.95
 
 
-def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "diagnose_corpus", ROOT / "bench" / "diagnose_corpus.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["diagnose_corpus"] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def rows() -> list[dict[str, str]]:
     with (CORPUS / "labels.csv").open(encoding="utf-8", newline="") as fh:
         return list(csv.DictReader(fh))
-
-
-@pytest.fixture(scope="module")
-def bench() -> ModuleType:
-    return _bench()
 
 
 def test_labels_are_well_formed(rows: list[dict[str, str]]) -> None:
@@ -97,9 +79,9 @@ def test_split_is_the_recorded_deterministic_one(rows: list[dict[str, str]]) -> 
     assert 0.35 <= share <= 0.40
 
 
-def test_held_out_accuracy_floor(bench: ModuleType) -> None:
-    verdicts = [v for v in bench.diagnose_all() if v.split == "heldout"]
-    cause_acc, phase_acc = bench.accuracy(verdicts)
+def test_held_out_accuracy_floor() -> None:
+    verdicts = [v for v in diagnose_all() if v.split == "heldout"]
+    cause_acc, phase_acc = accuracy(verdicts)
     misses = [
         f"{v.id}: want {v.cause} got {v.got_cause}" for v in verdicts if v.got_cause != v.cause
     ]
@@ -107,20 +89,20 @@ def test_held_out_accuracy_floor(bench: ModuleType) -> None:
     assert phase_acc >= 0.75
 
 
-def test_generic_rules_alone_meet_the_floor(bench: ModuleType) -> None:
+def test_generic_rules_alone_meet_the_floor() -> None:
     """The `command` engine gets the common rules only; they must know every family."""
-    verdicts = [v for v in bench.diagnose_all(generic=True) if v.split == "heldout"]
-    cause_acc, _ = bench.accuracy(verdicts)
+    verdicts = [v for v in diagnose_all(generic=True) if v.split == "heldout"]
+    cause_acc, _ = accuracy(verdicts)
     assert cause_acc >= HELD_OUT_FLOOR
 
 
-def test_tuning_accuracy(bench: ModuleType) -> None:
-    verdicts = [v for v in bench.diagnose_all() if v.split == "tuning"]
-    assert bench.accuracy(verdicts)[0] >= HELD_OUT_FLOOR
+def test_tuning_accuracy() -> None:
+    verdicts = [v for v in diagnose_all() if v.split == "tuning"]
+    assert accuracy(verdicts)[0] >= HELD_OUT_FLOOR
 
 
-def test_confusion_table_lists_every_cause(bench: ModuleType) -> None:
-    verdicts = bench.diagnose_all()
-    table = bench.confusion_table(verdicts)
+def test_confusion_table_lists_every_cause() -> None:
+    verdicts = diagnose_all()
+    table = confusion_table(verdicts)
     for cause in {v.cause for v in verdicts}:
         assert f"| `{cause}` |" in table

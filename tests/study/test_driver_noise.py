@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from bench.steering import make_driver, toy_space
+from tests.study.study_helpers import make_driver, toy_space
 
 from autotune.models import Outcome
 from autotune.records import budget_launches

@@ -16,7 +16,7 @@ from typing import Any
 import optuna
 import pytest
 import yaml
-from bench.steering import make_driver
+from tests.study.study_helpers import make_driver
 
 from autotune import export, report
 from autotune.cli import main

@@ -1,3 +1,10 @@
+"""Shared fixtures, and the test tiers (CONTRIBUTING.md).
+
+``pytest -q`` runs the fast tier: every test not marked ``slow``. ``pytest -q --slow`` runs
+everything (what ``.ci/run`` does); ``-m EXPR`` picks tests by marker as usual and then no
+test is left out by tier. ``gpu`` tests skip themselves where there is no NVIDIA GPU.
+"""
+
 from __future__ import annotations
 
 import os
@@ -8,6 +15,23 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 AUTOTUNE = [sys.executable, "-m", "autotune.cli"]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--slow",
+        action="store_true",
+        help="also run the slow tier (real servers, Ray instances, an mlflow server, a browser)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--slow") or config.option.markexpr:
+        return
+    slow = [item for item in items if item.get_closest_marker("slow") is not None]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if item.get_closest_marker("slow") is None]
 
 
 @pytest.fixture

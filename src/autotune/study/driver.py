@@ -16,6 +16,7 @@ import time
 import warnings
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -66,6 +67,11 @@ _logger = logging.getLogger(__name__)
 # taken as exhausted: a small discrete space runs out of new configurations.
 MAX_SKIPS_IN_A_ROW = 200
 EXHAUSTED = "no launchable configuration left in the space"
+INTERRUPT_POLL_S = 0.2  # how often a confirmation launch's wait looks for Ctrl-C
+
+
+class _Interrupted(Exception):
+    """Ctrl-C during the confirmation rounds: they stop, nothing is concluded."""
 
 
 @dataclass
@@ -672,17 +678,44 @@ class Driver:
             )
         )
         lo, hi = o.confirm_rounds
-        record = confirm(
-            candidates,
-            lambda c, round_no: self._measure_once(configs[c.key], c.key, round_no),
-            self.spec.objective.direction,
-            ConfirmOptions(min_rounds=lo, max_rounds=hi),
-        )
+        try:
+            record = confirm(
+                candidates,
+                lambda c, round_no: self._measure_once(configs[c.key], c.key, round_no),
+                self.spec.objective.direction,
+                ConfirmOptions(min_rounds=lo, max_rounds=hi),
+            )
+        except _Interrupted:  # Ctrl-C: nothing is concluded; the resume confirms from round 1
+            self.on_event(
+                Event(EventKind.CONFIRM, message="interrupted: confirmation runs again on resume")
+            )
+            return None
         self.ledger.write_confirmation(record)
         return record
 
+    def _wait(self, fut: Future[TrialResult]) -> TrialResult:
+        """The result of one launch, or ``_Interrupted`` as soon as Ctrl-C comes: the trial is
+        recorded as interrupted and torn down (as ``_abort`` does for the search)."""
+        while True:
+            try:
+                return fut.result(timeout=INTERRUPT_POLL_S)
+            except FutureTimeout:
+                if not self.interrupted:
+                    continue
+            self.ledger.recover_interrupted()
+            fut.cancel()
+            self.executor.shutdown()
+            raise _Interrupted
+
     def _measure_once(self, config: dict[str, Any], key: str, round_no: int) -> Sample:
-        """One confirmation launch: an Optuna trial of its own, launched now and waited for."""
+        """One confirmation launch: an Optuna trial of its own, launched now and waited for.
+
+        Raises:
+            _Interrupted: Ctrl-C (``interrupt``) before or during the launch; the running
+                trial is torn down and recorded as interrupted.
+        """
+        if self.interrupted:
+            raise _Interrupted
         self.ledger.enqueue(
             config,
             baseline=key == CONFIRM_BASELINE,
@@ -696,7 +729,9 @@ class Driver:
         self.on_event(Event(EventKind.LAUNCH, trial.number, config, message=f"confirm {key}"))
         attempt = 0
         while True:
-            result = self.executor.submit(self.build_spec(trial.number, config, attempt)).result()
+            result = self._wait(
+                self.executor.submit(self.build_spec(trial.number, config, attempt))
+            )
             if result.outcome is not Outcome.INFRA or attempt >= self.options.max_infra_retries:
                 break
             attempt += 1

@@ -13,8 +13,10 @@ import os
 import shlex
 import signal
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -210,33 +212,35 @@ def start(
         ),
     ] = True,
     confirm: Annotated[
-        int,
+        int | None,
         typer.Option(
             "--confirm",
             min=0,
             help="Relaunch the top K candidates and the baseline, interleaved, before naming a "
-            "winner (0 or --no-confirm: off).",
+            "winner (0 or --no-confirm: off; default: budget.confirm, else 3).",
         ),
-    ] = 3,
+    ] = None,
     no_confirm: Annotated[
         bool, typer.Option("--no-confirm", help="No confirmation rounds (same as --confirm 0).")
     ] = False,
     confirm_rounds: Annotated[
-        int,
+        int | None,
         typer.Option(
             "--confirm-rounds",
             min=2,
-            help="Most confirmation rounds (it stops earlier when settled).",
+            help="Most confirmation rounds, it stops earlier when settled (default: "
+            "budget.confirm_rounds, else 5).",
         ),
-    ] = 5,
+    ] = None,
     baseline_launches: Annotated[
-        int,
+        int | None,
         typer.Option(
             "--baseline-launches",
             min=1,
-            help="Launch the baseline this many times at the start (its launch-to-launch noise).",
+            help="Launch the baseline this many times at the start, for its launch-to-launch "
+            "noise (default: budget.baseline_launches, else 3).",
         ),
-    ] = 3,
+    ] = None,
     prune: Annotated[
         bool,
         typer.Option(
@@ -269,6 +273,7 @@ def start(
         raise ConfigError(exc.message, file=str(space), field=exc.field) from None
     real_engine = get_engine(spec.engine) if simulate else engine
     study_dir = study_root / name
+    _check_writable(study_dir)
     target = n_trials or spec.budget.trials
     if _budget_reached(name, study_dir, storage, target):
         # Nothing to run: say so without starting an executor (Ray: 13 s) or a tracker.
@@ -293,22 +298,33 @@ def start(
         simulate=simulate,
     )
     here = executor_class.runs_here(ex_options)
-    if here:  # the engine runs here: check its flags before anything starts
-        _preflight(engine, spec)
     _logger.info("starting executor %s (%s)", executor, ex_options)
     # Ray announces its token-authentication mode on every start: not the user's concern here.
     logging.getLogger("ray._private.authentication").setLevel(logging.ERROR)
+    # While the executor starts (a local Ray instance: seconds), a helper thread checks the
+    # flags, builds the model and opens the tracking store. Ray starts on this thread: the
+    # processes it spawns die with the thread that started them.
+    helper = ThreadPoolExecutor(1, thread_name_prefix="autotune-start")
+    prepared = helper.submit(
+        _prepare,
+        engine,
+        spec,
+        here,
+        lambda: _resilient(make_tracker(mlflow_uri, enabled=not no_mlflow), name, mlflow_uri),
+    )
+    helper.shutdown(wait=False)
     with console.status(f"starting executor {executor}"):
         ex = executor_class.create(ex_options)
-    try:
-        if not here:
-            # Elsewhere the engine lives on the machines that run trials: check the flags
-            # against its --help there (once; this machine may not even have the engine).
-            _preflight(engine, spec, help_text=ex.engine_help(spec.engine, simulate=simulate))
-        tracker = _resilient(make_tracker(mlflow_uri, enabled=not no_mlflow), name, mlflow_uri)
-    except AutotuneError:  # re-raised: stop what was started for the study
-        ex.shutdown()
-        raise
+        try:
+            tracker = prepared.result()
+            if not here:
+                # Elsewhere the engine lives on the machines that run trials: check the flags
+                # against its --help there (once; this machine may not even have the engine).
+                _preflight(engine, spec, help_text=ex.engine_help(spec.engine, simulate=simulate))
+        except BaseException:  # re-raised (a bad flag, Ctrl-C): stop what was started for it
+            ex.shutdown()
+            raise
+    most_rounds = _given(confirm_rounds, spec.budget.confirm_rounds, 5)
     options = DriverOptions(
         study=name,
         study_dir=study_dir,
@@ -319,9 +335,9 @@ def start(
         seed=seed,
         sampler=sampler.value,
         steering=SteeringOptions(enabled=steer),
-        baseline_launches=baseline_launches,
-        confirm=0 if no_confirm else confirm,
-        confirm_rounds=(min(3, confirm_rounds), confirm_rounds),
+        baseline_launches=_given(baseline_launches, spec.budget.baseline_launches, 3),
+        confirm=0 if no_confirm else _given(confirm, spec.budget.confirm, 3),
+        confirm_rounds=(min(3, most_rounds), most_rounds),
         prune=prune,
     )
     sim = (
@@ -369,6 +385,44 @@ def start(
         raise typer.Exit(130)
 
 
+def _check_writable(study_dir: Path) -> None:
+    """Refuse a study folder this user cannot write, before anything starts.
+
+    Raises:
+        ConfigError: naming the folder and how to pick another.
+    """
+    try:
+        study_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=study_dir, prefix=".autotune-write-"):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ConfigError(
+            f"cannot write the study folder {study_dir}: {reason}; run from a folder you can "
+            "write to, or pass --study-root DIR"
+        ) from None
+
+
+def _prepare(engine: Engine, spec: StudySpec, here: bool, tracker: Any) -> Any:
+    """What a study needs besides its executor: the flags checked against the engine here,
+    the model built (once, cached), the tracking store open (a failure to open it is a
+    warning: the study goes on). Returns the tracker."""
+    if here:
+        _preflight(engine, spec)
+        engine.prepare(spec.model)  # e.g. the tiny model
+    made = tracker()
+    made.connect()
+    _logger.info("flags checked, model ready, tracking store open")
+    return made
+
+
+def _given(option: int | None, in_space: int | None, default: int) -> int:
+    """The command line's value, else the space file's (``budget:``), else the default."""
+    if option is not None:
+        return option
+    return in_space if in_space is not None else default
+
+
 @contextlib.contextmanager
 def _ctrl_c(driver: Any) -> Iterator[None]:
     """First Ctrl-C: the driver stops launching, tears the running trials down and records
@@ -389,6 +443,7 @@ def _ctrl_c(driver: Any) -> Iterator[None]:
 
         err.print("autotune: forced; the next start recovers the study", markup=False)
         kill_own_servers(grace_s=0.5)
+        _kill_children()  # a local Ray instance's processes would outlive this one
         os._exit(130)  # worker threads would otherwise hold the process open
 
     if threading.current_thread() is not threading.main_thread():
@@ -399,6 +454,15 @@ def _ctrl_c(driver: Any) -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def _kill_children() -> None:
+    """Kill every process this one started (and theirs), at once: the forced exit."""
+    import psutil
+
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):  # gone already, or not ours to kill
+            child.kill()
 
 
 def _resilient(inner: Any, name: str, mlflow_uri: str | None) -> Any:
@@ -469,9 +533,12 @@ def _budget_reached(name: str, study_dir: Path, storage: str | None, target: int
         )
     except KeyError:  # no such study in that storage: nothing reached
         return False
-    trials = Ledger(study).trials()
+    ledger = Ledger(study)
+    trials = ledger.trials()
     if any(t.state in ("RUNNING", "WAITING") for t in trials):
         return False  # an interrupted trial to recover, or a queued one: the driver's work
+    if ledger.confirmation() is None and any(t.confirm_round is not None for t in trials):
+        return False  # confirmation cut short (Ctrl-C): the driver runs it again
     return budget_launches(trials) >= target
 
 

@@ -90,7 +90,7 @@ def _study(tmp_path: Path) -> optuna.Study:
     return optuna.load_study(study_name="first", storage=f"sqlite:///{db}")
 
 
-def test_the_budget_comes_from_the_space_and_the_command_line_overrides_it(
+def test_the_budget_comes_from_the_space_and_a_second_run_says_where_to_look(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
@@ -99,7 +99,19 @@ def test_the_budget_comes_from_the_space_and_the_command_line_overrides_it(
     trials = _study(tmp_path).get_trials()
     assert [bool(t.user_attrs.get("baseline")) for t in trials] == [True, True, False]
     assert not any("confirm_round" in t.user_attrs for t in trials)  # budget.confirm: 0
-    capsys.readouterr()
+    out = capsys.readouterr().out
+    assert "  report: studies/first/report/report.html" in out.splitlines()
+    assert (tmp_path / "studies" / "first" / "report" / "report.html").is_file()
+
+    # The same command again: the answer, where to look, and nothing launched.
+    (tmp_path / "studies" / "first" / "report" / "report.html").unlink()
+    assert main(_argv(space)[1:] + ["-q"]) == 0
+    out = capsys.readouterr().out
+    assert "study first already holds 2 launched trial(s): budget reached" in out
+    assert "  report: studies/first/report/report.html" in out.splitlines()
+    assert "export: autotune export --study first --format sh" in out
+    assert len(_study(tmp_path).get_trials()) == 3
+    assert (tmp_path / "studies" / "first" / "report" / "report.html").is_file()
     shutil.rmtree(tmp_path / "studies")
     assert main(_argv(space)[1:] + ["-q", "--baseline-launches", "1"]) == 0
     trials = _study(tmp_path).get_trials()

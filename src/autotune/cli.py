@@ -288,6 +288,7 @@ def start(
         url = storage_url(storage, study_dir)
         done = optuna.load_study(study_name=name, storage=open_storage(url))
         _final_report(done, name, study_root, storage, mlflow_uri, no_mlflow)
+        _report_files(done, study_dir)  # e.g. cut short by Ctrl-C last time
         return
     gpus = engine.gpus(engine.command(spec.model, _all_args(spec), {})[0])
     ex_options = ExecutorOptions(
@@ -371,8 +372,10 @@ def start(
     finally:
         ex.shutdown()
     _final_report(driver.study, name, study_root, storage, mlflow_uri, no_mlflow)
+    files = _report_files(driver.study, study_dir)
     if not no_mlflow:
-        _attach_files(driver.study, study_dir, tracker)
+        if files:
+            tracker.log_artifacts(files)
         _mlflow_lines(tracker, name, mlflow_uri)
     if driver.interrupted:
         resume = shlex.join(["autotune", *sys.argv[1:]]) if sys.argv[1:] else "autotune start"
@@ -484,8 +487,11 @@ def _sync_command(name: str, mlflow_uri: str | None) -> str:
     )
 
 
-def _attach_files(study: Any, study_dir: Path, tracker: Any) -> None:
-    """The HTML report, its plots and the best launch script, on the study's MLflow run."""
+def _report_files(study: Any, study_dir: Path, *, say: bool = True) -> list[Path]:
+    """Write the HTML report, its plots and the best launch script; say where the report is.
+
+    Returns the files written (none, with a warning, when they could not be).
+    """
     from autotune import report
     from autotune.export import export as do_export
     from autotune.report_html import write_html
@@ -493,15 +499,25 @@ def _attach_files(study: Any, study_dir: Path, tracker: Any) -> None:
     folder = study_dir / "report"
     try:
         pngs = report.plots(study, folder)
-        files = [write_html(study, folder, pngs), *pngs]
+        html = write_html(study, folder, pngs)
+        files = [html, *pngs]
         if report.best(study) is not None:
             best = study_dir / "best.sh"
             best.write_text(do_export(study, "sh"))
             files.append(best)
     except (OSError, ValueError, AutotuneError) as exc:  # the study's result stands without them
         err.print(f"autotune: warning: report files not written: {exc}", markup=False)
-        return
-    tracker.log_artifacts(files)
+        return []
+    if say:
+        console.print(f"  report: {html}", markup=False)
+    return files
+
+
+def _attach_files(study: Any, study_dir: Path, tracker: Any) -> None:
+    """The HTML report, its plots and the best launch script, on the study's MLflow run."""
+    files = _report_files(study, study_dir, say=False)
+    if files:
+        tracker.log_artifacts(files)
 
 
 def _mlflow_lines(tracker: Any, name: str, mlflow_uri: str | None) -> None:

@@ -699,7 +699,7 @@ class Driver:
         while True:
             try:
                 return fut.result(timeout=INTERRUPT_POLL_S)
-            except FutureTimeout:
+            except FutureTimeout:  # still running: look for Ctrl-C, then wait again
                 if not self.interrupted:
                     continue
             self.ledger.recover_interrupted()

@@ -178,6 +178,7 @@ def test_an_unwritable_study_folder_is_one_line_and_starts_nothing(
     assert not (tmp_path / "hang.pid").exists()
 
 
+@pytest.mark.slow  # two whole studies in CLI processes (tests/study/test_ledger.py: the unit)
 def test_ctrl_c_during_confirmation_stops_at_once_and_the_resume_confirms(
     tmp_path: Path,
 ) -> None:

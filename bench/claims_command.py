@@ -3,7 +3,7 @@
 Not the stand-in: a small stdlib streaming server (tests/study/servers/scenario.py) launched
 by the ``command`` engine, as a user's own server would be, through the whole CLI
 (``autotune start``, real Optuna SQLite storage, the local executor) with every default of
-``start`` (3 baseline launches, confirmation of the top 3, 3 to 5 rounds):
+``start`` but the ablation (3 baseline launches, confirmation of the top 3, 3 to 5 rounds):
 
 - ``null``: ``--level`` changes nothing (``--ignore-flags``) and launches differ by about 8%
   (``--noise 0.08``, log-normal, seeded per launch): a claimed gain is a false claim;

@@ -72,13 +72,13 @@ def main() -> None:
         judged = beats or ratio <= 1.0
         for seed in range(args.seeds):
             res = confirm(
-                [Candidate(k, {"k": k}) for k in keys],
+                [Candidate(key=k, config={"k": k}) for k in keys],
                 Draws(truth, args.noise, seed),
                 "maximize",
                 ConfirmOptions(lo, hi),
             )
             rounds.append(res.rounds)
-            launches.append(res.cost_launches)
+            launches.append(int(res.cost["launches"]))
             claims += res.winner != BASELINE
             # Ties: any candidate within 2% of the truly best is as good an export.
             if beats:

@@ -21,8 +21,8 @@ from optuna.distributions import CategoricalDistribution as Cat
 from optuna.distributions import FloatDistribution
 from optuna.trial import TrialState, create_trial
 
-from autotune import insights, report
-from autotune.records import StudyRecord, TrialRecord
+from autotune.core.records import StudyRecord, TrialRecord
+from autotune.report import insights
 from autotune.study.ledger import Ledger, trial_attrs
 
 DISTS = {
@@ -86,11 +86,12 @@ def main() -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     with tempfile.TemporaryDirectory() as tmp:
         study = make_study(Path(tmp) / "study.db")
+        view = Ledger(study).view()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            every = optuna.importance.get_param_importances(report.ok_study(study))
-        shared = insights.importances(study)
-        effects = {e.param: e for e in insights.marginal_effects(study)}
+            every = optuna.importance.get_param_importances(insights.ok_study(study, view))
+        shared = insights.importances(study, view)
+        effects = {e.param: e for e in insights.marginal_effects(view)}
         print(f"{'parameter':<22}{'fANOVA (all)':>14}{'fANOVA (shared)':>17}{'marginal':>10}")
         for name in DISTS:
             e = effects.get(name)
@@ -99,7 +100,7 @@ def main() -> None:
                 f"{shared.get(name, float('nan')):>17.3f}"
                 f"{(e.spread if e else float('nan')):>10.2f}"
             )
-        print(insights.trust_note(study))
+        print(insights.trust_note(view))
 
 
 if __name__ == "__main__":

@@ -24,8 +24,8 @@ import optuna
 from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.trial import TrialState, create_trial
 
+from autotune.core.records import SkipKind, SkipRecord, StudyRecord, TrialRecord
 from autotune.models import Cleanup, Outcome, Timings
-from autotune.records import SkipKind, SkipRecord, StudyRecord, TrialRecord
 from autotune.study.ledger import Ledger, trial_attrs
 
 DISTS = {"bs": IntDistribution(1, 4096), "backend": CategoricalDistribution(["a", "b", "c"])}

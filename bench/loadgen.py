@@ -12,6 +12,9 @@ requests/s.
     .venv/bin/python bench/loadgen.py                      # 64 streams, 20 tok/s each
     .venv/bin/python bench/loadgen.py --streams 64 --rate 20 --ttft-ms 100 --tokens 200
     .venv/bin/python bench/loadgen.py --capacity-only
+    python bench/loadgen.py --url http://127.0.0.1:30000 --model M --tokenizer DIR \
+        --engine-bench sglang --repeat 3          # a live engine: autotune's client against
+                                                  # the engine's own benchmark, alternated
 
 The figures depend on the machine's load: run it on a quiet machine, or several times.
 """
@@ -25,6 +28,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -363,6 +367,78 @@ def _print(readings: Sequence[Reading], truth: dict[str, float]) -> None:
         )
 
 
+# ---- a live engine: autotune's client against the engine's own benchmark CLI -----------------
+
+ENGINE_BENCH = {
+    # engine -> argv of its own serving benchmark (random token ids: nothing to download)
+    "sglang": [sys.executable, "-m", "sglang.bench_serving", "--backend", "sglang-oai",
+               "--dataset-name", "random-ids", "--random-range-ratio", "1"],
+    "vllm": [sys.executable, "-m", "vllm.entrypoints.cli.main", "bench", "serve",
+             "--dataset-name", "random", "--random-range-ratio", "0", "--ignore-eos"],
+}  # fmt: skip
+
+
+def engine_bench(engine: str, url: str, model: str, tokenizer: str, w: Workload) -> Reading:
+    """One run of the engine's own benchmark CLI against ``url``, read from its result file."""
+    with tempfile.TemporaryDirectory() as tmp:
+        result = os.path.join(tmp, "result.json")
+        argv = [*ENGINE_BENCH[engine], "--base-url", url, "--model", model,
+                "--tokenizer", tokenizer, "--num-prompts", str(w.num_requests),
+                "--max-concurrency", str(w.concurrency), "--random-input-len",
+                str(w.prompt_len), "--random-output-len", str(w.output_len)]  # fmt: skip
+        if engine == "sglang":
+            argv += ["--output-file", result]
+        else:
+            argv += ["--save-result", "--result-dir", tmp, "--result-filename", "result.json"]
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if proc.returncode != 0 or not os.path.exists(result):
+            tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
+            return Reading(f"{engine} benchmark", float("nan"), float("nan"), float("nan"),
+                           float("nan"), 0, tail)  # fmt: skip
+        with open(result) as fh:
+            data = json.loads(fh.read().strip().splitlines()[-1])
+    return Reading(
+        f"{engine}'s own benchmark",
+        data["output_throughput"],
+        data["median_ttft_ms"],
+        data["median_itl_ms"],
+        data["mean_itl_ms"],
+        int(data.get("completed", w.num_requests)),
+    )
+
+
+def live(args: argparse.Namespace) -> None:
+    """Alternate autotune's client and the engine's benchmark on one live server."""
+    workload = Workload(
+        concurrency=args.streams, num_requests=args.requests, prompt_len=args.prompt_len,
+        output_len=args.tokens, warmup_requests=0, model=args.model,
+    )  # fmt: skip
+    readings: list[Reading] = []
+    for _ in range(args.repeat):
+        readings.append(autotune_client(args.url, workload))
+        readings.append(engine_bench(args.engine_bench, args.url, args.model, args.tokenizer,
+                                     workload))  # fmt: skip
+    print(f"{args.url}: {args.requests} requests, {args.streams} streams, prompt "
+          f"{args.prompt_len}, output {args.tokens} tokens; runs alternated")  # fmt: skip
+    print(f"{'client':28} {'tok/s':>10} {'TTFT p50':>9} {'ITL p50':>8} {'ITL mean':>9} {'done':>5}")
+    for r in readings:
+        print(f"{r.client:28} {r.output_tok_s:10.1f} {r.ttft_p50_ms:9.1f} {r.itl_p50_ms:8.2f} "
+              f"{r.itl_mean_ms:9.2f} {r.completed:5d} {' '.join(r.notes)}")  # fmt: skip
+    by: dict[str, list[float]] = {}
+    for r in readings:
+        by.setdefault(r.client, []).append(r.output_tok_s)
+    ours, theirs = (
+        by.get("autotune (node/bench.py)", []),
+        by.get(f"{args.engine_bench}'s own benchmark", []),
+    )
+    if ours and theirs:
+        gap = statistics.median(ours) / statistics.median(theirs) - 1
+        print(
+            f"autotune's median over the engine's: {gap:+.2%} "
+            f"(runs: {min(ours):.0f}-{max(ours):.0f} vs {min(theirs):.0f}-{max(theirs):.0f})"
+        )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--streams", type=int, default=64)
@@ -375,7 +451,16 @@ def main(argv: list[str] | None = None) -> None:
         "--bench-serving", default=None, help="path of a standalone SGLang bench_serving.py"
     )
     parser.add_argument("--capacity-only", action="store_true")
+    parser.add_argument("--url", help="a live server to measure instead of the stand-in")
+    parser.add_argument("--engine-bench", choices=sorted(ENGINE_BENCH), default="sglang")
+    parser.add_argument("--model", default="m", help="--url: the model name to request")
+    parser.add_argument("--tokenizer", default="", help="--url: the engine benchmark's tokenizer")
+    parser.add_argument("--requests", type=int, default=256, help="--url: requests a run")
+    parser.add_argument("--prompt-len", type=int, default=512, help="--url: prompt tokens")
     args = parser.parse_args(argv)
+    if args.url:
+        live(args)
+        return
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(ALL_CPUS)[0]})  # the clients: one core
     if not args.capacity_only:

@@ -212,7 +212,7 @@ def run(
     ``previous`` is bench/search ``last``)."""
     from bench.search.harness import driver_sampler
 
-    from autotune.records import budget_launches
+    from autotune.core.records import budget_launches
     from autotune.study.ledger import Ledger
     from autotune.study.sampler import LocalTPESampler
     from autotune.study.steering import SteeringOptions, crash_allowance

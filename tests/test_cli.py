@@ -301,7 +301,7 @@ def test_a_finished_study_says_so_without_starting_ray(
     import optuna
     from optuna.trial import TrialState, create_trial
 
-    from autotune import cli
+    import autotune.cli.start
 
     space = Path(__file__).resolve().parents[1] / "search_spaces" / "quickstart.yaml"
     from autotune.space.load import load
@@ -335,11 +335,63 @@ def test_a_finished_study_says_so_without_starting_ray(
     # Any executor would do: none may be created (Ray takes 13 s to start for nothing).
     for name in ("ray", "local"):
         monkeypatch.setattr(EXECUTORS.get_class(name), "create", classmethod(no_executor))
-    monkeypatch.setattr(cli, "_preflight", lambda *a, **k: None)
+    monkeypatch.setattr(autotune.cli.start, "preflight", lambda *a, **k: None)
     monkeypatch.chdir(tmp_path)
     assert main(["start", "--space", str(space), "--n-trials", "2", "--no-mlflow"]) == 0
     out = capsys.readouterr().out
     assert "budget reached" in out and "--n-trials" in out
+
+
+def test_a_finished_search_without_its_confirmation_is_confirmed_on_the_next_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import optuna
+    from optuna.trial import TrialState, create_trial
+
+    import autotune.cli.start
+    from autotune.dispatch import EXECUTORS
+    from autotune.space.load import load
+
+    space = Path(__file__).resolve().parents[1] / "search_spaces" / "quickstart.yaml"
+    name = load(space).name or "quickstart"
+    (tmp_path / "studies" / name).mkdir(parents=True)
+    s = optuna.create_study(
+        study_name=name,
+        direction="maximize",
+        storage=f"sqlite:///{tmp_path / 'studies' / name / 'study.db'}",
+    )
+    s.set_user_attr("objective", {"metric": "output_tok_s", "direction": "maximize"})
+    for n in range(2):  # a baseline and one other configuration, both measured
+        s.add_trial(
+            create_trial(
+                state=TrialState.COMPLETE,
+                value=1.0 + n,
+                user_attrs={
+                    "outcome": "ok",
+                    "metrics": {"output_tok_s": 1.0 + n},
+                    "config": {"continuous_batching": bool(n)},
+                    "baseline": n == 0,
+                },
+            )
+        )
+
+    class Started(Exception):
+        pass
+
+    def started(*args: object, **kwargs: object) -> None:
+        raise Started
+
+    for executor in ("ray", "local"):
+        monkeypatch.setattr(EXECUTORS.get_class(executor), "create", classmethod(started))
+    monkeypatch.setattr(autotune.cli.start, "preflight", lambda *a, **k: None)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(Started):  # the budget is reached, but the confirmation is owed
+        main(["start", "--space", str(space), "--n-trials", "2", "--no-mlflow"])
+    # asked for no confirmation: nothing to run
+    assert (
+        main(["start", "--space", str(space), "--n-trials", "2", "--no-mlflow", "--no-confirm"])
+        == 0
+    )
 
 
 def test_status_skips_an_empty_study_left_by_a_failed_start(tmp_path: Path) -> None:
@@ -400,3 +452,37 @@ def test_diagnose_refuses_an_unknown_engine(
     log.write_text("ValueError: bad\n")
     assert main(["diagnose", str(log), "--engine", "vllmm"]) == 2
     assert "--engine: unknown engine 'vllmm'" in _one_line_error(capsys)
+
+
+def test_time_limit_overrides_the_space_budget_for_this_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import autotune.cli.start
+    from autotune.dispatch import EXECUTORS
+    from autotune.study import driver as driver_module
+
+    seen: dict[str, object] = {}
+
+    class Caught(Exception):
+        pass
+
+    def fake_driver(spec: object, **kwargs: object) -> None:
+        seen["limit"] = spec.budget.time_limit_s  # type: ignore[attr-defined]
+        raise Caught
+
+    class Quiet:
+        def capacity(self) -> int:
+            return 1
+
+        def shutdown(self) -> None:
+            pass
+
+    monkeypatch.setattr(EXECUTORS.get_class("local"), "create", classmethod(lambda *a: Quiet()))
+    monkeypatch.setattr(driver_module, "Driver", fake_driver)
+    monkeypatch.setattr(autotune.cli.start, "preflight", lambda *a, **k: None)
+    monkeypatch.chdir(tmp_path)
+    space = Path(__file__).resolve().parents[1] / "search_spaces" / "quickstart.yaml"
+    with pytest.raises(Caught):
+        main(["start", "--space", str(space), "--executor", "local", "--no-mlflow",
+              "--time-limit", "123"])  # fmt: skip
+    assert seen["limit"] == 123

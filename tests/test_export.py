@@ -16,9 +16,9 @@ import yaml
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import TrialState, create_trial
 
+from autotune.core.records import StudyRecord, TrialRecord
 from autotune.errors import ConfigError, StudyError
-from autotune.export import export, export_data
-from autotune.records import StudyRecord, TrialRecord
+from autotune.export.formats import export, export_data
 from autotune.study.ledger import Ledger, trial_attrs
 
 BASH = shutil.which("bash")
@@ -141,7 +141,7 @@ def test_a_noise_winner_is_never_exported_the_baseline_is(tmp_path: Path) -> Non
     for value in (1000.0, 1090.0, 930.0):  # 8% launch noise
         add(s, "ok", value, params=BASE, baseline=True)
     add(s, "ok", 1060.0, params=BEST, argv=BEST_ARGV, env=BEST_ENV)
-    data = export_data(s)
+    data = export_data(Ledger(s).view())
     assert data["trial"] == 0 and data["is_baseline"] is True
     assert data["config"] == BASE and data["gain"]["significant"] is False
     script = export(s, "sh")
@@ -236,7 +236,7 @@ def test_simulated_study_exports_real_command_marked(tmp_path: Path) -> None:
     script = export(s, "sh")
     assert "# WARNING: SIMULATED" in script
     assert "sglang.launch_server" in script and "autotune.sim" not in script.split("\n\n")[-1]
-    data = export_data(s)
+    data = export_data(Ledger(s).view())
     assert data["simulated"] is True and data["baseline_value"] is None and data["gain_pct"] is None
 
 
@@ -246,7 +246,7 @@ def test_unknown_format(study: optuna.Study) -> None:
 
 
 def test_export_a_chosen_trial_and_refuse_one_that_did_not_run_ok(study: optuna.Study) -> None:
-    data = export_data(study, trial=0)
+    data = export_data(Ledger(study).view(), trial=0)
     assert data["trial"] == 0 and data["config"] == BASE
     with pytest.raises(StudyError, match="trial 1 .* cannot be exported \\(crashed\\)"):
         export(study, "sh", trial=1)
@@ -279,7 +279,7 @@ def test_every_format_says_engine_version_gpu_and_date(study: optuna.Study) -> N
         assert "engine: sglang 0.5.9" in head, fmt
         assert "GPU: " in head and "exported 20" in head, fmt
         assert HF not in text and "s3cr3t-key" not in text, fmt
-    data = export_data(study)
+    data = export_data(Ledger(study).view())
     assert data["gpu"] and data["exported_at"].startswith("20")
 
 
@@ -364,7 +364,7 @@ def test_float_noise_is_not_exported(tmp_path: Path) -> None:
             },
         )
     )
-    assert export_data(s)["config"] == {"mem": 0.6}
+    assert export_data(Ledger(s).view())["config"] == {"mem": 0.6}
     assert "mem=0.6\n" in export(s, "sh")
 
 

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from autotune.redact import MASK, is_secret_name, redact_argv, redact_env, redact_obj, redact_text
+from autotune.core.redact import (
+    MASK,
+    is_secret_name,
+    redact_argv,
+    redact_env,
+    redact_obj,
+    redact_text,
+)
 
 HF = "hf_" + "aB3" * 12  # the shape of a Hugging Face token
 SK = "sk-" + "Zq9_" * 8

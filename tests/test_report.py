@@ -1,4 +1,5 @@
-"""report: rows, best, baseline, summary, tables and plots over a real Optuna SQLite study."""
+"""The report over a real Optuna SQLite study: the ledger's best and summary, the tables, the
+plots and the page, each reading the study once (``Ledger.view``)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,22 @@ from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.trial import TrialState, create_trial
 from rich.console import Console
 
-from autotune import report
-from autotune.records import StudyRecord, TrialRecord
+from autotune.core.records import StudyRecord, TrialRecord, gain_pct
+from autotune.core.summary import StudyView
+from autotune.report import insights
+from autotune.report import tables as report
+from autotune.report.plots import write_plots
 from autotune.study.ledger import Ledger, trial_attrs
+
+
+def view(study: optuna.Study) -> StudyView:
+    return Ledger(study).view()
+
+
+def plots(study: optuna.Study, out: Path) -> list[Path]:
+    v = view(study)
+    return write_plots(v, insights.importances(study, v), out)
+
 
 DISTS = {
     "chunked_prefill_size": IntDistribution(1024, 16384, step=1024),
@@ -119,7 +133,7 @@ def study(tmp_path: Path) -> optuna.Study:
 
 
 def test_rows_follow_outcome_not_optuna_value(study: optuna.Study) -> None:
-    rs = report.rows(study)
+    rs = Ledger(study).trials()
     assert [r.number for r in rs] == list(range(8))
     assert [r.label for r in rs] == [
         "ok",
@@ -147,18 +161,18 @@ def more_baseline(study: optuna.Study) -> None:
 
 def test_best_is_ok_only_and_ties_go_to_lower_number(study: optuna.Study) -> None:
     more_baseline(study)
-    top = report.best(study)
+    top = Ledger(study).best()
     assert top is not None and top.number == 1 and top.value == 1300.0
-    gain = report.summary(study).gain
-    assert gain is not None and gain["significant"] is True
+    gain = Ledger(study).summary().gain
+    assert gain is not None and gain.significant is True
 
 
 def test_one_launch_each_cannot_beat_the_baseline(study: optuna.Study) -> None:
     """One launch of the baseline says nothing about noise: the baseline stays the answer."""
-    top = report.best(study)
+    top = Ledger(study).best()
     assert top is not None and top.number == 0 and top.baseline
-    s = report.summary(study)
-    assert s.gain is not None and s.gain["significant"] is False and not s.beats_baseline
+    s = Ledger(study).summary()
+    assert s.gain is not None and s.gain.significant is False and not s.beats_baseline
     assert s.verdict.startswith("no configuration beat the baseline beyond noise")
 
 
@@ -172,7 +186,7 @@ def test_a_configuration_that_failed_once_cannot_win(study: optuna.Study) -> Non
         phase="load",
         params={"chunked_prefill_size": 8192, "attention_backend": "fa3"},
     )  # trial 1's config
-    top = report.best(study)
+    top = Ledger(study).best()
     assert top is not None and top.number == 3
 
 
@@ -181,7 +195,7 @@ def test_best_is_the_median_of_a_configurations_launches(study: optuna.Study) ->
     again = {"chunked_prefill_size": 8192, "attention_backend": "fa3"}
     add(study, "ok", value=1100.0, params=again)  # trial 1 again: median 1100 < 1300
     add(study, "ok", value=1100.0, params=again)
-    top = report.best(study)
+    top = Ledger(study).best()
     assert top is not None and top.number == 3
 
 
@@ -197,19 +211,19 @@ def test_best_minimize(tmp_path: Path) -> None:
         phase="load",
         params={"chunked_prefill_size": 1024, "attention_backend": "fa3"},
     )
-    top = report.best(s)
+    top = Ledger(s).best()
     assert top is not None and top.number == 1
 
 
 def test_best_none_without_ok(tmp_path: Path) -> None:
     s = make_study(tmp_path)
     add(s, "crashed", told=1.0, cause="cuda_oom", phase="load")
-    assert report.best(s) is None
-    assert report.summary(s).gain_pct is None
+    assert Ledger(s).best() is None
+    assert Ledger(s).summary().gain_pct is None
 
 
 def test_summary(study: optuna.Study) -> None:
-    s = report.summary(study)
+    s = Ledger(study).summary()
     assert s.trials == 8
     assert s.outcomes == {"ok": 3, "crashed": 2, "slo_violated": 1, "pruned": 1, "running": 1}
     assert s.causes == {"kv_pool_oom": 2, "dead_end": 1}
@@ -222,7 +236,7 @@ def test_summary(study: optuna.Study) -> None:
     )
     assert s.search_best_trial == 1
     assert s.gain_pct == pytest.approx(30.0)
-    assert s.gain is not None and s.gain["launches"] == {"baseline": 1, "best": 1}
+    assert s.gain is not None and (s.gain.launches.baseline, s.gain.launches.best) == (1, 1)
     assert s.simulated is False
     assert s.metric == "output_tok_s" and s.direction == "maximize"
 
@@ -231,7 +245,7 @@ def test_status_data_is_json(study: optuna.Study) -> None:
     import json
 
     more_baseline(study)
-    data = json.loads(json.dumps(report.status_data(study)))
+    data = json.loads(json.dumps(report.status_data(view(study))))
     assert data["summary"]["best_trial"] == 1
     gain = data["summary"]["gain"]
     assert gain["significant"] is True and gain["launches"] == {"baseline": 3, "best": 1}
@@ -252,7 +266,7 @@ def test_status_data_is_json(study: optuna.Study) -> None:
     ],
 )
 def test_gain_pct(best: float, base: float | None, direction: str, gain: float | None) -> None:
-    got = report.gain_pct(best, base, direction)
+    got = gain_pct(best, base, direction)
     assert got == (pytest.approx(gain) if gain is not None else None)
 
 
@@ -264,7 +278,7 @@ def _render(renderable: Any) -> str:
 
 def test_status_table_marks_best(study: optuna.Study) -> None:
     more_baseline(study)
-    text = _render(report.status_table(study))
+    text = _render(report.status_table(view(study)))
     lines = text.splitlines()
     best_line = next(line for line in lines if "1,300" in line and "8192" in line)
     assert "1*" in best_line
@@ -276,14 +290,14 @@ def test_status_table_marks_best(study: optuna.Study) -> None:
 def test_tables_say_simulated(tmp_path: Path) -> None:
     s = make_study(tmp_path, simulated=True)
     add(s, "ok", value=10.0)
-    assert "SIMULATED" in _render(report.status_table(s))
+    assert "SIMULATED" in _render(report.status_table(view(s)))
     add(s, "crashed", cause="cuda_oom", phase="load")
-    assert "SIMULATED" in _render(report.failure_table(s))
-    assert "SIMULATED" in report.headline(s)
+    assert "SIMULATED" in _render(report.failure_table(view(s)))
+    assert "SIMULATED" in report.headline(view(s))
 
 
 def test_failure_table_groups_by_cause(study: optuna.Study) -> None:
-    text = _render(report.failure_table(study))
+    text = _render(report.failure_table(view(study)))
     kv = next(line for line in text.splitlines() if "kv_pool_oom" in line)
     assert " 2 " in kv and "memory_pool" in kv and "lower it" in kv and "#2" in kv
     assert "dead_end" in text
@@ -292,23 +306,23 @@ def test_failure_table_groups_by_cause(study: optuna.Study) -> None:
 def test_failure_table_none_without_failures(tmp_path: Path) -> None:
     s = make_study(tmp_path)
     add(s, "ok", value=1.0)
-    assert report.failure_table(s) is None
+    assert report.failure_table(view(s)) is None
 
 
 def test_headline(study: optuna.Study) -> None:
-    line = report.headline(study)
+    line = report.headline(view(study))
     assert "trial 0" in line and "+30.0% (no interval" in line and "8 trials" in line
     assert "no configuration beat the baseline beyond noise" in line
 
 
 def test_ok_study_holds_only_ok_trials(study: optuna.Study) -> None:
-    good = report.ok_study(study)
+    good = insights.ok_study(study, view(study))
     assert sorted(t.value for t in good.trials if t.value is not None) == [1000.0, 1300.0, 1300.0]
 
 
 def test_plots_write_pngs(study: optuna.Study, tmp_path: Path) -> None:
     out = tmp_path / "plots"
-    files = report.plots(study, out)
+    files = plots(study, out)
     assert {f.name for f in files} == {
         "optimization_history.png",
         "param_importances.png",
@@ -316,7 +330,8 @@ def test_plots_write_pngs(study: optuna.Study, tmp_path: Path) -> None:
     }
     for f in files:
         assert f.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert set(report.importances(study)) == {"chunked_prefill_size", "attention_backend"}
+    fanova = insights.importances(study, view(study))
+    assert set(fanova) == {"chunked_prefill_size", "attention_backend"}
 
 
 def test_plots_skip_importances_with_one_ok_trial(tmp_path: Path) -> None:
@@ -330,13 +345,13 @@ def test_plots_skip_importances_with_one_ok_trial(tmp_path: Path) -> None:
         phase="load",
         params={"chunked_prefill_size": 1024, "attention_backend": "triton"},
     )
-    files = report.plots(s, tmp_path / "p")
+    files = plots(s, tmp_path / "p")
     assert {f.name for f in files} == {"optimization_history.png", "outcomes.png"}
-    assert report.importances(s) == {}
+    assert insights.importances(s, view(s)) == {}
 
 
 def test_plots_empty_study(tmp_path: Path) -> None:
-    assert report.plots(make_study(tmp_path), tmp_path / "p") == []
+    assert plots(make_study(tmp_path), tmp_path / "p") == []
 
 
 def test_failure_groups_by_cause_and_phase_keep_every_hint(tmp_path: Path) -> None:
@@ -357,11 +372,11 @@ def test_failure_groups_by_cause_and_phase_keep_every_hint(tmp_path: Path) -> No
             hint=hint,
             params={"chunked_prefill_size": 2048, "attention_backend": "triton"},
         )
-    groups = {(g.cause, g.phase): g for g in report.failure_groups(s)}
+    groups = {(g.cause, g.phase): g for g in report.failure_groups(view(s))}
     assert set(groups) == {("cuda_oom", "load"), ("cuda_oom", "warmup")}
     assert groups[("cuda_oom", "warmup")].trials == [2, 3, 4]
     assert groups[("cuda_oom", "warmup")].hints == ["smaller batches", "fewer graphs"]
-    text = _render(report.failure_table(s))
+    text = _render(report.failure_table(view(s)))
     assert "fewer graphs" in text and "lower the static" in text
 
 
@@ -403,72 +418,49 @@ def _quickstart_like(tmp_path: Path) -> optuna.Study:
 
 
 def test_marginal_effect_ranks_the_big_switch_first(tmp_path: Path) -> None:
-    from autotune import insights
+    from autotune.report import insights
 
     s = _quickstart_like(tmp_path)
-    effects = insights.marginal_effects(s)
+    effects = insights.marginal_effects(view(s))
     assert effects[0].param == "cb" and effects[0].best_setting == "True"
     assert effects[0].spread == pytest.approx(30.0, abs=1.5)
     # Conditional parameters are judged where they are set: not credited with cb's effect.
     assert all(e.spread < 5 for e in effects if e.param in ("attn", "block"))
-    assert "cb" in insights.importances(s)  # assessable: every ok trial holds it
-    assert "only 13 successful" in (insights.trust_note(s) or "")
-
-
-def test_ablation_path_from_baseline_to_best(tmp_path: Path) -> None:
-    from autotune import insights
-
-    s = _quickstart_like(tmp_path)
-    steps = {st.param: st for st in insights.ablation_path(s)}
-    # Trial 3 is the baseline with only this change (and cb's own conditional block size).
-    assert steps["cb"].measured_trial == 3
-    assert steps["cb"].effect == pytest.approx(30.03)
-    assert steps["attn"].conditional and steps["attn"].effect is None
-    assert list(steps)[0] == "cb"
+    assert "cb" in insights.importances(s, view(s))  # assessable: every ok trial holds it
+    assert "only 13 successful" in (insights.trust_note(view(s)) or "")
 
 
 def test_history_plots_by_trial_number_and_no_empty_failure_panel(tmp_path: Path) -> None:
-    from autotune import report_plots
+    from autotune.report import plots as report_plots
 
     s = _quickstart_like(tmp_path)
-    fig = report_plots._history(s)
+    fig = report_plots._history(view(s))
     ax = fig.axes[0]
     assert ax.get_xlabel() == "trial number"
     xs = sorted(x for coll in ax.collections for x, _y in coll.get_offsets())
     assert xs == list(range(13))
-    outcomes = report_plots._outcomes(s)
+    outcomes = report_plots._outcomes(view(s))
     assert len(outcomes.axes) == 1  # nothing failed: no failure-cause panel
 
 
 def test_html_report_is_self_contained(study: optuna.Study, tmp_path: Path) -> None:
-    from autotune.report_html import write_html
+    from autotune.report.html import write_html
 
     out = tmp_path / "r"
-    page = write_html(study, out, report.plots(study, out)).read_text()
+    v = view(study)
+    fanova = insights.importances(study, v)
+    page = write_html(v, fanova, out, write_plots(v, fanova, out)).read_text()
     assert page.count("data:image/png;base64,") == 3
     assert "http://" not in page and "https://" not in page and "<script" not in page
     for section in (
         "Best configurations",
-        "From the baseline to the best",
+        "What each change of the answer contributes",
         "History by trial number",
         "What the parameters are worth",
         "Failures by cause and phase",
     ):
         assert section in page
     assert "kv_pool_oom" in page and "lower it" in page
-
-
-def test_html_report_renders_the_gain_interval_when_known(
-    study: optuna.Study, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from autotune import report_html
-
-    real = report_html.summary
-    # The shape the study's verdict gives a summary: gain with its 95% interval in percent.
-    gain = {"pct": 25.0, "ci95_pct": [12.5, 37.5]}
-    monkeypatch.setattr(report_html, "summary", lambda s: real(s).model_copy(update={"gain": gain}))
-    page = report_html.write_html(study, tmp_path, []).read_text()
-    assert "+12.5% to +37.5%" in page
 
 
 def test_report_command_prints_no_third_party_warnings(study: optuna.Study, tmp_path: Path) -> None:
@@ -494,36 +486,3 @@ def test_report_command_prints_no_third_party_warnings(study: optuna.Study, tmp_
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     assert (tmp_path / "out" / "report.html").is_file()
-
-
-def test_ablation_does_not_claim_a_measurement_that_changed_more(tmp_path: Path) -> None:
-    from autotune import insights
-
-    s = make_study(tmp_path, name="abl")
-    dist = IntDistribution(0, 10)
-    for n, (c, v) in enumerate(
-        [
-            ({"a": 1}, 10.0),
-            ({"a": 2, "b": 5}, 20.0),
-            ({"a": 1, "b": 5}, 12.0),
-            ({"a": 2, "b": 7}, 18.0),
-        ]
-    ):
-        s.add_trial(
-            create_trial(
-                state=TrialState.COMPLETE,
-                value=v,
-                params=c,
-                distributions={k: dist for k in c},
-                user_attrs={
-                    "config": c,
-                    "outcome": "ok",
-                    "baseline": n == 0,
-                    "metrics": {"output_tok_s": v},
-                },
-            )
-        )
-    steps = {st.param: st for st in insights.ablation_path(s)}
-    assert steps["a"].measured_trial is None  # #1 and #3 also set b: not a - alone
-    assert steps["a"].effect == pytest.approx((20.0 + 18.0) / 2 - (10.0 + 12.0) / 2)
-    assert steps["b"].measured_trial == 2 and steps["b"].effect == pytest.approx(2.0)

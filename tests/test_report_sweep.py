@@ -9,11 +9,12 @@ from optuna.distributions import IntDistribution
 from optuna.trial import TrialState, create_trial
 from tests.test_report import make_study
 
-from autotune import report
+from autotune.core.records import TrialRecord
 from autotune.models import ScenarioResult, SweepStep
-from autotune.records import TrialRecord
-from autotune.report_sweep import scenario_rows
-from autotune.study.ledger import trial_attrs
+from autotune.report import write_report
+from autotune.report.plots import write_plots
+from autotune.report.sweep import scenario_rows
+from autotune.study.ledger import Ledger, trial_attrs
 
 
 def _swept(capacity: float) -> dict[str, object]:
@@ -58,31 +59,28 @@ def _study(tmp_path: Path, baseline_first: bool = False) -> optuna.Study:
 
 
 def test_the_best_trials_scenarios_are_tabled(tmp_path: Path) -> None:
-    rows = scenario_rows(_study(tmp_path))
+    rows = scenario_rows(Ledger(_study(tmp_path)).view())
     assert ["best (trial 1)", "chat", "max_concurrency_under_slo", "16"] in rows
     assert ["best (trial 1)", "chat", "output_tok_s", "160"] in rows
     assert all(r[0] == "best (trial 1)" for r in rows)  # no baseline in this study
 
 
 def test_the_sweep_curve_is_plotted_and_in_the_html(tmp_path: Path) -> None:
-    from autotune.report_html import write_html
-
-    study = _study(tmp_path)
-    pngs = report.plots(study, tmp_path / "r")
-    assert "sweep_curve.png" in {p.name for p in pngs}
-    page = write_html(study, tmp_path / "r", pngs).read_text()
+    written = write_report(_study(tmp_path), tmp_path / "r")
+    assert "sweep_curve.png" in {p.name for p in written.plots}
+    page = written.page.read_text()
     assert "Scenarios and load sweeps" in page and "max_concurrency_under_slo" in page
     assert 'alt="throughput and latency against load"' in page
 
 
 def test_a_study_without_scenarios_has_no_sweep_plot(tmp_path: Path) -> None:
-    study = make_study(tmp_path)
-    assert scenario_rows(study) == []
-    assert "sweep_curve.png" not in {p.name for p in report.plots(study, tmp_path / "r")}
+    view = Ledger(make_study(tmp_path)).view()
+    assert scenario_rows(view) == []
+    assert "sweep_curve.png" not in {p.name for p in write_plots(view, {}, tmp_path / "r")}
 
 
 def test_status_lines_show_each_scenario_and_its_sweep(tmp_path: Path) -> None:
-    from autotune.report_sweep import scenario_lines
+    from autotune.report.sweep import scenario_lines
 
     record = TrialRecord(number=0, state="COMPLETE", scenarios=[_swept(8.0)])
     assert scenario_lines(record) == [
@@ -94,6 +92,6 @@ def test_status_lines_show_each_scenario_and_its_sweep(tmp_path: Path) -> None:
 def test_the_searchs_best_is_shown_when_noise_keeps_the_baseline(tmp_path: Path) -> None:
     # One launch each cannot beat the baseline beyond noise: the answer stays the baseline,
     # and the search's best is shown beside it.
-    rows = scenario_rows(_study(tmp_path, baseline_first=True))
+    rows = scenario_rows(Ledger(_study(tmp_path, baseline_first=True)).view())
     assert ["best (trial 0)", "chat", "max_concurrency_under_slo", "8"] in rows
     assert ["search's best (trial 1)", "chat", "max_concurrency_under_slo", "16"] in rows

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 BAD = """\
 from autotune.models import Workload
-from autotune.records import SkipKind, SkipRecord
+from autotune.core.records import SkipKind, SkipRecord
 
 Workload(concurrency="eight")
 SkipRecord(kind=SkipKind.REPEAT, reason="r", same_as="three")
@@ -21,7 +21,7 @@ Workload(unknown_field=1)
 """
 GOOD = """\
 from autotune.models import Workload
-from autotune.records import SkipKind, SkipRecord
+from autotune.core.records import SkipKind, SkipRecord
 
 Workload(concurrency=8)
 SkipRecord(kind=SkipKind.REPEAT, reason="r", same_as=3)

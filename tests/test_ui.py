@@ -8,10 +8,10 @@ from pathlib import Path
 
 from rich.console import Console
 
+from autotune.cli.progress import ProgressView
 from autotune.models import PIECES_COUNTED, Metrics, Outcome, Phase, Timings, TrialResult
 from autotune.node.readiness import LogWatcher
 from autotune.study.events import Event, EventKind
-from autotune.ui import ProgressView
 
 
 def _view() -> ProgressView:

@@ -24,6 +24,13 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+class Direction(StrEnum):
+    """Whether larger or smaller values of a metric are better (an objective's direction)."""
+
+    MAXIMIZE = "maximize"
+    MINIMIZE = "minimize"
+
+
 class Outcome(StrEnum):
     """How a trial ended: exactly one, decided on the node from evidence."""
 
@@ -219,6 +226,23 @@ def _length(value: Any, info: ValidationInfo) -> Any:
                 message = f"{err['msg']} (got {err.get('input')!r})"
             raise FieldError(message, at) from None
     raise FieldError(f"{value!r} is not a length (write {example}, or {name}: dataset)")
+
+
+# Common short English words, about one token each in the usual BPE vocabularies: generated
+# prompts are drawn from them (node/workload.py), and a dummy model's vocabulary holds each as
+# one token (engines/dummymodel.py).
+PROMPT_WORDS = (
+    "the of and to in is that it for was on are as with his they at be this have from or one "
+    "had by word but not what all were we when your can said there use an each which she do how "
+    "their if will up other about out many then them these so some her would make like him into "
+    "time has look two more write go see number no way could people my than first water been "
+    "call who oil its now find long down day did get come made may part over new sound take only "
+    "little work know place year live me back give most very after thing our just name good "
+    "sentence man think say great where help through much before line right too mean old any "
+    "same tell boy follow came want show also around form three small set put end does another "
+    "well large must big even such because turn here why ask went men read need land different "
+    "home us move try kind hand picture again change off play spell air away animal house point"
+).split()
 
 
 def estimate_tokens(text: str) -> int:
@@ -551,6 +575,38 @@ class Combine(_Frozen):
     metrics: dict[str, str] = Field(default_factory=dict)  # objective metric -> direction
 
 
+class EngineSpec(_Described):
+    """Which server to launch and how (the ``engine:`` part of a space file).
+
+    It lives here, not in ``space/schema.py``, because the engines take it and the space
+    loader lists the engines: the engines must not import the space.
+    """
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", allow_inf_nan=False, use_attribute_docstrings=True
+    )
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_-]*$")
+    """Engine: a name registered in ``autotune.engines`` (sglang, vllm, transformers, ...)."""
+    version: str | None = None
+    """Engine version, for renamed flags (sglang 0.5.9 vs 0.5.23)."""
+    python: str = "{python}"
+    """Interpreter for ``python -m`` launches (``{python}``: the node's own autotune Python)."""
+    gpus: int = Field(0, ge=0)
+    """GPUs one trial holds (tp x dp); 0 for CPU engines."""
+    host: str = "127.0.0.1"
+    """Address the server binds to."""
+    command: list[str] | None = None
+    """An argv template with {port}, {host}, {model} placeholders, for engines that launch a
+    command given here (the ``command`` engine)."""
+    health_path: str | None = None
+    """Readiness URL path; the engine's own default when unset."""
+    startup_timeout_s: float = Field(600.0, gt=0)
+    """Seconds a server may take to become ready."""
+    options: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    """Engine-specific extras."""
+
+
 class TrialSpec(_Frozen):
     """Everything a node needs to run one trial; built by the driver from one configuration."""
 
@@ -654,6 +710,7 @@ class Failure(_Frozen):
     exit_code: int | None = None
     log_tail: list[str] = Field(default_factory=list)
     message: str = ""  # one line, for tables
+    engine: str | None = None  # the engine the log reads as written by (node/logparse.py)
 
 
 class Timings(_Frozen):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -55,3 +56,13 @@ def test_a_trial_no_node_can_hold_comes_back_as_infra_and_the_rest_still_run(
         assert again.outcome is Outcome.OK, again.failure
     finally:
         ex.shutdown()
+
+
+def test_local_workers_keep_the_drivers_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    from autotune.dispatch.ray import worker_pythonpath
+
+    monkeypatch.setenv("PYTHONPATH", "/tmp/carry/node")
+    parts = worker_pythonpath().split(os.pathsep)
+    assert parts[0].endswith("src") and parts[1] == "/tmp/carry/node"
+    monkeypatch.delenv("PYTHONPATH")
+    assert worker_pythonpath().endswith("src")

@@ -1,10 +1,11 @@
 """Studies of a user's own server (the ``command`` engine) through the whole CLI.
 
 ``tests/study/servers/scenario.py`` is a small stdlib streaming server; ``run_study`` runs
-``autotune start`` with every default on it: ``ignore_flags`` makes ``--level`` change
-nothing (a claimed gain is a false claim), else ``--level 3`` streams 3x faster than the
-baseline's ``--level 1``, under the same launch noise. ``tests/e2e/test_claims_command.py``
-runs one seed of each; ``bench/claims_command.py`` runs many.
+``autotune start`` with every default but the ablation on it: ``ignore_flags`` makes
+``--level`` change nothing (a claimed gain is a false claim), else ``--level 3`` streams 3x
+faster than the baseline's ``--level 1``, under the same launch noise.
+``tests/e2e/test_claims_command.py`` runs one seed of each; ``bench/claims_command.py`` runs
+many.
 """
 
 from __future__ import annotations
@@ -55,5 +56,6 @@ def run_study(
     output."""
     workdir.mkdir(parents=True, exist_ok=True)
     path = space(workdir, ignore_flags=ignore_flags, seed=seed, noise=noise)
-    start = ["--executor", "local", "--seed", str(seed), "-q"]
+    # The claim is measured here: no ablation after it (it would only add launches).
+    start = ["--executor", "local", "--seed", str(seed), "-q", "--ablation-rounds", "0"]
     return run_cli_study(workdir, env, path, start, timeout=900)

@@ -75,6 +75,7 @@ def run_study(
     }
     start = ["--simulate", "--executor", executor, "--seed", str(seed)]
     start += ["--confirm", str(confirm), "--confirm-rounds", str(rounds)]
+    start += ["--ablation-rounds", "0"]  # the claim is measured here, not the ablation after it
     return run_cli_study(workdir, env, space_file, start)
 
 

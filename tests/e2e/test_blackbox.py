@@ -15,7 +15,7 @@ import yaml
 from bench.search_blackbox import BASELINE, space_file, truth
 from bench.steering import make_driver
 
-from autotune.records import budget_launches
+from autotune.core.records import budget_launches
 from autotune.study.ledger import Ledger
 
 pytestmark = pytest.mark.slow

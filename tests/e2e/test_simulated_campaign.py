@@ -160,7 +160,7 @@ def test_verify_campaign_simulated_end_to_end(tmp_path: Path, cli_env: dict[str,
 
     # No known dead end was launched after it became known (what TPE proposed included).
     spec = load(space_file)
-    records = [DeadEnd.from_json(r) for r in study.user_attrs["dead_ends"]]
+    records = [DeadEnd.model_validate(r) for r in study.user_attrs["dead_ends"]]
     assert {r.trial for r in records} >= {2, 3, 5, 6}
     for r in records:
         memory = DeadEnds(spec, [r])

@@ -15,7 +15,7 @@ import optuna
 import pytest
 from bench.steering import crash_share, launched_outcomes, make_driver, toy_space
 
-from autotune.records import SkipKind
+from autotune.core.records import SkipKind
 from autotune.study.ledger import Ledger
 from autotune.study.steering import SteeringOptions
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from autotune.engines import ENGINES, Engine
-from autotune.space.schema import EngineSpec
+from autotune.models import EngineSpec
 
 PY = sys.executable
 

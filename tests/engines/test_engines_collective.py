@@ -13,8 +13,7 @@ import pytest
 from autotune.engines import CollectiveEngine
 from autotune.engines.collective_bench import METRICS_PREFIX, parse_size, percentile, size_label
 from autotune.errors import ConfigError
-from autotune.models import Cause, Phase
-from autotune.space.schema import EngineSpec
+from autotune.models import Cause, EngineSpec, Phase
 
 PY = sys.executable
 

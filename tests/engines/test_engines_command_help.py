@@ -11,7 +11,7 @@ import yaml
 from autotune.cli import main
 from autotune.engines.command import CommandEngine
 from autotune.engines.preflight import engine_help, preflight
-from autotune.space.schema import EngineSpec
+from autotune.models import EngineSpec
 
 SERVER = Path(__file__).resolve().parents[1] / "study" / "servers" / "blackbox.py"
 

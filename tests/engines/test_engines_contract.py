@@ -10,8 +10,7 @@ import pytest
 
 from autotune.engines import ENGINES, Engine, get_engine, guess_engine
 from autotune.errors import ConfigError
-from autotune.models import Phase, Rule
-from autotune.space.schema import EngineSpec
+from autotune.models import EngineSpec, Phase, Rule
 
 PY = sys.executable
 

@@ -22,7 +22,7 @@ import yaml
 
 from autotune.cli import main
 from autotune.engines import ENGINES, get_engine
-from autotune.space.schema import EngineSpec
+from autotune.models import EngineSpec
 
 TOY = Path(__file__).resolve().parents[1] / "study" / "servers" / "toy.py"
 

@@ -15,7 +15,7 @@ from autotune.engines import (
     preflight,
 )
 from autotune.engines.preflight import parse_help_flags
-from autotune.space.schema import EngineSpec
+from autotune.models import EngineSpec
 
 PY = sys.executable
 
@@ -172,7 +172,7 @@ def test_engine_help_runs_the_installed_engine_with_this_interpreter() -> None:
     """The ``{python}`` placeholder is filled, so the real ``--help`` is read when installed."""
     from autotune.engines import get_engine
     from autotune.engines.preflight import engine_help
-    from autotune.space.schema import EngineSpec
+    from autotune.models import EngineSpec
 
     text = engine_help(get_engine(EngineSpec(name="transformers")))
     assert text is not None and "--continuous-batching" in text

@@ -16,9 +16,8 @@ import pytest
 
 from autotune.engines import TransformersEngine, tinymodel
 from autotune.errors import ConfigError
-from autotune.models import Workload
+from autotune.models import EngineSpec, Workload
 from autotune.node.bench import request_body
-from autotune.space.schema import EngineSpec
 
 PY = sys.executable
 

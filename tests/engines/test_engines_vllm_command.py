@@ -9,7 +9,7 @@ import pytest
 
 from autotune.engines import CommandEngine, VLLMEngine
 from autotune.errors import ConfigError
-from autotune.space.schema import EngineSpec
+from autotune.models import EngineSpec
 
 PY = sys.executable
 

@@ -221,6 +221,20 @@ def test_accept_length(info: object, expected: float | None) -> None:
     assert bench.accept_length(info) == expected
 
 
+def test_percentile_is_numpys_linear_percentile() -> None:
+    import random
+
+    import numpy as np
+
+    rng = random.Random(0)
+    for n in (2, 3, 7, 100):
+        values = [rng.expovariate(1.0) for _ in range(n)]
+        for q in (1, 50, 90, 99):
+            assert bench.percentile(values, q) == pytest.approx(np.percentile(values, q))
+    with pytest.raises(ValueError, match="1 to 99"):
+        bench.percentile([1.0, 2.0], 100)
+
+
 def test_percentile_interpolates() -> None:
     assert bench.percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5
     assert bench.percentile([5.0], 99) == 5.0

@@ -470,9 +470,16 @@ def test_fallback_traceback_and_plain_unknown() -> None:
         env={},
     )
     assert (failure.cause, failure.message) == (Cause.UNKNOWN, "KeyError: 'x'")
-    plain = classify(["hello"], [], phase=Phase.READY, exit_code=3, argv=[], env={})
+    plain = classify(["hello"], [], phase=Phase.LOAD, exit_code=3, argv=[], env={})
     assert (plain.cause, plain.phase, plain.message) == (
         Cause.UNKNOWN,
+        Phase.LOAD,
+        "exited with code 3",
+    )
+    # After readiness, a death no rule explains is a runtime crash (as a trial reports it).
+    died = classify(["hello"], [], phase=Phase.READY, exit_code=3, argv=[], env={})
+    assert (died.cause, died.phase, died.message) == (
+        Cause.RUNTIME_CRASH,
         Phase.READY,
         "exited with code 3",
     )
@@ -786,6 +793,8 @@ COMMON_EXAMPLES: dict[str, list[str]] = {
     ],
     "common.argparse": ["api_server.py: error: argument --max-model-len: invalid int value: 'x'"],
     "common.click_usage": ["Error: No such option: --tp-size"],
+    "common.usage": ["usage: api_server.py [-h] [--host HOST] [--port PORT]"],
+    "common.cpu_arch": ["/entrypoint.sh: line 3:    42 Illegal instruction (core dumped) server"],
     "common.attn_implementation": [
         "ValueError: FooModel does not support Flash Attention 2.0 yet."
     ],
@@ -822,6 +831,13 @@ COMMON_EXAMPLES: dict[str, list[str]] = {
     "common.dist_socket": [
         '  File "torch/distributed/distributed_c10d.py", line 1, in init_process_group',
         "RuntimeError: Connection reset by peer",
+    ],
+    "common.config_value_error": [
+        '  File "vllm/engine/arg_utils.py", line 1, in create_engine_config',
+        "ValueError: max_num_batched_tokens (2048) is smaller than max_model_len (4096).",
+    ],
+    "common.bench_client": [
+        "aiohttp.client_exceptions.ClientConnectorError: Cannot connect to host 0.0.0.0:30000"
     ],
     "common.out_of_memory": ["Error: failed to allocate the workspace: out of memory"],
     "common.assertion": ["[TensorRT-LLM][ERROR] Assertion failed: input length too long"],

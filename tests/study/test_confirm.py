@@ -43,7 +43,7 @@ class Fake:
 
 
 def _cands(*keys: str) -> list[Candidate]:
-    return [Candidate(k, {"x": i}, trial=i) for i, k in enumerate(keys)]
+    return [Candidate(key=k, config={"x": i}, trial=i) for i, k in enumerate(keys)]
 
 
 def test_rounds_interleave_baseline_first_and_rotate_the_candidates() -> None:
@@ -60,7 +60,7 @@ def test_a_real_3x_optimum_wins_with_a_significant_gain_and_stops_early() -> Non
     assert res.gain is not None and res.gain.significant and res.gain.ci95_pct[0] > 100
     assert res.rounds == 3, res.stop_reason  # settled at the first look
     assert set(res.dropped) == {"B", "C"} and "clearly worse" in res.dropped["B"]
-    assert res.cost_launches == 12 and res.cost_server_s == pytest.approx(120.0)
+    assert res.cost["launches"] == 12 and res.cost["server_s"] == pytest.approx(120.0)
 
 
 def test_equal_configurations_keep_the_baseline() -> None:
@@ -113,7 +113,7 @@ def test_the_stop_rule_costs_less_than_waiting_for_one_candidate() -> None:
             Fake({BASELINE: 100, "A": 300, "B": 300, "C": 300}, seed=seed),
             "maximize",
             ConfirmOptions(3, 5),
-        ).cost_launches
+        ).cost["launches"]
         for seed in range(30)
     ]
     # 3 rounds x (baseline + 3 candidates) nearly always; the old rule ran all 5 (20 launches).
@@ -153,9 +153,9 @@ def test_minimize_direction_picks_the_lowest_median() -> None:
 def test_record_round_trips_through_json() -> None:
     fake = Fake({BASELINE: 100, "A": 300, "B": 100}, seed=5)
     res = confirm(_cands("A", "B"), fake, "maximize", ConfirmOptions(3, 4))
-    data: dict[str, Any] = res.to_json()
-    back = Confirmation.from_json(data)
-    assert back.winner == res.winner and back.cost_launches == res.cost_launches
+    data: dict[str, Any] = res.model_dump(mode="json")
+    back = Confirmation.model_validate(data)
+    assert back.winner == res.winner and back.cost == res.cost
     assert back.gain is not None and back.gain.pct == pytest.approx(res.gain.pct, abs=1e-2)  # type: ignore[union-attr]
     rows = {r[0]: r for r in back.table_rows()}
     assert rows["A"][3] == "winner" and rows[BASELINE][1] == 3
@@ -165,4 +165,4 @@ def test_bad_options_and_keys_are_refused() -> None:
     with pytest.raises(ValueError):
         ConfirmOptions(1, 3)
     with pytest.raises(ValueError):
-        confirm([Candidate(BASELINE, {})], Fake({BASELINE: 1}), "maximize")
+        confirm([Candidate(key=BASELINE, config={})], Fake({BASELINE: 1}), "maximize")

@@ -83,7 +83,8 @@ def test_transient_failures_are_not_remembered_and_records_round_trip() -> None:
     cfg = {"bs": 64, "buf": 4, "policy": "lpm", "allreduce": "nccl"}
     assert d.add(1, cfg, _fail(Cause.PORT_IN_USE, permanent=False)) is None
     d.add(2, cfg, _fail(Cause.CUDA_OOM))
-    again = DeadEnds(SPACE, [DeadEnd.from_json(r) for r in d.to_json()])
+    stored = [r.model_dump(mode="json") for r in d.records]
+    again = DeadEnds(SPACE, [DeadEnd.model_validate(r) for r in stored])
     assert again.why({**cfg, "bs": 128}) == d.why({**cfg, "bs": 128}) is not None
 
 

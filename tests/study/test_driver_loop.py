@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from tests.study.study_helpers import make_driver, toy_space
 
+from autotune.core.records import SkipKind
 from autotune.models import Outcome
-from autotune.records import SkipKind
 from autotune.study.events import Event, EventKind
 from autotune.study.ledger import Ledger
 

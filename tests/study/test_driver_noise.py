@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from tests.study.study_helpers import make_driver, toy_space
 
+from autotune.core.records import budget_launches
 from autotune.models import Outcome
-from autotune.records import budget_launches
 from autotune.study.events import Event, EventKind
 from autotune.study.ledger import Ledger
 
@@ -21,6 +21,7 @@ def _node_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AUTOTUNE_NODE_STATE", str(tmp_path / "node-state"))
 
 
+@pytest.mark.slow  # a whole study on toy servers (~15 launches, 10-15 s)
 def test_baseline_launches_pruning_and_confirmation(tmp_path: Path) -> None:
     params = [
         {"name": "backend", "type": "categorical", "choices": ["a", "b"], "flag": "--backend"},
@@ -84,7 +85,7 @@ def test_baseline_launches_pruning_and_confirmation(tmp_path: Path) -> None:
         (2, False),
     ]
     record = Ledger(driver.study).confirmation()
-    assert record is not None and record.rounds == 2 and record.cost_launches == 4
+    assert record is not None and record.rounds == 2 and record.cost["launches"] == 4
     assert summary.confirmed and summary.confirmation is not None
     assert summary.gain is not None and summary.verdict
 

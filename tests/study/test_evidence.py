@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from autotune.core.records import TrialRecord
 from autotune.models import Outcome
-from autotune.records import TrialRecord
 from autotune.study.confirm import BASELINE, Candidate, Confirmation, Launch, decide
 from autotune.study.evidence import gather, noise_model, ranked, verdict
 
@@ -75,9 +75,13 @@ def test_confirmation_launches_are_kept_apart_from_the_search() -> None:
 
 def test_a_confirmation_record_decides_the_winner() -> None:
     trials = _study([300.0], [100.0, 101.0, 99.0])
-    record = Confirmation(direction="maximize", candidates=[Candidate("trial 3", A, 3)])
+    candidates = [Candidate(key="trial 3", config=A, trial=3)]
+    record = Confirmation(direction="maximize", candidates=candidates)
     for r, (b, a) in enumerate([(100.0, 101.0), (99.0, 98.0), (101.0, 102.0)], start=1):
-        record.launches += [Launch(r, BASELINE, b, 1.0), Launch(r, "trial 3", a, 1.0)]
+        record.launches += [
+            Launch(round=r, key=BASELINE, value=b, server_s=1.0),
+            Launch(round=r, key="trial 3", value=a, server_s=1.0),
+        ]
     decide(record, ["trial 3"], 1, 0.95)
     v = verdict(trials, "tok_s", "maximize", record)
     assert v.confirmed and v.winner is not None and v.winner.config == BASE  # 300 was luck

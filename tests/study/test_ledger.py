@@ -11,8 +11,8 @@ import pytest
 from optuna.distributions import IntDistribution
 from optuna.trial import TrialState, create_trial
 
+from autotune.core.records import SkipKind, SkipRecord, StudyRecord, TrialRecord
 from autotune.models import Cleanup, Outcome, Timings
-from autotune.records import SkipKind, SkipRecord, StudyRecord, TrialRecord
 from autotune.study.deadends import DeadEnd
 from autotune.study.ledger import Ledger, decode_trial, trial_attrs
 
@@ -74,6 +74,8 @@ FULL = TrialRecord(
     repeat_of=2,
     confirm_round=1,
     confirm_key="trial 2",
+    ablation_round=2,
+    ablation_key="mode",
     pruned_saved_s=3.5,
     gpu="8x NVIDIA H200",
     engine_version="0.5.9",
@@ -229,6 +231,17 @@ def test_an_interrupted_confirmation_launch_is_failed_but_not_queued(tmp_path: P
     assert only.confirm_round == 1
 
 
+def test_an_interrupted_ablation_launch_is_failed_but_not_queued(tmp_path: Path) -> None:
+    study = _study(tmp_path)
+    ledger = Ledger(study)
+    ledger.enqueue({"bs": 4}, baseline=False, ablation_round=2, ablation_key="bs")
+    study.ask()  # Ctrl-C while it runs
+    assert ledger.recover_interrupted() == 0  # not a search trial: the ablation says it was cut
+    (only,) = ledger.trials()
+    assert only.outcome is Outcome.INTERRUPTED and only.state == "FAIL"
+    assert only.ablation_round == 2
+
+
 def test_measured_finds_only_successful_measurements(tmp_path: Path) -> None:
     study = _study(tmp_path)
     _add(study, {"outcome": "crashed", "config": {"bs": 8}})
@@ -302,11 +315,15 @@ def test_a_confirmed_study_shows_the_baseline_from_its_confirmation_launches(
     for v in (60.0, 62.0, 64.0):
         add(base, v, baseline=True)
     add(best, 1300.0)
-    record = Confirmation(direction="maximize", candidates=[Candidate("trial 3", best, 3)])
+    candidates = [Candidate(key="trial 3", config=best, trial=3)]
+    record = Confirmation(direction="maximize", candidates=candidates)
     for r, (b, a) in enumerate([(100.0, 1200.0), (90.0, 1100.0), (80.0, 1000.0)], start=1):
         add(base, b, baseline=True, confirm_round=r, confirm_key=BASELINE)
         add(best, a, confirm_round=r, confirm_key="trial 3")
-        record.launches += [Launch(r, BASELINE, b, 1.0), Launch(r, "trial 3", a, 1.0)]
+        record.launches += [
+            Launch(round=r, key=BASELINE, value=b, server_s=1.0),
+            Launch(round=r, key="trial 3", value=a, server_s=1.0),
+        ]
     decide(record, ["trial 3"], 1, 0.95)
     ledger.write_confirmation(record)
     s = ledger.summary()
@@ -314,8 +331,8 @@ def test_a_confirmed_study_shows_the_baseline_from_its_confirmation_launches(
 
 
 def test_budget_launches_count_the_search_and_the_baseline_once() -> None:
+    from autotune.core.records import TrialRecord, budget_launches
     from autotune.models import Outcome
-    from autotune.records import TrialRecord, budget_launches
 
     def rec(n: int, outcome: Outcome | None, **kw: object) -> TrialRecord:
         return TrialRecord(number=n, state="COMPLETE", outcome=outcome, **kw)  # type: ignore[arg-type]

@@ -18,10 +18,11 @@ import pytest
 import yaml
 from tests.study.study_helpers import make_driver
 
-from autotune import export, report
 from autotune.cli import main
+from autotune.export import formats as export
 from autotune.models import Outcome
-from autotune.report_html import write_html
+from autotune.report import tables as report
+from autotune.report import write_report
 from autotune.study.ledger import Ledger
 
 SERVER = Path(__file__).parent / "servers" / "scenario.py"
@@ -104,24 +105,24 @@ def test_two_objectives_make_a_pareto_front_shown_and_exported(
     summary = Ledger(study).summary()
     assert summary.objectives == OBJECTIVES
     assert summary.pareto is not None
-    levels = {trials[p["trial"]].config["level"] for p in summary.pareto}
+    levels = {trials[p.trial].config["level"] for p in summary.pareto}
     assert levels == {1, 2, 3}  # each level trades throughput for TTFT; the crash is off
-    by_level = {trials[p["trial"]].config["level"]: p["values"] for p in summary.pareto}
+    by_level = {trials[p.trial].config["level"]: p.values for p in summary.pareto}
     assert by_level[3]["output_tok_s"] > by_level[1]["output_tok_s"]
     assert by_level[3]["ttft_p99_ms"] > by_level[1]["ttft_p99_ms"]
 
     listed = json.loads(export.export(study, "json", pareto=True))
-    assert [d["trial"] for d in listed] == [p["trial"] for p in summary.pareto]
+    assert [d["trial"] for d in listed] == [p.trial for p in summary.pareto]
     assert all(set(d["pareto"]) == {"output_tok_s", "ttft_p99_ms"} for d in listed)
     script = export.export(study, "sh", pareto=True)
     assert "on the Pareto front" in script and "rank3()" in script
     assert "Pareto front, first member of study" in script
 
-    table = report.pareto_table(study)
+    table = report.pareto_table(Ledger(study).view())
     assert table is not None and len(table.rows) == 3
-    written = report.plots(study, tmp_path / "report")
-    assert tmp_path / "report" / "pareto_front.png" in written
-    page = write_html(study, tmp_path / "report", written).read_text()
+    written = write_report(study, tmp_path / "report")
+    assert tmp_path / "report" / "pareto_front.png" in written.plots
+    page = written.page.read_text()
     assert "<h2>Pareto front</h2>" in page
 
     # The CLI: status (console and --json) shows the front without being asked.
@@ -129,7 +130,8 @@ def test_two_objectives_make_a_pareto_front_shown_and_exported(
     capsys.readouterr()
     assert main(["status", *where, "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)["summary"]
-    assert shown["pareto"] == summary.pareto and shown["objectives"] == OBJECTIVES
+    front = [p.model_dump(mode="json") for p in summary.pareto]
+    assert shown["pareto"] == front and shown["objectives"] == OBJECTIVES
     assert main(["status", *where]) == 0
     out = capsys.readouterr().out
     assert "Pareto front" in out and "ttft_p99_ms (minimize)" in out
@@ -143,8 +145,8 @@ def test_an_slo_miss_is_recorded_and_kept_off_the_front(tmp_path: Path) -> None:
     trials = Ledger(driver.study).trials()
     missed = next(t for t in trials if t.config == {"level": 3})
     assert missed.outcome is Outcome.SLO_VIOLATED and missed.constraints["slo"] > 0
-    front = Ledger(driver.study).pareto()
-    assert {trials[p["trial"]].config["level"] for p in front} == {1, 2}
+    front = Ledger(driver.study).summary().pareto or []
+    assert {trials[p.trial].config["level"] for p in front} == {1, 2}
 
 
 def test_export_pareto_of_a_single_objective_study_says_why_not(tmp_path: Path) -> None:
@@ -153,6 +155,7 @@ def test_export_pareto_of_a_single_objective_study_says_why_not(tmp_path: Path) 
         export.export(driver.study, "json", pareto=True)
 
 
+@pytest.mark.slow  # a whole study with confirmation rounds on toy servers (8-11 s)
 def test_confirmation_takes_its_candidates_from_the_front(tmp_path: Path) -> None:
     # Level 2 answering after 200 ms is dominated (by level 2 at 40 ms, and by the baseline),
     # though it is third by throughput: it is not confirmed.
@@ -183,7 +186,7 @@ def test_confirmation_takes_its_candidates_from_the_front(tmp_path: Path) -> Non
     assert record is not None
     confirmed = [c.config for c in record.candidates]
     assert confirmed == [{"level": 3, "ttft": 40}, {"level": 2, "ttft": 40}]
-    on_front = {p["trial"] for p in ledger.pareto()}
+    on_front = {p.trial for p in ledger.summary().pareto or []}
     assert all(c.trial in on_front for c in record.candidates)
 
 

@@ -56,7 +56,7 @@ def test_minimize_flips_the_sign_so_a_lower_latency_is_a_gain() -> None:
 def test_one_launch_a_side_is_never_significant() -> None:
     g = gain([100.0], [300.0], "maximize")
     assert not g.significant and g.ci95_pct[1] == math.inf
-    assert g.to_json()["ci95_pct"] == [-100.0, None]
+    assert g.model_dump(mode="json")["ci95_pct"] == [-100.0, None]
 
 
 def test_one_launch_a_side_says_there_is_no_interval_in_words() -> None:
@@ -79,10 +79,10 @@ def test_bonferroni_widens_the_interval_with_more_candidates() -> None:
 
 def test_json_round_trip_and_the_status_shape() -> None:
     g = gain([100.0, 104.0, 96.0], [150.0, 149.0, 155.0], "maximize")
-    data = g.to_json()
+    data = g.model_dump(mode="json")
     assert set(data) >= {"pct", "ci95_pct", "significant", "launches"}
     assert data["launches"] == {"baseline": 3, "best": 3}
-    back = Gain.from_json(data)
+    back = Gain.model_validate(data)
     assert back.significant and back.pct == pytest.approx(g.pct, abs=1e-3)
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from autotune.core.records import TrialRecord
 from autotune.models import Outcome
-from autotune.records import TrialRecord
 from autotune.study.noise import Direction
 from autotune.study.pareto import front
 

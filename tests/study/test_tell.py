@@ -8,8 +8,8 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
+from autotune.core.records import SkipKind, SkipRecord
 from autotune.models import Cause, Failure, Metrics, Outcome, Phase, Stats, TrialResult
-from autotune.records import SkipKind, SkipRecord
 from autotune.space.schema import StudySpec
 from autotune.study.deadends import DeadEnds
 from autotune.study.ledger import Ledger

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 from mlflow.tracking import MlflowClient
 
+from autotune.core.records import StudyInfo, TrialLog
+from autotune.core.summary import StudySummary
 from autotune.errors import TrackingError
 from autotune.models import Cleanup, Failure, Metrics, Outcome, Stats, Timings, TrialResult
-from autotune.records import StudyInfo, StudySummary, TrialLog
 from autotune.tracking import NullTracker, make_tracker
 from autotune.tracking.mlflow import MlflowTracker, resolve_uri
 
@@ -169,7 +170,11 @@ def _study_roundtrip(uri: str, tmp_path: Path, server_log: Path, study: str) -> 
     assert parent.data.tags["autotune.verdict"].startswith("gain over the baseline +25.0%")
     assert parent.data.metrics["n_cause_kv_pool_oom"] == 1.0
     assert parent.data.tags["autotune.best_trial"] == "0"
-    assert "space.yaml" in [a.path for a in client.list_artifacts(parent.info.run_id)]
+    artifacts = [a.path for a in client.list_artifacts(parent.info.run_id)]
+    assert "space.yaml" in artifacts
+    # The whole summary, the one the report and `status --json` read.
+    summary = json.loads(_artifact_text(client, parent.info.run_id, "summary.json", tmp_path / "s"))
+    assert summary["best_value"] == 1000.0 and summary["gain"]["ci95_pct"] == [12.5, 38.9]
     # The UI opens the experiment on its runs, not on the GenAI traces page.
     exp = client.get_experiment(str(tracker.experiment_id))
     assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
@@ -361,7 +366,7 @@ def test_no_tracking_does_not_import_mlflow() -> None:
 
 def test_importing_tracking_does_not_import_mlflow() -> None:
     code = (
-        "import sys, autotune.tracking, autotune.report, autotune.export, autotune.redact; "
+        "import sys, autotune.tracking, autotune.report, autotune.export, autotune.core.redact; "
         "assert 'mlflow' not in sys.modules, 'mlflow imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -371,7 +376,8 @@ def test_quiet_on_stdout(tmp_path: Path) -> None:
     """Logging a study prints nothing on stdout (no banners, no 'View run' lines)."""
     code = (
         "from autotune.tracking.mlflow import MlflowTracker\n"
-        "from autotune.records import StudyInfo, StudySummary\n"
+        "from autotune.core.records import StudyInfo\n"
+        "from autotune.core.summary import StudySummary\n"
         "t = MlflowTracker(None)\n"
         "t.start_study(StudyInfo(study='demo', engine='sglang', model='m', metric='x',"
         " direction='maximize'))\n"
@@ -386,7 +392,7 @@ def test_quiet_on_stdout(tmp_path: Path) -> None:
 
 
 def test_skipped_proposals_and_study_files(store_uri: str, tmp_path: Path) -> None:
-    from autotune.records import SkipKind, SkipLog, SkipRecord
+    from autotune.core.records import SkipKind, SkipLog, SkipRecord
 
     tracker = MlflowTracker(store_uri)
     tracker.start_study(info("skips"))
@@ -480,4 +486,4 @@ def test_a_multi_objective_study_leaves_its_pareto_front_on_the_parent(
     assert parent.data.tags["autotune.objectives"] == "maximize output_tok_s, minimize ttft_p99_ms"
     assert parent.data.metrics["pareto_size"] == 2.0
     stored = json.loads(_artifact_text(client, tracker.parent_run_id, "pareto.json", tmp_path))
-    assert stored == {"objectives": objectives, "front": front}
+    assert stored == {"objectives": objectives, "front": [{**p, "baseline": False} for p in front]}

@@ -113,8 +113,8 @@ def test_server_killed_mid_study_then_sync(
 
 
 def test_a_resend_keeps_each_scenario_and_its_sweep() -> None:
+    from autotune.core.records import TrialRecord
     from autotune.models import Outcome
-    from autotune.records import TrialRecord
     from autotune.study.sync import _result
 
     scenario = {

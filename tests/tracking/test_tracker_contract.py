@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
+from autotune.core.records import StudyInfo, TrialLog
+from autotune.core.summary import StudySummary
 from autotune.errors import TrackingError
 from autotune.models import Failure, Metrics, Outcome, Phase, TrialResult
-from autotune.records import StudyInfo, StudySummary, TrialLog
 from autotune.tracking import TRACKERS, Tracker, TrackerOptions
 from autotune.tracking.mlflow import MlflowTracker
 
@@ -267,7 +268,7 @@ def test_unknown_tracker_is_a_config_error() -> None:
 
 
 def test_a_skip_logged_again_is_recorded_once(setup: Setup, tmp_path: Path) -> None:
-    from autotune.records import SkipKind, SkipLog, SkipRecord
+    from autotune.core.records import SkipKind, SkipLog, SkipRecord
 
     study = _name()
     tracker = setup.make(tmp_path)

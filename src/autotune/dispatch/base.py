@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import psutil
 
-from autotune._registry import Registry
+from autotune.core.registry import Registry
 from autotune.models import Cause, Failure, Outcome, Phase, TrialResult, TrialSpec
 from autotune.node.process import DRIVER_ENV, STUDY_ENV, STUDY_KEY_ENV
 
 if TYPE_CHECKING:
     from typing import Self
 
-    from autotune.space.schema import EngineSpec
+    from autotune.models import EngineSpec
 
 _logger = logging.getLogger(__name__)
 

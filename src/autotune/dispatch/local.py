@@ -16,7 +16,7 @@ from autotune.models import TrialResult, TrialSpec
 if TYPE_CHECKING:
     from typing import Self
 
-    from autotune.space.schema import EngineSpec
+    from autotune.models import EngineSpec
 
 _logger = logging.getLogger(__name__)
 

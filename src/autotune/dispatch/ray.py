@@ -43,7 +43,7 @@ from autotune.models import TrialResult, TrialSpec
 if TYPE_CHECKING:
     from typing import Self
 
-    from autotune.space.schema import EngineSpec
+    from autotune.models import EngineSpec
 
 _logger = logging.getLogger(__name__)
 
@@ -86,6 +86,14 @@ def _run_remote(spec_json: str, relay: Any = None, key: str = "") -> dict[str, A
             fh.seek(max(0, os.path.getsize(result.log_path) - LOG_LIMIT))
             log = fh.read()
     return {"result": result.model_dump_json(), "log": log, "node_id": node_id}
+
+
+def worker_pythonpath() -> str:
+    """The PYTHONPATH of a local instance's workers: this checkout's ``src`` (autotune imports
+    even where it is not installed), then the driver's own path (an offline install's site,
+    where Ray itself may live: workers that lose it cannot start)."""
+    src = str(Path(__file__).resolve().parents[2])
+    return os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p)
 
 
 class _WindowRelay:
@@ -146,7 +154,7 @@ def _help_remote(engine_json: str, simulate: bool) -> str | None:
     """On a node: the engine's own ``--help`` there (None when it is not installed there)."""
     from autotune.engines import get_engine
     from autotune.engines.preflight import engine_help
-    from autotune.space.schema import EngineSpec
+    from autotune.models import EngineSpec
 
     return engine_help(get_engine(EngineSpec.model_validate_json(engine_json), simulate=simulate))
 
@@ -282,9 +290,7 @@ class RayExecutor(Executor):
 
                 gpus = len(visible_gpus()) if logical_gpus is None else logical_gpus
                 kwargs.update(num_cpus=max(2, os.cpu_count() or 2), num_gpus=gpus)
-                # Workers must import autotune from this checkout even if it is not installed.
-                src = str(Path(__file__).resolve().parents[2])
-                kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": src}}
+                kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": worker_pythonpath()}}
             # "local": a new instance even when `ray start` left one on this machine (ray.init
             # would otherwise join whatever /tmp/ray/ray_current_cluster names).
             _logger.info("starting Ray (%s)", address or "a local instance")

@@ -21,7 +21,7 @@ from autotune.engines.preflight import Finding, engine_help, preflight
 from autotune.engines.sglang import SGLangEngine, SimEngine
 from autotune.engines.transformers import TransformersEngine
 from autotune.engines.vllm import VLLMEngine
-from autotune.space.schema import EngineSpec
+from autotune.models import EngineSpec
 
 
 def get_engine(spec: EngineSpec, *, simulate: bool = False) -> Engine:

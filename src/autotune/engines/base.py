@@ -20,11 +20,12 @@ from __future__ import annotations
 import abc
 from typing import ClassVar, Literal
 
-from autotune._registry import Registry
+from autotune.core.registry import Registry
+from autotune.engines import dummymodel
+from autotune.engines._args import has_flag
 from autotune.errors import ConfigError
-from autotune.models import Milestone, Rule
+from autotune.models import EngineSpec, Milestone, Rule
 from autotune.rules import LogProfile, load_log
-from autotune.space.schema import EngineSpec
 
 
 class Engine(abc.ABC):
@@ -46,6 +47,9 @@ class Engine(abc.ABC):
     rules_package: ClassVar[str] = "autotune.rules"
     # Whether the stand-in SGLang server (``--simulate``) can stand in for this engine.
     can_simulate: ClassVar[bool] = False
+    # Arguments that make the engine fill the weights with random values (``--load-format
+    # dummy``): set where the engine can serve ``model: dummy:<shape>`` (engines/dummymodel).
+    dummy_weights_args: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, spec: EngineSpec, *, simulate: bool = False) -> None:
         if simulate and not self.can_simulate:
@@ -97,6 +101,12 @@ class Engine(abc.ABC):
     ) -> tuple[list[str], dict[str, str]]:
         """The full argv and env for one configuration (``{host}``/``{port}`` left as is)."""
         translated, _ = self.translate(args)
+        if (
+            self.dummy_weights_args
+            and dummymodel.is_dummy(model)
+            and not has_flag(translated, (self.dummy_weights_args[0],))
+        ):
+            translated += self.dummy_weights_args
         return self.base_command(model) + translated, {
             **self.default_env(),
             **env,
@@ -128,7 +138,22 @@ class Engine(abc.ABC):
         return None
 
     def prepare(self, model: str) -> str:
-        """Driver-side preparation of the model (e.g. build a tiny test model); returns its path."""
+        """Driver-side preparation of the model (e.g. build a tiny test model); returns its path.
+
+        ``dummy:<shape>`` becomes a folder with the shape's config and a tokenizer, for an
+        engine that loads random weights (``dummy_weights_args``).
+
+        Raises:
+            ConfigError: a dummy shape for an engine that cannot load random weights.
+        """
+        if model.startswith(dummymodel.PREFIX) and not self.simulate:
+            if not self.dummy_weights_args:
+                raise ConfigError(
+                    f"engine {self.name!r} cannot load random weights for {model!r}; "
+                    "name a real model path (or use sglang or vllm)",
+                    field="model",
+                )
+            return str(dummymodel.ensure(model))
         return model
 
     def request_model(self, model: str) -> str:

@@ -17,7 +17,7 @@ from typing import ClassVar, Literal
 from autotune.engines.base import ENGINES, Engine
 from autotune.engines.collective_bench import IMPLEMENTATIONS, NO_MULTICAST
 from autotune.errors import ConfigError
-from autotune.space.schema import EngineSpec
+from autotune.models import EngineSpec
 
 # NVLink SHARP (NVLS) multicast must stay off on the lent machines; a space cannot turn it on
 # (NCCL's, torch symmetric memory's and NVSHMEM's).

@@ -13,7 +13,7 @@ from typing import ClassVar
 
 from autotune.engines.base import ENGINES, Engine
 from autotune.errors import ConfigError
-from autotune.space.schema import EngineSpec
+from autotune.models import EngineSpec
 
 PLACEHOLDERS = ("host", "port", "model")
 _FIELD = "engine.command"

@@ -1,9 +1,10 @@
 """Bundled flag tables: which launch flags an engine version accepts, with their types.
 
 Tables live in ``engines/flags/<engine>-<version>.json``. A table may ``extend`` an older one,
-adding flags, removing some (``remove``) and marking others deprecated. A table is a curated
-subset of the engine's real flags (names and types only, read from the engine's sources), so
-preflight trusts the engine's own ``--help`` over it whenever that can be run.
+adding flags, removing some (``remove``) and marking others deprecated. Most older tables are
+curated subsets of the engine's real flags (names and types only, read from the engine's
+sources); a table captured from the engine's own parser (``engines/flagdump.py``) says
+``"complete": true``, and preflight then refuses a flag it lacks, as argparse would.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class FlagTable:
     engine: str
     version: str
     flags: dict[str, FlagInfo]  # spelling (primary or alias) -> info
+    complete: bool = False  # captured from the engine's parser: every flag it accepts
 
     def names(self) -> set[str]:
         """Every accepted spelling."""
@@ -113,15 +115,19 @@ def load_table(engine: str, version: str | None) -> FlagTable | None:
         info = _info(name, entry)
         for spelling in (info.name, *info.aliases):
             flags[spelling] = info
-    return FlagTable(engine=engine, version=chosen, flags=flags)
+    doc = json.loads(_text(f"{engine}-{chosen}.json"))
+    return FlagTable(engine=engine, version=chosen, flags=flags, complete=bool(doc.get("complete")))
+
+
+def _text(filename: str) -> str:
+    return resources.files("autotune.engines").joinpath("flags", filename).read_text("utf-8")
 
 
 def _resolve(filename: str, depth: int) -> dict[str, Any]:
     """A table's flags with its ``extends`` chain applied (primary name -> raw entry)."""
     if depth > 8:
         raise RuntimeError(f"flag table {filename}: 'extends' chain too deep")
-    text = resources.files("autotune.engines").joinpath("flags", filename).read_text("utf-8")
-    doc = json.loads(text)
+    doc = json.loads(_text(filename))
     flags: dict[str, Any] = {}
     if doc.get("extends"):
         flags.update(_resolve(doc["extends"], depth + 1))

@@ -108,7 +108,12 @@ def preflight(engine: Engine, args: list[str], *, help_text: str | None = None) 
         source, level = "its --help", "error"
     else:
         known = engine.known_flags()
-        source, level = "autotune's bundled flag table", "warning"
+        table = _table(engine)
+        if table is not None and table.complete and _same_version(engine, table):
+            # Captured from the engine's own parser: what it lacks, argparse refuses.
+            source, level = f"{engine.name} {table.version}'s flag table", "error"
+        else:
+            source, level = "autotune's bundled flag table", "warning"
     if known:
         findings.extend(_unknown(engine, translated, known, source, level))
     findings.extend(_values(engine, translated))
@@ -126,6 +131,13 @@ def _unknown(
         seen.add(flag)
         close = difflib.get_close_matches(flag, sorted(known), n=3, cutoff=0.6)
         hint = f"; did you mean {' or '.join(close)}?" if close else "; check the spelling"
+        name = "sglang" if engine.name == "sim" else engine.name
+        elsewhere = _engines_with(flag, besides=name)
+        if elsewhere:
+            twin = COUNTERPARTS.get((flag, name))
+            hint = f"; it is a flag of {' and '.join(elsewhere)}" + (
+                f": {name}'s counterpart is {twin}" if twin else " (wrong engine?)"
+            )
         out.append(
             Finding(
                 level="error" if level == "error" else "warning",
@@ -189,3 +201,43 @@ def _values(engine: Engine, args: list[str]) -> list[Finding]:
 def _table(engine: Engine) -> FlagTable | None:
     name = "sglang" if engine.name == "sim" else engine.name
     return load_table(name, engine.spec.version)
+
+
+# The same knob under each engine's name: (flag, the engine it was written for) -> the
+# counterpart, for the message when a space names another engine's flag.
+_PAIRS = (
+    ("--mem-fraction-static", "--gpu-memory-utilization"),
+    ("--max-running-requests", "--max-num-seqs"),
+    ("--chunked-prefill-size", "--max-num-batched-tokens"),
+    ("--cuda-graph-max-bs", "--max-cudagraph-capture-size"),
+    ("--cuda-graph-max-bs-decode", "--max-cudagraph-capture-size"),
+    ("--disable-cuda-graph", "--enforce-eager"),
+    ("--context-length", "--max-model-len"),
+    ("--schedule-policy", "--scheduling-policy"),
+    ("--speculative-algorithm", "--speculative-config"),
+)
+COUNTERPARTS: dict[tuple[str, str], str] = {
+    **{(vllm, "sglang"): sglang for sglang, vllm in _PAIRS},
+    **{(sglang, "vllm"): vllm for sglang, vllm in _PAIRS},
+}
+
+
+def _engines_with(flag: str, besides: str) -> list[str]:
+    """Other engines whose newest captured (complete) table has ``flag``: ``sglang 0.5.17``."""
+    from autotune.engines.flagtable import available_versions
+
+    found = []
+    for other in ("sglang", "vllm", "transformers"):
+        versions = available_versions(other) if other != besides else []
+        table = load_table(other, versions[-1]) if versions else None
+        if table is not None and table.complete and flag in table.names():
+            found.append(f"{other} {table.version}")
+    return found
+
+
+def _same_version(engine: Engine, table: FlagTable) -> bool:
+    """Whether ``table`` was captured from the very version the space names."""
+    from autotune.engines.flagtable import parse_version
+
+    wanted = engine.spec.version
+    return wanted is not None and parse_version(wanted)[:3] == parse_version(table.version)[:3]

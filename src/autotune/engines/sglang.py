@@ -13,7 +13,7 @@ from typing import ClassVar
 from autotune.engines._args import has_flag, int_flag, is_flag
 from autotune.engines.base import ENGINES, Engine
 from autotune.engines.flagtable import load_table, parse_version
-from autotune.space.schema import EngineSpec
+from autotune.models import EngineSpec
 
 # The version assumed when the space does not name one (preflight warns about it).
 DEFAULT_VERSION = "0.5.9"
@@ -117,6 +117,7 @@ class SGLangEngine(Engine):
 
     name: ClassVar[str] = "sglang"
     can_simulate: ClassVar[bool] = True
+    dummy_weights_args: ClassVar[tuple[str, ...]] = ("--load-format", "dummy")
     versioned: ClassVar[bool] = True
 
     @property

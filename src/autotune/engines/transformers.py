@@ -14,7 +14,7 @@ from autotune.engines import tinymodel
 from autotune.engines.base import ENGINES, Engine
 from autotune.engines.flagtable import load_table
 from autotune.errors import ConfigError
-from autotune.space.schema import EngineSpec
+from autotune.models import EngineSpec
 
 # `python -m` form of the `transformers` console script: engine.python's interpreter runs it.
 CLI_MODULE = "transformers.cli.transformers"
@@ -41,7 +41,7 @@ class TransformersEngine(Engine):
     def prepare(self, model: str) -> str:
         if tinymodel.is_tiny(model):
             return str(tinymodel.ensure_tiny_model(model))
-        return model
+        return super().prepare(model)
 
     def base_command(self, model: str) -> list[str]:
         return [

@@ -8,7 +8,7 @@ from autotune.engines._args import has_flag, int_flag
 from autotune.engines.base import ENGINES, Engine
 from autotune.engines.flagtable import load_table
 from autotune.errors import ConfigError
-from autotune.space.schema import EngineSpec
+from autotune.models import EngineSpec
 
 _TP = ("--tensor-parallel-size", "-tp")
 _PP = ("--pipeline-parallel-size", "-pp")
@@ -21,6 +21,7 @@ class VLLMEngine(Engine):
 
     name: ClassVar[str] = "vllm"
     versioned: ClassVar[bool] = True
+    dummy_weights_args: ClassVar[tuple[str, ...]] = ("--load-format", "dummy")
 
     def __init__(self, spec: EngineSpec, *, simulate: bool = False) -> None:
         if simulate:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import math
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -188,7 +188,7 @@ class BenchResult:
         ]
         extra: dict[str, float] = {}
         if self.lag_s and turn is None:
-            extra["send_lag_p99_ms"] = percentile(sorted(self.lag_s), 99) * 1000.0
+            extra["send_lag_p99_ms"] = percentile(self.lag_s, 99) * 1000.0
         uncounted = sum(1 for r in done if not r.counted)
         if uncounted:  # a piece may carry several tokens: tok/s then reads low
             extra[PIECES_COUNTED] = 100.0 * uncounted / len(done)
@@ -210,7 +210,7 @@ class BenchResult:
 
 
 def _median(values: Sequence[float]) -> float:
-    return percentile(sorted(values), 50)
+    return float(statistics.median(values))
 
 
 def aggregate(windows: Sequence[Metrics]) -> Metrics:
@@ -311,27 +311,30 @@ def sim_time_scale(info: dict[str, Any] | None) -> float:
     return 1.0
 
 
-def percentile(sorted_values: Sequence[float], q: float) -> float:
-    """Linear-interpolated percentile ``q`` (0-100) of already sorted values."""
-    if not sorted_values:
+def percentile(values: Sequence[float], q: int) -> float:
+    """The ``q``-th percentile (1-99) of ``values``, linearly interpolated between the two
+    nearest ranks (``statistics.quantiles``' inclusive method, numpy's default)."""
+    return _percentiles(values, (q,))[0]
+
+
+def _percentiles(values: Sequence[float], qs: Sequence[int]) -> list[float]:
+    if not values:
         raise ValueError("no values")
-    pos = (len(sorted_values) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(sorted_values) - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+    if any(not 1 <= q <= 99 for q in qs):
+        raise ValueError(f"percentiles are whole numbers from 1 to 99, got {list(qs)}")
+    if len(values) == 1:
+        return [float(values[0])] * len(qs)
+    cuts = statistics.quantiles(values, n=100, method="inclusive")
+    return [cuts[q - 1] for q in qs]
 
 
 def stats_ms(seconds: Sequence[float]) -> Stats | None:
     """Mean and percentiles in milliseconds; None for no values."""
     if not seconds:
         return None
-    values = sorted(s * 1000.0 for s in seconds)
-    return Stats(
-        mean=sum(values) / len(values),
-        p50=percentile(values, 50),
-        p90=percentile(values, 90),
-        p99=percentile(values, 99),
-    )
+    values = [s * 1000.0 for s in seconds]
+    p50, p90, p99 = _percentiles(values, (50, 90, 99))
+    return Stats(mean=statistics.fmean(values), p50=p50, p90=p90, p99=p99)
 
 
 def _chunk_tokens(kind: str, obj: dict[str, Any], state: dict[str, Any]) -> int:

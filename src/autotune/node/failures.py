@@ -1,23 +1,56 @@
-"""Classify a failed trial from its log: cause, phase, evidence, blame and a hint that is right.
+"""Classify a failed trial from its log: cause, phase, evidence, engine, blame and a right hint.
 
-Rules are tried in order (most specific first); the first rule with a matching line wins.
-Lines are matched without the prefixes multi-process engines put before them (``[2025-01-01
-10:00:00 TP0]``, ``(VllmWorker rank=0 pid=1)``, ``ERROR 01-01 12:00:00 [core.py:1]``, Ray's
-``(pid=123)``), a pattern holding ``\\n`` is matched across consecutive lines, and a rule with
-``near`` also needs that pattern within a few lines (an out-of-memory line counts as a KV-pool
-failure only near the frames that allocate the pool). When no rule matches, the exit code and
-the last exception line decide. The phase comes from the rule, else from the traceback's frames
-and the progress lines of the log, else from what the cause implies.
+The log is first undressed (node/logparse.py: container, time, rank and logger prefixes off,
+flattened lines split, each line's level and process kept). Then, in this order:
+
+1. **Rules, errors before warnings.** Rules are tried in order (most specific first; a family
+   that wraps another comes before it) over every line that is not a warning; the first rule
+   with a matching line wins. Only when no rule matches an error line, and the log shows a
+   failure, are warnings looked at too: a warning is never the cause when an error follows.
+2. **The structure of the log**, when no rule names a cause: the first exception that is not
+   an echo of another process's death (its type names the family: an ``ImportError``, an
+   ``AssertionError``, an out-of-memory), a traceback cut before its exception (its frames
+   name the family: graph capture, the KV pool's allocation, distributed start-up), the first
+   ``ERROR``/``FATAL`` line, the exit code or the kill signal, and where the log stops: a log
+   that stops during start-up without an error is a start-up hang (a capture in progress, a
+   capture failure); after readiness, a death no rule explains is a runtime crash.
+3. **Never healthy by default**: only a log that reached the ready line (or served requests)
+   and shows no failure is healthy (``diagnose`` prints ``ok``); anything else gets a cause,
+   at worst ``unknown`` with the line it rests on and the phase.
+
+Lines are matched without their prefixes and as written; a pattern holding ``\\n`` is matched
+across consecutive lines, and a rule with ``near`` also needs that pattern within a few lines.
+The phase comes from the rule, else from the traceback's frames and the progress lines of the
+log, else from what the cause implies. ``autotune diagnose`` and a trial use this one module.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from autotune.models import Cause, Failure, Milestone, Phase, Rule
+from autotune.node.logparse import LogLine, detect_engine, parse_log, strip_prefix
+
+__all__ = [
+    "CAUSE_PHASE",
+    "GENERIC_MILESTONES",
+    "KILLED_HINT",
+    "blamed",
+    "classify",
+    "detect_engine",
+    "diagnose_file",
+    "diagnose_lines",
+    "first_match",
+    "is_failure",
+    "phase_in_block",
+    "phase_reached",
+    "strip_prefix",
+]
 
 MAX_LINE = 300  # characters of one evidence line
 CONTEXT = 2  # lines of context around the first match
@@ -28,6 +61,10 @@ WINDOW = 3  # lines joined for a pattern that spans lines
 WRAP_MIN = 60  # a line at least this long may have been wrapped onto the next
 BLOCK_BEFORE = 80  # lines before a hit searched for the frames that tell the phase
 BLOCK_AFTER = 20
+RETOLD = 8  # lines after an exception where the traceback that re-tells it may start
+HEAD = 300  # characters of a line where its error words are looked for
+MILESTONE_HEAD = 600  # characters of a line where progress words are looked for
+ENGINE_LINES = 3000  # lines from each end of a log searched for an engine's marks
 
 KILLED_HINT = (
     "The server was killed with SIGKILL. SGLang SIGKILLs itself when a child process fails, so "
@@ -35,33 +72,142 @@ KILLED_HINT = (
     "the host's OOM killer may have ended it: check `dmesg` and host memory."
 )
 TRACEBACK_HINT = "No rule recognises this error; read the traceback in the log."
+ERROR_HINT = "No rule recognises this error; the evidence is the first error line of the log."
+STOPPED_HINT = (
+    "The log stops before the server was ready and shows no error: the server hung, was "
+    "stopped from outside, or the log was cut. If start-up was progressing (weights, JIT, "
+    "graph capture), raise the start-up timeout (autotune: limits.startup_s); otherwise look "
+    "for a rank waiting on another."
+)
+_GENERIC_HINTS: dict[Cause, str] = {
+    Cause.RUNTIME_CRASH: (
+        "The server died after it was ready and no rule names why: look at the first error "
+        "above; a kernel backend or feature enabled with this configuration is the usual cause."
+    ),
+    Cause.BENCHMARK_ERRORS: (
+        "The benchmark client could not reach the server or its requests failed: the server "
+        "died or stopped answering (look at the server's own log), or it is overloaded at this "
+        "concurrency."
+    ),
+}
 
 _TRACEBACK = "Traceback (most recent call last):"
-_EXC_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure)(?::.*)?$")
-_ARGPARSE = re.compile(r"(?:^|\s)error: (?:argument |the following arguments|unrecognized|invalid)")
-
-# Prefixes that multi-process engines and loggers put before a message. Stripped repeatedly
-# (they stack: "(APIServer pid=1) ERROR 01-01 12:00:00 [core.py:1] ...").
-_PREFIXES = re.compile(
-    "|".join(
-        (
-            r"\[[^\[\]]{4,80}\]:?[ \t]?",  # [2025-01-01 10:00:00 TP0], [rank0]:, [E626 ...]
-            r"\([A-Za-z_][\w.]*(?:[ ,]+[\w.]+=[^\s,)]*)*\)[ \t]?",  # (VllmWorker rank=0 pid=1)
-            r"\((?:pid|raylet)[^)]{0,60}\)[ \t]?",  # ray: (pid=123), (raylet)
-            r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)[ \t]+(?:\d{4}-)?\d\d-\d\d[ T]"
-            r"\d\d:\d\d:\d\d(?:[.,]\d+)?[ \t]+(?:\[[^\]]+\]|[\w.]+:\d+\])[ \t]?",  # vLLM
-            r"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+[ \t]+\d+[ \t]+[\w.]+:\d+\][ \t]?",  # glog
-            r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?Z?(?:[ \t]*\|[ \t]*\w+(?=[ \t]*\|))*"
-            r"[ \t]*\|?[ \t]?",
-            r"[A-Z][a-z]{2} +\d+ \d\d:\d\d:\d\d [\w.-]+ [\w.-]+\[\d+\]:[ \t]?",  # syslog
-            r"[\w.-]+-\d+[ \t]+\|[ \t]",  # docker compose: "vllm-1  | "
-            r"[\w.-]+:\d+:\d+ \[\d+\][ \t]",  # NCCL: "host:123:456 [0] "
-        )
-    )
+_EXC_LINE = re.compile(
+    r"^(?:[A-Za-z_][\w.]*\.)?[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure)(?::.*|\(.*)?$"
+    r"|^what\(\):\s+\S|^thread '[^']*' panicked at|^Error: \S"
 )
-_MAX_PREFIXES = 5
+_ERROR_LINE = re.compile(
+    r"^(?:ERROR|FATAL|CRITICAL|Fatal|FAILED|Error|\[?E\]?)\b[: ]|^error(?:\[\w+\])?: |"
+    r"\bpanicked at\b|^terminate called|^\S+: error: |^Segmentation fault|\bcore dumped\b|"
+    r"^Killed$|exited with code [1-9]|exit code[:= ]+-?[1-9]"
+)
+_ROUTINE = re.compile(
+    r"^(?:Avg prompt throughput|Avg generation throughput|Decode batch|Prefill batch|"
+    r"Loading safetensors checkpoint shards: +\d+%|llama_model_loader: - kv|"
+    r"Capturing batches \(|\S+ - \"(?:POST|GET) [^\"]*\" 2\d\d)"
+)
+_METRICS = re.compile(
+    r"Avg generation throughput: [\d.]+ tokens/s|gen throughput \(token/s\): [\d.]+"
+)
+_STALLED = re.compile(
+    r"Avg generation throughput: 0\.0+ tokens/s, Running: [1-9]|"
+    r"#running-req: [1-9]\d*.*gen throughput \(token/s\): 0\.0+\b"
+)
+_SERVED = re.compile(r"\"(?:POST|GET) [^\"]*\" 2\d\d|Avg generation throughput: [1-9]")
+_LEVEL_WORD = re.compile(r"\b(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL)\b")
+# A process told to stop: SIGTERM by name or number, as engines report it while shutting down.
+_TERMINATED = re.compile(
+    r"exit code -15\b|exitcode=-15\b|signal 15\b|\bSIGTERM\b|signum=15\b|"
+    r"received signal SIGTERM|Received signal 15"
+)
+_FAILURE_WORDS = re.compile(r"error|fail|exception|traceback|out of memory|killed|abort", re.I)
+_ERROR_WORDS = (
+    "error",
+    "fatal",
+    "critical",
+    "fail",
+    "panick",
+    "terminate",
+    "segmentation",
+    "core dumped",
+    "killed",
+    "exit",
+)
+_ARGPARSE = re.compile(r"(?:^|\s)error: (?:argument |the following arguments|unrecognized|invalid)")
+# Exceptions that only echo another process's failure: the first fatal event is elsewhere.
+_ECHO = re.compile(
+    r"EngineDeadError|Engine core initialization failed|Engine process failed to start|"
+    r"WorkerProc initialization failed|Initialization failed|ShardCannotStart|"
+    r"Engine loop has died|died unexpectedly|CalledProcessError|^SystemExit|KeyboardInterrupt|"
+    r"ChildProcessError|RayTaskError|ActorDiedError|Failed core proc|Server error: transport"
+)
+_FRAME = re.compile(r'^\s*File "|^\s*File \'|^\s+at |^\s*frame #\d+|^\d+\s+0x[0-9a-f]+ |^│')
 
-# Frames and progress lines that tell where in a trial's life a failure happened.
+# Frames that name a family when a traceback is cut before its exception.
+_CUT_FRAMES: tuple[tuple[Cause, re.Pattern[str]], ...] = (
+    (
+        Cause.CUDA_GRAPH_CAPTURE,
+        re.compile(
+            r"capture_model|_capture_cudagraphs|capture_one_batch_size|cuda_graph_runner|"
+            r"init_cuda_graphs|CudaGraphRunner|graph_runner\.capture|torch/cuda/graphs\.py"
+        ),
+    ),
+    (
+        Cause.KV_POOL_OOM,
+        re.compile(
+            r"initialize_from_config|\binitialize_cache\b|initialize_kv_cache|_allocate_kv_cache|"
+            r"init_memory_pool|\b(?:key|value|kv)_buffer\b|KVCache\(|cache_engine\.py"
+        ),
+    ),
+    (
+        Cause.NCCL_ERROR,
+        re.compile(
+            r"init_worker_distributed_environment|initialize_model_parallel|"
+            r"init_distributed_environment|init_process_group|ensure_model_parallel_initialized|"
+            r"PyNcclCommunicator|NCCL_CHECK|pynccl"
+        ),
+    ),
+)
+_CUT_DEEPEST: tuple[tuple[Cause, re.Pattern[str]], ...] = (
+    (
+        Cause.MODEL_UNSUPPORTED,
+        re.compile(
+            r"_?get_model_architecture|resolve_model_cls|inspect_model_cls|_raise_for_unsupported|"
+            r"get_model_cls_by_arch|ModelRegistry\."
+        ),
+    ),
+    (
+        Cause.INVALID_ARGUMENT,
+        re.compile(
+            r"arg_utils\.py|server_args\.py|create_engine_config|create_model_config|_verify_args|"
+            r"check_server_args|from_cli_args|parse_args\("
+        ),
+    ),
+)
+_IMPORT_LINE = re.compile(r"^\s+(?:from [\w.]+ import |import [\w.]+)")
+_CAPTURE_RUNNING = re.compile(
+    r"Capturing CUDA graph|Capture cuda graph begin|Capturing batches|Capturing cudagraphs|"
+    r"Capturing the model for CUDA graphs"
+)
+_CAPTURE_DONE = re.compile(
+    r"Capture cuda graph end|Graph capturing finished|graph capturing finished|"
+    r"Capturing[^|]*:\s*100%"
+)
+_SIZE = r"-?[\d.,]+\s?(?:[KMGT]i?B|bytes)"
+_SIZES = (
+    re.compile(rf"Tried to allocate (?P<a>{_SIZE})"),
+    re.compile(rf"(?P<f>{_SIZE}) (?:is )?free"),
+    re.compile(rf"total capacity of (?P<t>{_SIZE})|\((?:GPU \d+; )?(?P<t2>{_SIZE}) total capacity"),
+    re.compile(r"max seq len \((?P<need>\d+)\) is larger than .* KV cache \((?P<have>\d+)\)"),
+    re.compile(rf"KV cache memory: (?P<kv>{_SIZE})"),
+    re.compile(r"profiled value (?P<prof>-?\d+)"),
+    re.compile(rf"KV cache needs? (?P<need2>{_SIZE}).{{0,40}}?(?P<have2>{_SIZE})"),
+    re.compile(
+        rf"(?P<need3>{_SIZE}) KV cache is needed.*available KV cache memory \((?P<have3>{_SIZE})\)"
+    ),
+)
+
+# Prefixes that multi-process engines and loggers put before a message: see node/logparse.py.
 _PHASE_MARKERS: tuple[tuple[Phase, re.Pattern[str]], ...] = (
     (
         Phase.GRAPH_CAPTURE,
@@ -79,7 +225,8 @@ _PHASE_MARKERS: tuple[tuple[Phase, re.Pattern[str]], ...] = (
             r"determine_available_memory|_initialize_kv_caches|initialize_kv_cache|profile_run|"
             r"init_cache_with_memory_pool|memory_pool\.py|kv_cache_utils|raise_if_cache_size|"
             r"Memory profiling|GPU blocks:|for the cache blocks|stored in KV cache|paged KV cache|"
-            r"max_total_num_tokens|mem_cache/"
+            r"max_total_num_tokens|mem_cache/|initialize_from_config|initialize_cache|warmup\b|"
+            r"_dummy_sampler_run"
         ),
     ),
     (
@@ -90,7 +237,9 @@ _PHASE_MARKERS: tuple[tuple[Phase, re.Pattern[str]], ...] = (
             r"init_distributed_environment|init_device|initialize_model_parallel|"
             r"[Ii]nit torch distributed|_init_executor|init_worker|ModelRunner\(|TpModelWorker\(|"
             r"deserializ|GenerationSession|from_dir|load model begin|_create_c10d_store|"
-            r"bootstrap\.cc|ncclSocketConnect|init_mscclpp|Connect from rank"
+            r"bootstrap\.cc|ncclSocketConnect|init_mscclpp|Connect from rank|get_model\(|"
+            r"llama_model_load|Error when initializing model|Shard \d+ failed to start|"
+            r"_create_weight|Loaded engine size|[Ee]rror loading (?:llama )?(?:server|model)"
         ),
     ),
     (
@@ -101,7 +250,8 @@ _PHASE_MARKERS: tuple[tuple[Phase, re.Pattern[str]], ...] = (
             r"greedy_search|multinomial|POST /|Prefill batch|Decode batch|#running-req|"
             r"get_model_worker_batch|process_batch_result|Epoch \d|trainer\.fit|"
             r"inner_training_loop|swap_blocks|begin_forward|all_reduce\(|SeqNum=\d{3,}|"
-            r"forward_thread_func"
+            r"forward_thread_func|output_handler|loop_for_fwd|_forward_step|prefill_batch|"
+            r"get_output_async|generate_token"
         ),
     ),
 )
@@ -119,21 +269,28 @@ CAUSE_PHASE: dict[Cause, Phase] = {
     Cause.STARTUP_TIMEOUT: Phase.LOAD,
     Cause.WATCHDOG_TIMEOUT: Phase.BENCHMARK,
     Cause.RUNTIME_CRASH: Phase.BENCHMARK,
+    Cause.BENCHMARK_ERRORS: Phase.BENCHMARK,
     Cause.NODE_LOST: Phase.BENCHMARK,
 }
 
-# Generic progress lines, used when a log is diagnosed without the engine's milestones.
+# Generic progress lines, used when a log is diagnosed without the engine's milestones: the
+# start-up progress and ready lines of SGLang, vLLM, TGI, TensorRT-LLM, llama.cpp and others.
 GENERIC_MILESTONES: tuple[Milestone, ...] = (
     Milestone(
         phase=Phase.LOAD,
         pattern=r"Load weight begin|Loading weights|Loading model|Starting to load model|"
-        r"Loading safetensors checkpoint shards|Loading checkpoint shards|load model begin",
+        r"Loading safetensors checkpoint shards|Loading checkpoint shards|load model begin|"
+        r"Starting shard|Waiting for shard to be ready|llm_load_tensors|load_tensors:|"
+        r"Loaded engine size|Pre-loading model weights|Init torch distributed|"
+        r"Initializing an? (?:V1 )?LLM engine|Loading model\.|Model loading took|"
+        r"Error when initializing model|Shard \d+ failed to start",
         label="load",
     ),
     Milestone(
         phase=Phase.MEMORY_POOL,
         pattern=r"Load weight end|Memory pool|KV Cache is allocated|Memory profiling|"
-        r"Available KV cache memory|GPU KV cache size|# GPU blocks",
+        r"Available KV cache memory|GPU KV cache size|# GPU blocks|GPU blocks:|"
+        r"tokens in paged KV cache|llama_kv_cache|Number of blocks in KV cache",
         label="kv",
     ),
     Milestone(
@@ -144,12 +301,18 @@ GENERIC_MILESTONES: tuple[Milestone, ...] = (
     ),
     Milestone(
         phase=Phase.READY,
-        pattern=r"fired up and ready to roll|Application startup complete|Uvicorn running on",
+        pattern=r"fired up and ready to roll|Application startup complete|Uvicorn running on|"
+        r"server is listening on|HTTP server listening|Serving on http|Started HTTPService|"
+        r"Listening on \[?[\w:.]+\]?:\d+|text_generation_router[\w:]*: .*Connected|"
+        r"init engine \(profile, create kv cache, warmup model\) took|Starting HTTP server",
         label="ready",
     ),
     Milestone(
         phase=Phase.BENCHMARK,
-        pattern=r"Prefill batch|Decode batch|POST /v1/|POST /generate",
+        pattern=r"Prefill batch|Decode batch|POST /(?:v1/|generate)[^\"]*\"? 2\d\d\b|"
+        r"batch\{batch_size=\d+\}:(?:prefill|decode)|"
+        r"Avg prompt throughput|"
+        r"#running-req",
         label="serving",
     ),
 )
@@ -165,17 +328,6 @@ def _trim(line: str) -> str:
     return line if len(line) <= MAX_LINE else line[: MAX_LINE - 3] + "..."
 
 
-def strip_prefix(line: str) -> str:
-    """``line`` without the process, rank and logger prefixes before its message."""
-    text = line.rstrip("\r\n")
-    for _ in range(_MAX_PREFIXES):
-        match = _PREFIXES.match(text)
-        if match is None or not match.group(0):
-            break
-        text = text[match.end() :]
-    return text
-
-
 def blamed(names: Iterable[str], argv: Sequence[str], env: dict[str, str]) -> list[str]:
     """The ``names`` present in the launch: a flag in ``argv`` or a variable in ``env``."""
     out = []
@@ -189,26 +341,97 @@ def blamed(names: Iterable[str], argv: Sequence[str], env: dict[str, str]) -> li
     return out
 
 
+@dataclass(frozen=True)
+class _Log:
+    """A log undressed: per record its raw text, its message and whether it is a warning."""
+
+    records: tuple[LogLine, ...]
+    raw: tuple[str, ...]
+    text: tuple[str, ...]
+    warning: tuple[bool, ...]
+
+    @classmethod
+    def read(cls, lines: Sequence[str]) -> _Log:
+        records = tuple(parse_log(lines))
+        return cls(
+            records=records,
+            raw=tuple(r.raw for r in records),
+            text=tuple(r.text for r in records),
+            warning=tuple(r.is_warning for r in records),
+        )
+
+    def since(self, start: int) -> _Log:
+        """The records from index ``start`` on."""
+        return _Log(
+            records=self.records[start:],
+            raw=self.raw[start:],
+            text=self.text[start:],
+            warning=self.warning[start:],
+        )
+
+    def until(self, end: int) -> _Log:
+        """The records before index ``end``."""
+        return _Log(
+            records=self.records[:end],
+            raw=self.raw[:end],
+            text=self.text[:end],
+            warning=self.warning[:end],
+        )
+
+    def for_rules(self, *, warnings: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(messages, raw lines) rules are matched on: routine progress and serving lines
+        (metrics, batches, ``POST ... 200``, shard loading) blanked, and warnings too unless
+        ``warnings`` (indices kept). Long logs are mostly routine lines."""
+        skip = [
+            (w and not warnings) or bool(_ROUTINE.search(t))
+            for t, w in zip(self.text, self.warning, strict=True)
+        ]
+        text = tuple("" if k else t for t, k in zip(self.text, skip, strict=True))
+        raw = tuple("" if k else r for r, k in zip(self.raw, skip, strict=True))
+        return text, raw
+
+
 def _wrapped_match(
-    regex: re.Pattern[str], stripped: Sequence[str], raw: Sequence[str], i: int
+    regex: re.Pattern[str],
+    stripped: Sequence[str],
+    raw: Sequence[str],
+    i: int,
+    sources: Sequence[str | None] | None = None,
 ) -> bool:
-    """Whether ``regex`` matches line ``i`` joined to the next one, across the join.
+    """Whether ``regex`` matches line ``i`` joined to its continuation, across the join.
 
     Long lines reach issue threads and some terminals wrapped at a fixed width, even in the
     middle of a word ("cudaMallocAsync(ptr, n, mCudaSt" / "ream->get()): out of memory"). Only
-    a long line followed by a bare one (no prefix, no indent: not a new message) is joined.
+    a long line followed by a bare one is joined: no indent, and no prefix beyond the dress
+    both lines share (a container's or a timestamp's, not a new message's header); with
+    interleaved processes, the continuation is the next line of the same process.
     """
-    if len(raw[i]) < WRAP_MIN or i + 1 >= len(stripped):
+    if len(raw[i]) < WRAP_MIN:
         return False
-    after = raw[i + 1]
-    if not after or after[0].isspace() or strip_prefix(after) != after.rstrip("\r\n"):
+    j = i + 1
+    if sources is not None and sources[i] is not None:
+        while j < len(raw) and j <= i + 3 and sources[j] != sources[i]:
+            j += 1
+    if j >= len(stripped):
         return False
+    after = stripped[j]
+    if not after or after[0].isspace():
+        return False
+    head = raw[i][: len(raw[i]) - len(stripped[i])]
+    dress = raw[j][: len(raw[j]) - len(after)]
+    if dress and not (head.startswith(dress) and not _LEVEL_WORD.search(dress)):
+        return False  # a header of its own: a new message, not a continuation
     line = stripped[i]
     match = regex.search(line + after)
     return match is not None and match.start() < len(line) < match.end()
 
 
-def _rule_hits(rule: Rule, stripped: Sequence[str], raw: Sequence[str]) -> list[int]:
+def _rule_hits(
+    rule: Rule,
+    stripped: Sequence[str],
+    raw: Sequence[str],
+    sources: Sequence[str | None] | None = None,
+) -> list[int]:
     """Indices of the lines ``rule`` matches, without their prefix or (for patterns that name
     a bracketed tag such as ``[TensorRT-LLM]``) as written."""
     regex = _compile(rule.pattern)
@@ -217,6 +440,8 @@ def _rule_hits(rule: Rule, stripped: Sequence[str], raw: Sequence[str]) -> list[
         # A message split over lines: match windows of consecutive lines joined by newlines,
         # counting a hit on the line where the match starts.
         for i in range(len(stripped)):
+            if not stripped[i]:
+                continue
             for lines in (stripped, raw):
                 match = regex.search("\n".join(lines[i : i + WINDOW]))
                 if match is not None and match.start() <= len(lines[i]):
@@ -224,10 +449,12 @@ def _rule_hits(rule: Rule, stripped: Sequence[str], raw: Sequence[str]) -> list[
                     break
     else:
         for i, line in enumerate(stripped):
+            if not line and not raw[i]:
+                continue
             if (
                 regex.search(line)
                 or regex.search(raw[i])
-                or _wrapped_match(regex, stripped, raw, i)
+                or _wrapped_match(regex, stripped, raw, i, sources)
             ):
                 hits.append(i)
     if rule.near is not None and hits:
@@ -243,61 +470,92 @@ def _rule_hits(rule: Rule, stripped: Sequence[str], raw: Sequence[str]) -> list[
     return hits
 
 
-def first_match(lines: Sequence[str], rules: Sequence[Rule]) -> tuple[Rule, list[int]] | None:
-    """The first rule (in rule order) with a matching line, and the indices of its matches."""
-    stripped = [strip_prefix(line) for line in lines]
+def _first_rule(
+    rules: Sequence[Rule],
+    stripped: Sequence[str],
+    raw: Sequence[str],
+    sources: Sequence[str | None] | None = None,
+) -> tuple[Rule, list[int]] | None:
     for rule in rules:
-        hits = _rule_hits(rule, stripped, lines)
+        hits = _rule_hits(rule, stripped, raw, sources)
         if hits:
             return rule, hits
     return None
 
 
-def _evidence(lines: Sequence[str], hits: Sequence[int]) -> list[str]:
+def first_match(lines: Sequence[str], rules: Sequence[Rule]) -> tuple[Rule, list[int]] | None:
+    """The first rule (in rule order) with a matching line, and the indices of its matches.
+
+    The indices are those of ``lines`` when no line was split (a flattened line is read as
+    several records; then they index those records).
+    """
+    log = _Log.read(lines)
+    sources = tuple(r.source for r in log.records)
+    return _first_rule(rules, *log.for_rules(warnings=False), sources) or _first_rule(
+        rules, *log.for_rules(warnings=True), sources
+    )
+
+
+def _evidence(raw: Sequence[str], hits: Sequence[int]) -> list[str]:
+    if not hits:
+        return []
     first = hits[0]
-    keep = set(range(max(0, first - CONTEXT), min(len(lines), first + CONTEXT + 1)))
+    keep = set(range(max(0, first - CONTEXT), min(len(raw), first + CONTEXT + 1)))
     keep.update(hits[:MAX_EVIDENCE])
     chosen = sorted(keep)[:MAX_EVIDENCE]
-    return [_trim(lines[i]) for i in chosen if lines[i].strip()]
-
-
-def _message(line: str) -> str:
-    return _trim(strip_prefix(line).strip())
+    return [_trim(raw[i]) for i in chosen if raw[i].strip()]
 
 
 def _is_exception(text: str) -> bool:
     return bool(text) and not text[0].isspace() and bool(_EXC_LINE.match(text.strip()))
 
 
-def _exception_after(stripped: Sequence[str], start: int, limit: int = 300) -> int | None:
-    """Index of the first exception line at or after ``start`` (the end of its traceback)."""
-    for i in range(start, min(len(stripped), start + limit)):
-        if _is_exception(stripped[i]):
-            return i
-    return None
+def _exception_after(
+    log: _Log, start: int, limit: int = 300, source: str | None = None
+) -> int | None:
+    """Index of the first exception line at or after ``start`` (the end of its traceback),
+    from the same process when ``source`` is given and one of its lines follows."""
+    found = None
+    for i in range(start, min(len(log.text), start + limit)):
+        if _is_exception(log.text[i]):
+            if source is None or log.records[i].source == source:
+                return i
+            if found is None:
+                found = i
+    return found
 
 
-def _last_exception(stripped: Sequence[str]) -> int | None:
+def _last_exception(log: _Log) -> int | None:
     """Index of the exception line that ends the last traceback, or else the last one at all.
 
     Excerpts and multi-process logs often lack the ``Traceback`` header, so an exception line
     (``RuntimeError: ...``) counts on its own.
     """
-    for i in range(len(stripped) - 1, -1, -1):
-        if _TRACEBACK in stripped[i]:
-            found = _exception_after(stripped, i + 1, limit=len(stripped))
+    for i in range(len(log.text) - 1, -1, -1):
+        if _TRACEBACK in log.text[i]:
+            found = _exception_after(log, i + 1, limit=len(log.text), source=log.records[i].source)
             if found is not None:
                 return found
             break
-    for i in range(len(stripped) - 1, -1, -1):
-        if _is_exception(stripped[i]):
+    for i in range(len(log.text) - 1, -1, -1):
+        if _is_exception(log.text[i]):
             return i
     return None
 
 
+def _first_fatal_exception(log: _Log) -> int | None:
+    """The first exception line that is not an echo of another process's death (else the
+    last exception line): the first fatal event, not the last noise."""
+    candidates = [i for i, t in enumerate(log.text) if _is_exception(t) and not log.warning[i]]
+    for i in candidates:
+        if not _ECHO.search(log.text[i]):
+            return i
+    return candidates[-1] if candidates else None
+
+
 _TRACE_LINE = re.compile(
     r"^(Traceback|File |During handling|The above exception|Stack \(most recent|Current thread|"
-    r"Thread 0x|Fatal Python error|frame #|\*\*\* SIGSEGV|PC: @|\^+$|\d+\s+0x[0-9a-f]+ )"
+    r"Thread 0x|Fatal Python error|frame #|\*\*\* SIGSEGV|PC: @|\^+$|\d+\s+0x[0-9a-f]+ |│|╭|╰)"
 )
 
 
@@ -329,7 +587,18 @@ def phase_in_block(stripped: Sequence[str], at: int) -> Phase | None:
     Start-up frames win over serving frames: a profile run or a graph capture runs the model's
     forward, so "execute_model" under "profile_run" still means the memory pool was being sized.
     """
-    block = _trace_block(stripped, at)
+    block = list(_trace_block(stripped, at))
+    # An exception re-printed at once by the loop that caught it ("Scheduler hit an exception:
+    # Traceback ...") is the same event: that traceback's frames say where it ran.
+    seen = 0
+    for i in range(at + 1, len(stripped)):
+        if _TRACEBACK in stripped[i]:
+            block += _trace_block(stripped, i + 1) if i + 1 < len(stripped) else []
+            break
+        if stripped[i] != stripped[i - 1]:  # a line every rank wrote counts once
+            seen += 1
+        if seen >= RETOLD:
+            break
     found = {phase for phase, regex in _PHASE_MARKERS if any(regex.search(x) for x in block)}
     order = list(Phase)
     if found & {Phase.MEMORY_POOL, Phase.GRAPH_CAPTURE}:
@@ -341,13 +610,17 @@ def phase_in_block(stripped: Sequence[str], at: int) -> Phase | None:
     return None
 
 
+def _later(a: Phase, b: Phase | None) -> Phase:
+    order = list(Phase)
+    return a if b is None else max(a, b, key=order.index)
+
+
 def _resolve_phase(
     rule_phase: Phase | None, reached: Phase, block: Phase | None, cause: Cause
 ) -> Phase:
     if rule_phase is not None:
         return rule_phase
-    order = list(Phase)
-    phase = reached if block is None else max(reached, block, key=order.index)
+    phase = _later(reached, block)
     if phase == Phase.LAUNCH and block is None:
         return CAUSE_PHASE.get(cause, Phase.LAUNCH)
     return phase
@@ -355,6 +628,206 @@ def _resolve_phase(
 
 def _hint(rule: Rule, phase: Phase) -> str:
     return dict(rule.phase_hints).get(phase, rule.hint)
+
+
+def _cause_hint(cause: Cause, phase: Phase, rules: Sequence[Rule]) -> tuple[str, bool]:
+    """The hint of the first rule of ``cause`` (it carries the engine's advice for that cause)
+    and whether a failure of that cause is permanent."""
+    for rule in rules:
+        if rule.cause == cause and rule.id.startswith("common."):
+            return _hint(rule, phase), rule.permanent
+    for rule in rules:
+        if rule.cause == cause:
+            return _hint(rule, phase), rule.permanent
+    return _GENERIC_HINTS.get(cause, TRACEBACK_HINT), True
+
+
+def _sizes(text: str) -> str:
+    """The memory figures a message gives, as `` [tried 2.00 GiB, free 1.2 GiB, ...]``."""
+    found: dict[str, str] = {}
+    for regex in _SIZES:
+        match = regex.search(text)
+        if match is None:
+            continue
+        for key, value in match.groupdict().items():
+            if value:
+                found.setdefault(key.rstrip("23"), value.strip())
+    names = {
+        "a": "tried",
+        "f": "free",
+        "t": "total",
+        "need": "needs",
+        "have": "available",
+        "kv": "KV cache memory",
+        "prof": "profiled tokens",
+    }
+    parts = [f"{names[k]} {v}" for k, v in found.items() if k in names]
+    return f" [{', '.join(parts)}]" if parts else ""
+
+
+def _message(log: _Log, at: int) -> str:
+    return _trim(log.text[at].strip())
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What every failure of one log carries besides its cause."""
+
+    exit_code: int | None
+    tail: list[str]
+    engine: str | None
+
+
+def _make(ctx: _Context, **fields: Any) -> Failure:
+    return Failure(exit_code=ctx.exit_code, log_tail=ctx.tail, engine=ctx.engine, **fields)
+
+
+@dataclass(frozen=True)
+class _Signals:
+    """What the log shows beyond rule matches: errors, exceptions, readiness, progress."""
+
+    exception: int | None  # the first fatal exception line
+    error: int | None  # the first error line that is not a warning
+    traceback: int | None  # the last traceback header or frame
+    ready: bool  # the ready line or served requests were seen
+    reached: Phase  # the furthest phase the progress lines show
+    capture_running: int | None  # a graph capture started and not finished: its line
+    progress: int | None  # the last progress line
+
+    @property
+    def failed(self) -> bool:
+        return self.exception is not None or self.error is not None or self.traceback is not None
+
+
+def _looks_like_error(text: str) -> bool:
+    head = text.strip()[:HEAD]
+    lowered = head.lower()
+    return any(word in lowered for word in _ERROR_WORDS) and bool(_ERROR_LINE.search(head))
+
+
+def _signals(log: _Log, milestones: Sequence[Milestone], reached: Phase | None = None) -> _Signals:
+    exception = _first_fatal_exception(log)
+    error = next(
+        (
+            i
+            for i, rec in enumerate(log.records)
+            if not log.warning[i]
+            and rec.text.strip()
+            and (rec.level == "error" or _looks_like_error(rec.text))
+        ),
+        None,
+    )
+    traceback = None
+    for i in range(len(log.text) - 1, -1, -1):
+        if _TRACEBACK in log.text[i] or _FRAME.match(log.text[i]):
+            traceback = i
+            break
+    if reached is None:
+        reached, _ = phase_reached(log.raw, milestones)
+    ready = reached in (Phase.READY, Phase.WARMUP, Phase.BENCHMARK)
+    capture = None
+    for i, text in enumerate(log.text):
+        if _CAPTURE_DONE.search(text):
+            capture = None
+        elif _CAPTURE_RUNNING.search(text):
+            capture = i
+    progress = None
+    compiled = [_compile(m.pattern) for m in milestones]
+    for i in range(len(log.raw) - 1, -1, -1):
+        if any(r.search(log.raw[i]) for r in compiled):
+            progress = i
+            break
+    return _Signals(exception, error, traceback, ready, reached, capture, progress)
+
+
+def _stalled(log: _Log) -> int | None:
+    """The last metrics line, when the last two say requests run and nothing is generated
+    (a hang while serving: the engine stopped making progress, no error said why)."""
+    metrics = [i for i, text in enumerate(log.text) if _METRICS.search(text)]
+    if len(metrics) < 2 or not all(_STALLED.search(log.text[i]) for i in metrics[-2:]):
+        return None
+    if any(_SERVED.search(text) for text in log.text[metrics[-1] + 1 :]):
+        return None
+    return metrics[-1]
+
+
+def _ready_line(log: _Log, milestones: Sequence[Milestone]) -> int | None:
+    """Index of the last line that says the server is ready (or serving), if any: what came
+    before it did not stop the server (a module some optional endpoint lacks, say)."""
+    ready = [_compile(m.pattern) for m in milestones if m.phase == Phase.READY]
+    serving = [
+        _compile(m.pattern) for m in milestones if m.phase in (Phase.WARMUP, Phase.BENCHMARK)
+    ]
+    last = first_serving = None
+    for i, text in enumerate(log.raw):
+        if log.records[i].level == "error" or _FAILURE_WORDS.search(log.text[i]):
+            continue  # a line that reports a failure proves no readiness
+        if any(r.search(text) for r in ready):
+            last = i
+        elif first_serving is None and any(r.search(text) for r in serving):
+            first_serving = i
+    return last if last is not None else first_serving
+
+
+_WARNED_IMPORT = re.compile(
+    r"Failed to import .*(?:undefined symbol|cannot open shared object file|"
+    r"No module named|Symbol not found)"
+)
+
+
+def _warned_import(log: _Log) -> int | None:
+    """A warning that a compiled extension failed to import, when it is where the log stops
+    (only warnings follow it); a program that went on after it was not stopped by it."""
+    for i in range(len(log.text) - 1, -1, -1):
+        text = log.text[i]
+        if _WARNED_IMPORT.search(text[: HEAD * 2]):
+            return i
+        if text.strip() and not log.warning[i]:
+            return None
+    return None
+
+
+def _cut_family(log: _Log, sig: _Signals) -> tuple[Cause, int] | None:
+    """The family a traceback cut before its exception points to, from its frames."""
+    if sig.traceback is None:
+        return None
+    if sig.exception is not None and sig.exception > sig.traceback:
+        return None  # not cut: the exception that ends it is there
+    block = _trace_block(log.text, sig.traceback)
+    lines = [
+        *block,
+        *(
+            log.text[i]
+            for i in range(max(0, sig.traceback - BLOCK_BEFORE), len(log.text))
+            if log.records[i].level == "error"
+        ),
+    ]
+    for cause, regex in _CUT_FRAMES:
+        if any(regex.search(x) for x in lines):
+            return cause, sig.traceback
+    # Else the deepest frame that names a family: model lookup, argument checks, an import.
+    code = [x for x in block if x.strip() and not _FRAME.match(x) and not _is_exception(x)]
+    if code and _IMPORT_LINE.match(code[-1]):
+        return Cause.IMPORT_ERROR, sig.traceback
+    for line in reversed(block):
+        for cause, regex in _CUT_DEEPEST:
+            if regex.search(line):
+                return cause, sig.traceback
+    return None
+
+
+def _exception_family(text: str, phase: Phase) -> Cause | None:
+    """The family an exception's type (and words) name when no rule does."""
+    if re.search(r"OutOfMemoryError|[Oo]ut of memory|OUT_OF_MEMORY", text):
+        return Cause.CUDA_OOM
+    if re.search(r"\b(?:ImportError|ModuleNotFoundError)\b", text):
+        return Cause.IMPORT_ERROR
+    if re.search(r"\bAssertionError\b", text):
+        return Cause.ASSERTION
+    if re.search(r"\bTimeoutError\b", text):
+        running = phase in (Phase.READY, Phase.WARMUP, Phase.BENCHMARK)
+        return Cause.WATCHDOG_TIMEOUT if running else Cause.STARTUP_TIMEOUT
+    return None
 
 
 def classify(
@@ -365,6 +838,8 @@ def classify(
     exit_code: int | None,
     argv: Sequence[str],
     env: dict[str, str],
+    engine: str | None = None,
+    milestones: Sequence[Milestone] | None = None,
 ) -> Failure:
     """Decide why a trial failed.
 
@@ -375,107 +850,310 @@ def classify(
         exit_code: the server's exit code (negative: killed by that signal), None if running.
         argv: the launch command, for blame.
         env: the launch environment (the spec's, not the whole node's), for blame.
+        engine: the engine the log was launched as; the engine whose marks the log carries
+            is named instead when there is one (node/logparse.py).
+        milestones: the engine's progress lines, which tell the phase and readiness (the
+            generic ones are used too).
 
     Returns:
-        A Failure; cause ``unknown`` when nothing recognisable was found.
+        A Failure; cause ``unknown`` when nothing recognisable was found (a healthy log
+        included: :func:`diagnose_lines` tells that one apart).
     """
+    failure, _ = _classify(
+        lines,
+        rules,
+        phase=phase,
+        exit_code=exit_code,
+        argv=argv,
+        env=env,
+        engine=engine,
+        milestones=GENERIC_MILESTONES if milestones is None else (*milestones, *GENERIC_MILESTONES),
+    )
+    return failure
+
+
+def _classify(
+    lines: Sequence[str],
+    rules: Sequence[Rule],
+    *,
+    phase: Phase,
+    exit_code: int | None,
+    argv: Sequence[str],
+    env: dict[str, str],
+    engine: str | None,
+    milestones: Sequence[Milestone],
+) -> tuple[Failure, bool]:
+    """The failure, and whether the log is healthy (nothing in it says the run failed)."""
+    log = _Log.read(lines)
     tail = [_trim(line) for line in lines[-TAIL:]]
-    stripped = [strip_prefix(line) for line in lines]
-    found = None
-    for rule in rules:
-        hits = _rule_hits(rule, stripped, lines)
-        if hits:
-            found = rule, hits
-            break
-    if found is not None:
+    ends = (
+        lines if len(lines) <= 2 * ENGINE_LINES else [*lines[:ENGINE_LINES], *lines[-ENGINE_LINES:]]
+    )
+    found_engine = detect_engine("\n".join(ends))
+    if found_engine is not None:
+        engine = found_engine[0]  # what the log says wins over the name it was launched as
+    sig = _signals(log, milestones)
+    ready_at = _ready_line(log, milestones)
+    if ready_at is not None:
+        # What failed before the server became ready did not stop it: only what follows counts.
+        log = log.since(ready_at + 1)
+        stop = next((i for i, t in enumerate(log.text) if _TERMINATED.search(t)), None)
+        if stop is not None and not _signals(log.until(stop), milestones, sig.reached).failed:
+            # Told to stop (SIGTERM: autotune's teardown, or an operator's) while healthy: the
+            # engine's own shutdown messages ("a child crashed with exit code -15") follow.
+            log = log.until(stop)
+        after = _signals(log, milestones, sig.reached)
+        sig = _Signals(
+            after.exception,
+            after.error,
+            after.traceback,
+            True,
+            sig.reached,
+            None,
+            after.progress,
+        )
+    reached = _later(phase, sig.reached)
+    bad_exit = exit_code not in (None, 0)
+    sources = tuple(r.source for r in log.records)
+    found = _first_rule(rules, *log.for_rules(warnings=False), sources)
+    if found is None and (sig.failed or bad_exit or not sig.ready):
+        found = _first_rule(rules, *log.for_rules(warnings=True), sources)
+    ctx = _Context(exit_code=exit_code, tail=tail, engine=engine)
+
+    if found is not None and found[0].cause != Cause.UNKNOWN:
         rule, hits = found
-        message = _message(lines[hits[0]])
-        if stripped[hits[0]][:1].isspace():
+        message = _message(log, hits[0])
+        if log.text[hits[0]][:1].isspace():
             # A traceback frame matched: the exception that ends the traceback says what.
-            exc_after = _exception_after(stripped, hits[0])
+            exc_after = _exception_after(log, hits[0], source=log.records[hits[0]].source)
             if exc_after is not None:
-                message = _message(lines[exc_after])
-        if rule.cause == Cause.UNKNOWN:
-            # A catch-all line ("Scheduler hit an exception") says only that something failed;
-            # the traceback's last line says what.
-            exc = _last_exception(stripped)
-            if exc is not None:
-                message = _message(lines[exc])
-        final = _resolve_phase(rule.phase, phase, phase_in_block(stripped, hits[0]), rule.cause)
-        return Failure(
+                message = _message(log, exc_after)
+        if rule.cause in (Cause.KV_POOL_OOM, Cause.CUDA_OOM, Cause.HOST_OOM):
+            message = _trim(message + _sizes(" ".join(log.text[max(0, hits[0] - 3) : hits[0] + 8])))
+        final = _resolve_phase(rule.phase, reached, phase_in_block(log.text, hits[0]), rule.cause)
+        if (
+            rule.cause in (Cause.CUDA_OOM, Cause.RUNTIME_CRASH)
+            and final == Phase.GRAPH_CAPTURE
+            and sig.capture_running is not None
+        ):
+            # An out-of-memory or a crash while CUDA graphs are captured is the capture's.
+            capture_hint, permanent = _cause_hint(Cause.CUDA_GRAPH_CAPTURE, final, rules)
+            return (
+                _make(
+                    ctx,
+                    cause=Cause.CUDA_GRAPH_CAPTURE,
+                    phase=final,
+                    hint=capture_hint,
+                    evidence=_evidence(log.raw, [sig.capture_running, *hits]),
+                    rule=rule.id,
+                    permanent=permanent,
+                    blame=blamed(rule.blame, argv, env),
+                    message=message,
+                ),
+                False,
+            )
+        failure = _make(
+            ctx,
             cause=rule.cause,
             phase=final,
             hint=_hint(rule, final),
-            evidence=_evidence(lines, hits),
+            evidence=_evidence(log.raw, hits),
             rule=rule.id,
             permanent=rule.permanent,
             blame=blamed(rule.blame, argv, env),
-            exit_code=exit_code,
-            log_tail=tail,
             message=message,
         )
+        return failure, False
+
+    # No rule names a cause (a catch-all line may have matched): the structure of the log.
+    catch_all = found[0] if found is not None else None
     if exit_code == 2:
-        for i, line in enumerate(stripped):
+        for i, line in enumerate(log.text):
             if _ARGPARSE.search(line):
-                return Failure(
-                    cause=Cause.INVALID_ARGUMENT,
-                    phase=Phase.LAUNCH,
-                    hint="The command line was rejected; check the flag names and values "
-                    "against this engine version's --help.",
-                    evidence=_evidence(lines, [i]),
-                    exit_code=exit_code,
-                    log_tail=tail,
-                    message=_message(lines[i]),
+                return (
+                    _make(
+                        ctx,
+                        cause=Cause.INVALID_ARGUMENT,
+                        phase=Phase.LAUNCH,
+                        hint="The command line was rejected; check the flag names and values "
+                        "against this engine version's --help.",
+                        evidence=_evidence(log.raw, [i]),
+                        message=_message(log, i),
+                    ),
+                    False,
                 )
-    exc = _last_exception(stripped)
-    block = phase_in_block(stripped, exc) if exc is not None else None
-    order = list(Phase)
-    where = phase if block is None else max(phase, block, key=order.index)
-    if exit_code in (-9, 137):
-        evidence = _evidence(lines, [exc]) if exc is not None else tail[-5:]
-        return Failure(
-            cause=Cause.KILLED,
-            phase=where,
-            hint=KILLED_HINT,
-            evidence=evidence,
-            exit_code=exit_code,
-            log_tail=tail,
-            message=_message(lines[exc]) if exc is not None else "killed by SIGKILL",
-        )
+    cause = Cause.UNKNOWN
+    at: int | None = None
+    hint: str | None = None
+    message = ""
+    exc = sig.exception
+    if catch_all is not None and exc is None:
+        exc = _last_exception(log)
+    cut = _cut_family(log, sig)
     if exc is not None:
-        return Failure(
-            cause=Cause.UNKNOWN,
-            phase=where,
-            hint=TRACEBACK_HINT,
-            evidence=_evidence(lines, [exc]),
-            exit_code=exit_code,
-            log_tail=tail,
-            message=_message(lines[exc]),
+        at = exc
+        message = _message(log, exc)
+        family = _exception_family(log.text[exc], _later(reached, phase_in_block(log.text, exc)))
+        if family is not None:
+            cause = family
+        elif cut is not None and cut[1] > exc:
+            cause, at = cut
+            message = "the traceback stops before its exception: " + _message(log, at)
+    elif cut is not None:
+        cause, at = cut
+        message = "the traceback stops before its exception: " + _message(log, at)
+    elif sig.traceback is not None:
+        at = sig.traceback
+        message = "the traceback stops before its exception: " + _message(log, at)
+    elif sig.error is not None:
+        at = sig.error
+        message = _message(log, at)
+        hint = ERROR_HINT
+    elif catch_all is not None:
+        at = found[1][0] if found is not None else None
+    block = phase_in_block(log.text, at) if at is not None else None
+    where = _later(reached, block)
+    if at is None and exit_code in (-9, 137):
+        return (
+            _make(
+                ctx,
+                cause=Cause.KILLED,
+                phase=where,
+                hint=KILLED_HINT,
+                evidence=tail[-5:],
+                message="killed by SIGKILL",
+            ),
+            False,
         )
-    message = "no rule matched" if exit_code is None else f"exited with code {exit_code}"
-    return Failure(
-        cause=Cause.UNKNOWN,
-        phase=phase,
-        hint="No rule recognises this failure; read the log tail.",
-        evidence=tail[-5:],
-        exit_code=exit_code,
-        log_tail=tail,
-        message=message,
+    if at is not None and cause == Cause.UNKNOWN and catch_all is None and exit_code in (-9, 137):
+        return (
+            _make(
+                ctx,
+                cause=Cause.KILLED,
+                phase=where,
+                hint=KILLED_HINT,
+                evidence=_evidence(log.raw, [at]),
+                message=message,
+            ),
+            False,
+        )
+    if at is None and not sig.ready and exit_code is None:
+        # The log stops during start-up with no error: a hang (or a capture that died).
+        if sig.capture_running is not None:
+            cause, at = Cause.CUDA_GRAPH_CAPTURE, sig.capture_running
+            message = "the log stops while CUDA graphs are captured: " + _message(log, at)
+            where = Phase.GRAPH_CAPTURE
+        elif (warned := _warned_import(log)) is not None:
+            # Nothing failed but a compiled extension would not load: what stopped the start.
+            cause, at = Cause.IMPORT_ERROR, warned
+            message = _message(log, at)
+        elif sig.progress is not None:
+            cause, at = Cause.STARTUP_TIMEOUT, sig.progress
+            message = "the log stops before the server was ready; last progress: " + _message(
+                log, at
+            )
+            hint = STOPPED_HINT
+        else:
+            return (
+                _make(
+                    ctx,
+                    cause=Cause.UNKNOWN,
+                    phase=phase,
+                    hint=STOPPED_HINT,
+                    evidence=tail[-5:],
+                    message="the log ends before the server was ready and shows no error",
+                ),
+                sig.ready or not lines,
+            )
+    stall = _stalled(log) if at is None and sig.ready and not bad_exit else None
+    if stall is not None:
+        hint, permanent = _cause_hint(Cause.WATCHDOG_TIMEOUT, Phase.BENCHMARK, rules)
+        return (
+            _make(
+                ctx,
+                cause=Cause.WATCHDOG_TIMEOUT,
+                phase=Phase.BENCHMARK,
+                hint=hint,
+                permanent=permanent,
+                evidence=_evidence(log.raw, [stall]),
+                message="requests are running but no token is generated any more: "
+                + _message(log, stall),
+            ),
+            False,
+        )
+    if at is None:
+        message = "no failure found"
+        if bad_exit:
+            message = f"exited with code {exit_code}"
+        elif exit_code is not None and not sig.ready:
+            message = f"exited with code {exit_code} before the server was ready"
+        died = bad_exit and where in (Phase.READY, Phase.WARMUP, Phase.BENCHMARK)
+        return (
+            _make(
+                ctx,
+                cause=Cause.RUNTIME_CRASH if died else Cause.UNKNOWN,
+                phase=phase,
+                hint=_cause_hint(Cause.RUNTIME_CRASH, where, rules)[0]
+                if died
+                else "No rule recognises this failure; read the log tail.",
+                evidence=tail[-5:],
+                message=message,
+            ),
+            not bad_exit and sig.ready,
+        )
+    running = where in (Phase.READY, Phase.WARMUP, Phase.BENCHMARK)
+    if cause == Cause.UNKNOWN and running:
+        cause = Cause.RUNTIME_CRASH
+    if cause == Cause.UNKNOWN:
+        permanent = True
+        rule_hint = catch_all.hint if catch_all is not None else None
+        hint = hint or rule_hint or TRACEBACK_HINT
+    else:
+        if cause == Cause.STARTUP_TIMEOUT and hint is not None:
+            permanent = True
+        else:
+            cause_hint, permanent = _cause_hint(cause, where, rules)
+            hint = cause_hint
+    if cause in (Cause.CUDA_OOM, Cause.KV_POOL_OOM):
+        message = _trim(message + _sizes(" ".join(log.text[max(0, at - 3) : at + 8])))
+    if cause != Cause.UNKNOWN and block is None:
+        where = (
+            _resolve_phase(None, reached, None, cause)
+            if cause != Cause.CUDA_GRAPH_CAPTURE
+            else Phase.GRAPH_CAPTURE
+        )
+    return (
+        _make(
+            ctx,
+            cause=cause,
+            phase=where,
+            hint=hint,
+            evidence=_evidence(log.raw, [at]),
+            rule=catch_all.id if catch_all is not None else None,
+            permanent=permanent,
+            message=message,
+        ),
+        False,
     )
 
 
 def is_failure(failure: Failure, lines: Sequence[str]) -> bool:
-    """Whether ``failure`` rests on evidence of a failure rather than on nothing at all.
+    """Whether the log ``failure`` was classified from shows a failure (not a healthy run).
 
-    A log where no rule matched, no exception was raised and the exit code is unknown or 0 is
-    a healthy log: ``classify`` still answers ``unknown`` for it, which says nothing.
+    Only a log that reached the ready line (or served requests), exited cleanly or not at all
+    and shows no error, exception or traceback is healthy.
     """
-    if failure.rule is not None or failure.cause != Cause.UNKNOWN:
-        return True
-    if failure.exit_code not in (None, 0):
-        return True
-    stripped = [strip_prefix(line) for line in lines]
-    return _last_exception(stripped) is not None or any(_TRACEBACK in x for x in stripped)
+    _, healthy = _classify(
+        lines,
+        [],
+        phase=failure.phase,
+        exit_code=failure.exit_code,
+        argv=(),
+        env={},
+        engine=failure.engine,
+        milestones=GENERIC_MILESTONES,
+    )
+    return failure.rule is not None or failure.cause != Cause.UNKNOWN or not healthy
 
 
 def phase_reached(lines: Iterable[str], milestones: Sequence[Milestone]) -> tuple[Phase, list[str]]:
@@ -485,12 +1163,42 @@ def phase_reached(lines: Iterable[str], milestones: Sequence[Milestone]) -> tupl
     labels: list[str] = []
     compiled = [(m, _compile(m.pattern)) for m in milestones]
     for line in lines:
+        head = line[:MILESTONE_HEAD]
         for milestone, regex in compiled:
-            if milestone.label not in labels and regex.search(line):
+            if milestone.label not in labels and regex.search(head):
                 labels.append(milestone.label)
                 if order.index(milestone.phase) > order.index(reached):
                     reached = milestone.phase
     return reached, labels
+
+
+def diagnose_lines(
+    lines: Sequence[str],
+    rules: Sequence[Rule],
+    exit_code: int | None = None,
+    *,
+    milestones: Sequence[Milestone] | None = None,
+    argv: Sequence[str] = (),
+    env: dict[str, str] | None = None,
+    engine: str | None = None,
+) -> Failure | None:
+    """Classify a log after the fact: the failure, or None when the log is healthy.
+
+    The same classifier as a trial's (:func:`classify`); the phase comes from the log's own
+    progress lines (``milestones``, generic ones when None).
+    """
+    marks = GENERIC_MILESTONES if milestones is None else (*milestones, *GENERIC_MILESTONES)
+    failure, healthy = _classify(
+        lines,
+        rules,
+        phase=Phase.LAUNCH,  # the log's own progress lines tell how far it got
+        exit_code=exit_code,
+        argv=argv,
+        env=env or {},
+        engine=engine,
+        milestones=marks,
+    )
+    return None if healthy else failure
 
 
 def diagnose_file(
@@ -501,6 +1209,7 @@ def diagnose_file(
     milestones: Sequence[Milestone] | None = None,
     argv: Sequence[str] = (),
     env: dict[str, str] | None = None,
+    engine: str | None = None,
 ) -> Failure | None:
     """Classify a server log file after the fact (``autotune diagnose LOGFILE``).
 
@@ -511,6 +1220,7 @@ def diagnose_file(
         milestones: the engine's startup milestones; generic ones when None.
         argv: the launch command, if known (for blame).
         env: the launch environment, if known (for blame).
+        engine: the engine that wrote the log; None: guessed from its marks.
 
     Returns:
         The failure, or None when the log shows none (a healthy log).
@@ -519,7 +1229,12 @@ def diagnose_file(
         OSError: the file cannot be read.
     """
     text = Path(path).read_text(encoding="utf-8", errors="replace")
-    lines = text.splitlines()
-    phase, _ = phase_reached(lines, GENERIC_MILESTONES if milestones is None else milestones)
-    failure = classify(lines, rules, phase=phase, exit_code=exit_code, argv=argv, env=env or {})
-    return failure if is_failure(failure, lines) else None
+    return diagnose_lines(
+        text.splitlines(),
+        rules,
+        exit_code,
+        milestones=milestones,
+        argv=argv,
+        env=env,
+        engine=engine,
+    )

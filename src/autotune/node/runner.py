@@ -684,6 +684,8 @@ class _Trial:
             exit_code=verdict.exit_code,
             argv=self.argv,
             env=self.env,
+            engine=spec.engine,
+            milestones=spec.milestones,
         )
         running = verdict.phase in (Phase.READY, Phase.WARMUP, Phase.BENCHMARK)
         if failure.cause == Cause.UNKNOWN and (running or verdict.kind == "health_lost"):

@@ -55,6 +55,7 @@ from autotune.models import Cause, Milestone, Phase, Rule
 
 __all__ = [
     "Hints",
+    "bundled_rule_files",
     "LogProfile",
     "engine_hints",
     "load_log",
@@ -264,11 +265,29 @@ def _bundled(name: str, package: str = __name__) -> RuleFile:
     return _parse(resource.read_text(encoding="utf-8"), f"{name}.yaml")
 
 
+def bundled_rule_files() -> list[str]:
+    """The names of the rule files bundled with autotune (``sglang``, ``tgi``, ``common``, ...).
+
+    Engines with a rule file but no engine class (TGI, TensorRT-LLM, lmdeploy, llama.cpp, ...)
+    give ``autotune diagnose`` their hints for the logs they write.
+    """
+    return sorted(
+        entry.name.removesuffix(".yaml")
+        for entry in resources.files(__name__).iterdir()
+        if entry.name.endswith(".yaml")
+    )
+
+
 def engine_hints(engine: str, package: str = __name__) -> Hints:
     """The hints section of ``engine``'s rule file (empty for an unknown engine)."""
     if engine == "common" or not _ENGINE_NAME.match(engine):
         return {}
     return dict(_bundled(engine, package).hints)
+
+
+# Common rules whose cause is a family but whose own hint fits every engine better than the
+# engine's hint for that family: a CPU without AVX is arch_unsupported, not a GPU build.
+OWN_HINT_RULES = frozenset({"common.cpu_arch"})
 
 
 def _with_hints(rule: Rule, hints: Hints, *, own: bool) -> Rule:
@@ -277,7 +296,7 @@ def _with_hints(rule: Rule, hints: Hints, *, own: bool) -> Rule:
     An engine's own rules keep their own hints unless the engine names them by id.
     """
     found = hints.get(rule.id)
-    if found is None and not own:
+    if found is None and not own and rule.id not in OWN_HINT_RULES:
         found = hints.get(rule.cause.value)
     if found is None:
         return rule

@@ -19,8 +19,9 @@ from pydantic import BaseModel, ValidationError
 
 from autotune.errors import ConfigError
 from autotune.models import WRITTEN, FieldError
+from autotune.space.located import LocatedError
 from autotune.space.scenarios import materialise_scenarios
-from autotune.space.schema import LocatedError, StudySpec
+from autotune.space.schema import StudySpec
 from autotune.space.workload import DatasetError, materialise
 
 __all__ = ["check", "check_text", "json_schema", "known_engines", "load", "load_text"]
@@ -426,7 +427,7 @@ def _message(err: dict[str, Any], path: _Path) -> str:
     if kind == "value_error":
         error = (err.get("ctx") or {}).get("error")
         return str(error) if error is not None else msg.removeprefix("Value error, ")
-    if kind == "literal_error":
+    if kind in ("literal_error", "enum"):  # a Literal, or a StrEnum such as Direction
         allowed = re.findall(r"'([^']*)'", str((err.get("ctx") or {}).get("expected", "")))
         close = difflib.get_close_matches(str(value), allowed, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""

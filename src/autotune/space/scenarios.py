@@ -13,13 +13,39 @@ before.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
-from autotune.models import PIECES_COUNTED, Combine, Metrics, Scenario
+from autotune.models import PIECES_COUNTED, Combine, Goodput, Metrics, Scenario, Sweep, Workload
+from autotune.space.located import LocatedError
+from autotune.space.workload import DatasetError, materialise
 
-if TYPE_CHECKING:
-    from autotune.space.schema import StudySpec
+
+class SpaceParts(Protocol):
+    """What these parts read of a space (``space.schema.StudySpec``, whose validator calls
+    ``check``: a protocol, so that this module does not import the schema back)."""
+
+    @property
+    def objective(self) -> Any: ...
+    @property
+    def slo(self) -> dict[str, float]: ...
+    @property
+    def workload(self) -> Workload: ...
+    @property
+    def scenarios(self) -> list[Scenario] | None: ...
+    @property
+    def sweep(self) -> Sweep | None: ...
+    @property
+    def goodput(self) -> Goodput | None: ...
+    @property
+    def combine(self) -> Any: ...
+    @property
+    def model_fields_set(self) -> set[str]: ...
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Any: ...
+
+
+Spec = TypeVar("Spec", bound=SpaceParts)
 
 # Metric names a load produces (``Metrics.flat()`` of a server trial).
 _STATS = [
@@ -39,8 +65,6 @@ GOODPUT_METRICS = frozenset({"goodput_req_s", "goodput_miss_pct"})
 
 
 def _err(message: str, at: tuple[str | int, ...]) -> Exception:
-    from autotune.space.schema import LocatedError
-
     return LocatedError(message, at)
 
 
@@ -59,7 +83,7 @@ def metrics_of(scenario: Scenario) -> frozenset[str]:
     return frozenset(out)
 
 
-def plan(spec: StudySpec) -> list[Scenario]:
+def plan(spec: SpaceParts) -> list[Scenario]:
     """The scenarios a trial measures: the named ones, the implicit one when the space sweeps
     or counts goodput, or none (the workload's windows and peak, as always)."""
     if spec.scenarios is not None:
@@ -69,7 +93,7 @@ def plan(spec: StudySpec) -> list[Scenario]:
     return [Scenario(workload=spec.workload, slo=spec.slo, sweep=spec.sweep, goodput=spec.goodput)]
 
 
-def combine(spec: StudySpec) -> Combine | None:
+def combine(spec: SpaceParts) -> Combine | None:
     """How the objective is made from several scenarios (None: one implicit scenario)."""
     if spec.scenarios is None:
         return None
@@ -81,7 +105,7 @@ def combine(spec: StudySpec) -> Combine | None:
     )
 
 
-def objectives(spec: StudySpec) -> list[tuple[str, str]]:
+def objectives(spec: SpaceParts) -> list[tuple[str, str]]:
     """``(metric, direction)`` of every objective, the primary first (a multi-objective
     space lists them under ``objective.metrics``)."""
     several = getattr(spec.objective, "metrics", None) or []
@@ -89,7 +113,7 @@ def objectives(spec: StudySpec) -> list[tuple[str, str]]:
     return pairs or [(spec.objective.metric, spec.objective.direction)]
 
 
-def slo_bounds(spec: StudySpec) -> dict[str, float]:
+def slo_bounds(spec: SpaceParts) -> dict[str, float]:
     """Every SLO bound the study checks, by the metric name a trial reports it under."""
     out = dict(spec.slo)
     for s in spec.scenarios or []:
@@ -98,12 +122,10 @@ def slo_bounds(spec: StudySpec) -> dict[str, float]:
 
 
 def materialise_scenarios(
-    spec: StudySpec, base: Path
-) -> tuple[StudySpec, list[tuple[str, tuple[str | int, ...]]]]:
+    spec: Spec, base: Path
+) -> tuple[Spec, list[tuple[str, tuple[str | int, ...]]]]:
     """``spec`` with each scenario's prompt file read into its workload (as the loader does
     for ``workload:``), and the problems found as ``(message, path)``."""
-    from autotune.space.workload import DatasetError, materialise
-
     problems: list[tuple[str, tuple[str | int, ...]]] = []
     out = []
     for i, s in enumerate(spec.scenarios or []):
@@ -113,10 +135,11 @@ def materialise_scenarios(
             problems.append((str(exc), ("scenarios", i, "workload", "prompts", "path")))
     if problems:
         return spec, problems
-    return spec.model_copy(update={"scenarios": out}), []
+    copy: Spec = spec.model_copy(update={"scenarios": out})
+    return copy, []
 
 
-def check(spec: StudySpec) -> None:
+def check(spec: SpaceParts) -> None:
     """Raise ``LocatedError`` for the first problem of these parts of ``spec``."""
     if spec.scenarios is None:
         _check_implicit(spec)
@@ -151,7 +174,7 @@ def check(spec: StudySpec) -> None:
     _check_objective(spec)
 
 
-def _check_implicit(spec: StudySpec) -> None:
+def _check_implicit(spec: SpaceParts) -> None:
     if spec.combine is not None:
         raise _err(
             "'combine' applies to several 'scenarios' (remove it, or declare scenarios)",
@@ -222,7 +245,7 @@ def _check_scenario(s: Scenario, at: tuple[str | int, ...]) -> None:
         )
 
 
-def _check_combine(spec: StudySpec, names: list[str]) -> None:
+def _check_combine(spec: SpaceParts, names: list[str]) -> None:
     c = spec.combine
     if c is None:
         return
@@ -247,7 +270,7 @@ def _check_combine(spec: StudySpec, names: list[str]) -> None:
         )
 
 
-def _split(name: str, spec: StudySpec) -> tuple[Scenario | None, str]:
+def _split(name: str, spec: SpaceParts) -> tuple[Scenario | None, str]:
     head, dot, rest = name.partition(".")
     if not dot:
         return None, name
@@ -257,7 +280,7 @@ def _split(name: str, spec: StudySpec) -> tuple[Scenario | None, str]:
     return None, name
 
 
-def _check_top_slo(spec: StudySpec) -> None:
+def _check_top_slo(spec: SpaceParts) -> None:
     names = [s.name for s in spec.scenarios or []]
     for key in spec.slo:
         s, metric = _split(key, spec)
@@ -278,7 +301,7 @@ def _check_top_slo(spec: StudySpec) -> None:
             )
 
 
-def _check_objective(spec: StudySpec) -> None:
+def _check_objective(spec: SpaceParts) -> None:
     plan_ = plan(spec)
     several = len(objectives(spec)) > 1
     for i, (metric, _direction) in enumerate(objectives(spec)):

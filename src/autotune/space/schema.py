@@ -26,7 +26,18 @@ from pydantic import (
     model_validator,
 )
 
-from autotune.models import Cause, Goodput, Phase, Scenario, Sweep, Workload
+from autotune.models import (
+    Cause,
+    Direction,
+    EngineSpec,
+    Goodput,
+    Phase,
+    Scenario,
+    Sweep,
+    Workload,
+)
+from autotune.space import scenarios
+from autotune.space.located import LocatedError
 
 Scalar = str | int | float | bool
 
@@ -35,19 +46,6 @@ RESERVED_NAMES = frozenset(
     {"true", "false", "none", "min", "max", "abs", "int", "float", "round", "log2"}
     | set(keyword.kwlist)
 )
-
-
-class LocatedError(ValueError):
-    """A validation error about one key below the model being validated.
-
-    Args:
-        message: what is wrong and the fix.
-        at: the path from the model to the key, e.g. ``("low",)`` or ``("baseline", "x")``.
-    """
-
-    def __init__(self, message: str, at: tuple[str | int, ...] = ()) -> None:
-        super().__init__(message)
-        self.at = at
 
 
 class _Strict(BaseModel):
@@ -343,28 +341,24 @@ def same_value(a: Any, b: Any) -> bool:
     )
 
 
-class EngineSpec(_Strict):
-    """Which server to launch and how."""
+ConfigKey = tuple[tuple[str, str, Any], ...]
 
-    name: str = Field(pattern=r"^[a-z][a-z0-9_-]*$")
-    """Engine: a name registered in ``autotune.engines`` (sglang, vllm, transformers, ...)."""
-    version: str | None = None
-    """Engine version, for renamed flags (sglang 0.5.9 vs 0.5.23)."""
-    python: str = "{python}"
-    """Interpreter for ``python -m`` launches (``{python}``: the node's own autotune Python)."""
-    gpus: int = Field(0, ge=0)
-    """GPUs one trial holds (tp x dp); 0 for CPU engines."""
-    host: str = "127.0.0.1"
-    """Address the server binds to."""
-    command: list[str] | None = None
-    """An argv template with {port}, {host}, {model} placeholders, for engines that launch a
-    command given here (the ``command`` engine)."""
-    health_path: str | None = None
-    """Readiness URL path; the engine's own default when unset."""
-    startup_timeout_s: float = Field(600.0, gt=0)
-    """Seconds a server may take to become ready."""
-    options: dict[str, Scalar] = Field(default_factory=dict)
-    """Engine-specific extras."""
+
+def _value_key(value: Any) -> tuple[str, Any]:
+    if isinstance(value, bool):
+        return "bool", value
+    if isinstance(value, int | float):
+        return "number", int(value) if float(value).is_integer() else float(value)
+    if value is None or isinstance(value, str):
+        return type(value).__name__, value
+    return "repr", repr(value)
+
+
+def config_key(config: Mapping[str, Any]) -> ConfigKey:
+    """What "the same configuration" means everywhere: the same parameters, each with a value
+    that ``same_value`` takes as the same (1 and 1.0 alike; True, 1 and "1" apart). Hashable:
+    a key to group or look up launches by."""
+    return tuple((name, *_value_key(config[name])) for name in sorted(config))
 
 
 class Fixed(Launch):
@@ -385,7 +379,7 @@ class ObjectiveMetric(_Strict):
 
     metric: str
     """A metric name (a key of ``Metrics.flat()``)."""
-    direction: Literal["maximize", "minimize"]
+    direction: Direction
     """Whether larger or smaller is better."""
 
 
@@ -401,7 +395,7 @@ class Objective(_Strict):
 
     metric: str = "output_tok_s"
     """A metric name: output_tok_s, request_s, ttft_p99_ms, e2e_mean_ms, ..."""
-    direction: Literal["maximize", "minimize"] = "maximize"
+    direction: Direction = Direction.MAXIMIZE
     """Whether larger or smaller is better."""
     metrics: list[ObjectiveMetric] | None = None
     """Several objectives, the primary first, e.g. [{metric: output_tok_s, direction:
@@ -454,7 +448,7 @@ class Objective(_Strict):
         return data
 
     @property
-    def objectives(self) -> list[tuple[str, Literal["maximize", "minimize"]]]:
+    def objectives(self) -> list[tuple[str, Direction]]:
         """``(metric, direction)`` of every objective, the primary first."""
         if self.metrics:
             return [(m.metric, m.direction) for m in self.metrics]
@@ -487,8 +481,8 @@ class Budget(_Strict):
     crash_budget: float = Field(default=0.0, ge=0, le=1)
     """The share of the trials that may crash before the study stops taking chances: once
     that many have crashed, a proposal the crash model gives a 40% chance or more of crashing
-    is not launched (0, the default: no such limit; 0.1 saves about a crash in every two to
-    four studies of 30 at some of the reach, docs/benchmarks.md)."""
+    is not launched (0, the default: no such limit). It trades reach for crashes (decision
+    0002 in docs/decisions)."""
 
 
 class UserRule(_Strict):
@@ -576,8 +570,6 @@ class StudySpec(_Strict):
                 )
         self._check_expressions(names)
         self._check_refs()
-        from autotune.space import scenarios
-
         scenarios.check(self)
         if self.baseline:
             by_name = {p.name: p for p in self.parameters}

@@ -43,17 +43,22 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from autotune.study.noise import LEVEL, Direction, Gain, better, gain
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_serializer
+
+from autotune.core.summary import ConfirmationCost
+from autotune.models import Direction
+from autotune.study.noise import LEVEL, Gain, better, gain
 
 BASELINE = "baseline"
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(BaseModel):
     """A configuration to confirm; ``key`` names it in records (``baseline``, ``trial 12``)."""
+
+    model_config = ConfigDict(frozen=True)
 
     key: str
     config: dict[str, Any]
@@ -95,9 +100,10 @@ class ConfirmOptions:
             raise ValueError("confirmation needs 2 <= min_rounds <= max_rounds")
 
 
-@dataclass(frozen=True)
-class Launch:
+class Launch(BaseModel):
     """One confirmation launch, in order."""
+
+    model_config = ConfigDict(frozen=True)
 
     round: int
     key: str
@@ -106,26 +112,32 @@ class Launch:
     trial: int | None = None
     reason: str = ""
 
+    @field_serializer("server_s", when_used="json")
+    def _seconds(self, value: float) -> float:
+        return round(value, 3)
 
-@dataclass
-class Confirmation:
-    """The outcome of a confirmation, JSON-able with ``to_json``.
+
+class Confirmation(BaseModel):
+    """The outcome of a confirmation; stored on the study as its JSON (``model_dump``).
 
     ``best``: the candidate with the best confirmed median (None: every candidate failed).
-    ``winner``: ``best`` if its gain is significant, else ``baseline``.
+    ``winner``: ``best`` if its gain is significant, else ``baseline``. ``cost`` is written
+    beside the fields for readers of the raw JSON and ignored on reading.
     """
+
+    model_config = ConfigDict(extra="ignore")
 
     direction: Direction
     candidates: list[Candidate]
-    launches: list[Launch] = field(default_factory=list)
-    dropped: dict[str, str] = field(default_factory=dict)
+    launches: list[Launch] = Field(default_factory=list)
+    dropped: dict[str, str] = Field(default_factory=dict)
     rounds: int = 0
     stop_reason: str = ""
     best: str | None = None
     winner: str = BASELINE
     gain: Gain | None = None
     # Candidates the winner cannot be told from (within noise): the export would be as good.
-    tied: list[str] = field(default_factory=list)
+    tied: list[str] = Field(default_factory=list)
 
     def values(self, key: str) -> list[float]:
         return [x.value for x in self.launches if x.key == key and x.value is not None]
@@ -134,72 +146,27 @@ class Confirmation:
         v = self.values(key)
         return float(statistics.median(v)) if v else None
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
-    def cost_launches(self) -> int:
-        return len(self.launches)
-
-    @property
-    def cost_server_s(self) -> float:
-        return sum(x.server_s for x in self.launches)
+    def cost(self) -> dict[str, float]:
+        """``{"launches", "server_s"}``: what the confirmation spent."""
+        spent = sum(x.server_s for x in self.launches)
+        return {"launches": len(self.launches), "server_s": round(spent, 3)}
 
     def winner_candidate(self) -> Candidate | None:
         """The winning candidate, or None when the baseline stays the answer."""
         return next((c for c in self.candidates if c.key == self.winner), None)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "direction": self.direction,
-            "candidates": [
-                {"key": c.key, "trial": c.trial, "config": c.config} for c in self.candidates
-            ],
-            "launches": [
-                {
-                    "round": x.round,
-                    "key": x.key,
-                    "value": x.value,
-                    "server_s": round(x.server_s, 3),
-                    "trial": x.trial,
-                    "reason": x.reason,
-                }
-                for x in self.launches
-            ],
-            "dropped": dict(self.dropped),
-            "rounds": self.rounds,
-            "stop_reason": self.stop_reason,
-            "best": self.best,
-            "winner": self.winner,
-            "gain": self.gain.to_json() if self.gain else None,
-            "tied": list(self.tied),
-            "cost": {"launches": self.cost_launches, "server_s": round(self.cost_server_s, 3)},
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Confirmation:
-        out = cls(
-            direction=data["direction"],
-            candidates=[
-                Candidate(c["key"], dict(c["config"]), c.get("trial")) for c in data["candidates"]
-            ],
-            launches=[
-                Launch(
-                    x["round"],
-                    x["key"],
-                    x["value"],
-                    x["server_s"],
-                    x.get("trial"),
-                    x.get("reason", ""),
-                )
-                for x in data["launches"]
-            ],
-            dropped=dict(data.get("dropped") or {}),
-            rounds=int(data.get("rounds", 0)),
-            stop_reason=str(data.get("stop_reason", "")),
-            best=data.get("best"),
-            winner=str(data.get("winner", BASELINE)),
-            tied=list(data.get("tied") or []),
+    def summary(self) -> ConfirmationCost:
+        """How it went, as the study's summary shows it."""
+        return ConfirmationCost(
+            rounds=self.rounds,
+            stop_reason=self.stop_reason,
+            winner=self.winner,
+            tied=list(self.tied),
+            launches=len(self.launches),
+            server_s=round(sum(x.server_s for x in self.launches), 3),
         )
-        out.gain = Gain.from_json(data["gain"]) if data.get("gain") else None
-        return out
 
     def table_rows(self) -> list[tuple[str, int, float | None, str]]:
         """``(key, launches, median, status)`` for the baseline and each candidate."""
@@ -257,7 +224,7 @@ def confirm(
     if BASELINE in keys or len(set(keys)) != len(keys):
         raise ValueError("candidate keys must be unique and not 'baseline'")
     by_key = {c.key: c for c in candidates}
-    baseline = Candidate(BASELINE, {})
+    baseline = Candidate(key=BASELINE, config={})
     result = Confirmation(direction=direction, candidates=list(candidates))
     active = list(keys)
     k = max(1, len(candidates))
@@ -273,7 +240,14 @@ def confirm(
                 continue
             s = measure(by_key.get(key, baseline), round_no)
             value = s.value if s.value is not None and math.isfinite(s.value) else None
-            launch = Launch(round_no, key, value, s.server_s, s.trial, s.reason)
+            launch = Launch(
+                round=round_no,
+                key=key,
+                value=value,
+                server_s=s.server_s,
+                trial=s.trial,
+                reason=s.reason,
+            )
             result.launches.append(launch)
             if on_launch is not None:
                 on_launch(launch)

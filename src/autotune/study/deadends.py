@@ -17,42 +17,25 @@ cause repeats from the first launch on) is stopped with one line that says why.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from autotune.models import MEMORY_CAUSES, Cause, Failure
 from autotune.space.render import render_value
-from autotune.space.schema import StudySpec, same_value
+from autotune.space.schema import StudySpec, config_key, same_value
 
 
-@dataclass(frozen=True)
-class DeadEnd:
-    """One remembered failure."""
+class DeadEnd(BaseModel):
+    """One remembered failure (stored on the study as its JSON, ``model_dump``)."""
+
+    model_config = ConfigDict(frozen=True)
 
     trial: int
     cause: str
     config: dict[str, Any]
-    blame: dict[str, Any]  # {param: value} held responsible; empty when unknown
-    memory: bool  # a memory failure: dominating configurations are dead too
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "trial": self.trial,
-            "cause": self.cause,
-            "config": self.config,
-            "blame": self.blame,
-            "memory": self.memory,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> DeadEnd:
-        return cls(
-            trial=int(data["trial"]),
-            cause=str(data["cause"]),
-            config=dict(data["config"]),
-            blame=dict(data.get("blame") or {}),
-            memory=bool(data.get("memory")),
-        )
+    blame: dict[str, Any] = Field(default_factory=dict)  # {param: value} held responsible
+    memory: bool = False  # a memory failure: dominating configurations are dead too
 
 
 def blamed_params(spec: StudySpec, config: Mapping[str, Any], failure: Failure) -> dict[str, Any]:
@@ -95,7 +78,7 @@ class DeadEnds:
     def why(self, config: Mapping[str, Any]) -> str | None:
         """The reason ``config`` is a known dead end, or None if it may be launched."""
         for r in self.records:
-            if _same_config(config, r.config):
+            if config_key(config) == config_key(r.config):
                 return f"same configuration as trial {r.trial}, which failed with {r.cause}"
             if r.blame and all(same_value(config.get(k), v) for k, v in r.blame.items()):
                 held = ", ".join(f"{k}={v!r}" for k, v in r.blame.items())
@@ -129,19 +112,12 @@ class DeadEnds:
                 return False
         return True
 
-    def to_json(self) -> list[dict[str, Any]]:
-        return [r.to_json() for r in self.records]
-
 
 def _index(choices: list[Any], value: Any) -> int | None:
     for i, c in enumerate(choices):
         if same_value(c, value):
             return i
     return None
-
-
-def _same_config(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    return set(a) == set(b) and all(same_value(a[k], b[k]) for k in a)
 
 
 # Causes that no searched value can fix when the baseline hits them: the command itself is

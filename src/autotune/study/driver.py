@@ -24,11 +24,7 @@ from typing import Any
 
 import optuna
 
-from autotune.dispatch.base import Executor, WindowHook
-from autotune.engines.base import Engine
-from autotune.errors import StudyError
-from autotune.models import Limits, Outcome, Rule, TrialResult, TrialSpec, Workload
-from autotune.records import (
+from autotune.core.records import (
     CRASHES,
     LAUNCHED,
     SkipKind,
@@ -36,17 +32,21 @@ from autotune.records import (
     SkipRecord,
     StudyInfo,
     StudyRecord,
-    StudySummary,
     TrialLog,
     TrialRecord,
     budget_launches,
 )
-from autotune.redact import redact_argv, redact_env
+from autotune.core.redact import redact_argv, redact_env
+from autotune.core.summary import Ablation, StudySummary
+from autotune.dispatch.base import Executor, WindowHook
+from autotune.engines.base import Engine
+from autotune.errors import StudyError
+from autotune.models import Limits, Outcome, Rule, TrialResult, TrialSpec, Workload
 from autotune.space import scenarios
 from autotune.space.render import render, violations
-from autotune.space.schema import StudySpec
+from autotune.space.schema import StudySpec, config_key
 from autotune.space.suggest import distribution, suggest
-from autotune.study import evidence
+from autotune.study import ablation, evidence
 from autotune.study.confirm import BASELINE as CONFIRM_BASELINE
 from autotune.study.confirm import Candidate, Confirmation, ConfirmOptions, Sample, confirm
 from autotune.study.deadends import DeadEnds, Doom
@@ -71,7 +71,7 @@ INTERRUPT_POLL_S = 0.2  # how often a confirmation launch's wait looks for Ctrl-
 
 
 class _Interrupted(Exception):
-    """Ctrl-C during the confirmation rounds: they stop, nothing is concluded."""
+    """Ctrl-C during the confirmation or ablation rounds: they stop, nothing is concluded."""
 
 
 @dataclass
@@ -100,6 +100,11 @@ class DriverOptions:
     # relaunched interleaved at the end (on top of the budget); 0 turns it off.
     confirm: int = 3
     confirm_rounds: tuple[int, int] = (3, 5)  # (min, max) rounds
+    # Ablation (study/ablation.py): each change of the winner reverted, relaunched in this
+    # many rounds interleaved with the winner (on top of the budget); 0 turns it off. It runs
+    # only within ``ablation_launches`` launches (None: as many as the search's budget).
+    ablation_rounds: int = 0
+    ablation_launches: int | None = None
     # Early stopping on per-window intermediate values (study/prune.py).
     prune: bool = True
 
@@ -212,7 +217,7 @@ class Driver:
                 storage=self.storage,
                 sampler=sampler,
                 pruner=pruner,
-                directions=[d for _, d in objective.objectives],
+                directions=[d.value for _, d in objective.objectives],
             )
             ledger = Ledger(study)
             ledger.write_study(
@@ -424,7 +429,7 @@ class Driver:
         earlier = None if enqueued else self.ledger.measured(config)
         if earlier is not None:
             group = evidence.gather(self.ledger.trials(), self.spec.objective.metric).get(
-                evidence.config_key(config)
+                config_key(config)
             )
             launches = len(group.trials) + len(group.failures) if group else 1
             if launches >= self.options.max_launches_per_config or earlier.outcome != Outcome.OK:
@@ -594,6 +599,11 @@ class Driver:
         _logger.info("study %r stops: %s", self.options.study, loop.stop_reason)
         if self.options.confirm > 0 and self.spec.baseline is not None:
             self._confirm()
+        if not self.interrupted:
+            try:
+                self.ledger.write_ablation(self._ablate(loop.target))
+            except _Interrupted:  # Ctrl-C: the answer stands; the ablation says it was cut
+                self.ledger.write_ablation(ablation.skipped("cut short by Ctrl-C"))
         self._reap()
         trials = self.ledger.trials()
         summary = self.ledger.summary(trials)
@@ -658,7 +668,8 @@ class Driver:
             )
             return None
         candidates = [
-            Candidate(f"trial {g.first_trial}", g.config, g.first_trial) for g in top[: o.confirm]
+            Candidate(key=f"trial {g.first_trial}", config=g.config, trial=g.first_trial)
+            for g in top[: o.confirm]
         ]
         earlier = self.ledger.confirmation()
         if earlier is not None and [c.key for c in earlier.candidates] == [
@@ -678,10 +689,16 @@ class Driver:
             )
         )
         lo, hi = o.confirm_rounds
+
+        def measure(c: Candidate, round_no: int) -> Sample:
+            baseline = c.key == CONFIRM_BASELINE
+            marks = {"confirm_round": round_no, "confirm_key": c.key}
+            return self._measure_once(configs[c.key], f"confirm {c.key}", round_no, baseline, marks)
+
         try:
             record = confirm(
                 candidates,
-                lambda c, round_no: self._measure_once(configs[c.key], c.key, round_no),
+                measure,
                 self.spec.objective.direction,
                 ConfirmOptions(min_rounds=lo, max_rounds=hi),
             )
@@ -707,8 +724,63 @@ class Driver:
             self.executor.shutdown()
             raise _Interrupted
 
-    def _measure_once(self, config: dict[str, Any], key: str, round_no: int) -> Sample:
-        """One confirmation launch: an Optuna trial of its own, launched now and waited for.
+    def _ablate(self, target: int) -> Ablation:
+        """Revert each change of the winner in turn, relaunched interleaved with the winner;
+        or say in one line why not. ``target``: the search's budget, the default ceiling."""
+        o = self.options
+        v = self.ledger.verdict()
+        if o.ablation_rounds <= 0:
+            return ablation.skipped("the ablation is off (--ablation-rounds 0)")
+        if self.spec.objective.multi:
+            return ablation.skipped("a study with several objectives has a front, not a winner")
+        winner = v.winner
+        if winner is None or winner.first_trial is None or v.baseline is None:
+            return ablation.skipped("no winner and baseline to compare")
+        if winner is v.baseline:
+            reason = "the baseline is the answer (nothing beat it beyond noise): nothing to weigh"
+            return ablation.skipped(reason, winner.first_trial)
+        found = ablation.changes(self.spec, winner.config, v.baseline.config)
+        need = o.ablation_rounds * (len(found) + 1)
+        ceiling = o.ablation_launches if o.ablation_launches is not None else target
+        if need > ceiling:
+            return ablation.skipped(
+                f"{len(found)} change(s) x {o.ablation_rounds} rounds with the winner need "
+                f"{need} launches, more than the ablation's budget of {ceiling} "
+                "(raise it with --ablation-launches)",
+                winner.first_trial,
+            )
+        self.on_event(
+            Event(
+                EventKind.CONFIRM,
+                message=f"ablation: reverting {', '.join(c.param for c in found)} one at a "
+                f"time, interleaved with trial {winner.first_trial}",
+            )
+        )
+
+        def measure(key: str, config: dict[str, Any], round_no: int) -> Sample:
+            marks = {"ablation_round": round_no, "ablation_key": key}
+            return self._measure_once(config, f"ablation {key}", round_no, False, marks)
+
+        return ablation.ablate(
+            self.spec,
+            winner.first_trial,
+            winner.config,
+            found,
+            measure,
+            self.spec.objective.direction,
+            o.ablation_rounds,
+        )
+
+    def _measure_once(
+        self,
+        config: dict[str, Any],
+        label: str,
+        round_no: int,
+        baseline: bool,
+        marks: dict[str, Any],
+    ) -> Sample:
+        """One launch of a confirmation or an ablation: an Optuna trial of its own, launched
+        now and waited for. ``marks``: what the ledger keeps on it (its round and key).
 
         Raises:
             _Interrupted: Ctrl-C (``interrupt``) before or during the launch; the running
@@ -716,17 +788,12 @@ class Driver:
         """
         if self.interrupted:
             raise _Interrupted
-        self.ledger.enqueue(
-            config,
-            baseline=key == CONFIRM_BASELINE,
-            confirm_round=round_no,
-            confirm_key=key,
-        )
+        self.ledger.enqueue(config, baseline=baseline, **marks)
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", "Heartbeat of storage", UserWarning)
             trial = self.study.ask()
         config = suggest(trial, self.spec, fixed=self.ledger.fixed_params(trial._trial_id))
-        self.on_event(Event(EventKind.LAUNCH, trial.number, config, message=f"confirm {key}"))
+        self.on_event(Event(EventKind.LAUNCH, trial.number, config, message=label))
         attempt = 0
         while True:
             result = self._wait(
@@ -735,7 +802,7 @@ class Driver:
             if result.outcome is not Outcome.INFRA or attempt >= self.options.max_infra_retries:
                 break
             attempt += 1
-        told = self._record(trial, config, result, key == CONFIRM_BASELINE)
+        told = self._record(trial, config, result, baseline)
         metric = self.spec.objective.metric
         value = told.value if told.outcome is Outcome.OK else None
         reason = "" if value is not None else told.outcome.value
@@ -751,7 +818,7 @@ class Driver:
                 result=result,
                 outcome=told.outcome,
                 value=value,
-                message=f"confirm {key}, round {round_no}",
+                message=f"{label}, round {round_no}",
             )
         )
         windows = tuple(float(w[metric]) for w in result.windows if metric in w)

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from autotune.core.records import SkipRecord
 from autotune.models import Outcome, TrialResult
-from autotune.records import SkipRecord
 
 
 class EventKind(StrEnum):

@@ -12,24 +12,19 @@ for every configuration the best was picked from.
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from autotune.models import Outcome
-from autotune.records import TrialRecord
+from autotune.core.records import TrialRecord
+from autotune.models import Direction, Outcome
+from autotune.space.schema import ConfigKey, config_key
 from autotune.study.confirm import BASELINE, Confirmation
-from autotune.study.noise import Direction, Gain, NoiseModel, gain
+from autotune.study.noise import Gain, NoiseModel, gain
 
 # Outcomes of a launch that disqualify its configuration from winning.
 DISQUALIFYING = frozenset({Outcome.CRASHED, Outcome.TIMEOUT, Outcome.SLO_VIOLATED})
-
-
-def config_key(config: dict[str, Any]) -> str:
-    """A stable key for a configuration (same values, same key)."""
-    return json.dumps(config, sort_keys=True, default=str)
 
 
 @dataclass
@@ -58,12 +53,12 @@ class Launches:
         return self.trials[0] if self.trials else None
 
 
-def gather(trials: Iterable[TrialRecord], metric: str) -> dict[str, Launches]:
+def gather(trials: Iterable[TrialRecord], metric: str) -> dict[ConfigKey, Launches]:
     """Group launched trials by configuration, in trial order."""
-    out: dict[str, Launches] = {}
+    out: dict[ConfigKey, Launches] = {}
     for t in sorted(trials, key=lambda t: t.number):
-        if t.outcome not in (*DISQUALIFYING, Outcome.OK):
-            continue
+        if t.outcome not in (*DISQUALIFYING, Outcome.OK) or t.ablation_round is not None:
+            continue  # not launched, or an ablation launch: a reverted winner, not a candidate
         entry = out.setdefault(config_key(t.config), Launches(dict(t.config)))
         entry.baseline = entry.baseline or t.baseline
         if t.outcome in DISQUALIFYING or not t.survived_peak:
@@ -82,18 +77,18 @@ def gather(trials: Iterable[TrialRecord], metric: str) -> dict[str, Launches]:
     return out
 
 
-def ranked(groups: dict[str, Launches], direction: Direction) -> list[Launches]:
+def ranked(groups: dict[ConfigKey, Launches], direction: Direction) -> list[Launches]:
     """Eligible configurations, best median first (ties: the one launched first)."""
     sign = -1.0 if direction == "maximize" else 1.0
     ok = [g for g in groups.values() if g.eligible]
     return sorted(ok, key=lambda g: (sign * (g.median or 0.0), g.first_trial or 0))
 
 
-def baseline_of(groups: dict[str, Launches]) -> Launches | None:
+def baseline_of(groups: dict[ConfigKey, Launches]) -> Launches | None:
     return next((g for g in groups.values() if g.baseline), None)
 
 
-def noise_model(groups: dict[str, Launches]) -> NoiseModel:
+def noise_model(groups: dict[ConfigKey, Launches]) -> NoiseModel:
     """Launch and window spread over every configuration of the study."""
     per_config = []
     for g in groups.values():
@@ -175,7 +170,6 @@ __all__ = [
     "Launches",
     "Verdict",
     "baseline_of",
-    "config_key",
     "gather",
     "noise_model",
     "ranked",

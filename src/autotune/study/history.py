@@ -12,7 +12,7 @@ from typing import Any
 from optuna.study import Study, StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
-from autotune.space.schema import same_value
+from autotune.space.schema import ConfigKey, config_key, same_value
 from autotune.study.additive import CENTER, FINE_KNOTS, KNOTS, RIDGE, AdditiveModel
 from autotune.study.outcome import CRASH, SKIP
 
@@ -47,9 +47,9 @@ def has(params: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
     return all(n in params and same_value(params[n], v) for n, v in config.items())
 
 
-def key(params: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    """A configuration as something to look up launched ones by."""
-    return tuple(sorted((k, repr(v)) for k, v in params.items()))
+def key(params: Mapping[str, Any]) -> ConfigKey:
+    """A configuration as something to look up launched ones by (``config_key``)."""
+    return config_key(params)
 
 
 def best_trial(study: Study, need: set[str] | None = None) -> FrozenTrial | None:

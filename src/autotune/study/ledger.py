@@ -4,7 +4,7 @@ Optuna storage is the study's source of truth (it survives a resume; MLflow is a
 Optuna keeps states, values, parameters and constraints; everything else autotune knows
 about a trial or a study is a user attribute, and this is the only module that names them.
 The driver writes through a ``Ledger``; status, report, export and the progress view read
-typed records (``autotune.records``) from it.
+typed records (``autotune.core.records``) from it.
 
 The attribute names are a storage format: studies written by earlier versions must still
 read and resume. A ``TrialRecord`` or ``StudyRecord`` field is stored under its own name
@@ -19,7 +19,6 @@ import logging
 import math
 import statistics
 import warnings
-from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,19 +26,15 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 from pydantic import BaseModel, ValidationError
 
+from autotune.core.records import SkipKind, SkipRecord, StudyRecord, TrialRecord
+from autotune.core.summary import Ablation, StudySummary, StudyView
 from autotune.errors import StudyError
 from autotune.models import Outcome
-from autotune.records import (
-    SkipKind,
-    SkipRecord,
-    StudyRecord,
-    StudySummary,
-    TrialRecord,
-)
+from autotune.space.schema import config_key
 from autotune.study import evidence
 from autotune.study.confirm import Confirmation
 from autotune.study.deadends import DeadEnd
-from autotune.study.pareto import front
+from autotune.study.summary import summarize
 
 _logger = logging.getLogger(__name__)
 
@@ -53,7 +48,7 @@ _SKIP_SAME_AS = "skip_same_as"
 _OBJECTIVE = "objective"  # {"metric": ..., "direction": ...}
 _STUDY_RENAMED = {"tracker_run": "mlflow_parent_run_id"}
 _STUDY_DERIVED = frozenset({"name", "metric", "direction"})
-_DEAD_ENDS = "dead_ends"  # list of DeadEnd.to_json() (study/deadends.py)
+_DEAD_ENDS = "dead_ends"  # list of DeadEnd as JSON (study/deadends.py)
 # Optuna's own system attribute: the parameters an enqueued trial was asked to use.
 _FIXED_PARAMS = "fixed_params"
 _PROPOSED_BY = "proposed_by"  # TrialRecord.proposed_by
@@ -243,11 +238,11 @@ class Ledger:
 
     def dead_ends(self) -> list[DeadEnd]:
         """The study's remembered permanent failures."""
-        return [DeadEnd.from_json(d) for d in self.study.user_attrs.get(_DEAD_ENDS) or []]
+        return [DeadEnd.model_validate(d) for d in self.study.user_attrs.get(_DEAD_ENDS) or []]
 
     def write_dead_ends(self, records: list[DeadEnd]) -> None:
         """Replace the remembered permanent failures."""
-        self.study.set_user_attr(_DEAD_ENDS, [r.to_json() for r in records])
+        self.study.set_user_attr(_DEAD_ENDS, [r.model_dump(mode="json") for r in records])
 
     # -- writing trials ----------------------------------------------------------------
 
@@ -259,10 +254,13 @@ class Ledger:
         retry_of: int | None = None,
         confirm_round: int | None = None,
         confirm_key: str | None = None,
+        ablation_round: int | None = None,
+        ablation_key: str | None = None,
         proposed_by: str | None = None,
     ) -> None:
         """Queue ``config`` to be proposed next (the baseline, an interrupted trial's, a
-        confirmation launch, or a proposal made elsewhere, ``proposed_by``: a crash's test)."""
+        confirmation or ablation launch, or a proposal made elsewhere, ``proposed_by``: a
+        crash's test)."""
         user: dict[str, Any] = {}
         if proposed_by is not None:
             user[_PROPOSED_BY] = proposed_by
@@ -273,6 +271,9 @@ class Ledger:
         if confirm_round is not None:
             user["confirm_round"] = confirm_round
             user["confirm_key"] = confirm_key
+        if ablation_round is not None:
+            user["ablation_round"] = ablation_round
+            user["ablation_key"] = ablation_key
         self.study.enqueue_trial(dict(config), user_attrs=user)
 
     def mark_repeat(self, trial_id: int, earlier: int) -> None:
@@ -281,12 +282,12 @@ class Ledger:
 
     def write_confirmation(self, record: Confirmation) -> None:
         """Store the confirmation rounds (study/confirm.py) on the study."""
-        self.study.set_user_attr("confirmation", record.to_json())
+        self.study.set_user_attr("confirmation", record.model_dump(mode="json"))
 
     def confirmation(self) -> Confirmation | None:
         """The study's confirmation record, if it ran one."""
         raw = self.study_record().confirmation
-        return Confirmation.from_json(raw) if raw else None
+        return Confirmation.model_validate(raw) if raw else None
 
     def fixed_params(self, trial_id: int) -> dict[str, Any] | None:
         """The parameters an enqueued trial was asked to use, or None for a sampled one."""
@@ -339,9 +340,10 @@ class Ledger:
                 self._storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
             if t.number in queued:  # a finished trial takes no new attribute: retry_of marks it
                 continue
-            if t.user_attrs.get("confirm_round") is not None:
+            if any(t.user_attrs.get(k) is not None for k in ("confirm_round", "ablation_round")):
                 # Not queued: confirmation itself runs again from its first round on resume
-                # (a queued trial would wait for a search budget that is already spent).
+                # (a queued trial would wait for a search budget that is already spent); an
+                # ablation cut short says so.
                 continue
             fixed = t.system_attrs.get(_FIXED_PARAMS) or t.params
             self.enqueue(fixed, baseline=bool(t.user_attrs.get("baseline")), retry_of=t.number)
@@ -369,11 +371,16 @@ class Ledger:
         raise StudyError(f"study {self.study.study_name!r} has no trial {number}")
 
     def measured(self, config: Mapping[str, Any]) -> TrialRecord | None:
-        """An earlier trial that measured exactly ``config`` (``ok`` or ``slo_violated``)."""
+        """An earlier trial of the search that measured ``config`` (``ok`` or
+        ``slo_violated``): the same configuration as ``config_key`` has it."""
+        key = config_key(config)
         done = self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
         for t in done:
-            if t.user_attrs.get("outcome") in (Outcome.OK, Outcome.SLO_VIOLATED) and (
-                t.user_attrs.get("config") == config
+            ua = t.user_attrs
+            if (
+                ua.get("outcome") in (Outcome.OK, Outcome.SLO_VIOLATED)
+                and ua.get("ablation_round") is None
+                and config_key(ua.get("config") or {}) == key
             ):
                 return decode_trial(t, self.study_record().metric)
         return None
@@ -442,62 +449,20 @@ class Ledger:
         return (ok or marked)[0]
 
     def summary(self, trials: list[TrialRecord] | None = None) -> StudySummary:
-        """Counts and headline numbers of the study, with the gain and its interval."""
-        study = self.study_record()
+        """Counts and every headline figure of the study (``study/summary.py``)."""
         trials = self.trials() if trials is None else trials
-        v = self.verdict(trials)
-        top = self.best(trials, v)
-        base = self.baseline(trials)
-        # The baseline figure shown beside the winner comes from the same launches as the
-        # winner's: its confirmation launches when the study confirmed, else all of them.
-        base_value = None
-        if v.baseline is not None:
-            values = v.baseline.confirm_values if v.confirmed else []
-            base_value = float(statistics.median(values)) if values else v.baseline.median
-        confirmation = None
-        if study.confirmation:
-            raw = study.confirmation
-            confirmation = {
-                "rounds": raw.get("rounds"),
-                "stop_reason": raw.get("stop_reason"),
-                "winner": raw.get("winner"),
-                "tied": list(raw.get("tied") or []),
-                **(raw.get("cost") or {}),
-            }
-        return StudySummary(
-            study=study.name,
-            metric=study.metric,
-            direction=study.direction,
-            trials=len(trials),
-            outcomes=dict(Counter(r.label for r in trials)),
-            causes=dict(Counter(r.cause for r in trials if r.cause)),
-            best_trial=top.number if top else None,
-            best_value=top.value if top else None,
-            best_config=dict(top.config) if top else None,
-            baseline_trial=base.number if base else None,
-            baseline_value=base_value,
-            gain_pct=v.gain.pct if v.gain is not None else None,
-            simulated=study.simulated,
-            gain=v.gain.to_json() if v.gain is not None else None,
-            beats_baseline=v.beats_baseline,
-            verdict=v.text(),
-            confirmed=v.confirmed,
-            confirmation=confirmation,
-            search_best_trial=v.best.first_trial if v.best is not None else None,
-            noise=v.noise.to_json(),
-            pruned_saved_s=round(sum(t.pruned_saved_s or 0.0 for t in trials), 3),
-            objectives=list(study.objectives),
-            pareto=self.pareto(trials) if len(study.objectives) > 1 else None,
-        )
+        return summarize(self.study_record(), trials, self.confirmation())
 
-    def pareto(self, trials: list[TrialRecord] | None = None) -> list[dict[str, Any]]:
-        """The Pareto front over the study's objectives (study/pareto.py), JSON-able."""
-        trials = self.trials() if trials is None else trials
-        objectives = self.study_record().objective_pairs()
-        return [
-            {"trial": p.trial, "values": p.values, "launches": p.launches, "baseline": p.baseline}
-            for p in front(trials, objectives)
-        ]
+    def view(self) -> StudyView:
+        """The study read once: its record, every trial and its summary, for the readers."""
+        record = self.study_record()
+        trials = self.trials()
+        summary = summarize(record, trials, self.confirmation())
+        return StudyView(record=record, trials=trials, summary=summary)
+
+    def write_ablation(self, record: Ablation) -> None:
+        """Store the winner's ablation (``study/ablation.py``) on the study."""
+        self.study.set_user_attr("ablation", record.model_dump(mode="json"))
 
 
 __all__ = ["Ledger", "decode_trial", "trial_attrs"]

@@ -6,16 +6,13 @@ one running server only see the smaller within-launch part. So every comparison 
 *launches* (one value per launch: the median of its windows), never between windows.
 
 The interval is Welch's t-interval on the logarithm of the per-launch values: a ratio of
-geometric means, so the same relative noise gives the same width on any scale. The choice was
-made by a calibration check (``bench/gain_ci_calibration.py``, figures in docs/benchmarks.md):
-with 8% log-normal launch noise and 3-6 launches a side, Welch's interval covered the true gain
-in 94.6-96.5% of 1000 draws (97% with 10% of launches 25% slow), a percentile bootstrap of
-the median ratio in 91% at three launches a side (88%, with 5.5% false claims, with those
-outliers: resampling three launches never sees a spread wider than theirs), and a rank
-interval (Hodges-Lehmann) does not exist at 95% with three launches a side. Welch's and the
-bootstrap's claim a real 3x gain every time. A winner picked among several candidates is
-compared at a Bonferroni-adjusted level (``candidates``), so that the chance that any of them
-is claimed on noise stays within 5%.
+geometric means, so the same relative noise gives the same width on any scale. It was chosen
+by a calibration check (``bench/gain_ci_calibration.py``; its figures are in
+docs/benchmarks.md): it holds its 95% at the few launches a GPU study can afford, where a
+bootstrap of the median ratio under-covers and a rank interval does not exist. A winner picked
+among several candidates is compared at a Bonferroni-adjusted level (``candidates``), so that
+the chance that any of them is claimed on noise stays within 5%. Student's t quantiles come
+from scipy.
 """
 
 from __future__ import annotations
@@ -24,81 +21,18 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
 
-Direction = Literal["maximize", "minimize"]
+from scipy import stats
 
-# Default confidence of the reported interval.
-LEVEL = 0.95
-
-
-# -- Student's t, stdlib only (no scipy dependency for one quantile) ------------------------------
-
-
-def _betacf(a: float, b: float, x: float) -> float:
-    """Continued fraction of the incomplete beta function (modified Lentz)."""
-    tiny = 1e-300
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 300):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < 1e-14:
-            break
-    return h
-
-
-def _betainc(a: float, b: float, x: float) -> float:
-    """The regularized incomplete beta function I_x(a, b)."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    ln = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x)
-    front = math.exp(ln + b * math.log1p(-x))
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _betacf(a, b, x) / a
-    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
-
-
-def t_cdf(t: float, df: float) -> float:
-    """P(T <= t) for Student's t with ``df`` degrees of freedom."""
-    tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
-    return 1.0 - tail if t >= 0 else tail
+from autotune.core.summary import LEVEL, Gain, LaunchCounts, Noise
+from autotune.models import Direction
 
 
 def t_quantile(p: float, df: float) -> float:
-    """The ``p`` quantile of Student's t with ``df`` degrees of freedom (bisection)."""
+    """The ``p`` quantile of Student's t with ``df`` degrees of freedom (scipy.stats)."""
     if not 0.0 < p < 1.0:
         raise ValueError(f"p must be in (0, 1), got {p}")
-    if p < 0.5:
-        return -t_quantile(1.0 - p, df)
-    lo, hi = 0.0, 1.0
-    while t_cdf(hi, df) < p:
-        hi *= 2.0
-    for _ in range(200):
-        mid = (lo + hi) / 2.0
-        if t_cdf(mid, df) < p:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < 1e-10:
-            break
-    return (lo + hi) / 2.0
+    return float(stats.t.ppf(p, df))
 
 
 # -- samples -------------------------------------------------------------------------------------
@@ -172,95 +106,14 @@ class NoiseModel:
         df = n_baseline + n_best - 2
         return (math.exp(t_quantile(1 - (1 - level) / 2, df) * se) - 1) * 100
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "launch_cv": self.launch_cv,
-            "window_cv": self.window_cv,
-            "launches": self.launches,
-            "windows": self.windows,
-        }
-
-
-# -- the gain ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Gain:
-    """The winner's gain over the baseline, in percent (positive is better in either direction).
-
-    Maximize: ``best / baseline - 1``; minimize: ``1 - best / baseline`` (a latency halved is
-    +50%), as ``report.gain_pct``.
-
-    ``ci95_pct`` is the interval at ``level`` (0.95 unless several candidates were compared, then
-    each at 1 - 0.05/candidates so that the family stays at 95%). ``significant``: the whole
-    interval lies above zero. ``launches``: per-launch values used on each side.
-    """
-
-    pct: float
-    ci95_pct: tuple[float, float]
-    significant: bool
-    baseline_launches: int
-    best_launches: int
-    level: float = LEVEL
-    method: str = "welch-t on log per-launch values"
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"pct", "ci95_pct": [lo, hi], "significant", "launches": {"baseline", "best"}}``."""
-        lo, hi = self.ci95_pct
-        return {
-            "pct": round(self.pct, 3),
-            "ci95_pct": [_json_float(lo), _json_float(hi)],
-            "significant": self.significant,
-            "launches": {"baseline": self.baseline_launches, "best": self.best_launches},
-            "level": round(self.level, 5),
-            "method": self.method,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Gain:
-        lo, hi = data["ci95_pct"]
-        return cls(
-            pct=float(data["pct"]),
-            ci95_pct=(_from_json_float(lo), _from_json_float(hi)),
-            significant=bool(data["significant"]),
-            baseline_launches=int(data["launches"]["baseline"]),
-            best_launches=int(data["launches"]["best"]),
-            level=float(data.get("level", LEVEL)),
-            method=str(data.get("method", "")),
+    def record(self) -> Noise:
+        """The noise as the study's summary keeps it."""
+        return Noise(
+            launch_cv=self.launch_cv,
+            window_cv=self.window_cv,
+            launches=self.launches,
+            windows=self.windows,
         )
-
-    def interval_text(self) -> str:
-        """``+12.3% (95% CI +4.1% .. +20.9%, 5 vs 5 launches)``."""
-        lo, hi = self.ci95_pct
-        if not math.isfinite(hi) and (not math.isfinite(lo) or lo <= -99.9):
-            # One launch a side: no spread to build an interval from ("-100% .. +inf" says
-            # the same, less plainly).
-            return (
-                f"{self.pct:+.1f}% (no interval: {self.best_launches} vs "
-                f"{self.baseline_launches} launches, too few to tell from noise)"
-            )
-        return (
-            f"{self.pct:+.1f}% (95% CI {_pct(lo)} .. {_pct(hi)}, "
-            f"{self.best_launches} vs {self.baseline_launches} launches)"
-        )
-
-    def sentence(self) -> str:
-        """The verdict in plain words."""
-        if self.significant:
-            return f"gain over the baseline {self.interval_text()}"
-        return f"no configuration beat the baseline beyond noise: {self.interval_text()}"
-
-
-def _pct(value: float) -> str:
-    return f"{value:+.1f}%" if math.isfinite(value) else ("+inf" if value > 0 else "-inf")
-
-
-def _json_float(value: float) -> float | None:
-    return round(value, 3) if math.isfinite(value) else None
-
-
-def _from_json_float(value: float | None) -> float:
-    return float(value) if value is not None else math.nan
 
 
 def log_ratio_interval(
@@ -328,8 +181,7 @@ def gain(
         pct=pct,
         ci95_pct=(lo_pct, hi_pct),
         significant=lo_pct > 0,
-        baseline_launches=len(baseline),
-        best_launches=len(best),
+        launches=LaunchCounts(baseline=len(baseline), best=len(best)),
         level=each,
     )
 
@@ -349,6 +201,7 @@ def better(a: Sequence[float], b: Sequence[float], direction: Direction, level: 
 
 
 __all__ = [
+    "LEVEL",
     "Gain",
     "NoiseModel",
     "better",

@@ -14,9 +14,9 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from autotune.records import TrialRecord
+from autotune.core.records import TrialRecord
+from autotune.models import Direction
 from autotune.study.evidence import Launches, gather, ranked
-from autotune.study.noise import Direction
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import optuna
 
-from autotune.study.noise import Direction
+from autotune.models import Direction
 
 # This many standard deviations of the difference of two launches.
 SIGMAS = 3.0

@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from autotune.space.schema import Parameter, StudySpec, same_value
+from autotune.space.schema import Parameter, StudySpec, config_key, same_value
 
 PREFIX = "predicted crash"  # skip reasons start with this
 LEAST_STRETCH = 0.02  # weighs: the least share of its range a threshold's stretch counts
@@ -837,7 +837,7 @@ def _left(corner: list[float], runs: list[list[float]]) -> float:
 
 
 def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    return set(a) == set(b) and all(same_value(a[k], b[k]) for k in a)
+    return config_key(a) == config_key(b)
 
 
 def _conj(e: tuple[Literal, ...]) -> str:

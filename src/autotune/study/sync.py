@@ -11,6 +11,7 @@ from __future__ import annotations
 import optuna
 from pydantic import ValidationError
 
+from autotune.core.records import SkipLog, StudyInfo, TrialLog, TrialRecord
 from autotune.models import (
     Cause,
     Failure,
@@ -20,7 +21,6 @@ from autotune.models import (
     ScenarioResult,
     TrialResult,
 )
-from autotune.records import SkipLog, StudyInfo, TrialLog, TrialRecord
 from autotune.study.ledger import Ledger
 from autotune.tracking.base import Tracker
 

@@ -16,8 +16,8 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
+from autotune.core.records import CRASHES, SkipKind, SkipRecord, TrialRecord
 from autotune.models import Cause, Failure, Outcome, Phase, TrialResult
-from autotune.records import CRASHES, SkipKind, SkipRecord, TrialRecord
 from autotune.space.scenarios import slo_bounds
 from autotune.space.schema import StudySpec
 from autotune.study.deadends import DeadEnds

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from autotune._registry import Registry
-from autotune.records import SkipLog, StudyInfo, StudySummary, TrialLog
+from autotune.core.records import SkipLog, StudyInfo, TrialLog
+from autotune.core.registry import Registry
+from autotune.core.summary import StudySummary
 
 
 @dataclass(frozen=True)

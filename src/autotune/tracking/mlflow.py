@@ -36,12 +36,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from autotune.core.fmt import clean
+from autotune.core.fmt import metric as fmt_metric
+from autotune.core.records import SkipLog, StudyInfo, TrialLog
+from autotune.core.redact import redact_obj, redact_text
+from autotune.core.summary import StudySummary
 from autotune.errors import AutotuneError, TrackingError
-from autotune.fmt import clean
-from autotune.fmt import metric as fmt_metric
 from autotune.models import Outcome, TrialResult
-from autotune.records import SkipLog, StudyInfo, StudySummary, TrialLog
-from autotune.redact import redact_obj, redact_text
 from autotune.tracking.base import TRACKERS, Tracker, TrackerOptions
 
 # Before mlflow is imported: no "View run at" lines on stdout, no usage telemetry.
@@ -527,22 +528,26 @@ class MlflowTracker(Tracker):
         if summary.best_trial is not None:
             tags["autotune.best_trial"] = str(summary.best_trial)
             tags["autotune.best_config"] = _tag_value(json.dumps(summary.best_config or {}))
+            tags["autotune.figures"] = summary.figure_kind.value  # confirmed or search
         if summary.gain is not None:  # the gain with its 95% interval over launches
-            lo, hi = summary.gain["ci95_pct"]
+            lo, hi = summary.gain.ci95_pct
             for name, value in (("gain_ci95_lo_pct", lo), ("gain_ci95_hi_pct", hi)):
-                if value is not None:
+                if math.isfinite(value):
                     metrics[name] = float(value)
-            metrics["gain_significant"] = 1.0 if summary.gain["significant"] else 0.0
-            launches = summary.gain["launches"]
-            metrics["gain_launches_baseline"] = float(launches["baseline"])
-            metrics["gain_launches_best"] = float(launches["best"])
-            tags["autotune.gain_significant"] = str(bool(summary.gain["significant"])).lower()
+            metrics["gain_significant"] = 1.0 if summary.gain.significant else 0.0
+            metrics["gain_launches_baseline"] = float(summary.gain.launches.baseline)
+            metrics["gain_launches_best"] = float(summary.gain.launches.best)
+            tags["autotune.gain_significant"] = str(summary.gain.significant).lower()
         if summary.verdict:
             tags["autotune.verdict"] = _tag_value(summary.verdict)
-        if summary.confirmation:
-            for key in ("rounds", "launches", "server_s"):
-                if isinstance(summary.confirmation.get(key), int | float):
-                    metrics[f"confirm_{key}"] = float(summary.confirmation[key])
+        if summary.confirmation is not None:
+            metrics["confirm_rounds"] = float(summary.confirmation.rounds)
+            metrics["confirm_launches"] = float(summary.confirmation.launches)
+            metrics["confirm_server_s"] = float(summary.confirmation.server_s)
+        if summary.ablation is not None:
+            for step in summary.ablation.steps:
+                if step.contribution is not None:
+                    metrics[_name(f"ablation_{step.param}_pct")] = step.contribution.pct
         if summary.pruned_saved_s:
             metrics["pruned_saved_s"] = summary.pruned_saved_s
         if summary.pareto is not None:  # a multi-objective study: its front, to pick from
@@ -550,15 +555,20 @@ class MlflowTracker(Tracker):
                 ", ".join(f"{o['direction']} {o['metric']}" for o in summary.objectives)
             )
             tags["autotune.pareto_trials"] = _tag_value(
-                ",".join(str(p["trial"]) for p in summary.pareto)
+                ",".join(str(p.trial) for p in summary.pareto)
             )
             metrics["pareto_size"] = float(len(summary.pareto))
         with self._lock, _wrapped("finishing the study run"):
             self._log_batch(self.parent_run_id, metrics=metrics, tags=tags)
+            # The whole summary, as the report and `autotune status --json` read it.
+            self.client.log_dict(
+                self.parent_run_id, summary.model_dump(mode="json"), "summary.json"
+            )
             if summary.pareto is not None:
+                front = [p.model_dump(mode="json") for p in summary.pareto]
                 self.client.log_dict(
                     self.parent_run_id,
-                    {"objectives": summary.objectives, "front": summary.pareto},
+                    {"objectives": summary.objectives, "front": front},
                     "pareto.json",
                 )
             self.client.set_terminated(self.parent_run_id, status="FINISHED")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from autotune.core.records import SkipLog, StudyInfo, TrialLog
+from autotune.core.summary import StudySummary
 from autotune.errors import TrackingError
-from autotune.records import SkipLog, StudyInfo, StudySummary, TrialLog
 from autotune.tracking.base import TRACKERS, Tracker, TrackerOptions
 
 

@@ -15,8 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from autotune.core.records import SkipLog, StudyInfo, TrialLog
+from autotune.core.summary import StudySummary
 from autotune.errors import TrackingError
-from autotune.records import SkipLog, StudyInfo, StudySummary, TrialLog
 from autotune.tracking.base import Tracker, TrackerOptions
 
 _logger = logging.getLogger(__name__)

@@ -1,0 +1,115 @@
+"""Accuracy of `autotune diagnose` on the corpus of real crash logs (tests/data/crashlogs).
+
+Each log is an excerpt of a public issue thread, labelled with its cause and phase; the labels
+file splits it into a tuning part (rules may be written from it) and a held-out part (never
+looked at while writing rules), in two batches (tests/data/crashlogs/MANIFEST.md). Each log is
+diagnosed exactly as ``autotune diagnose LOG`` does (engine guessed from the log, no exit
+code), in this process. Prints, per split: cause accuracy, phase accuracy among the right
+causes, ``ok`` answers for logs of failed runs, per-cause precision and recall, and the
+confusion matrix.
+
+    python bench/diagnosis.py                     # both splits, every batch
+    python bench/diagnosis.py --batch 2026-12-06  # the batch gathered for issue 51 only
+    python bench/diagnosis.py --misses            # list the tuning part's misses
+    python bench/diagnosis.py --generic           # common rules only (the `command` engine)
+    python bench/diagnosis.py --dress             # same answers with every line re-dressed?
+
+``--misses`` lists tuning logs only: the held-out part is not for writing rules
+(``--misses --heldout-misses`` shows those too, for a report after the rules are fixed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
+
+# The corpus and its scoring are test fixtures (tests/node/test_crashlog_corpus.py).
+from tests.node.corpus_helpers import (  # noqa: E402
+    Verdict,
+    accuracy,
+    confusion_matrix,
+    confusion_table,
+    diagnose_all,
+    dress_changes,
+    ok_on_failed,
+    precision_recall,
+)
+
+
+def report(
+    verdicts: list[Verdict],
+    splits: list[str],
+    *,
+    misses: bool,
+    heldout_misses: bool = False,
+    matrix: bool = True,
+) -> str:
+    """The printed report for ``splits``."""
+    parts = []
+    for split in splits:
+        chosen = [v for v in verdicts if split == "all" or v.split == split]
+        cause_acc, phase_acc = accuracy(chosen)
+        right = sum(v.got_cause == v.cause for v in chosen)
+        parts.append(
+            f"## {split}: {len(chosen)} logs, cause {right}/{len(chosen)} = {cause_acc:.1%}, "
+            f"phase {phase_acc:.1%} of those, ok for a failed run: {ok_on_failed(chosen)}\n\n"
+            f"{precision_recall(chosen)}\n\n{confusion_table(chosen)}\n"
+        )
+        if matrix:
+            parts.append(confusion_matrix(chosen) + "\n")
+        if misses and (split != "heldout" or heldout_misses):
+            for v in chosen:
+                if v.got_cause != v.cause:
+                    parts.append(
+                        f"- {v.id} ({v.engine}, read as {v.got_engine or '-'}) want {v.cause}@"
+                        f"{v.phase} got {v.got_cause}@{v.got_phase} [{v.rule}] "
+                        f"{v.message[:100]}  {v.url}"
+                    )
+            parts.append("")
+    return "\n".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--split", choices=["tuning", "heldout", "all"], action="append")
+    parser.add_argument("--batch", help="only the logs added on this date (labels.csv `added`)")
+    parser.add_argument("--generic", action="store_true", help="common rules for every log")
+    parser.add_argument("--misses", action="store_true", help="list the tuning logs missed")
+    parser.add_argument(
+        "--heldout-misses", action="store_true", help="with --misses: the held-out ones too"
+    )
+    parser.add_argument("--no-matrix", action="store_true", help="leave the full matrix out")
+    parser.add_argument("--dress", action="store_true", help="re-dress every line; compare")
+    args = parser.parse_args(argv)
+    if args.dress:
+        for split in args.split or ["tuning", "heldout"]:
+            for name, ids in dress_changes(split=split).items():
+                sys.stdout.write(f"{split} {name}: {len(ids)} answers change {' '.join(ids)}\n")
+        return 0
+    start = time.perf_counter()
+    verdicts = diagnose_all(generic=args.generic)
+    took = time.perf_counter() - start
+    if args.batch:
+        verdicts = [v for v in verdicts if v.batch == args.batch]
+    sys.stdout.write(
+        report(
+            verdicts,
+            args.split or ["tuning", "heldout"],
+            misses=args.misses,
+            heldout_misses=args.heldout_misses,
+            matrix=not args.no_matrix,
+        )
+    )
+    engines = len({v.engine for v in verdicts})
+    sys.stdout.write(
+        f"\n{len(verdicts)} logs from {engines} engines/runtimes, diagnosed in {took:.2f} s\n"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,294 @@
+"""Read a server log as records: the message of each line, its level, the process it came from.
+
+Logs reach autotune (and ``autotune diagnose``) in many dresses: docker-compose prefixes on
+every line (``vllm-1  | ``), journald or syslog stamps, ISO or short timestamps, ANSI colour,
+JSON lines from ``docker logs``, the rank and process prefixes of multi-process engines
+(``[2025-01-01 10:00:00 TP0]``, ``(VllmWorker rank=0 pid=1) ERROR 01-01 12:00:00 [x.py:1]``,
+``[rank0]:[E626 ...]``), several ranks' lines interleaved, and lines that an issue thread
+flattened into one. :func:`parse_log` undresses each line into a :class:`LogLine`: the
+message a rule is matched against, the level a prefix announced, and the process or rank it
+came from (so that one rank's traceback can be read apart from another's).
+
+:func:`detect_engine` names the engine (or runtime) that most likely wrote a log, from marks
+only that engine prints, and the rule family whose hints fit it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+MAX_PREFIXES = 8
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\\u001b\[[0-9;]*m|\[(?:\d{1,3};)*\d{1,3}m(?=\S)")
+_LEVELS = {
+    "E": "error",
+    "ERROR": "error",
+    "ERR": "error",
+    "F": "error",
+    "FATAL": "error",
+    "CRITICAL": "error",
+    "W": "warning",
+    "WARN": "warning",
+    "WARNING": "warning",
+    "I": "info",
+    "INFO": "info",
+    "D": "info",
+    "DEBUG": "info",
+    "TRACE": "info",
+}
+_LEVEL = r"(?P<lvl>TRACE|DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)"
+
+# One prefix each; tried in order at the start of the (remaining) line, repeatedly: they stack
+# ("vllm-1  | (APIServer pid=1) ERROR 01-01 12:00:00 [core.py:1] ...").
+_PREFIXES: tuple[re.Pattern[str], ...] = tuple(
+    re.compile(p)
+    for p in (
+        # docker compose: "vllm-1  | ", "ollama  | ", "inference-server_1  | "
+        r"(?P<src>[A-Za-z0-9][\w.\-]*)\s+\|\s?",
+        # markdown quote of a log in an issue thread
+        r">\s?(?=\S)",
+        # syslog / journald: "Aug 17 18:42:18 host vllm[8052]: "
+        r"[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d [\w.\-]+ [\w.\-/]+(?:\[\d+\])?:\s?",
+        # vLLM: "ERROR 01-01 12:00:00 [core.py:1] ", "INFO 11-18 18:07:28 engine.py:366] "
+        _LEVEL + r"[ \t]+(?:\d{4}-)?\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?[ \t]+"
+        r"(?:\[[^\]]+\]|[\w.]+:\d+\])[ \t]?",
+        # vLLM's stamp after another logger took its level: "08-07 07:04:32 [core.py:588] "
+        r"(?:\d{4}-)?\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?[ \t]+\[[\w./-]+:\d+\][ \t]?",
+        # cloud logging: "ERROR 2026-06-15T14:10:59.392125190Z "
+        _LEVEL + r"[ \t]+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?[ \t]+",
+        # logfmt (Go servers: Ollama): "time=2025-07-14T19:16:12.750+01:00 level=ERROR
+        # source=sched.go:457 "
+        r"time=\S+ level=(?P<lvl>[A-Za-z]+) (?:source=\S+ )?",
+        # ISO timestamp, with what loggers put after it: a level, a logger and pid, a bar
+        r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,:]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+        r"(?:[ \t]+[a-z_][\w.]*(?:\[\d+\])?[ \t]+\d+(?=[ \t]+[A-Z]))?"
+        r"(?:[ \t]*[-|]?[ \t]*" + _LEVEL + r"\b:?(?:[ \t]*[|-])?[ \t]*|[ \t]*\|[ \t]?|[ \t]?)",
+        # lmdeploy: "01/19 15:19:51 - turbomind - WARNING - "
+        r"\d\d/\d\d \d\d:\d\d:\d\d - [\w.]+ - " + _LEVEL + r" - ",
+        # llama.cpp: "0.00.174.294 E "
+        r"\d+\.\d\d\.\d{3}\.\d{3} (?P<lvl>[EWID]) ",
+        # short stamps: "14:46:00.150stderr", "[14:41:59] "
+        r"\d\d:\d\d:\d\d[.,]\d+(?:stderr|stdout)?\s?",
+        # glog: "E0101 12:00:00.000 123 file.cc:1] "
+        r"(?P<lvl>[IWEF])\d{4} \d\d:\d\d:\d\d\.\d+[ \t]+\d+[ \t]+[\w.]+:\d+\][ \t]?",
+        # NCCL: "host:123:456 [0] "
+        r"[\w.-]+:\d+:\d+ \[\d+\][ \t]",
+        # ray: "(pid=123) ", "(raylet) "
+        r"\((?:pid|raylet)[^)]{0,60}\)[ \t]?",
+        # process and rank of multi-process engines: "(VllmWorker rank=0 pid=1) ", "(EngineCore_DP0
+        # pid=804) ", "(SGLangWorker pid=38141, ip=10.0.0.1) "
+        r"\((?P<src>[A-Za-z_][\w.]*(?:[ ,]+[\w.]+=[^\s,)]*)*)\)[ \t]?",
+        # bracketed stamps and tags: "[2025-01-01 10:00:00 TP0] ", "[rank0]:", "[E626 06:24:44.9
+        # ProcessGroupNCCL.cpp:616] ", "[TensorRT-LLM][ERROR] ", "[TRT] [E] ", "[TM][ERROR] "
+        r"\[(?P<tag>[^\[\]]{1,80})\]:?[ \t]?",
+        # a bare level: uvicorn's "INFO:     ", "ERROR:    ", "WARNING:  "
+        _LEVEL + r":[ \t]+",
+        # TGI's tracing targets: "shard-manager: text_generation_launcher: "
+        r"(?:[\w\-]+(?:\{[^}]*\})?:)*\s?(?:[\w\-]+: )?(?:text_generation|lorax)_\w+: "
+        r"(?:[\w/.\-]+\.rs:\d+: )?",
+    )
+)
+_TAG_LEVEL = re.compile(
+    r"^(?P<lvl>[IWEF])\d{3,4}\b|^(?P<word>(?i:error|warning|warn|info)|E|W|I|F)$"
+)
+_SOURCE_TAG = re.compile(r"\b((?:DP|TP|EP|PP)\d+(?: (?:DP|TP|EP|PP)\d+)*)\]?$|^(rank\d+)$")
+
+# A worker prefix in the middle of a line: the thread flattened several lines into one.
+_INLINE_PREFIX = re.compile(
+    r"(?<=\S)\s+(?=\((?:[A-Za-z_][\w.]*)(?: rank=\d+)? pid=\d+(?:, ip=[\d.]+)?\) )"
+)
+
+_WARNING_TEXT = re.compile(
+    r"^(?:Warning|WARNING|warnings\.warn)\b|\b(?:User|Future|Deprecation|Syntax|Resource|Runtime)"
+    r"Warning\b|^\s*warnings\.warn\("
+)
+_EXC_HEAD = re.compile(
+    r"^(?:[A-Za-z_][\w.]*\.)?[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure)(?:[:(]|$)"
+)
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """One line of a log, undressed.
+
+    Attributes:
+        raw: the line as written (one segment of a flattened line).
+        text: the message, without the prefixes before it.
+        level: ``error``, ``warning`` or ``info`` when a prefix or the message says so.
+        source: the process or rank the line came from (``TP0``, ``rank1``, ``VllmWorker
+            rank=1 pid=7``), when a prefix names one.
+    """
+
+    raw: str
+    text: str
+    level: str | None = None
+    source: str | None = None
+
+    @property
+    def is_warning(self) -> bool:
+        """A warning: announced as one by its prefix or by its words."""
+        return self.level == "warning" or bool(_WARNING_TEXT.search(self.text[:200]))
+
+
+_JSON_LEVELS = {60: "error", 50: "error", 40: "warning", 30: "info", 20: "info", 10: "info"}
+
+
+def _json_message(value: object) -> tuple[str, str | None] | None:
+    """(message, level) of a JSON log record: the ``log`` field of ``docker logs``, the
+    ``msg``/``message`` of structured loggers (pino, tracing's ``fields.message``)."""
+    if not isinstance(value, dict):
+        return None
+    fields = value.get("fields")
+    for holder, key in ((value, "log"), (value, "msg"), (value, "message"), (fields, "message")):
+        if isinstance(holder, dict) and isinstance(holder.get(key), str):
+            message = str(holder[key]).rstrip("\n")
+            break
+    else:
+        return None
+    level = value.get("level")
+    if isinstance(level, int):
+        return message, _JSON_LEVELS.get(level)
+    if isinstance(level, str):
+        return message, _LEVELS.get(level.upper())
+    return message, None
+
+
+def _unwrap_json(line: str) -> tuple[str, str | None]:
+    """The message of a JSON log line (and the level it names), or the line as it is."""
+    stripped = line.strip()
+    if not stripped.startswith("{"):
+        return line, None
+    try:
+        found = _json_message(json.loads(stripped))
+    except ValueError:  # a json line cut short in a thread: take its log field by hand
+        match = re.match(r'\{"log":"((?:[^"\\]|\\.)*)"', stripped)
+        if match is None:
+            return line, None
+        try:
+            return str(json.loads(f'"{match.group(1)}"')).rstrip("\n"), None
+        except ValueError:  # an escape cut in half: the field as written is still the message
+            return match.group(1), None
+    return found if found is not None else (line, None)
+
+
+def _undress(line: str) -> tuple[str, str | None, str | None]:
+    """(message, level, source) of one line."""
+    text = line.rstrip("\r\n")
+    level: str | None = None
+    source: str | None = None
+    for _ in range(MAX_PREFIXES):
+        for prefix in _PREFIXES:
+            match = prefix.match(text)
+            if match is None or not match.group(0):
+                continue
+            groups = match.groupdict()
+            if groups.get("lvl"):
+                level = _LEVELS.get(groups["lvl"].upper(), level)
+            if groups.get("src"):
+                source = groups["src"].strip()
+            tag = groups.get("tag")
+            if tag is not None:
+                tag = tag.strip()
+                found = _TAG_LEVEL.match(tag)
+                if found is not None:
+                    level = _LEVELS.get((found.group("lvl") or found.group("word")).upper(), level)
+                where = _SOURCE_TAG.search(tag)
+                if where is not None:
+                    source = where.group(1) or where.group(2)
+            text = text[match.end() :]
+            break
+        else:
+            break
+    return text, level, source
+
+
+def strip_prefix(line: str) -> str:
+    """``line`` without the container, time, process, rank and logger prefixes before it."""
+    return _undress(_ANSI.sub("", _unwrap_json(line)[0]))[0]
+
+
+def parse_log(lines: Sequence[str]) -> list[LogLine]:
+    """Every line of ``lines`` undressed (a flattened line becomes one record per segment)."""
+    out: list[LogLine] = []
+    for line in lines:
+        unwrapped, json_level = _unwrap_json(line)
+        plain = _ANSI.sub("", unwrapped)
+        carry = ""
+        parts = _INLINE_PREFIX.split(plain) if "pid=" in plain else [plain]
+        for part in parts:
+            segment = carry + part
+            text, level, source = _undress(segment)
+            if len(parts) > 1 and not text.strip():
+                carry = segment + " "  # only prefixes: they belong to the next segment
+                continue
+            carry = ""
+            level = level or json_level
+            if level is None and _EXC_HEAD.match(text.strip()):
+                level = "error"
+            out.append(LogLine(raw=segment.rstrip("\r\n"), text=text, level=level, source=source))
+        if carry:
+            out.append(LogLine(raw=carry.rstrip(), text=""))
+    return out
+
+
+# name, rule family (whose hints fit it), marks. Forks and wrappers before what they run, and
+# engines before the runtimes they use: the first name with a mark in the log is the answer.
+ENGINE_MARKS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
+    (name, family, re.compile(pattern))
+    for name, family, pattern in (
+        ("vllm-ascend", "vllm", r"vllm[_-]ascend|torch_npu|NPU out of memory"),
+        ("mindie", "common", r"mindie"),
+        ("aphrodite", "vllm", r"aphrodite"),
+        ("lorax", "tgi", r"lorax"),
+        ("sglang", "sglang", r"sglang|sgl_kernel|\bTP\d+\] |Scheduler hit an exception"),
+        (
+            "tgi",
+            "tgi",
+            r"text[_-]generation[_-](?:launcher|server|router|client|inference)|"
+            r"ShardCannotStart",
+        ),
+        ("trtllm", "trtllm", r"TensorRT-LLM|tensorrt_llm|TRT-LLM|trtllm"),
+        ("lmdeploy", "lmdeploy", r"lmdeploy|turbomind|\[TM\]"),
+        ("lightllm", "lightllm", r"lightllm"),
+        ("vllm", "vllm", r"vllm|vLLM|VllmWorker|EngineCore"),
+        ("mistral.rs", "mistralrs", r"mistralrs|mistral\.rs"),
+        ("ollama", "llamacpp", r"ollama"),
+        ("localai", "llamacpp", r"LocalAI|localai"),
+        (
+            "llama.cpp",
+            "llamacpp",
+            r"llama_model_load|llama_model_loader|ggml_|llama[_-]server|"
+            r"llama\.cpp|llama_cpp|llama_new_context|llama_kv_cache|llama_context",
+        ),
+        ("exllamav2", "common", r"exllamav2|tabbyapi"),
+        ("xinference", "vllm", r"xinference|xoscar"),
+        ("tensorrt", "trtllm", r"\[TRT\]|TensorRT|deserializeCudaEngine"),
+        ("triton", "common", r"triton\.runtime|PTXASError|tritonserver"),
+        ("transformers", "transformers", r"transformers/|ContinuousBatching|from_pretrained"),
+        (
+            "nccl",
+            "collective",
+            r"nccl-tests|all_reduce_perf|Test NCCL failure|NCCL failure|"
+            r"rccl",
+        ),
+        (
+            "torch.distributed",
+            "collective",
+            r"ProcessGroupNCCL|torch\.distributed|c10d|"
+            r"torchrun|\[rank\d+\]",
+        ),
+        ("deepspeed", "common", r"deepspeed"),
+        ("ray", "common", r"\(raylet\)|RayWorker|ray\.exceptions"),
+    )
+)
+
+
+def detect_engine(text: str) -> tuple[str, str] | None:
+    """(engine, rule family) of the engine that most likely wrote ``text``; None if unknown."""
+    for name, family, regex in ENGINE_MARKS:
+        if regex.search(text):
+            return name, family
+    return None

@@ -1,18 +1,20 @@
 """Accuracy of `autotune diagnose` on the corpus of real crash logs (tests/data/crashlogs).
 
 Each log is an excerpt of a public issue thread, labelled with its cause and phase; the labels
-file splits it into a tuning part (rules may be written from it) and a held-out part (never
-looked at while writing rules), in two batches (tests/data/crashlogs/MANIFEST.md). Each log is
-diagnosed exactly as ``autotune diagnose LOG`` does (engine guessed from the log, no exit
-code), in this process. Prints, per split: cause accuracy, phase accuracy among the right
-causes, ``ok`` answers for logs of failed runs, per-cause precision and recall, and the
-confusion matrix.
+file splits it into a tuning part (rules and vocabulary may be learnt from it) and a held-out
+part (never looked at while writing them), in batches gathered on different dates
+(tests/data/crashlogs/MANIFEST.md: each later batch was classified once, fresh, before anything
+was learnt from it). Each log is diagnosed exactly as ``autotune diagnose LOG`` does (engine
+guessed from the log, no exit code), in this process. Prints, per split: cause accuracy, phase
+accuracy among the right causes, ``ok`` answers for logs of failed runs, per-cause precision
+and recall, and the confusion matrix.
 
-    python bench/diagnosis.py                     # both splits, every batch
-    python bench/diagnosis.py --batch 2026-12-06  # the batch gathered for issue 51 only
-    python bench/diagnosis.py --misses            # list the tuning part's misses
-    python bench/diagnosis.py --generic           # common rules only (the `command` engine)
-    python bench/diagnosis.py --dress             # same answers with every line re-dressed?
+    python bench/diagnosis.py                      # both splits, every batch
+    python bench/diagnosis.py --batch 2026-12-06f  # one batch (labels.csv `added`)
+    python bench/diagnosis.py --misses             # list the tuning part's misses
+    python bench/diagnosis.py --generic            # common rules only (the `command` engine)
+    python bench/diagnosis.py --no-rules           # no rule at all: family scoring alone
+    python bench/diagnosis.py --dress              # same answers with every line re-dressed?
 
 ``--misses`` lists tuning logs only: the held-out part is not for writing rules
 (``--misses --heldout-misses`` shows those too, for a report after the rules are fixed).
@@ -78,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", choices=["tuning", "heldout", "all"], action="append")
     parser.add_argument("--batch", help="only the logs added on this date (labels.csv `added`)")
     parser.add_argument("--generic", action="store_true", help="common rules for every log")
+    parser.add_argument("--no-rules", action="store_true", help="no rule: family scoring alone")
     parser.add_argument("--misses", action="store_true", help="list the tuning logs missed")
     parser.add_argument(
         "--heldout-misses", action="store_true", help="with --misses: the held-out ones too"
@@ -91,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
                 sys.stdout.write(f"{split} {name}: {len(ids)} answers change {' '.join(ids)}\n")
         return 0
     start = time.perf_counter()
-    verdicts = diagnose_all(generic=args.generic)
+    verdicts = diagnose_all(generic=args.generic, no_rules=args.no_rules)
     took = time.perf_counter() - start
     if args.batch:
         verdicts = [v for v in verdicts if v.batch == args.batch]

@@ -109,6 +109,9 @@ class Rule(_Frozen):
     permanent: bool = True  # False: could pass on a retry (flaky, infra)
     blame: tuple[str, ...] = ()
     fatal: bool = True  # False: evidence only, does not end the trial by itself
+    # True: a generic line (an assertion, a crash, a loose out-of-memory) that says *that*
+    # something failed; a more specific family named in its words or the log's is the cause.
+    generic: bool = False
     # A regex that must also match within NEAR_LINES of the hit (e.g. a KV-pool frame near an
     # out-of-memory line); None: the pattern alone decides.
     near: str | None = None

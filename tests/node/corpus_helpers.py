@@ -42,14 +42,18 @@ def load_labels(corpus: Path = CORPUS) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
-def diagnose_all(corpus: Path = CORPUS, *, generic: bool = False) -> list[Verdict]:
-    """Diagnose every log of the corpus as ``autotune diagnose`` would."""
+def diagnose_all(
+    corpus: Path = CORPUS, *, generic: bool = False, no_rules: bool = False
+) -> list[Verdict]:
+    """Diagnose every log of the corpus as ``autotune diagnose`` would (``generic``: with the
+    common rules only; ``no_rules``: with no rule, the family scoring of node/families.py
+    alone)."""
     common, _ = rules_for("common")
     out = []
     for row in load_labels(corpus):
         text = (corpus / f"{row['id']}.log").read_text(encoding="utf-8", errors="replace")
-        if generic:
-            failure = diagnose_lines(text.splitlines(), common)
+        if generic or no_rules:
+            failure = diagnose_lines(text.splitlines(), [] if no_rules else common)
             engine = ""
         else:
             found = diagnose_text(text)

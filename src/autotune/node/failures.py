@@ -34,6 +34,24 @@ from pathlib import Path
 from typing import Any
 
 from autotune.models import Cause, Failure, Milestone, Phase, Rule
+from autotune.node.families import (
+    CONTEXT_LINE,
+    DEEP_LINE,
+    ERROR_LINE,
+    EXCEPTION_LINE,
+    FRAME_LINE,
+    GENERIC,
+    LATER_ERROR_LINE,
+    PHASE_PRIOR,
+    REFINES,
+    WARNING_LINE,
+    Focus,
+    Verdict,
+    decisive,
+    fatal_sign,
+    name_family,
+    names,
+)
 from autotune.node.logparse import LogLine, detect_engine, parse_log, strip_prefix
 
 __all__ = [
@@ -99,7 +117,15 @@ _EXC_LINE = re.compile(
 _ERROR_LINE = re.compile(
     r"^(?:ERROR|FATAL|CRITICAL|Fatal|FAILED|Error|\[?E\]?)\b[: ]|^error(?:\[\w+\])?: |"
     r"\bpanicked at\b|^terminate called|^\S+: error: |^Segmentation fault|\bcore dumped\b|"
-    r"^Killed$|exited with code [1-9]|exit code[:= ]+-?[1-9]"
+    r"^Killed$|exited with code [1-9]|exit code[:= ]+-?[1-9]|"
+    # a library's numbered error ("cuBLAS error 15 at x.cu:7956"), a component's ("load_model:
+    # error 'Model format not supported'")
+    r"\berror \d+ at \S+:\d+|(?:^|\s)[\w.]+: error\b"
+)
+# A failure stated in words, without an error word: "couldn't bind HTTP server socket".
+_FAILED_TO = re.compile(
+    r"^(?:[\w.]+: )?(?:[Cc]ouldn't|[Cc]ould not|[Cc]annot|[Cc]an't|[Uu]nable to|[Ff]ailed to) "
+    r"[a-z]+\b"
 )
 _ROUTINE = re.compile(
     r"^(?:Avg prompt throughput|Avg generation throughput|Decode batch|Prefill batch|"
@@ -143,48 +169,6 @@ _ECHO = re.compile(
 )
 _FRAME = re.compile(r'^\s*File "|^\s*File \'|^\s+at |^\s*frame #\d+|^\d+\s+0x[0-9a-f]+ |^│')
 
-# Frames that name a family when a traceback is cut before its exception.
-_CUT_FRAMES: tuple[tuple[Cause, re.Pattern[str]], ...] = (
-    (
-        Cause.CUDA_GRAPH_CAPTURE,
-        re.compile(
-            r"capture_model|_capture_cudagraphs|capture_one_batch_size|cuda_graph_runner|"
-            r"init_cuda_graphs|CudaGraphRunner|graph_runner\.capture|torch/cuda/graphs\.py"
-        ),
-    ),
-    (
-        Cause.KV_POOL_OOM,
-        re.compile(
-            r"initialize_from_config|\binitialize_cache\b|initialize_kv_cache|_allocate_kv_cache|"
-            r"init_memory_pool|\b(?:key|value|kv)_buffer\b|KVCache\(|cache_engine\.py"
-        ),
-    ),
-    (
-        Cause.NCCL_ERROR,
-        re.compile(
-            r"init_worker_distributed_environment|initialize_model_parallel|"
-            r"init_distributed_environment|init_process_group|ensure_model_parallel_initialized|"
-            r"PyNcclCommunicator|NCCL_CHECK|pynccl"
-        ),
-    ),
-)
-_CUT_DEEPEST: tuple[tuple[Cause, re.Pattern[str]], ...] = (
-    (
-        Cause.MODEL_UNSUPPORTED,
-        re.compile(
-            r"_?get_model_architecture|resolve_model_cls|inspect_model_cls|_raise_for_unsupported|"
-            r"get_model_cls_by_arch|ModelRegistry\."
-        ),
-    ),
-    (
-        Cause.INVALID_ARGUMENT,
-        re.compile(
-            r"arg_utils\.py|server_args\.py|create_engine_config|create_model_config|_verify_args|"
-            r"check_server_args|from_cli_args|parse_args\("
-        ),
-    ),
-)
-_IMPORT_LINE = re.compile(r"^\s+(?:from [\w.]+ import |import [\w.]+)")
 _CAPTURE_RUNNING = re.compile(
     r"Capturing CUDA graph|Capture cuda graph begin|Capturing batches|Capturing cudagraphs|"
     r"Capturing the model for CUDA graphs"
@@ -256,6 +240,12 @@ _PHASE_MARKERS: tuple[tuple[Phase, re.Pattern[str]], ...] = (
     ),
 )
 _STARTUP = (Phase.LOAD, Phase.MEMORY_POOL, Phase.GRAPH_CAPTURE)
+_RUNNING = (Phase.READY, Phase.WARMUP, Phase.BENCHMARK)
+# Families that happen in one phase only, whatever the frames around them say.
+_FAMILY_PHASE = {
+    Cause.KV_POOL_OOM: Phase.MEMORY_POOL,
+    Cause.CUDA_GRAPH_CAPTURE: Phase.GRAPH_CAPTURE,
+}
 
 # The phase a cause implies when the log shows nothing else.
 CAUSE_PHASE: dict[Cause, Phase] = {
@@ -271,6 +261,8 @@ CAUSE_PHASE: dict[Cause, Phase] = {
     Cause.RUNTIME_CRASH: Phase.BENCHMARK,
     Cause.BENCHMARK_ERRORS: Phase.BENCHMARK,
     Cause.NODE_LOST: Phase.BENCHMARK,
+    Cause.ASSERTION: Phase.BENCHMARK,  # an internal check: most fail while serving
+    Cause.PORT_IN_USE: Phase.LOAD,  # the HTTP server or the ranks' store binds after loading
 }
 
 # Generic progress lines, used when a log is diagnosed without the engine's milestones: the
@@ -341,6 +333,24 @@ def blamed(names: Iterable[str], argv: Sequence[str], env: dict[str, str]) -> li
     return out
 
 
+_RANK_ECHO = 4  # how far back a line another rank wrote the same is looked for
+
+
+def _one_per_rank(records: Iterable[LogLine]) -> list[LogLine]:
+    """``records`` without the lines that another rank (or process) has just written the same:
+    several ranks logging one failure interleave copies of each line, and a message, its
+    continuation and its traceback must read as they would from one rank."""
+    kept: list[LogLine] = []
+    for rec in records:
+        echo = rec.source is not None and any(
+            prev.text == rec.text and prev.source not in (None, rec.source)
+            for prev in kept[-_RANK_ECHO:]
+        )
+        if not echo:
+            kept.append(rec)
+    return kept
+
+
 @dataclass(frozen=True)
 class _Log:
     """A log undressed: per record its raw text, its message and whether it is a warning."""
@@ -352,7 +362,7 @@ class _Log:
 
     @classmethod
     def read(cls, lines: Sequence[str]) -> _Log:
-        records = tuple(parse_log(lines))
+        records = tuple(_one_per_rank(parse_log(lines)))
         return cls(
             records=records,
             raw=tuple(r.raw for r in records),
@@ -569,15 +579,21 @@ def _in_trace(text: str) -> bool:
     )
 
 
-def _trace_block(stripped: Sequence[str], at: int) -> Sequence[str]:
-    """The traceback (or stack dump) around index ``at``: its frames, not the progress lines
-    logged before it, which belong to earlier phases."""
+def _block_span(stripped: Sequence[str], at: int) -> tuple[int, int]:
+    """[start, end) of the traceback (or stack dump) around index ``at``."""
     start = at
     while start > 0 and at - start < BLOCK_BEFORE and _in_trace(stripped[start - 1]):
         start -= 1
     end = at + 1
     while end < len(stripped) and end - at < BLOCK_AFTER and _in_trace(stripped[end]):
         end += 1
+    return start, end
+
+
+def _trace_block(stripped: Sequence[str], at: int) -> Sequence[str]:
+    """The traceback (or stack dump) around index ``at``: its frames, not the progress lines
+    logged before it, which belong to earlier phases."""
+    start, end = _block_span(stripped, at)
     return stripped[start:end]
 
 
@@ -705,15 +721,23 @@ def _looks_like_error(text: str) -> bool:
     return any(word in lowered for word in _ERROR_WORDS) and bool(_ERROR_LINE.search(head))
 
 
+def _is_error_record(rec: LogLine) -> bool:
+    """An error: announced as one by its level or shape, or saying a process died, or naming
+    a family decisively in a line its logger did not mark as information."""
+    if rec.level == "error" or _looks_like_error(rec.text):
+        return True
+    return rec.level != "info" and (
+        fatal_sign(rec.text) or decisive(rec.text) or bool(_FAILED_TO.search(rec.text[:HEAD]))
+    )
+
+
 def _signals(log: _Log, milestones: Sequence[Milestone], reached: Phase | None = None) -> _Signals:
     exception = _first_fatal_exception(log)
     error = next(
         (
             i
             for i, rec in enumerate(log.records)
-            if not log.warning[i]
-            and rec.text.strip()
-            and (rec.level == "error" or _looks_like_error(rec.text))
+            if not log.warning[i] and rec.text.strip() and _is_error_record(rec)
         ),
         None,
     )
@@ -738,6 +762,11 @@ def _signals(log: _Log, milestones: Sequence[Milestone], reached: Phase | None =
             progress = i
             break
     return _Signals(exception, error, traceback, ready, reached, capture, progress)
+
+
+def _last_line(log: _Log) -> int | None:
+    """Index of the last line with a message, if any."""
+    return next((i for i in range(len(log.text) - 1, -1, -1) if log.text[i].strip()), None)
 
 
 def _stalled(log: _Log) -> int | None:
@@ -780,54 +809,139 @@ def _warned_import(log: _Log) -> int | None:
     (only warnings follow it); a program that went on after it was not stopped by it."""
     for i in range(len(log.text) - 1, -1, -1):
         text = log.text[i]
-        if _WARNED_IMPORT.search(text[: HEAD * 2]):
+        if _WARNED_IMPORT.search(text[: HEAD * 2]) or names(text, Cause.IMPORT_ERROR):
             return i
         if text.strip() and not log.warning[i]:
             return None
     return None
 
 
-def _cut_family(log: _Log, sig: _Signals) -> tuple[Cause, int] | None:
-    """The family a traceback cut before its exception points to, from its frames."""
-    if sig.traceback is None:
-        return None
-    if sig.exception is not None and sig.exception > sig.traceback:
-        return None  # not cut: the exception that ends it is there
-    block = _trace_block(log.text, sig.traceback)
-    lines = [
-        *block,
-        *(
-            log.text[i]
-            for i in range(max(0, sig.traceback - BLOCK_BEFORE), len(log.text))
-            if log.records[i].level == "error"
-        ),
-    ]
-    for cause, regex in _CUT_FRAMES:
-        if any(regex.search(x) for x in lines):
-            return cause, sig.traceback
-    # Else the deepest frame that names a family: model lookup, argument checks, an import.
-    code = [x for x in block if x.strip() and not _FRAME.match(x) and not _is_exception(x)]
-    if code and _IMPORT_LINE.match(code[-1]):
-        return Cause.IMPORT_ERROR, sig.traceback
-    for line in reversed(block):
-        for cause, regex in _CUT_DEEPEST:
-            if regex.search(line):
-                return cause, sig.traceback
-    return None
+def _message_lines(log: _Log, at: int) -> list[Focus]:
+    """The exception (or error) line at ``at`` and the lines that continue its message (a
+    validation error's details, a wrapped message), not the frames after it."""
+    lines = [Focus(at, log.text[at], EXCEPTION_LINE, raw=log.raw[at])]
+    # A message wrapped by a console logger goes on in indented lines: one message, read whole.
+    longest = 8 if at + 1 < len(log.text) and log.text[at + 1][:1].isspace() else 3
+    for j in range(at + 1, min(len(log.text), at + 1 + longest)):
+        text = log.text[j]
+        if not text.strip() or _FRAME.match(text) or _is_exception(text) or _TRACEBACK in text:
+            break
+        lines.append(Focus(j, text, EXCEPTION_LINE, raw=log.raw[j]))
+    return lines
 
 
-def _exception_family(text: str, phase: Phase) -> Cause | None:
-    """The family an exception's type (and words) name when no rule does."""
-    if re.search(r"OutOfMemoryError|[Oo]ut of memory|OUT_OF_MEMORY", text):
-        return Cause.CUDA_OOM
-    if re.search(r"\b(?:ImportError|ModuleNotFoundError)\b", text):
-        return Cause.IMPORT_ERROR
-    if re.search(r"\bAssertionError\b", text):
-        return Cause.ASSERTION
-    if re.search(r"\bTimeoutError\b", text):
-        running = phase in (Phase.READY, Phase.WARMUP, Phase.BENCHMARK)
-        return Cause.WATCHDOG_TIMEOUT if running else Cause.STARTUP_TIMEOUT
-    return None
+def _focus(log: _Log, sig: _Signals, exc: int | None) -> list[Focus]:
+    """The lines a failure's family is read from, each weighed by how much it tells: the first
+    fatal exception and its message, the error lines (the first most), the frames of a
+    traceback cut before its exception (its deepest code lines most), and the progress lines
+    just before the first failure (what was being done)."""
+    lines: list[Focus] = []
+    if exc is not None:
+        lines += _message_lines(log, exc)
+    seen = {f.index for f in lines}
+    texts: set[str] = set()
+    if sig.error is not None and sig.error not in seen:
+        texts.add(log.text[sig.error])
+        lines += [
+            Focus(f.index, f.text, ERROR_LINE * f.weight, raw=f.raw)
+            for f in _message_lines(log, sig.error)
+        ]
+    for i, rec in enumerate(log.records):
+        text = rec.text
+        if i in seen or log.warning[i] or not text.strip() or text[0].isspace():
+            continue
+        if _FRAME.match(text) or _TRACE_LINE.match(text) and not _is_exception(text):
+            continue
+        if not (_is_error_record(rec) or (rec.level is None and _is_exception(text))):
+            continue
+        if text in texts:  # every rank wrote it: one line
+            continue
+        texts.add(text)
+        # The first error report (its first line and the error lines right after it) weighs
+        # most: "Error loading model." may be followed by the line that says why.
+        first_report = sig.error is not None and sig.error <= i <= sig.error + 3
+        weight = ERROR_LINE if len(texts) == 1 or first_report else LATER_ERROR_LINE
+        lines += [
+            Focus(f.index, f.text, weight * f.weight, raw=f.raw) for f in _message_lines(log, i)
+        ]
+        if len(texts) >= 8:
+            break
+    if not any(decisive(f.text) for f in lines):
+        # No error names a family: what the warnings say decisively (a warning may be all there
+        # is, such as PyTorch's that it has no kernels for this GPU, or the import that failed
+        # before an exception saying a feature is missing).
+        weight = LATER_ERROR_LINE if not lines else WARNING_LINE
+        lines += [
+            Focus(i, log.text[i], weight, raw=log.raw[i])
+            for i in range(len(log.text))
+            if log.warning[i] and decisive(log.text[i])
+        ][:4]
+    if exc is not None and exc > 0 and _in_trace(log.text[exc - 1]):
+        # The traceback that ends in the exception: where it was raised (an argument check, a
+        # model lookup, a capture) speaks when its message does not.
+        start, _ = _block_span(log.text, exc - 1)
+        block = range(start, exc)
+        lines += [Focus(i, log.text[i], FRAME_LINE * 0.8, "frame") for i in block]
+        code = [i for i in block if log.text[i].strip() and not _is_exception(log.text[i])]
+        lines += [Focus(i, log.text[i], DEEP_LINE * 0.8, "deepest") for i in code[-3:]]
+    cut = sig.traceback is not None and (exc is None or exc < sig.traceback)
+    if cut and sig.traceback is not None:
+        start, end = _block_span(log.text, sig.traceback)
+        block = range(start, end)
+        lines += [Focus(i, log.text[i], FRAME_LINE, "frame") for i in block]
+        code = [i for i in block if log.text[i].strip() and not _is_exception(log.text[i])]
+        lines += [Focus(i, log.text[i], DEEP_LINE, "deepest") for i in code[-3:]]
+        # The error lines around it often name the method that failed ("Error executing
+        # method initialize_cache").
+        lines += [
+            Focus(f.index, f.text, FRAME_LINE, "frame")
+            for f in list(lines)
+            if f.kind == "message" and start - BLOCK_BEFORE <= f.index < end
+        ]
+    first = min(
+        (i for i in (exc, sig.error, sig.traceback) if i is not None),
+        default=len(log.text),
+    )
+    if cut and sig.traceback is not None:
+        first = min(first, next((f.index for f in lines if f.kind == "frame"), first))
+    before = [i for i in range(max(0, first - 12), first) if log.text[i].strip()]
+    lines += [Focus(i, log.text[i], CONTEXT_LINE, "context") for i in before[-4:]]
+    if cut and exc is None and sig.progress is not None and sig.progress < first:
+        lines.append(Focus(sig.progress, sig.reached.value, PHASE_PRIOR, "phase"))
+    return lines
+
+
+def _specific(
+    ctx: _Context,
+    verdict: Verdict,
+    log: _Log,
+    hits: Sequence[int],
+    rule: Rule,
+    reached: Phase,
+    rules: Sequence[Rule],
+    argv: Sequence[str],
+    env: dict[str, str],
+    message: str,
+) -> Failure:
+    """The failure of the more specific family a generic rule's line names."""
+    where = _FAMILY_PHASE.get(verdict.cause) or _resolve_phase(
+        None, reached, phase_in_block(log.text, verdict.at), verdict.cause
+    )
+    hint, permanent = _cause_hint(verdict.cause, where, rules)
+    if verdict.cause in (Cause.CUDA_OOM, Cause.KV_POOL_OOM, Cause.HOST_OOM):
+        at = verdict.at
+        message = _trim(message + _sizes(" ".join(log.text[max(0, at - 3) : at + 8])))
+    return _make(
+        ctx,
+        cause=verdict.cause,
+        phase=where,
+        hint=hint,
+        evidence=_evidence(log.raw, sorted({*hits, verdict.at})),
+        rule=rule.id,
+        permanent=permanent,
+        blame=blamed(rule.blame, argv, env),
+        message=message,
+    )
 
 
 def classify(
@@ -931,6 +1045,24 @@ def _classify(
         if rule.cause in (Cause.KV_POOL_OOM, Cause.CUDA_OOM, Cause.HOST_OOM):
             message = _trim(message + _sizes(" ".join(log.text[max(0, hits[0] - 3) : hits[0] + 8])))
         final = _resolve_phase(rule.phase, reached, phase_in_block(log.text, hits[0]), rule.cause)
+        if rule.generic or rule.cause in REFINES:
+            # A check that failed, a crash, a loose or a plain out-of-memory: it says *that*
+            # something failed; when its words (or the log's) name a more specific family, that
+            # is the cause (an assertion that a file opens, an out-of-memory raised in the KV
+            # cache's frames).
+            running = final in (Phase.READY, Phase.WARMUP, Phase.BENCHMARK)
+            focus = [f for i in hits[:3] for f in _message_lines(log, i)]
+            verdict = name_family([*focus, *_focus(log, sig, sig.exception)], running=running)
+            narrower = (
+                REFINES.get(rule.cause, frozenset())
+                if rule.cause not in GENERIC
+                else frozenset(Cause) - GENERIC
+            )
+            if verdict is not None and verdict.cause in narrower:
+                return (
+                    _specific(ctx, verdict, log, hits, rule, reached, rules, argv, env, message),
+                    False,
+                )
         if (
             rule.cause in (Cause.CUDA_OOM, Cause.RUNTIME_CRASH)
             and final == Phase.GRAPH_CAPTURE
@@ -989,28 +1121,48 @@ def _classify(
     exc = sig.exception
     if catch_all is not None and exc is None:
         exc = _last_exception(log)
-    cut = _cut_family(log, sig)
+    cut = sig.traceback is not None and (exc is None or exc < sig.traceback)
     if exc is not None:
         at = exc
         message = _message(log, exc)
-        family = _exception_family(log.text[exc], _later(reached, phase_in_block(log.text, exc)))
-        if family is not None:
-            cause = family
-        elif cut is not None and cut[1] > exc:
-            cause, at = cut
-            message = "the traceback stops before its exception: " + _message(log, at)
-    elif cut is not None:
-        cause, at = cut
-        message = "the traceback stops before its exception: " + _message(log, at)
     elif sig.traceback is not None:
         at = sig.traceback
-        message = "the traceback stops before its exception: " + _message(log, at)
     elif sig.error is not None:
         at = sig.error
         message = _message(log, at)
         hint = ERROR_HINT
     elif catch_all is not None:
         at = found[1][0] if found is not None else None
+    evidence: list[int] = [] if at is None else [at]
+    if at is not None or sig.failed:
+        # What the first fatal exception, the error lines, the frames of a cut traceback and
+        # the activity before them say, in any engine's words.
+        block_phase = phase_in_block(log.text, at) if at is not None else None
+        running = _later(reached, block_phase) in (Phase.READY, Phase.WARMUP, Phase.BENCHMARK)
+        verdict = name_family(_focus(log, sig, exc), running=running)
+        if verdict is not None:
+            cause = verdict.cause
+            if at is None:
+                at = verdict.at
+            if verdict.at not in evidence:
+                evidence.append(verdict.at)
+            if not message:
+                message = _message(log, verdict.at)
+            hint = None
+    if at is not None and not message:
+        message = _message(log, at)
+    if at is not None and cut and (exc is None or _FRAME.match(log.text[at])):
+        message = "the traceback stops before its exception: " + message
+    if (
+        at is not None
+        and sig.capture_running is not None
+        and at > sig.capture_running
+        and cause in (Cause.CUDA_OOM, Cause.RUNTIME_CRASH, Cause.ASSERTION, Cause.UNKNOWN)
+    ):
+        # A failure while CUDA graphs are being captured is the capture's.
+        cause = Cause.CUDA_GRAPH_CAPTURE
+        evidence = [sig.capture_running, *evidence]
+        hint = None
     block = phase_in_block(log.text, at) if at is not None else None
     where = _later(reached, block)
     if at is None and exit_code in (-9, 137):
@@ -1037,7 +1189,7 @@ def _classify(
             ),
             False,
         )
-    if at is None and not sig.ready and exit_code is None:
+    if at is None and not sig.ready and exit_code is None and reached not in _RUNNING:
         # The log stops during start-up with no error: a hang (or a capture that died).
         if sig.capture_running is not None:
             cause, at = Cause.CUDA_GRAPH_CAPTURE, sig.capture_running
@@ -1052,6 +1204,11 @@ def _classify(
             message = "the log stops before the server was ready; last progress: " + _message(
                 log, at
             )
+            hint = STOPPED_HINT
+        elif (last := _last_line(log)) is not None:
+            # No progress line this classifier knows, but the program was starting: it hung.
+            cause, at = Cause.STARTUP_TIMEOUT, last
+            message = "the log stops before the server was ready; last line: " + _message(log, at)
             hint = STOPPED_HINT
         else:
             return (
@@ -1116,19 +1273,17 @@ def _classify(
             hint = cause_hint
     if cause in (Cause.CUDA_OOM, Cause.KV_POOL_OOM):
         message = _trim(message + _sizes(" ".join(log.text[max(0, at - 3) : at + 8])))
-    if cause != Cause.UNKNOWN and block is None:
-        where = (
-            _resolve_phase(None, reached, None, cause)
-            if cause != Cause.CUDA_GRAPH_CAPTURE
-            else Phase.GRAPH_CAPTURE
-        )
+    if cause in _FAMILY_PHASE:
+        where = _FAMILY_PHASE[cause]
+    elif cause != Cause.UNKNOWN and block is None:
+        where = _resolve_phase(None, reached, None, cause)
     return (
         _make(
             ctx,
             cause=cause,
             phase=where,
             hint=hint,
-            evidence=_evidence(log.raw, [at]),
+            evidence=_evidence(log.raw, evidence or [at]),
             rule=catch_all.id if catch_all is not None else None,
             permanent=permanent,
             message=message,

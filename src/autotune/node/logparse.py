@@ -56,12 +56,18 @@ _PREFIXES: tuple[re.Pattern[str], ...] = tuple(
         _LEVEL + r"[ \t]+(?:\d{4}-)?\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?[ \t]+"
         r"(?:\[[^\]]+\]|[\w.]+:\d+\])[ \t]?",
         # vLLM's stamp after another logger took its level: "08-07 07:04:32 [core.py:588] "
-        r"(?:\d{4}-)?\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?[ \t]+\[[\w./-]+:\d+\][ \t]?",
+        r"(?:\d{4}-)?\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?[ \t]+"
+        r"(?:\[[\w./-]+:\d+\]|[\w.]+:\d+\])[ \t]?",
         # cloud logging: "ERROR 2026-06-15T14:10:59.392125190Z "
         _LEVEL + r"[ \t]+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?[ \t]+",
         # logfmt (Go servers: Ollama): "time=2025-07-14T19:16:12.750+01:00 level=ERROR
         # source=sched.go:457 "
         r"time=\S+ level=(?P<lvl>[A-Za-z]+) (?:source=\S+ )?",
+        # Python logging's "%(asctime)s - %(name)s - %(levelname)s - ": "2025-11-02
+        # 13:17:04,315 - vllm.v1.engine.core_client - ERROR - "
+        r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?[ \t]+-[ \t]+[\w.]+[ \t]+-[ \t]+"
+        + _LEVEL
+        + r"[ \t]+-[ \t]+",
         # ISO timestamp, with what loggers put after it: a level, a logger and pid, a bar
         r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,:]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
         r"(?:[ \t]+[a-z_][\w.]*(?:\[\d+\])?[ \t]+\d+(?=[ \t]+[A-Z]))?"
@@ -84,6 +90,9 @@ _PREFIXES: tuple[re.Pattern[str], ...] = tuple(
         # bracketed stamps and tags: "[2025-01-01 10:00:00 TP0] ", "[rank0]:", "[E626 06:24:44.9
         # ProcessGroupNCCL.cpp:616] ", "[TensorRT-LLM][ERROR] ", "[TRT] [E] ", "[TM][ERROR] "
         r"\[(?P<tag>[^\[\]]{1,80})\]:?[ \t]?",
+        # a Java logger's thread and class (log4j, logback): "W-9000-m_1.0-stdout
+        # org.pytorch.serve.wlm.WorkerLifeCycle - "
+        r"(?:[\w.\-]+[ \t]+)?(?:[a-z_]\w*\.){2,}[A-Z]\w*(?:\$\w+)?[ \t]+-[ \t]",
         # a bare level: uvicorn's "INFO:     ", "ERROR:    ", "WARNING:  "
         _LEVEL + r":[ \t]+",
         # TGI's tracing targets: "shard-manager: text_generation_launcher: "

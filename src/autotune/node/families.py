@@ -1,0 +1,723 @@
+"""Name a failure's family from what the log says, in words any engine uses, not its sentences.
+
+Rules (``rules/*.yaml``) match sentences an engine is known to print; a log from an engine or
+version no rule was written from says the same things in other words. This module scores
+each family of failure from the *vocabulary* of the lines that matter, so that a sentence
+never seen still lands in its family:
+
+- the **exception type** of the first fatal exception (``ModuleNotFoundError`` is an import
+  failure whatever its message; ``AssertionError`` is an assertion unless its message names a
+  more specific family; ``ValueError`` says nothing by itself);
+- the **words of its message** and of the first error lines: memory words (``out of memory``,
+  ``failed to allocate``, sizes), cache words next to memory words (a KV cache that does not
+  fit), kernel and architecture words (``sm_90``, ``ptxas``, ``no kernel image``, ``compute
+  capability``), loader words (``No module named``, ``undefined symbol``), argument and
+  validation shapes (``error: unrecognized arguments``, ``validation error for``, ``must be
+  divisible``, a path that does not exist), network and collective words (``NCCL``,
+  ``Connection reset``, ``Address already in use``), timeout words (``watchdog``, ``timed
+  out``), capture words, assertion shapes (``Assertion ... failed``, ``*_ASSERT``), crash
+  signals (``SIGSEGV``, ``Signal (11) received``, ``Killed`` at the end of a line);
+- the **frames** of a traceback cut before its exception (a capture frame, an allocator
+  frame, a process-group frame, an import statement);
+- the **activity** of the lines just before the first failure (NCCL set-up, KV-cache sizing).
+
+Each line gets a weight for how much it tells (the exception line most, context least) and
+each clue a weight for how decisive it is; a family's score is the sum over lines of the
+line's weight times its best clue. The top family is the answer when it is decisive enough
+and clear of the runner-up; otherwise none (the caller answers ``unknown`` with the evidence
+line). Timeout words are resolved by where the log stopped: while serving, a watchdog; before
+the server was ready, a start-up timeout.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from autotune.models import Cause
+
+__all__ = [
+    "FAMILY_ORDER",
+    "GENERIC",
+    "REFINES",
+    "Focus",
+    "Verdict",
+    "decisive",
+    "fatal_sign",
+    "names",
+    "name_family",
+    "scores",
+]
+
+# How much a line tells, by what it is.
+EXCEPTION_LINE = 1.0  # the first fatal exception line (and its message's continuation lines)
+ERROR_LINE = 0.8  # the first error line
+LATER_ERROR_LINE = 0.4  # later error lines (echoes and noise are frequent)
+WARNING_LINE = 0.6  # a warning naming a family, when no error line names one
+FRAME_LINE = 0.6  # a frame of a traceback cut before its exception
+DEEP_LINE = 1.0  # one of the deepest code lines of such a traceback
+CONTEXT_LINE = 0.3  # a progress line just before the first failure: what was being done
+PHASE_PRIOR = 1.5  # the phase reached, when the traceback is cut before its exception
+# What one kind of line may add to a family at most: many frames of one call chain, or many
+# progress lines of one activity, are one fact.
+CAPS = {"frame": 2.5, "deepest": 2.5, "context": 1.2}
+
+DECIDES = 2.0  # the least score that names a family
+DECISIVE = 3.0  # a clue this strong names its family wherever it stands in a message
+REFINE = 1.2  # the least score of a family that says which kind of a broader one it was
+
+_TIMEOUT = "timeout"  # timeout words: a watchdog while serving, a start-up timeout before
+
+
+@dataclass(frozen=True)
+class _Clue:
+    family: Cause | str
+    regex: re.Pattern[str]
+    weight: float
+
+
+def _clues(*rows: tuple[Cause | str, float, str]) -> tuple[_Clue, ...]:
+    return tuple(_Clue(family, re.compile(pattern), weight) for family, weight, pattern in rows)
+
+
+# Memory, cache and host words, composed below.
+_SHORT = (
+    r"(?:(?i:out of memory|not enough|insufficient|failed to allocate|cannot allocate|"
+    r"unable to allocate|could not allocate|exceed|larger than|too (?:small|large|few)|"
+    r"\bno (?:\w+ ){0,2}(?:memory|room|space)\b|\bleaves? no\b|cannot fit|can't fit|"
+    r"does(?: not|n't) fit|but only|only [\d.]+ ?\w* (?:\w+ )?(?:available|free|left))|OOM\b|"
+    r"is (?:0|zero|negative)\b|"
+    r"<= ?0\b|(?:^|[\s=:(\[])-\d)"
+)
+_CACHE = (
+    r"(?:\b[Kk][Vv][ _-]?[Cc]ache|kv_cache|cache blocks?|(?:GPU|gpu|cuda) blocks|num_gpu_blocks|"
+    r"(?:memory|token|KV) pool|max_total_num_tokens|mem[-_]fraction[-_]static|"
+    r"gpu[-_]memory[-_]utilization|prefill tokens|batch[-_](?:prefill|total)[-_]tokens|"
+    r"cache[-_]max[-_]entry|free_gpu_memory_fraction|paged KV|tokens in (?:the )?cache)"
+)
+_HOST = r"(?:\b(?:host|CPU|cpu|RAM|system|swap|pinned)\b)"
+
+# The vocabulary of each family in the message of an exception or an error line.
+WORDS: tuple[_Clue, ...] = _clues(
+    # --- memory ---------------------------------------------------------------------------------
+    (Cause.KV_POOL_OOM, 3.5, rf"^(?=.*{_CACHE})(?=.*{_SHORT})"),
+    (Cause.HOST_OOM, 3.5, rf"^(?=.*{_HOST}.{{0,40}}memory)(?=.*{_SHORT})"),
+    (
+        Cause.HOST_OOM,
+        3.5,
+        r"oom[-_ ]?kill|OOMKilled|Out of memory: Kill|Killed process \d+|invoked oom-killer|"
+        r"Memory cgroup out of memory|DefaultCPUAllocator|std::bad_alloc|^\s*MemoryError\b|"
+        r"Cannot allocate memory|memory pressure|running low on memory|(?:^|[\s\]|])Killed\s*$",
+    ),
+    (
+        Cause.HOST_OOM,
+        2.0,
+        r"\bSIGKILL\b|signal 9\b|[Ss]ignal: killed|exit(?:ed)?(?: with)?(?: status| code)?[:= ]+"
+        r"(?:137|-9)\b|code[:= ]-9\b",
+    ),
+    # an exit status that is a signal (128 + N): 132 an illegal instruction, 139 a segfault
+    (
+        Cause.ARCH_UNSUPPORTED,
+        3.0,
+        r"(?i:exit(?:ed)?[ _](?:with )?(?:status|code))[:= (]+(?:132|-4)\b",
+    ),
+    (
+        Cause.RUNTIME_CRASH,
+        3.0,
+        r"(?i:exit(?:ed)?[ _](?:with )?(?:status|code))[:= (]+(?:139|-11)\b",
+    ),
+    (
+        Cause.CUDA_OOM,
+        3.0,
+        r"out of memory|OutOfMemory|\bOOM\b|OUT_OF_MEMORY|cudaErrorMemoryAllocation|"
+        r"RESOURCE_EXHAUSTED|CUBLAS_STATUS_ALLOC_FAILED|Tried to allocate",
+    ),
+    (
+        Cause.CUDA_OOM,
+        2.0,
+        r"[Ff]ailed to allocate|[Aa]llocation (?:\S+ )*failed|unable to allocate|"
+        r"could not (?:be )?allocated?|not enough (?:GPU |device |VRAM |video )?memory|"
+        r"insufficient (?:GPU |device |VRAM )?memory|exceeds? (?:the )?(?:available |allowed )?"
+        r"(?:GPU |device )?memory|memory (?:is )?(?:insufficient|exhausted)",
+    ),
+    # an allocation that failed, with its size
+    (
+        Cause.CUDA_OOM,
+        3.0,
+        r"^(?=.*(?i:unable|cannot|can't|could not|failed|failure))(?=.*(?i:alloc))"
+        r"(?=.*\d ?[KMGT]i?B\b)",
+    ),
+    # --- the hardware ---------------------------------------------------------------------------
+    (
+        Cause.ARCH_UNSUPPORTED,
+        3.5,
+        r"no kernel image|NoKernelImage|invalid device function|NoBinaryForGpu|NO_BINARY_FOR_GPU|"
+        r"ptxas fatal|PTXAS error|[Uu]nsupported (?:gpu |GPU |CUDA |cuda |SM |sm )?architecture"
+        r"(?!s?:? ?\[?['\"]?\w*(?:For|Model|LM))|[Cc]ompute [Cc]apability|\bSIGILL\b|"
+        r"[Ii]llegal instruction|signal 4\b|(?:un|not )supported (?:on|by|for) (?:this|the current"
+        r"|your) (?:GPU|device|hardware|platform)|only supports? (?:Ampere|Hopper|Blackwell|"
+        r"Volta|Turing|sm_?\d+|GPUs)|[Bb]float16 is only supported|driver (?:version )?is "
+        r"(?:insufficient|too old)|UNSUPPORTED_PTX|unsupported toolchain|PTX JIT|incompatible "
+        r"(?:device|GPU|gpu|hardware)|capabilit(?:y|ies) sm_?\d+",
+    ),
+    (
+        Cause.ARCH_UNSUPPORTED,
+        2.0,
+        r"requires? sm_?\d+|\bsm_?\d{2,3}\+|"
+        r"\bsm_?\d{2,3}a?\b.*(?:not|un)|(?:not|un)\w* .*\bsm_?\d{2,3}a?\b|\bgfx\d{3,4}\w*\b.*"
+        r"(?:not|un)|(?:requires?|needs?) (?:a )?(?:newer )?(?:GPU|device|hardware)|"
+        r"[Mm]in(?:imum)?\.? (?:compute |CUDA )?capability|[Cc]urrent (?:compute )?capability",
+    ),
+    # --- the model ------------------------------------------------------------------------------
+    (
+        Cause.MODEL_UNSUPPORTED,
+        3.5,
+        r"(?:[Mm]odel|MODEL) (?:architecture|type)s?\b.*(?:not (?:supported|recogni[sz]ed)|"
+        r"unsupported|unknown|failed to be inspected)|(?:unknown|unsupported|unrecognized|"
+        r"Unrecognized) model (?:architecture|type)|[Uu]nsupported architectures?:? ?\[?['\"]?"
+        r"\w+(?:For\w+|Model|LM)\b|For(?:CausalLM|ConditionalGeneration|\w*Classification)'?\]? "
+        r"(?:is|are) not supported|does not (?:recognize|support) (?:this|the) (?:model|"
+        r"architecture)|not a supported model|cannot find tensor|is not supported by (?:this|the "
+        r"current) (?:version|engine|backend)|KeyError: '?\w+(?:For[A-Z]\w+|LMHeadModel)'?\s*$|"
+        r"(?:[Mm]odel|[Ff]ile|weights?) format (?:is )?(?:not supported|unsupported)|"
+        r"[Uu]nsupported (?:model|file) format",
+    ),
+    (
+        Cause.MODEL_UNSUPPORTED,
+        1.5,
+        r"model_type|trust[-_]remote[-_]code|missing (?:weight|tensor|key)s?\b|size mismatch for",
+    ),
+    # --- the installation -----------------------------------------------------------------------
+    (
+        Cause.IMPORT_ERROR,
+        3.5,
+        r"No module named|undefined symbol|cannot open shared object|DLL load failed|"
+        r"GLIBC\w*_[\d.]+'? not found|version `[\w.]+' not found|Symbol not found|"
+        r"Library not loaded|cannot import name|PackageNotFoundError|error while loading shared "
+        r"librar|(?:Function|symbol|Symbol) [\w.:]+ not found|module '[\w.]+' has no attribute|"
+        r"(?:unable to|cannot|can't|could not|failed to) (?:find|load|open|locate) (?:the )?"
+        r"(?:\w+ ){0,2}(?:library|libraries|shared object|plugin)\b",
+    ),
+    (
+        Cause.IMPORT_ERROR,
+        2.0,
+        r"(?:is|are) not installed|not installed\b|[Pp]lease install|[Ff]ailed to (?:import|load "
+        r"(?:library|extension|module))|could not load (?:library|module|dynamic library)|"
+        r"incompatible (?:torch|CUDA|cuda|version)|built (?:against|with) (?:a )?different|"
+        r"requires? .{0,60}to be installed",
+    ),
+    # --- the configuration ----------------------------------------------------------------------
+    (
+        Cause.INVALID_ARGUMENT,
+        3.5,
+        r"error: (?:unrecognized arguments|argument|invalid choice|the following (?:required )?"
+        r"arguments|ambiguous option|unexpected argument)|unrecognized arguments|"
+        r"^\s*usage: \S+ \[|validation errors? for \w+|^\s*Value error,|No such option|"
+        r"Invalid value for|unexpected extra argument|must be divisible|not divisible by|"
+        r"mutually exclusive|HFValidationError|RepositoryNotFoundError|GatedRepoError|"
+        r"is not a (?:local folder|valid model identifier)|Repo id must",
+    ),
+    (
+        Cause.INVALID_ARGUMENT,
+        3.0,
+        r"No such file or directory|does not exist|FileNotFoundError|[Ee]rror opening .{0,80}"
+        r"(?:file|engine|config)|(?:could not|cannot|can't|unable to) (?:open|find|read|locate) "
+        r".{0,60}(?:file|path|directory|folder|engine|config|checkpoint)",
+    ),
+    (
+        Cause.INVALID_ARGUMENT,
+        2.5,
+        r"(?:is|are) not a valid|(?:[Cc]ouldn't|[Cc]ould not|[Cc]annot|[Uu]nable to|[Ff]ailed "
+        r"to) parse (?:the )?(?:\w+ )?(?:parameter|argument|option|flag|value)|in (?:a |the )?"
+        r"wrong format|"
+        r"[Ii]nvalid (?:value|choice|option|config(?:uration)?|combination)|"
+        r"[Uu]nknown (?:argument|option|quantization|dtype|backend|parameter)|[Uu]nrecognized "
+        r"(?:option|argument|configuration|parameter)|(?:cannot|can't|can not) (?:be )?(?:used|"
+        r"combined|enabled|set) (?:together )?with|not supported (?:with|when|together|in "
+        r"combination)|(?:must|should) (?:be|have|not)\b|expected (?:one of|a |an )|"
+        r"greater than (?:the )?(?:derived|maximum|max)|out of range|positional argument|"
+        r"should (?:provide|specify|pass|set|use) |not (?:yet )?supported (?:for|with|by) (?:this|"
+        r"the) model|does not (?:yet )?support (?:\w+ ){0,3}(?:[Aa]ttention|attn|quantization|"
+        r"dtype|LoRA|lora|sharding|sharded|tensor parallel|pipeline parallel|speculative|prefix "
+        r"caching|chunked prefill|multi-?modal|tool|streaming|feature|option|mode)",
+    ),
+    # --- the host and the network ---------------------------------------------------------------
+    (
+        Cause.PORT_IN_USE,
+        4.0,
+        r"[Aa]ddress already in use|EADDRINUSE|AddrInUse|[Ee]rrno:? 98\b|(?:port|address) \S+ "
+        r"(?:is )?(?:already )?(?:in use|occupied|taken)|(?:failed|unable|could not|couldn't|"
+        r"cannot|can't) (?:to )?bind|failed to listen on",
+    ),
+    (
+        Cause.NCCL_ERROR,
+        3.5,
+        r"\b[NHR]CCL (?:error|failure|WARN)|nccl\w*(?:Error|Failure)|ncclUnhandled|ncclInternal|"
+        r"ncclSystem|ncclInvalid|ncclRemote|DistBackendError|HCCL\w* ?(?:error|fail)|hccl\w* "
+        r"fail|unhandled (?:cuda|system) error|Test NCCL failure|ncclCommInit\w* failed|"
+        r"Got completion with error|NET/IB.*[Ee]rror|Transport init error|MPI_ABORT|MPI error",
+    ),
+    (
+        Cause.NCCL_ERROR,
+        3.0,
+        r"^(?=.*(?:NCCL|nccl|gloo|Gloo|c10d|ProcessGroup|TCPStore|rendezvous))(?=.*(?:Connection "
+        r"(?:reset|refused|closed)|Broken pipe|closed by (?:peer|remote)|remote process exited))",
+    ),
+    (
+        Cause.NCCL_ERROR,
+        2.0,
+        r"^(?=.*(?:NCCL|nccl|gloo|Gloo|c10d|ProcessGroup|\brank\b|distributed|collective|TCPStore|"
+        r"rendezvous))(?=.*(?:Connection (?:reset|refused|closed)|Broken pipe|[Ee]rror|[Ff]ail|"
+        r"closed))",
+    ),
+    (Cause.NCCL_ERROR, 1.5, r"\b[NHR]CCL\b|\bnccl\w*|\bhccl\w*|\bgloo\b|\bMPI\b"),
+    # --- hangs ----------------------------------------------------------------------------------
+    (
+        Cause.WATCHDOG_TIMEOUT,
+        3.5,
+        r"[Ww]atchdog (?:caught|timeout|timed out|detected)|collective operation timeout|"
+        r"before timing out|Timeout\(ms\)=\d+|"
+        r"[Hh]eartbeat (?:monitor )?(?:timed out|timeout)|(?:RPC|rpc|collective|all_?reduce|"
+        r"all_?gather|broadcast|execute_model|dequeue) .{0,60}(?:timed out|timeout)",
+    ),
+    (
+        Cause.WATCHDOG_TIMEOUT,
+        3.5,
+        r"^(?=.*(?:\bworkers?\b|\bclients?\b|\branks?\b|\bstore\b|rendezvous|barrier|peers?\b|"
+        r"collective))(?=.*(?:[Tt]imed out|[Tt]imeout\b|[Tt]ime out))",
+    ),
+    (
+        Cause.STARTUP_TIMEOUT,
+        3.5,
+        r"^(?=.*(?:start|ready|initiali[sz]|launch|boot|health|warm ?up|to load))"
+        r"(?=.*(?:timed? ?out|timeout|within \d+|took too long|[Ee]xceeded|(?:failed|not ready|"
+        r"unhealthy|no response) after \d+(?:\.\d+)? ?(?:s|secs?|seconds|m|mins?|minutes)\b))",
+    ),
+    (_TIMEOUT, 2.5, r"\bTimeoutError\b|[Tt]imed out|[Tt]ime(?:d)? ?out after|deadline exceeded"),
+    # --- CUDA graphs ----------------------------------------------------------------------------
+    (
+        Cause.CUDA_GRAPH_CAPTURE,
+        4.0,
+        r"[Cc]apture cuda graph failed|CUDA ?[Gg]raph.{0,40}(?:fail|error)|[Gg]raph captur(?:e|ing)"
+        r".{0,40}(?:fail|error)|stream is capturing|cudaErrorStreamCapture|during (?:CUDA )?graph "
+        r"capture|cudaStreamCaptureStatus|uncaptured work|capture_begin|capture_end",
+    ),
+    # --- internal checks ------------------------------------------------------------------------
+    (
+        Cause.ASSERTION,
+        3.0,
+        r"Assertion\b.{0,200}fail|[A-Z]+_ASSERT\b|GGML_ASSERT|Check failed:|TORCH_CHECK|"
+        r"[Aa]ssert(?:ion)? (?:error|failure)",
+    ),
+    # --- crashes --------------------------------------------------------------------------------
+    (
+        Cause.RUNTIME_CRASH,
+        3.0,
+        r"illegal memory access|misaligned address|unspecified launch failure|device-side assert|"
+        r"Segmentation fault|SIGSEGV|SIGBUS|SIGABRT|SIGFPE|[Ss]ignal \(?(?:11|6|7|8)\)? received|"
+        r"[Cc]aught signal (?:11|6|7|8)\b|signal (?:11|6|7|8)\b|core dumped|Fatal Python error|"
+        r"panicked at|terminate called|Floating point exception|probability tensor contains|"
+        r"Memory access fault|double free|corrupted (?:size|double)|cudaErrorLaunchFailure|"
+        r"CUBLAS_STATUS_EXECUTION_FAILED|CUDA error: (?!out of memory)",
+    ),
+    (Cause.RUNTIME_CRASH, 1.5, r"\bAborted\b|\bsegfault|[Cc]rash(?:ed)?\b"),
+    # a kernel's own assert is a crash in GPU code, not a failed check of the engine's
+    (Cause.RUNTIME_CRASH, 3.5, r"_assert_async_cuda_kernel|block: \[\d+,\d+,\d+\], thread: \["),
+    # a kernel whose tiles need more on-chip memory than this GPU has
+    (
+        Cause.ARCH_UNSUPPORTED,
+        3.0,
+        r"out of resource: shared memory|OutOfResources|[Hh]ardware limit:? \d+",
+    ),
+    # --- the benchmark client -------------------------------------------------------------------
+    (
+        Cause.BENCHMARK_ERRORS,
+        2.5,
+        r"ConnectionRefusedError|[Ee]rrno 111\b|ClientConnectorError|ServerDisconnectedError|"
+        r"RemoteDisconnected|Max retries exceeded|Failed to establish a new connection|"
+        r"Cannot connect to host|ReadTimeout|ClientResponseError",
+    ),
+    # --- Ray ------------------------------------------------------------------------------------
+    (
+        Cause.NODE_LOST,
+        2.5,
+        r"NodeDiedError|node .{0,40}(?:died|dead|lost)|missed too many heartbeats|"
+        r"marked (?:as )?dead",
+    ),
+)
+
+# Frames anywhere in a traceback cut before its exception that say what was being done: a
+# capture, the KV cache's allocation, the process groups' set-up.
+FRAMES: tuple[_Clue, ...] = _clues(
+    (
+        Cause.CUDA_GRAPH_CAPTURE,
+        3.5,
+        r"capture_model|_capture_cudagraphs|capture_cudagraph|capture_one_batch_size|"
+        r"cuda_graph_runner|CudaGraphRunner|init_cuda_graphs|graph_runner\.capture|"
+        r"torch/cuda/graphs\.py|register_graph_buffers|"
+        # any engine's function that captures graphs: "in capture_graphs", "in _capture_all"
+        r"\bin _*capture\w*$|\bin \w*_(?:cuda_?)?graphs?_?capture\w*$|\bin \w*cuda_?graphs?\w*$",
+    ),
+    (
+        Cause.KV_POOL_OOM,
+        3.5,
+        r"initialize_from_config|\binitialize_cache\b|initialize_kv_cache|_allocate_kv_cache|"
+        r"init_memory_pool|\b(?:key|value|kv)_buffer\b|KVCache\(|cache_engine\.py|"
+        r"raise_if_cache_size_invalid|check_enough_kv_cache_memory|profile_max_num_token|"
+        r"kv_cache_init|[/\\](?:kv_)?cache(?:_engine|_manager)?\.py\"|^\s+(?:self\.)?(?:kv_)?cache\s*=\s*\w",
+    ),
+    (
+        Cause.NCCL_ERROR,
+        3.5,
+        r"init_worker_distributed_environment|initialize_model_parallel|"
+        r"init_distributed_environment|init_process_group|ensure_model_parallel_initialized|"
+        r"PyNcclCommunicator|NCCL_CHECK|pynccl|ncclCommInit",
+    ),
+    (Cause.NCCL_ERROR, 1.5, r"\binit_device\b|init_\w*distributed"),
+)
+
+# The deepest code lines of such a traceback: the check, the lookup or the import that failed.
+DEEPEST: tuple[_Clue, ...] = _clues(
+    (
+        Cause.MODEL_UNSUPPORTED,
+        2.5,
+        r"_?get_model_architecture|resolve_model_cls|inspect_model_cls|_raise_for_unsupported|"
+        r"get_model_cls_by_arch|ModelRegistry\.|get_model_class|configuration_auto\.py|"
+        r"CONFIG_MAPPING\[",
+    ),
+    (
+        Cause.INVALID_ARGUMENT,
+        2.5,
+        r"arg_utils\.py|server_args\.py|create_engine_config|create_model_config|_verify_args|"
+        r"check_server_args|from_cli_args|parse_args\(|validate_python",
+    ),
+    (
+        Cause.IMPORT_ERROR,
+        2.5,
+        r"^\s*(?:from [\w.]+ import |import [\w.]+)|_find_and_load|_gcd_import|import_module\(",
+    ),
+)
+
+# Lines before the first failure: what the program was doing.
+ACTIVITY: tuple[_Clue, ...] = _clues(
+    (Cause.NCCL_ERROR, 2.0, r"\bNCCL\b|\bnccl\b|\bHCCL\b|pynccl|init_process_group|rendezvous"),
+    (Cause.KV_POOL_OOM, 2.0, _CACHE + r"|# (?:GPU|CPU|cuda) blocks|Memory profiling"),
+    (Cause.CUDA_GRAPH_CAPTURE, 2.5, r"[Cc]apturing|[Cc]apture cuda graph begin|cudagraph"),
+)
+
+# The phase the log had reached, when the exception itself is cut away: after the KV cache was
+# sized, the pool's allocation or check is what fails.
+PHASES: tuple[_Clue, ...] = _clues((Cause.KV_POOL_OOM, 1.0, r"^memory_pool$"))
+
+# The exception's type: what it says before its message is read.
+_TYPES: tuple[tuple[re.Pattern[str], Cause | None, float], ...] = tuple(
+    (re.compile(p), cause, w)
+    for p, cause, w in (
+        (r"(?:ModuleNotFound|Import)Error$", Cause.IMPORT_ERROR, 3.5),
+        (r"OutOfMemoryError$|OutOfMemory$", Cause.CUDA_OOM, 3.0),
+        (r"^MemoryError$", Cause.HOST_OOM, 3.5),
+        (r"AssertionError$", Cause.ASSERTION, 3.0),
+        (
+            r"ValidationError$|ArgumentError$|ArgumentTypeError$|ConfigError$|UsageError$|"
+            r"BadParameter$|NoSuchOption$",
+            Cause.INVALID_ARGUMENT,
+            3.0,
+        ),
+        (r"FileNotFoundError$|NotADirectoryError$|IsADirectoryError$", Cause.INVALID_ARGUMENT, 2.5),
+        (r"DistBackendError$|DistNetworkError$|DistStoreError$|NcclError$", Cause.NCCL_ERROR, 3.0),
+        (r"TimeoutError$|Timeout$", None, 0.0),  # timeout words decide
+    )
+)
+_EXC_TYPE = re.compile(
+    r"^(?:[\w.]*[.:])?(?P<type>[A-Z]\w*(?:Error|Exception|Exit|Failure|Timeout|OutOfMemory))\b"
+)
+# Generic families: an internal check or a crash says *that* something failed; a more specific
+# family named in the same words is the cause (an assertion that a file opens, a crash that
+# runs out of memory).
+# (A crash yields only to a decisive family: a collective's watchdog reporting an illegal memory
+# access is still the crash.)
+_GENERIC: dict[Cause | str, float] = {Cause.ASSERTION: 3.0, Cause.RUNTIME_CRASH: 3.5}
+GENERIC = frozenset({Cause.ASSERTION, Cause.RUNTIME_CRASH})
+# A failed assertion that refuses a pair of settings ("X is not supported with Y") is an
+# assertion, not a refused argument: the engine's check of a combination (its hint says so),
+# which a study blames on the pair, where `invalid_argument` would condemn one value alone.
+_REFUSED_PAIR = re.compile(
+    r"not (?:yet )?supported (?:with|when|together|in combination|for)|(?:cannot|can't|can not)"
+    r" (?:be )?(?:used|combined|enabled|set) (?:together )?with|mutually exclusive|only "
+    r"(?:supported|works|available|compatible) (?:with|when|for)|incompatible with|"
+    r"requires? .{0,60}(?:to be )?(?:enabled|disabled|set)\b"
+)
+
+# Families that refine another: when the refining one scores nearly as high, it is named (an
+# out-of-memory in the KV cache's words is the cache's; a crash during a capture is the
+# capture's).
+REFINES: dict[Cause, frozenset[Cause]] = {
+    Cause.CUDA_OOM: frozenset({Cause.KV_POOL_OOM, Cause.HOST_OOM, Cause.CUDA_GRAPH_CAPTURE}),
+    Cause.RUNTIME_CRASH: frozenset(
+        {Cause.CUDA_GRAPH_CAPTURE, Cause.ARCH_UNSUPPORTED, Cause.CUDA_OOM, Cause.HOST_OOM}
+    ),
+    Cause.STARTUP_TIMEOUT: frozenset({Cause.CUDA_GRAPH_CAPTURE}),
+}
+
+# When two families score the same, the more specific one is named.
+FAMILY_ORDER: tuple[Cause, ...] = (
+    Cause.CUDA_GRAPH_CAPTURE,
+    Cause.KV_POOL_OOM,
+    Cause.PORT_IN_USE,
+    Cause.ARCH_UNSUPPORTED,
+    Cause.MODEL_UNSUPPORTED,
+    Cause.IMPORT_ERROR,
+    Cause.HOST_OOM,
+    Cause.CUDA_OOM,
+    Cause.INVALID_ARGUMENT,
+    Cause.WATCHDOG_TIMEOUT,
+    Cause.STARTUP_TIMEOUT,
+    Cause.NCCL_ERROR,
+    Cause.NODE_LOST,
+    Cause.ASSERTION,
+    Cause.RUNTIME_CRASH,
+)
+
+# Crash signals: a line that says a process died of a signal or failed a check is a failure,
+# whatever level (if any) its logger gave it.
+_FATAL_SIGN = re.compile(
+    r"[Ss]ignal \(?\d+\)? received|[Cc]aught signal \d+|received signal SIG[A-Z]+|"
+    r"\*\*\* (?:Process )?received signal|Segmentation fault|SIGSEGV|core dumped|"
+    r"GGML_ASSERT|Assertion\b.{0,200}fail|(?:^|[\s\]|])Killed\s*$|Watchdog caught|"
+    r"panicked at|terminate called|Fatal Python error"
+)
+
+
+def decisive(text: str) -> bool:
+    """Whether ``text`` names a family decisively (a clue of weight 3 or more in its words)."""
+    head = text[:600]
+    return bool(_DECISIVE_ANY.search(head)) and any(
+        c.weight >= 3.0 and c.regex.search(head) for c in WORDS
+    )
+
+
+# A cheap first look: the words every decisive clue needs one of (most lines have none).
+_DECISIVE_ANY = re.compile(
+    r"(?i)memory|oom|alloc|cache|kill|cgroup|kernel|ptx|arch|capabilit|sigill|illegal|signal|"
+    r"support|only|driver|toolchain|incompatible|sm_|model|tensor|module|symbol|shared|dll|"
+    r"glibc|version|library|import|package|install|error|usage|valid|option|argument|divisib|"
+    r"exclusive|repo|identifier|address|errno|eaddr|addrinuse|bind|listen|port|nccl|hccl|mpi|"
+    r"completion|transport|watchdog|timeout|timed out|heartbeat|worker|client|rank|store|"
+    r"rendezvous|barrier|peer|collective|start|ready|init|boot|health|warm|captur|graph|assert|"
+    r"check|fault|sigsegv|sigbus|sigabrt|sigfpe|core dumped|fatal|panick|terminate|exception|"
+    r"probability|double free|corrupted|launch|cublas|exhausted|tried|exit"
+)
+
+
+def names(text: str, family: Cause) -> bool:
+    """Whether ``text`` names ``family`` decisively."""
+    head = text[:600]
+    return any(c.family == family and c.weight >= 3.0 and c.regex.search(head) for c in WORDS)
+
+
+def fatal_sign(text: str) -> bool:
+    """Whether ``text`` says a process died of a signal, failed a check or was killed."""
+    return bool(_FATAL_SIGN.search(text[:400]))
+
+
+@dataclass(frozen=True)
+class Focus:
+    """One line the family is read from.
+
+    Attributes:
+        index: its index in the log (the evidence the answer rests on).
+        text: the message, without prefixes.
+        weight: how much the line tells (``EXCEPTION_LINE`` ... ``CONTEXT_LINE``).
+        raw: the line as written, read too (a prefix may hold words: ``[Errno 98]``).
+        kind: ``message`` (words), ``frame`` (frame names), ``deepest`` (the last code lines
+            of a cut traceback), ``context`` (activity words) or ``phase`` (the phase reached,
+            its name as text).
+    """
+
+    index: int
+    text: str
+    weight: float
+    kind: str = "message"
+    raw: str = ""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The family named, the line that weighed most and how clearly it won."""
+
+    cause: Cause
+    at: int
+    score: float
+    runner_up: float
+
+
+_TAG = re.compile(r"\[[^\[\]]{1,80}\]")
+
+
+def _exception_type(text: str) -> str | None:
+    found = _EXC_TYPE.match(text.strip())
+    return found.group("type") if found else None
+
+
+def _line_scores(focus: Focus) -> dict[Cause | str, float]:
+    """The best clue weight of each family in one line."""
+    table = {
+        "message": WORDS,
+        "frame": FRAMES,
+        "deepest": DEEPEST,
+        "context": ACTIVITY,
+        "phase": PHASES,
+    }[focus.kind]
+    heads = [focus.text[:600]]
+    if focus.raw and focus.raw != focus.text:
+        # Words a bracketed prefix holds ("[Errno 98]", "[TensorRT-LLM][ERROR]"), not the
+        # dress around them (a host name, a timestamp), which must not change an answer.
+        end = focus.raw.rfind(focus.text) if focus.text else -1
+        prefix = focus.raw[:end] if end >= 0 else focus.raw
+        tags = _TAG.findall(prefix)
+        if tags:
+            heads.append(" ".join(tags) + " " + heads[0])
+    if "', '" in heads[0]:  # a message given as a tuple of strings: read it joined
+        heads.append(heads[0].replace("', '", ""))
+    head = heads[0]
+    best: dict[Cause | str, float] = {}
+    for clue in table:
+        if clue.weight > best.get(clue.family, 0.0) and any(clue.regex.search(h) for h in heads):
+            best[clue.family] = clue.weight
+    if focus.kind == "message":
+        kind = _exception_type(head)
+        for regex, cause, weight in _TYPES if kind else ():
+            if cause is not None and regex.search(kind or ""):
+                best[cause] = max(best.get(cause, 0.0), weight)
+    # A generic family yields to a specific one named in the same words.
+    # Within one line, a more specific memory family is the one meant.
+    for narrow, broad in ((Cause.KV_POOL_OOM, Cause.CUDA_OOM), (Cause.HOST_OOM, Cause.CUDA_OOM)):
+        if best.get(narrow, 0.0) >= 3.0:
+            best.pop(broad, None)
+    for family, yields_to in _GENERIC.items():
+        if family in best and any(w >= yields_to for f, w in best.items() if f not in _GENERIC):
+            del best[family]
+    return best
+
+
+@dataclass(frozen=True)
+class _Score:
+    total: float  # the family's score over the lines
+    at: int  # the line that weighed most
+    decisive_at: int | None  # a message line holding a decisive clue of the family, if any
+
+
+def scores(lines: Sequence[Focus], *, running: bool) -> dict[Cause, tuple[float, int]]:
+    """Per family, its score over ``lines`` and the index of the line that weighed most.
+
+    Args:
+        lines: the lines to read, with their weights.
+        running: the server was ready (or serving) when it failed: timeout words then name a
+            watchdog, else a start-up timeout.
+    """
+    return {cause: (s.total, s.at) for cause, s in _scores(lines, running=running).items()}
+
+
+def _scores(lines: Sequence[Focus], *, running: bool) -> dict[Cause, _Score]:
+    """Per family, its score over ``lines`` and the index of the line that weighed most.
+
+    Args:
+        lines: the lines to read, with their weights.
+        running: the server was ready (or serving) when it failed: timeout words then name a
+            watchdog, else a start-up timeout.
+    """
+    total: dict[Cause, float] = {}
+    by_kind: dict[tuple[str, Cause], float] = {}
+    best_line: dict[Cause, tuple[float, int]] = {}
+    decisive_at: dict[Cause, int] = {}
+    unique: dict[tuple[int, str], Focus] = {}
+    for focus in lines:  # a line read twice counts once, at its highest weight
+        key = (focus.index, focus.kind)
+        if key not in unique or unique[key].weight < focus.weight:
+            unique[key] = focus
+    for focus in unique.values():
+        for family, weight in _line_scores(focus).items():
+            if family == _TIMEOUT:
+                cause = Cause.WATCHDOG_TIMEOUT if running else Cause.STARTUP_TIMEOUT
+            else:
+                assert isinstance(family, Cause)
+                cause = family
+            if focus.kind == "message" and weight >= DECISIVE and cause not in decisive_at:
+                decisive_at[cause] = focus.index
+            gained = focus.weight * weight
+            cap = CAPS.get(focus.kind)
+            if cap is not None:
+                before = by_kind.get((focus.kind, cause), 0.0)
+                gained = max(0.0, min(gained, cap - before))
+                by_kind[(focus.kind, cause)] = before + gained
+            if gained <= 0.0:
+                continue
+            total[cause] = total.get(cause, 0.0) + gained
+            if gained > best_line.get(cause, (0.0, -1))[0]:
+                best_line[cause] = (gained, focus.index)
+    return {
+        cause: _Score(score, best_line[cause][1], decisive_at.get(cause))
+        for cause, score in total.items()
+    }
+
+
+def name_family(lines: Sequence[Focus], *, running: bool) -> Verdict | None:
+    """The family ``lines`` name, or None when none scores enough to decide.
+
+    A generic family (a crash, a failed check) yields to a specific family named decisively
+    in a message; a broad family yields to one that refines it (``REFINES``) with a score of
+    at least ``REFINE``: a crash that also names the capture it happened in is the capture's,
+    an out-of-memory raised in the KV cache's frames is the cache's.
+    """
+    found = _scores(lines, running=running)
+    if not found:
+        return None
+    order = {cause: n for n, cause in enumerate(FAMILY_ORDER)}
+    ranked = sorted(
+        found.items(), key=lambda item: (-round(item[1].total, 6), order.get(item[0], len(order)))
+    )
+    cause, best = ranked[0]
+    runner_up = ranked[1][1].total if len(ranked) > 1 else 0.0
+    if best.total < DECIDES:
+        return None
+    asserted = found.get(Cause.ASSERTION)
+    texts = {focus.index: focus.text for focus in lines}
+    pair = (
+        asserted is not None
+        and asserted.decisive_at is not None
+        and bool(_REFUSED_PAIR.search(texts.get(asserted.decisive_at, "")[:600]))
+    )
+    if cause == Cause.INVALID_ARGUMENT and pair:
+        assert asserted is not None and asserted.decisive_at is not None
+        return Verdict(
+            cause=Cause.ASSERTION,
+            at=asserted.decisive_at,
+            score=asserted.total,
+            runner_up=best.total,
+        )
+    if cause in GENERIC:
+        # A crash or a failed check says *that* it failed; a specific family named decisively
+        # in the same message (``what(): ... out of memory``, the line after a panic) says why.
+        specific = [
+            (c, s)
+            for c, s in ranked
+            if c not in GENERIC
+            and s.decisive_at is not None
+            and not (cause == Cause.ASSERTION and c == Cause.INVALID_ARGUMENT and pair)
+        ]
+        if specific:
+            other, score = specific[0]
+            assert score.decisive_at is not None
+            return Verdict(
+                cause=other, at=score.decisive_at, score=score.total, runner_up=best.total
+            )
+    refining = [
+        (c, s) for c, s in ranked[1:] if c in REFINES.get(cause, frozenset()) and s.total >= REFINE
+    ]
+    if refining:
+        # The frames or the activity say which kind of out-of-memory or crash it was: an
+        # allocation in the KV cache's frames is the cache's, a crash in a capture the capture's.
+        other, score = refining[0]
+        return Verdict(cause=other, at=score.at, score=score.total, runner_up=best.total)
+    return Verdict(cause=cause, at=best.at, score=best.total, runner_up=runner_up)

@@ -45,7 +45,7 @@ def test_ci_runs_the_readmes_full_test_command_and_lint_and_types() -> None:
     fast = [line.split("#")[0].strip() for line in tests if "--slow" not in line]
     assert full == [".venv/bin/python -m pytest -q --slow"]
     assert fast == [".venv/bin/python -m pytest -q"]
-    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()]
     assert full[0] in ci
     assert ".venv/bin/mypy" in ci
     assert ".venv/bin/ruff check src tests bench" in ci

@@ -26,28 +26,32 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.getoption("--slow") or config.option.markexpr:
-        items[:] = slow_modules_first(items)
-        return
-    slow = [item for item in items if item.get_closest_marker("slow") is not None]
-    if slow:
-        config.hook.pytest_deselected(items=slow)
-        items[:] = [item for item in items if item.get_closest_marker("slow") is None]
+    if not (config.getoption("--slow") or config.option.markexpr):
+        slow = [item for item in items if item.get_closest_marker("slow") is not None]
+        if slow:
+            config.hook.pytest_deselected(items=slow)
+            items[:] = [item for item in items if item.get_closest_marker("slow") is None]
+    items[:] = slow_files_first(items)
 
 
-def slow_modules_first(items: list[pytest.Item]) -> list[pytest.Item]:
-    """The files that hold a slow test first, each file's tests kept together and in order.
+def slow_files_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The files that hold a slow test first, then the others by their number of tests, most
+    first; each file's tests kept together and in their order.
 
-    xdist (``--dist loadscope``) hands out whole files in collection order: started first, the
-    long end-to-end files run while the many short ones fill both workers, instead of one
-    worker running a long file alone at the end.
+    xdist (``--dist loadscope --no-loadscope-reorder``, pyproject.toml) hands out whole files in
+    this order, each to the first worker free: the long end-to-end files start at once and the
+    many short ones fill both workers at the end. (xdist's own order, most tests first, put
+    the one-test end-to-end files last, to run one after the other on one worker.)
     """
 
     def file(item: pytest.Item) -> str:
         return item.nodeid.split("::")[0]
 
     slow = {file(item) for item in items if item.get_closest_marker("slow") is not None}
-    return sorted(items, key=lambda item: file(item) not in slow)
+    count: dict[str, int] = {}
+    for item in items:
+        count[file(item)] = count.get(file(item), 0) + 1
+    return sorted(items, key=lambda item: (file(item) not in slow, -count[file(item)]))
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.conftest import slow_modules_first
+from tests.conftest import slow_files_first
 
 
 @dataclass
@@ -28,10 +28,19 @@ def test_files_with_a_slow_test_go_first_each_file_whole_and_in_order() -> None:
         Item("b.py::C::t2", slow=True),
         Item("b.py::t3"),
         Item("c.py::t1"),
+        Item("c.py::t2"),
         Item("d.py::t1", slow=True),
     ]
-    got = [i.nodeid for i in slow_modules_first(items)]  # type: ignore[arg-type]
-    assert got == ["b.py::t1", "b.py::C::t2", "b.py::t3", "d.py::t1", "a.py::t1", "c.py::t1"]
+    got = [i.nodeid for i in slow_files_first(items)]  # type: ignore[arg-type]
+    assert got == [
+        "b.py::t1",
+        "b.py::C::t2",
+        "b.py::t3",
+        "d.py::t1",
+        "c.py::t1",
+        "c.py::t2",
+        "a.py::t1",
+    ]
 
 
 def test_the_fast_tier_leaves_the_slow_tests_out_and_slow_puts_them_first(tmp_path: Path) -> None:
@@ -64,5 +73,5 @@ def test_the_fast_tier_leaves_the_slow_tests_out_and_slow_puts_them_first(tmp_pa
         )
         return [line for line in proc.stdout.splitlines() if "::" in line]
 
-    assert collected() == ["test_a.py::test_quick"]
+    assert collected() == ["test_a.py::test_quick"]  # the fast tier
     assert collected("--slow") == ["test_b.py::test_long", "test_a.py::test_quick"]

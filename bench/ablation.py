@@ -20,13 +20,18 @@ figures a little, alike for all; the ratios are what is compared.)
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 import warnings
 from pathlib import Path
 
 import optuna
-from bench.steering import make_driver, toy_space
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
+
+# The toy study is a test fixture (tests/study/test_ablation.py runs it once).
+from tests.study.study_helpers import make_driver, toy_space  # noqa: E402
 
 TRUTH = {"backend": 220 / 200 - 1, "x": 220 / 121 - 1, "y": 220 / 132 - 1}
 PARAMS = [

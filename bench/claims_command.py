@@ -28,56 +28,15 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-SERVER = ROOT / "tests" / "study" / "servers" / "scenario.py"
-RATE = 400.0  # tokens per second of one stream at --level 1
 sys.path.insert(0, str(ROOT))  # run as a script: bench/ is on the path, not the root
 
+# The studies are test fixtures (tests/e2e/test_claims_command.py runs one seed of each).
 from bench.noise_claims import COLUMNS, print_tally, run_cli_study, verdict  # noqa: E402
-
-
-def space(workdir: Path, *, ignore_flags: bool, seed: int, noise: float = 0.08) -> Path:
-    """The space file of a ``null`` or ``real`` study in ``workdir``."""
-    command = [sys.executable, str(SERVER), "--port", "{port}", "--rate", str(RATE)]
-    command += ["--noise", str(noise), "--seed", str(seed), "--launches", str(workdir / "n")]
-    if ignore_flags:
-        command.append("--ignore-flags")
-    data: dict[str, Any] = {
-        "name": "claims",
-        "engine": {"name": "command", "command": command, "startup_timeout_s": 60},
-        "model": "scenario",
-        "parameters": [
-            {"name": "level", "type": "categorical", "choices": [1, 2, 3], "flag": "--level"}
-        ],
-        "baseline": {"level": 1},
-        "workload": {
-            "concurrency": 4,
-            "num_requests": 8,
-            "prompt_len": 8,
-            "output_len": 16,
-            "warmup_requests": 1,
-        },
-        "budget": {"trials": 6},
-    }
-    path = workdir / "claims.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
-
-
-def run_study(
-    workdir: Path, env: dict[str, str], *, ignore_flags: bool, seed: int, noise: float = 0.08
-) -> tuple[dict[str, Any], dict[str, Any], str]:
-    """One study with ``start``'s defaults: ``status --json``, ``export --format json``, its
-    output."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    path = space(workdir, ignore_flags=ignore_flags, seed=seed, noise=noise)
-    # The claim is measured here: no ablation after it (it would only add launches).
-    start = ["--executor", "local", "--seed", str(seed), "-q", "--ablation-rounds", "0"]
-    return run_cli_study(workdir, env, path, start, timeout=900)
+from tests.e2e.claims_studies import SERVER, run_study  # noqa: E402
 
 
 def claims(args: argparse.Namespace, env: dict[str, str], tmp: Path) -> None:

@@ -28,6 +28,7 @@ SkipRecord(kind=SkipKind.REPEAT, reason="r", same_as=3)
 """
 
 
+@pytest.mark.slow  # a mypy run: tens of seconds from a cold cache
 def test_mypy_rejects_a_wrongly_typed_model_field(tmp_path: Path) -> None:
     mypy = Path(sys.executable).with_name("mypy")
     if not mypy.exists() and shutil.which("mypy") is None:
@@ -35,7 +36,7 @@ def test_mypy_rejects_a_wrongly_typed_model_field(tmp_path: Path) -> None:
     (tmp_path / "bad.py").write_text(BAD)
     (tmp_path / "good.py").write_text(GOOD)
     # One run over both files (mypy starts slowly), with the project's configuration and
-    # cache (warm after the lint test).
+    # cache (warm after .ci/run's types step).
     proc = subprocess.run(
         [
             str(mypy) if mypy.exists() else "mypy",

@@ -82,7 +82,10 @@ def _ray(tmp_path: Path, node_state: Path, request: pytest.FixtureRequest) -> Ca
 SETUPS = {"local": _local, "ray": _ray}
 
 
-@pytest.fixture(params=sorted(SETUPS))
+# Ray starts a local instance (seconds, two cores' worth): the slow tier.
+@pytest.fixture(
+    params=[pytest.param(k, marks=pytest.mark.slow) if k == "ray" else k for k in sorted(SETUPS)]
+)
 def case(request: pytest.FixtureRequest, tmp_path: Path, node_state: Path) -> Iterator[Case]:
     built: list[Executor] = []
     base = SETUPS[request.param](tmp_path, node_state, request)

@@ -30,6 +30,7 @@ def job(tmp_path: Path, number: int, gpus: int = 0) -> TrialSpec:
     )
 
 
+@pytest.mark.slow  # a local Ray instance
 def test_a_trial_no_node_can_hold_comes_back_as_infra_and_the_rest_still_run(
     local_ray: LocalRay, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from bench.claims_command import run_study
+from tests.e2e.claims_studies import run_study
 
 pytestmark = pytest.mark.slow
 

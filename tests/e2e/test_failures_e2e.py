@@ -16,8 +16,8 @@ from typing import Any
 
 import optuna
 import pytest
-from bench.steering import make_driver, toy_space
 from tests.conftest import AUTOTUNE
+from tests.study.study_helpers import make_driver, toy_space
 
 from autotune.study.ledger import decode_trial
 

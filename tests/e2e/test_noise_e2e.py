@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bench.noise_claims import BASELINE, run_study
+from tests.e2e.noise_studies import BASELINE, run_study
 
 pytestmark = pytest.mark.slow
 

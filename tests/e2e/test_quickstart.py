@@ -60,7 +60,11 @@ def test_three_trial_quickstart_study_end_to_end(tmp_path: Path, cli_env: dict[s
     launched = [t for t in trials if t.user_attrs.get("outcome") in {"ok", "crashed", "timeout"}]
     assert len(launched) == 3
     assert trials[0].user_attrs.get("baseline") is True
-    assert trials[0].user_attrs["config"] == {"continuous_batching": False}
+    assert trials[0].user_attrs["config"] == {
+        "continuous_batching": False,
+        "dtype": "float32",
+        "attn_implementation": "sdpa",
+    }
     ok = [t for t in launched if t.user_attrs["outcome"] == "ok"]
     assert ok, [t.user_attrs.get("message") for t in launched]
     for t in ok:

@@ -114,6 +114,7 @@ def test_percentile() -> None:
     assert percentile([7.0], 99) == 7.0
 
 
+@pytest.mark.slow  # two torch.distributed processes (gloo): seconds of imports
 def test_bench_runs_on_gloo_and_prints_one_metrics_line() -> None:
     engine = collective(0, nproc=2, sizes="42K,64K", dtype="fp32", iters=5, samples=4, warmup=1)
     argv, env = engine.command("none", [], {})
@@ -136,6 +137,7 @@ def test_bench_runs_on_gloo_and_prints_one_metrics_line() -> None:
     assert "nccl, eager, 5 per sample" in proc.stdout
 
 
+@pytest.mark.slow  # two torch.distributed processes (gloo): seconds of imports
 def test_symm_mem_on_cpu_fails_with_a_classified_error(tmp_path: Path) -> None:
     # No CUDA here: the symmetric-memory all-reduce must refuse at once, in words the
     # collective rules classify and blame on the --allreduce value.

@@ -135,7 +135,9 @@ def test_validate_diagnose_and_start_pick_the_new_engine_up(
     assert (found["rule"], found["cause"]) == ("echo.tile_too_large", "assertion")
 
     root = tmp_path / "studies"
+    # One launch of the baseline and no confirmation: the plug-in is what is tested here.
     args = ["start", "--space", str(space), "--executor", "local", "--no-mlflow"]
+    args += ["--baseline-launches", "1", "--no-confirm"]
     assert main([*args, "--n-trials", "2", "--study-root", str(root), "--seed", "1"]) == 0
     storage = f"sqlite:///{root / 'echo' / 'study.db'}"
     trials = optuna.load_study(study_name="echo", storage=storage).get_trials()

@@ -167,6 +167,7 @@ def test_collective_help_is_real() -> None:
     assert known is not None and known <= parse_help_flags(text)
 
 
+@pytest.mark.slow  # transformers imported in a subprocess again (the fixture did it once)
 def test_engine_help_runs_the_installed_engine_with_this_interpreter() -> None:
     """The ``{python}`` placeholder is filled, so the real ``--help`` is read when installed."""
     from autotune.engines import get_engine

@@ -63,6 +63,7 @@ def test_unknown_preset() -> None:
     assert info.value.field == "model" and "gpu" in info.value.message
 
 
+@pytest.mark.slow  # builds the tiny model (torch, a tokenizer trained)
 def test_tiny_model_is_small_and_has_no_eos(tiny_model: Path) -> None:
     config = json.loads((tiny_model / "config.json").read_text())
     generation = json.loads((tiny_model / "generation_config.json").read_text())
@@ -77,6 +78,7 @@ def test_tiny_model_is_small_and_has_no_eos(tiny_model: Path) -> None:
     assert 500_000 < params < 2_000_000
 
 
+@pytest.mark.slow  # builds the tiny model (torch, a tokenizer trained)
 def test_cached_second_call_does_not_rebuild(tiny_model: Path, model_root: Path) -> None:
     weights = tiny_model / "model.safetensors"
     before = weights.stat().st_mtime_ns

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import importlib.util
 import re
-import sys
 from collections import Counter, defaultdict
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from tests.node import corpus_helpers as corpus
+from tests.node.corpus_helpers import Verdict
 
 from autotune.models import Cause, Phase
 
@@ -48,17 +47,6 @@ FLOORS = {
 }
 
 
-def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "diagnosis_bench", ROOT / "bench" / "diagnosis.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["diagnosis_bench"] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def rows() -> list[dict[str, str]]:
     with (CORPUS / "labels.csv").open(encoding="utf-8", newline="") as fh:
@@ -66,13 +54,8 @@ def rows() -> list[dict[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def bench() -> ModuleType:
-    return _bench()
-
-
-@pytest.fixture(scope="module")
-def verdicts(bench: ModuleType) -> list[object]:
-    return list(bench.diagnose_all())
+def verdicts() -> list[Verdict]:
+    return corpus.diagnose_all()
 
 
 def test_labels_are_well_formed(rows: list[dict[str, str]]) -> None:
@@ -139,14 +122,12 @@ def test_split_is_the_recorded_deterministic_one(rows: list[dict[str, str]]) -> 
 
 
 @pytest.mark.parametrize(("split", "batch"), sorted(FLOORS, key=str))
-def test_accuracy_floor(
-    bench: ModuleType, verdicts: list[object], split: str, batch: str | None
-) -> None:
-    chosen = [v for v in verdicts if v.split == split and batch in (None, v.batch)]  # type: ignore[attr-defined]
-    cause_acc, phase_acc = bench.accuracy(chosen)
-    misses = [f"{v.id}: want {v.cause} got {v.got_cause}" for v in chosen if v.got_cause != v.cause]  # type: ignore[attr-defined]
+def test_accuracy_floor(verdicts: list[Verdict], split: str, batch: str | None) -> None:
+    chosen = [v for v in verdicts if v.split == split and batch in (None, v.batch)]
+    cause_acc, phase_acc = corpus.accuracy(chosen)
+    misses = [f"{v.id}: want {v.cause} got {v.got_cause}" for v in chosen if v.got_cause != v.cause]
     assert cause_acc >= FLOORS[(split, batch)], misses
-    right = sum(v.got_cause == v.cause for v in chosen)  # type: ignore[attr-defined]
+    right = sum(v.got_cause == v.cause for v in chosen)
     # A phase figure over a handful of logs is noise. The whole splits keep 0.8; a fresh batch's
     # logs are mostly issue excerpts with few progress lines (measured 67% and 70% on the fifth
     # and sixth), so a batch is held to 0.6.
@@ -154,35 +135,35 @@ def test_accuracy_floor(
         assert phase_acc >= (0.8 if batch is None else 0.6)
 
 
-def test_a_failed_run_is_never_ok(bench: ModuleType, verdicts: list[object]) -> None:
-    assert bench.ok_on_failed(verdicts) == 0
+def test_a_failed_run_is_never_ok(verdicts: list[Verdict]) -> None:
+    assert corpus.ok_on_failed(verdicts) == 0
 
 
-def test_generic_rules_alone_meet_the_floor(bench: ModuleType) -> None:
+def test_generic_rules_alone_meet_the_floor() -> None:
     """The `command` engine gets the common rules only; they must know every family."""
-    verdicts = [v for v in bench.diagnose_all(generic=True) if v.split == "heldout"]
-    cause_acc, _ = bench.accuracy(verdicts)
+    verdicts = [v for v in corpus.diagnose_all(generic=True) if v.split == "heldout"]
+    cause_acc, _ = corpus.accuracy(verdicts)
     assert cause_acc >= FLOORS[("heldout", None)]
 
 
-def test_family_scoring_alone_names_most_failures(bench: ModuleType) -> None:
+def test_family_scoring_alone_names_most_failures() -> None:
     """With no rule at all, the vocabulary of node/families.py names the family of most logs
     (measured 2026-12-06: tuning 92.4%, held out 74.3%) and never says ``ok`` for a failure."""
-    verdicts = bench.diagnose_all(no_rules=True)
+    verdicts = corpus.diagnose_all(no_rules=True)
     for split, floor in (("tuning", 0.9), ("heldout", 0.7)):
-        cause_acc, _ = bench.accuracy([v for v in verdicts if v.split == split])
+        cause_acc, _ = corpus.accuracy([v for v in verdicts if v.split == split])
         assert cause_acc >= floor, split
-    assert bench.ok_on_failed(verdicts) == 0
+    assert corpus.ok_on_failed(verdicts) == 0
 
 
-def test_the_dress_of_a_log_does_not_change_its_answer(bench: ModuleType) -> None:
-    changed = bench.dress_changes(split="tuning")
-    assert changed == {name: [] for name in bench.DRESSES}
+def test_the_dress_of_a_log_does_not_change_its_answer() -> None:
+    changed = corpus.dress_changes(split="tuning")
+    assert changed == {name: [] for name in corpus.DRESSES}
 
 
-def test_tables_list_every_cause(bench: ModuleType, verdicts: list[object]) -> None:
-    table = bench.confusion_table(verdicts)
-    recall = bench.precision_recall(verdicts)
-    for cause in {v.cause for v in verdicts}:  # type: ignore[attr-defined]
+def test_tables_list_every_cause(verdicts: list[Verdict]) -> None:
+    table = corpus.confusion_table(verdicts)
+    recall = corpus.precision_recall(verdicts)
+    for cause in {v.cause for v in verdicts}:
         assert f"| `{cause}` |" in table and f"| `{cause}` |" in recall
-    assert "| true \\ said |" in bench.confusion_matrix(verdicts)
+    assert "| true \\ said |" in corpus.confusion_matrix(verdicts)

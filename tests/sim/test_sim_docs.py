@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.sim.sim_shapes import KNOBS, row, shapes
+
 from autotune.sim.calibration import markdown_table
+from autotune.sim.replay import run_open, scheduler_for
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "simulator.md"
 
@@ -14,18 +17,9 @@ def test_the_documented_calibration_table_is_what_the_model_computes() -> None:
 
 
 def test_the_documented_shape_table_is_what_the_scheduler_computes() -> None:
-    import importlib.util
-
-    from autotune.sim.replay import run_open, scheduler_for
-
-    path = DOC.parents[1] / "bench" / "sim_shapes.py"
-    spec = importlib.util.spec_from_file_location("sim_shapes", path)
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
     shape = "RAG 16 groups x 2k prefix @ 6 req/s"
-    prompts, rate = bench.shapes(256)[shape]
+    prompts, rate = shapes(256)[shape]
     doc = (DOC.parent / "benchmarks.md").read_text()
     for knob in ("default", "--mem-fraction-static 0.03 --schedule-policy lpm"):
-        result = run_open(scheduler_for(bench.KNOBS[knob]), prompts, rate, seed=0)
-        assert bench.row(shape, knob, result) in doc
+        result = run_open(scheduler_for(KNOBS[knob]), prompts, rate, seed=0)
+        assert row(shape, knob, result) in doc

@@ -123,12 +123,13 @@ def test_skipped_says_why_in_one_line() -> None:
     assert "\n" not in a.skipped
 
 
+@pytest.mark.slow  # two whole studies on toy servers (~20 launches); the units above are fast
 def test_the_driver_ablates_the_winner_within_its_budget(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The real driver on the toy server: the winner (backend b, x 1.0, y 5: 220 tok/s) over
     the baseline (a, 0.1, 1: 102); each change reverted alone and relaunched interleaved."""
-    from bench.steering import make_driver, toy_space
+    from tests.study.study_helpers import make_driver, toy_space
 
     from autotune.core.records import budget_launches
     from autotune.study.ledger import Ledger
@@ -181,3 +182,52 @@ def test_the_driver_ablates_the_winner_within_its_budget(
     assert not [t for t in small.trials() if t.ablation_round is not None]
     line = small.summary().ablation
     assert line is not None and line.skipped.startswith("not run: 3 change(s) x 2 rounds")
+
+
+@pytest.mark.slow  # a whole study on toy servers, then a launch of its ablation cut short
+def test_ctrl_c_during_the_ablation_stops_it_at_once_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.study.study_helpers import make_driver, toy_space
+
+    from autotune.models import Outcome
+    from autotune.study.events import Event, EventKind
+    from autotune.study.ledger import Ledger
+
+    monkeypatch.setenv("AUTOTUNE_NODE_STATE", str(tmp_path / "node-state"))
+    params = [
+        {"name": "x", "type": "float", "low": 0.1, "high": 1.0, "step": 0.1, "flag": "--x"},
+        {"name": "y", "type": "int", "low": 1, "high": 5, "flag": "--y"},
+    ]
+    space = toy_space(tmp_path / "toy.yaml", parameters=params, baseline={"x": 0.1, "y": 1})
+    driver = make_driver(
+        space,
+        tmp_path / "study",
+        n_trials=2,
+        seed=0,
+        sampler="random",
+        baseline_launches=1,
+        confirm=1,
+        confirm_rounds=(2, 2),
+        ablation_rounds=2,
+        ablation_launches=8,
+    )
+    driver.study.enqueue_trial({"x": 1.0, "y": 5})
+
+    def on_event(event: Event) -> None:  # Ctrl-C while the first ablation launch runs
+        if event.kind is EventKind.LAUNCH and event.message.startswith("ablation"):
+            driver.interrupt()
+
+    driver.on_event = on_event
+    try:
+        driver.run()
+    finally:
+        driver.executor.shutdown()
+    ledger = Ledger(driver.study)
+    trials = ledger.trials()
+    cut = [t for t in trials if t.ablation_round is not None]
+    assert [t.outcome for t in cut] == [Outcome.INTERRUPTED]  # one launch, not the rounds
+    assert not [t for t in trials if t.state == "WAITING"]  # nor queued for the search
+    assert ledger.confirmation() is not None  # the answer stands
+    a = ledger.summary().ablation
+    assert a is not None and a.skipped == "not run: cut short by Ctrl-C"

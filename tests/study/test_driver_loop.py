@@ -6,7 +6,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from bench.steering import make_driver, toy_space
+from tests.study.study_helpers import make_driver, toy_space
 
 from autotune.core.records import SkipKind
 from autotune.models import Outcome

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from bench.steering import make_driver, toy_space
+from tests.study.study_helpers import make_driver, toy_space
 
 from autotune.core.records import budget_launches
 from autotune.models import Outcome
@@ -21,6 +21,7 @@ def _node_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AUTOTUNE_NODE_STATE", str(tmp_path / "node-state"))
 
 
+@pytest.mark.slow  # a whole study on toy servers (~15 launches, 10-15 s)
 def test_baseline_launches_pruning_and_confirmation(tmp_path: Path) -> None:
     params = [
         {"name": "backend", "type": "categorical", "choices": ["a", "b"], "flag": "--backend"},

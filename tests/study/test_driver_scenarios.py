@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 import yaml
-from bench.steering import make_driver, toy_space
+from tests.study.study_helpers import make_driver, toy_space
 
 from autotune.errors import StudyError
 from autotune.models import Outcome

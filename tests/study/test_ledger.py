@@ -220,6 +220,28 @@ def test_recover_interrupted_fails_running_and_queues_once(tmp_path: Path) -> No
     assert again.state == "WAITING" and again.baseline and again.retry_of == first.number
 
 
+def test_an_interrupted_confirmation_launch_is_failed_but_not_queued(tmp_path: Path) -> None:
+    study = _study(tmp_path)
+    ledger = Ledger(study)
+    ledger.enqueue({"bs": 4}, baseline=True, confirm_round=1, confirm_key="baseline")
+    study.ask()  # Ctrl-C while it runs
+    assert ledger.recover_interrupted() == 0  # confirmation runs again from round 1 instead
+    (only,) = ledger.trials()
+    assert only.outcome is Outcome.INTERRUPTED and only.state == "FAIL"
+    assert only.confirm_round == 1
+
+
+def test_an_interrupted_ablation_launch_is_failed_but_not_queued(tmp_path: Path) -> None:
+    study = _study(tmp_path)
+    ledger = Ledger(study)
+    ledger.enqueue({"bs": 4}, baseline=False, ablation_round=2, ablation_key="bs")
+    study.ask()  # Ctrl-C while it runs
+    assert ledger.recover_interrupted() == 0  # not a search trial: the ablation says it was cut
+    (only,) = ledger.trials()
+    assert only.outcome is Outcome.INTERRUPTED and only.state == "FAIL"
+    assert only.ablation_round == 2
+
+
 def test_measured_finds_only_successful_measurements(tmp_path: Path) -> None:
     study = _study(tmp_path)
     _add(study, {"outcome": "crashed", "config": {"bs": 8}})

@@ -16,7 +16,7 @@ from typing import Any
 import optuna
 import pytest
 import yaml
-from bench.steering import make_driver
+from tests.study.study_helpers import make_driver
 
 from autotune.cli import main
 from autotune.export import formats as export
@@ -155,6 +155,7 @@ def test_export_pareto_of_a_single_objective_study_says_why_not(tmp_path: Path) 
         export.export(driver.study, "json", pareto=True)
 
 
+@pytest.mark.slow  # a whole study with confirmation rounds on toy servers (8-11 s)
 def test_confirmation_takes_its_candidates_from_the_front(tmp_path: Path) -> None:
     # Level 2 answering after 200 ms is dominated (by level 2 at 40 ms, and by the baseline),
     # though it is third by throughput: it is not confirmed.

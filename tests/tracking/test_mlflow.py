@@ -230,6 +230,7 @@ def test_sqlite_store_roundtrip(store_uri: str, tmp_path: Path, server_log: Path
     assert any(artifacts.rglob("trial-0.log"))
 
 
+@pytest.mark.slow  # a real `mlflow server` subprocess
 def test_mlflow_server_roundtrip(mlflow_server: str, tmp_path: Path, server_log: Path) -> None:
     _study_roundtrip(mlflow_server, tmp_path, server_log, "served")
 
@@ -308,6 +309,45 @@ def test_server_down_is_a_tracking_error(monkeypatch: pytest.MonkeyPatch) -> Non
     tracker = MlflowTracker(f"http://127.0.0.1:{port}")
     with pytest.raises(TrackingError, match="starting study 'demo' failed"):
         tracker.start_study(INFO)
+
+
+def test_connect_creates_the_store_and_its_experiment(tmp_path: Path) -> None:
+    db = tmp_path / "fresh" / "mlflow.db"
+    tracker = MlflowTracker(f"sqlite:///{db}")
+    tracker.connect()
+    assert db.is_file()
+    assert MlflowClient(tracking_uri=tracker.uri).get_experiment_by_name("autotune") is not None
+
+
+def test_a_server_down_at_connect_is_told_once_and_the_study_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from autotune.tracking.resilient import ResilientTracker
+
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "2")
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    told: list[str] = []
+    tracker = ResilientTracker(MlflowTracker(f"http://127.0.0.1:{port}"), on_error=told.append)
+    tracker.connect()
+    assert tracker.start_study(INFO) is None  # not tried again: counted for `autotune sync`
+    assert len(told) == 1 and "opening the tracking store failed" in told[0]
+    assert tracker.down and tracker.missed == 2
+
+
+def test_the_runs_line_says_how_to_open_the_ui(
+    store_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from autotune.tracking import mlflow as tracking_mlflow
+
+    tracker = MlflowTracker(store_uri)
+    tracker.start_study(INFO)
+    assert tracking_mlflow._has_ui()  # the test extra installs the whole mlflow
+    assert f"(after: mlflow ui --backend-store-uri {tracker.uri})" in tracker.runs_url()
+    monkeypatch.setattr(tracking_mlflow, "_has_ui", lambda: False)  # mlflow-skinny alone
+    assert "(after: pip install mlflow, then mlflow ui" in tracker.runs_url()
 
 
 def test_make_tracker(store_uri: str) -> None:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import optuna
 import pytest
-from bench.steering import toy_space
 from mlflow.tracking import MlflowClient
+from tests.study.study_helpers import toy_space
 
 from autotune.node.process import free_port
 

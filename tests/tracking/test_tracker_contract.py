@@ -96,7 +96,10 @@ def _none_text(tracker: Tracker, study: str, dst: Path) -> str:
 SETUPS = {"mlflow-local": "mlflow", "mlflow-server": "mlflow", "none": "none"}
 
 
-@pytest.fixture(params=list(SETUPS))
+# A real `mlflow server` subprocess boots slowly: the slow tier.
+@pytest.fixture(
+    params=[pytest.param(k, marks=pytest.mark.slow) if k == "mlflow-server" else k for k in SETUPS]
+)
 def setup(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Setup:
     kind = request.param
     if kind == "mlflow-local":
@@ -170,6 +173,22 @@ def test_resume_reopens_the_same_record(setup: Setup, tmp_path: Path) -> None:
     # Another study is never given this one's record.
     other = setup.make(tmp_path).start_study(_info(_name(), run_id=run_id))
     assert other != run_id
+
+
+def test_connect_first_changes_nothing_the_study_records(setup: Setup, tmp_path: Path) -> None:
+    study = _name()
+    tracker = setup.make(tmp_path)
+    tracker.connect()  # the CLI opens the store while the executor starts
+    tracker.connect()  # and again is harmless
+    run_id = tracker.start_study(_info(study))
+    tracker.log_trial(_log(study, 0))
+    tracker.finish(_summary(study))
+    if setup.recorded is None:
+        assert run_id is None
+        return
+    assert run_id
+    roles = [r.data.tags.get("autotune.role") for r in _mlflow_runs(tracker, study)]  # type: ignore[attr-defined]
+    assert sorted(roles) == ["study", "trial"]
 
 
 def test_a_trial_logged_again_is_recorded_once(setup: Setup, tmp_path: Path) -> None:

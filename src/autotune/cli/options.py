@@ -12,9 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from autotune.space.schema import Budget
 
 
 class ExportFormat(StrEnum):
@@ -163,29 +166,33 @@ class Search:
 # -- what the answer stands on --------------------------------------------------------------
 
 ConfirmOpt = Annotated[
-    int,
+    int | None,
     typer.Option(
         "--confirm",
         min=0,
         help="Relaunch the top K candidates and the baseline, interleaved, before naming a "
-        "winner (0 or --no-confirm: off).",
+        "winner (0 or --no-confirm: off; default: budget.confirm, else 3).",
     ),
 ]
 NoConfirmOpt = Annotated[
     bool, typer.Option("--no-confirm", help="No confirmation rounds (same as --confirm 0).")
 ]
 ConfirmRoundsOpt = Annotated[
-    int,
+    int | None,
     typer.Option(
-        "--confirm-rounds", min=2, help="Most confirmation rounds (it stops earlier when settled)."
+        "--confirm-rounds",
+        min=2,
+        help="Most confirmation rounds, it stops earlier when settled (default: "
+        "budget.confirm_rounds, else 5).",
     ),
 ]
 BaselineLaunchesOpt = Annotated[
-    int,
+    int | None,
     typer.Option(
         "--baseline-launches",
         min=1,
-        help="Launch the baseline this many times at the start (its launch-to-launch noise).",
+        help="Launch the baseline this many times at the start, for its launch-to-launch "
+        "noise (default: budget.baseline_launches, else 3).",
     ),
 ]
 
@@ -213,13 +220,43 @@ AblationLaunchesOpt = Annotated[
 @dataclass(frozen=True)
 class Claims:
     """The launches a claim stands on: the baseline's at the start, the confirmation rounds,
-    the winner's ablation."""
+    the winner's ablation. ``None``: the space file's ``budget:`` value, else the default
+    (see ``settled``)."""
 
-    baseline_launches: int = 3
-    confirm: int = 3
-    confirm_rounds: int = 5
+    baseline_launches: int | None = None
+    confirm: int | None = None
+    confirm_rounds: int | None = None
     ablation_rounds: int = 3
     ablation_launches: int | None = None
+
+    def settled(self, budget: Budget) -> Settled:
+        """Each count from the command line, else the space's budget, else its default
+        (3 baseline launches, the top 3 confirmed, at most 5 rounds)."""
+        return Settled(
+            _given(self.baseline_launches, budget.baseline_launches, 3),
+            _given(self.confirm, budget.confirm, 3),
+            _given(self.confirm_rounds, budget.confirm_rounds, 5),
+            self.ablation_rounds,
+            self.ablation_launches,
+        )
+
+
+@dataclass(frozen=True)
+class Settled:
+    """``Claims`` with every count decided: what the driver is given."""
+
+    baseline_launches: int
+    confirm: int
+    confirm_rounds: int
+    ablation_rounds: int
+    ablation_launches: int | None
+
+
+def _given(option: int | None, in_space: int | None, default: int) -> int:
+    """The command line's value, else the space file's (``budget:``), else the default."""
+    if option is not None:
+        return option
+    return in_space if in_space is not None else default
 
 
 __all__ = [
@@ -228,6 +265,7 @@ __all__ = [
     "Placement",
     "SamplerKind",
     "Search",
+    "Settled",
     "StudyRef",
     "Tracking",
 ]

@@ -1,8 +1,9 @@
 """What the commands print about a study's answer, and the files they leave beside it.
 
 ``start`` and ``status`` end with the same lines (the answer, whether it beats the baseline
-beyond noise, the noise, the confirmation); ``start`` and ``sync`` attach the same files to
-the study's MLflow run.
+beyond noise, the noise, the confirmation); ``start`` writes the report files beside the
+study and says where, and ``start`` and ``sync`` attach the same files to the study's MLflow
+run.
 """
 
 from __future__ import annotations
@@ -122,8 +123,11 @@ def ablation_lines(s: StudySummary) -> list[str]:
     return out
 
 
-def attach_files(study: Any, study_dir: Path, tracker: Any) -> None:
-    """The HTML report, its plots and the best launch script, on the study's MLflow run."""
+def report_files(study: Any, study_dir: Path, *, say: bool = True) -> list[Path]:
+    """Write the HTML report, its plots and the best launch script; say where the report is.
+
+    Returns the files written (none, with a warning, when they could not be).
+    """
     from autotune.export import export
     from autotune.report import write_report
 
@@ -141,8 +145,17 @@ def attach_files(study: Any, study_dir: Path, tracker: Any) -> None:
             files.append(best)
     except (OSError, ValueError, AutotuneError) as exc:  # the study's result stands without them
         err.print(f"autotune: warning: report files not written: {exc}", markup=False)
-        return
-    tracker.log_artifacts(files)
+        return []
+    if say:
+        console.print(f"  report: {written.page}", markup=False)
+    return files
+
+
+def attach_files(study: Any, study_dir: Path, tracker: Any) -> None:
+    """The HTML report, its plots and the best launch script, on the study's MLflow run."""
+    files = report_files(study, study_dir, say=False)
+    if files:
+        tracker.log_artifacts(files)
 
 
 def mlflow_lines(tracker: Any, name: str, mlflow_uri: str | None) -> None:
@@ -165,5 +178,6 @@ __all__ = [
     "gain_lines",
     "mlflow_lines",
     "objective_text",
+    "report_files",
     "sync_command",
 ]

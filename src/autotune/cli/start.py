@@ -8,8 +8,10 @@ import os
 import shlex
 import signal
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -39,6 +41,7 @@ from autotune.cli.options import (
     SamplerOpt,
     Search,
     SeedOpt,
+    Settled,
     SimulateOpt,
     SteerOpt,
     StorageOpt,
@@ -47,10 +50,10 @@ from autotune.cli.options import (
     Tracking,
 )
 from autotune.cli.output import (
-    attach_files,
     final_report,
     mlflow_lines,
     objective_text,
+    report_files,
     sync_command,
 )
 from autotune.cli.preflight import all_args, preflight
@@ -93,10 +96,10 @@ def start(
     seed: SeedOpt = None,
     sampler: SamplerOpt = SamplerKind.search,
     steer: SteerOpt = True,
-    confirm: ConfirmOpt = 3,
+    confirm: ConfirmOpt = None,
     no_confirm: NoConfirmOpt = False,
-    confirm_rounds: ConfirmRoundsOpt = 5,
-    baseline_launches: BaselineLaunchesOpt = 3,
+    confirm_rounds: ConfirmRoundsOpt = None,
+    baseline_launches: BaselineLaunchesOpt = None,
     ablation_rounds: AblationRoundsOpt = 3,
     ablation_launches: AblationLaunchesOpt = None,
     prune: PruneOpt = True,
@@ -147,20 +150,23 @@ def run(
     """Run the study of ``space`` to its budget and print its answer."""
     quiet_optuna()
     s = _resolve(space, ref, where, search)
+    _check_writable(s.folder)
+    counts = claims.settled(s.spec.budget)
     target = search.n_trials or s.spec.budget.trials
-    wants_confirm = claims.confirm > 0 and s.spec.baseline is not None
+    wants_confirm = counts.confirm > 0 and s.spec.baseline is not None
     if _budget_reached(s, ref, target, confirm=wants_confirm):
         # Nothing to run: say so without starting an executor (Ray: 13 s) or a tracker.
         console.print(
             f"study [cyan]{s.name}[/] already holds {target} launched trial(s): budget reached; "
             f"raise it with --n-trials N (N > {target}) to run more"
         )
-        final_report(_view(_load(s, ref)), ref)
+        done = _load(s, ref)
+        final_report(_view(done), ref)
+        report_files(done, s.folder)  # e.g. cut short by Ctrl-C last time
         return
-    ex, here = _start_executor(s, where)
+    ex, tracker = _start(s, where, tracking)
     try:
-        tracker = _tracker(ex, here, s, where, tracking)
-        driver = _driver(s, ref, where, search, claims, ex, tracker)
+        driver = _driver(s, ref, where, search, counts, ex, tracker)
         _announce(s, where, ex)
         with _ctrl_c(driver):
             _drive(driver, s, where, quiet)
@@ -170,10 +176,12 @@ def run(
 
 
 def _resolve(space: Path, ref: StudyRef, where: Placement, search: Search) -> _Study:
+    from autotune.dispatch import EXECUTORS
     from autotune.engines import get_engine
     from autotune.space.load import load
 
     spec = load(space)
+    EXECUTORS.get_class(where.executor)  # an unknown name: one line, before anything is written
     if search.time_limit is not None:
         budget = spec.budget.model_copy(update={"time_limit_s": search.time_limit})
         spec = spec.model_copy(update={"budget": budget})
@@ -184,6 +192,24 @@ def _resolve(space: Path, ref: StudyRef, where: Placement, search: Search) -> _S
     real_engine = get_engine(spec.engine) if where.simulate else engine
     name = ref.name or spec.name or space.stem
     return _Study(spec, name, ref.root / name, engine, real_engine)
+
+
+def _check_writable(study_dir: Path) -> None:
+    """Refuse a study folder this user cannot write, before anything starts.
+
+    Raises:
+        ConfigError: naming the folder and how to pick another.
+    """
+    try:
+        study_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=study_dir, prefix=".autotune-write-"):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ConfigError(
+            f"cannot write the study folder {study_dir}: {reason}; run from a folder you can "
+            "write to, or pass --study-root DIR"
+        ) from None
 
 
 def _load(s: _Study, ref: StudyRef) -> Any:
@@ -215,13 +241,17 @@ def _budget_reached(s: _Study, ref: StudyRef, target: int, confirm: bool = False
         study = _load(s, ref)
     except KeyError:  # no such study in that storage: nothing reached
         return False
-    trials = Ledger(study).trials()
+    ledger = Ledger(study)
+    trials = ledger.trials()
     if any(t.state in ("RUNNING", "WAITING") for t in trials):
         return False  # an interrupted trial to recover, or a queued one: the driver's work
-    ok = [t for t in trials if t.outcome == Outcome.OK]
-    confirmable = any(t.baseline for t in ok) and any(not t.baseline for t in ok)
-    if confirm and confirmable and Ledger(study).confirmation() is None:
-        return False  # e.g. its search stopped at a time limit: confirm now
+    if ledger.confirmation() is None:
+        if any(t.confirm_round is not None for t in trials):
+            return False  # its confirmation was cut short (Ctrl-C): the driver runs it again
+        ok = [t for t in trials if t.outcome == Outcome.OK]
+        confirmable = any(t.baseline for t in ok) and any(not t.baseline for t in ok)
+        if confirm and confirmable:
+            return False  # e.g. its search stopped at a time limit: confirm now
     return budget_launches(trials) >= target
 
 
@@ -238,35 +268,50 @@ def _options(s: _Study, where: Placement) -> Any:
     )
 
 
-def _start_executor(s: _Study, where: Placement) -> tuple[Executor, bool]:
-    """The executor, and whether trials run on this machine (then the engine's flags were
-    checked against its ``--help`` here, before it started)."""
+def _start(s: _Study, where: Placement, tracking: Tracking) -> tuple[Executor, Any]:
+    """The executor and the tracker. While the executor starts (a local Ray instance:
+    seconds), a helper thread checks the flags against the engine here, builds the model and
+    opens the tracking store. Ray starts on this thread: the processes it spawns die with the
+    thread that started them."""
     from autotune.dispatch import EXECUTORS
 
     executor_class = EXECUTORS.get_class(where.executor)
     options = _options(s, where)
     here = executor_class.runs_here(options)
-    if here:  # the engine runs here: check its flags before anything starts
-        preflight(s.engine, s.spec)
+    helper = ThreadPoolExecutor(1, thread_name_prefix="autotune-start")
+    prepared = helper.submit(_prepare, s, here, tracking)
+    helper.shutdown(wait=False)
     _logger.info("starting executor %s (%s)", where.executor, options)
     # Ray announces its token-authentication mode on every start: not the user's concern here.
     logging.getLogger("ray._private.authentication").setLevel(logging.ERROR)
     with console.status(f"starting executor {where.executor}"):
         ex: Executor = executor_class.create(options)
-    return ex, here
+        try:
+            tracker = prepared.result()
+            if not here:
+                # Elsewhere the engine lives on the machines that run trials: check the flags
+                # against its --help there (once; this machine may not even have the engine).
+                text = ex.engine_help(s.spec.engine, simulate=where.simulate)
+                preflight(s.engine, s.spec, help_text=text)
+        except BaseException:  # re-raised (a bad flag, Ctrl-C): stop what was started for it
+            ex.shutdown()
+            raise
+    return ex, tracker
 
 
-def _tracker(ex: Executor, here: bool, s: _Study, where: Placement, tracking: Tracking) -> Any:
-    """The tracker, once the engine's flags are checked where the trials run."""
+def _prepare(s: _Study, here: bool, tracking: Tracking) -> Any:
+    """What a study needs besides its executor: the flags checked against the engine here,
+    the model built (once, cached), the tracking store open (a failure to open it is a
+    warning: the study goes on). Returns the tracker."""
     from autotune.tracking import make_tracker
 
-    if not here:
-        # Elsewhere the engine lives on the machines that run trials: check the flags against
-        # its --help there (once; this machine may not even have the engine).
-        text = ex.engine_help(s.spec.engine, simulate=where.simulate)
-        preflight(s.engine, s.spec, help_text=text)
-    inner = make_tracker(tracking.uri, enabled=tracking.enabled)
-    return _resilient(inner, s.name, tracking.uri)
+    if here:
+        preflight(s.engine, s.spec)
+        s.engine.prepare(s.spec.model)  # e.g. the tiny model
+    tracker = _resilient(make_tracker(tracking.uri, enabled=tracking.enabled), s.name, tracking.uri)
+    tracker.connect()
+    _logger.info("flags checked, model ready, tracking store open")
+    return tracker
 
 
 def _resilient(inner: Any, name: str, mlflow_uri: str | None) -> Any:
@@ -285,7 +330,7 @@ def _driver(
     ref: StudyRef,
     where: Placement,
     search: Search,
-    claims: Claims,
+    claims: Settled,
     ex: Executor,
     tracker: Any,
 ) -> Any:
@@ -345,8 +390,10 @@ def _drive(driver: Any, s: _Study, where: Placement, quiet: bool) -> None:
 
 def _finish(driver: Any, s: _Study, ref: StudyRef, tracking: Tracking, tracker: Any) -> None:
     final_report(_view(driver.study), ref)
+    files = report_files(driver.study, s.folder)
     if tracking.enabled:
-        attach_files(driver.study, s.folder, tracker)
+        if files:
+            tracker.log_artifacts(files)
         mlflow_lines(tracker, s.name, tracking.uri)
     if driver.interrupted:
         resume = shlex.join(["autotune", *sys.argv[1:]]) if sys.argv[1:] else "autotune start"
@@ -379,6 +426,7 @@ def _ctrl_c(driver: Any) -> Iterator[None]:
 
         err.print("autotune: forced; the next start recovers the study", markup=False)
         kill_own_servers(grace_s=0.5)
+        _kill_children()  # a local Ray instance's processes would outlive this one
         os._exit(130)  # worker threads would otherwise hold the process open
 
     if threading.current_thread() is not threading.main_thread():
@@ -389,6 +437,15 @@ def _ctrl_c(driver: Any) -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def _kill_children() -> None:
+    """Kill every process this one started (and theirs), at once: the forced exit."""
+    import psutil
+
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):  # gone already, or not ours to kill
+            child.kill()
 
 
 __all__ = ["run", "start"]

@@ -294,7 +294,9 @@ class RayExecutor(Executor):
             # "local": a new instance even when `ray start` left one on this machine (ray.init
             # would otherwise join whatever /tmp/ray/ray_current_cluster names).
             _logger.info("starting Ray (%s)", address or "a local instance")
+            began = time.monotonic()
             ray.init(address=address or "local", **kwargs)
+            _logger.info("Ray is up (%.1f s)", time.monotonic() - began)
             self._started = True
         except Exception as exc:
             where = address or "local"

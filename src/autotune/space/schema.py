@@ -469,6 +469,15 @@ class Budget(_Strict):
     """Stop starting trials after this many seconds."""
     max_crash_streak: int | None = Field(default=None, ge=1)
     """Stop after this many crashed trials in a row."""
+    baseline_launches: int | None = Field(default=None, ge=1)
+    """Launches of the baseline at the start, for its launch-to-launch noise (default 3;
+    ``--baseline-launches`` overrides)."""
+    confirm: int | None = Field(default=None, ge=0)
+    """Candidates relaunched against the baseline in interleaved rounds at the end (default 3;
+    0: no confirmation; ``--confirm``/``--no-confirm`` override)."""
+    confirm_rounds: int | None = Field(default=None, ge=2)
+    """Most confirmation rounds; it stops earlier once settled (default 5;
+    ``--confirm-rounds`` overrides)."""
     crash_budget: float = Field(default=0.0, ge=0, le=1)
     """The share of the trials that may crash before the study stops taking chances: once
     that many have crashed, a proposal the crash model gives a 40% chance or more of crashing

@@ -16,6 +16,7 @@ import time
 import warnings
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,11 @@ class _Relaunch:
     round_no: int
     baseline: bool
     marks: dict[str, Any]
+INTERRUPT_POLL_S = 0.2  # how often a confirmation launch's wait looks for Ctrl-C
+
+
+class _Interrupted(Exception):
+    """Ctrl-C during the confirmation or ablation rounds: they stop, nothing is concluded."""
 
 
 @dataclass
@@ -635,7 +641,10 @@ class Driver:
         if self.options.confirm > 0 and self.spec.baseline is not None:
             self._confirm()
         if not self.interrupted:
-            self.ledger.write_ablation(self._ablate(loop.target))
+            try:
+                self.ledger.write_ablation(self._ablate(loop.target))
+            except _Interrupted:  # Ctrl-C: the answer stands; the ablation says it was cut
+                self.ledger.write_ablation(ablation.skipped("cut short by Ctrl-C"))
         self._reap()
         trials = self.ledger.trials()
         summary = self.ledger.summary(trials)
@@ -727,15 +736,35 @@ class Driver:
             baseline = c.key == CONFIRM_BASELINE
             return _Relaunch(configs[c.key], f"confirm {c.key}", round_no, baseline, marks)
 
-        record = confirm(
-            candidates,
-            lambda c, round_no: self._measure([launch(c, round_no)])[0],
-            self.spec.objective.direction,
-            ConfirmOptions(min_rounds=lo, max_rounds=hi),
-            measure_round=lambda batch: self._measure([launch(c, r) for c, r in batch]),
-        )
+        try:
+            record = confirm(
+                candidates,
+                lambda c, round_no: self._measure([launch(c, round_no)])[0],
+                self.spec.objective.direction,
+                ConfirmOptions(min_rounds=lo, max_rounds=hi),
+                measure_round=lambda batch: self._measure([launch(c, r) for c, r in batch]),
+            )
+        except _Interrupted:  # Ctrl-C: nothing is concluded; the resume confirms from round 1
+            self.on_event(
+                Event(EventKind.CONFIRM, message="interrupted: confirmation runs again on resume")
+            )
+            return None
         self.ledger.write_confirmation(record)
         return record
+
+    def _wait(self, fut: Future[TrialResult]) -> TrialResult:
+        """The result of one launch, or ``_Interrupted`` as soon as Ctrl-C comes: the trial is
+        recorded as interrupted and torn down (as ``_abort`` does for the search)."""
+        while True:
+            try:
+                return fut.result(timeout=INTERRUPT_POLL_S)
+            except FutureTimeout:  # still running: look for Ctrl-C, then wait again
+                if not self.interrupted:
+                    continue
+            self.ledger.recover_interrupted()
+            fut.cancel()
+            self.executor.shutdown()
+            raise _Interrupted
 
     def _ablate(self, target: int) -> Ablation:
         """Revert each change of the winner in turn, relaunched interleaved with the winner;
@@ -799,7 +828,13 @@ class Driver:
                 i = waiting.pop(0)
                 trial, config = started[i]
                 running[self.executor.submit(self.build_spec(trial.number, config))] = i
-            done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            done, _ = wait(list(running), timeout=INTERRUPT_POLL_S, return_when=FIRST_COMPLETED)
+            if not done and self.interrupted:
+                self.ledger.recover_interrupted()
+                for fut in running:
+                    fut.cancel()
+                self.executor.shutdown()
+                raise _Interrupted
             for fut in done:
                 i = running.pop(fut)
                 out[i] = self._finish_relaunch(relaunches[i], *started[i], fut.result())
@@ -807,6 +842,8 @@ class Driver:
 
     def _start_relaunch(self, r: _Relaunch) -> tuple[optuna.Trial, dict[str, Any]]:
         """A relaunch's trial, asked for by name (``r.marks``: what the ledger keeps on it)."""
+        if self.interrupted:
+            raise _Interrupted
         self.ledger.enqueue(r.config, baseline=r.baseline, **r.marks)
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", "Heartbeat of storage", UserWarning)
@@ -828,9 +865,9 @@ class Driver:
         attempt = 0
         while True:
             if result is None:
-                result = self.executor.submit(
-                    self.build_spec(trial.number, config, attempt)
-                ).result()
+                result = self._wait(
+                    self.executor.submit(self.build_spec(trial.number, config, attempt))
+                )
             if result.outcome is not Outcome.INFRA or attempt >= self.options.max_infra_retries:
                 break
             attempt += 1

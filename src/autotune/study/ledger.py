@@ -318,10 +318,13 @@ class Ledger:
                 self._storage.set_trial_state_values(adapter.trial_id(t), TrialState.FAIL)
             if t.number in queued:  # a finished trial takes no new attribute: retry_of marks it
                 continue
+            if any(t.user_attrs.get(k) is not None for k in ("confirm_round", "ablation_round")):
+                # Not queued: confirmation itself runs again from its first round on resume
+                # (a queued trial would wait for a search budget that is already spent); an
+                # ablation cut short says so.
+                continue
             fixed = t.system_attrs.get(_FIXED_PARAMS) or t.params
             self.enqueue(fixed, baseline=bool(t.user_attrs.get("baseline")), retry_of=t.number)
-            # (an interrupted confirmation launch is queued as a plain one: confirmation
-            # itself runs again from the start on resume)
             n += 1
         return n
 

@@ -68,6 +68,17 @@ class Tracker(abc.ABC):
             TrackingError: its store cannot be opened.
         """
 
+    def connect(self) -> None:
+        """Open the store now (creating it on first use), so that ``start_study`` is quick.
+
+        Optional: the CLI calls it while the executor starts; ``start_study`` opens the store
+        itself when it was not called. Calling it changes nothing a study records.
+
+        Raises:
+            TrackingError: the backend failed.
+        """
+        return None
+
     @abc.abstractmethod
     def start_study(self, info: StudyInfo) -> str | None:
         """Open (or reopen, on resume) the study's record.

@@ -211,7 +211,10 @@ class MlflowTracker(Tracker):
         page = f"#/experiments/{self.experiment_id}/runs"
         if self.uri.startswith(("http://", "https://")):
             return f"{self.uri.rstrip('/')}/{page}"
-        return f"http://127.0.0.1:5000/{page} (after: mlflow ui --backend-store-uri {self.uri})"
+        ui = f"mlflow ui --backend-store-uri {self.uri}"
+        if not _has_ui():
+            ui = f"pip install mlflow, then {ui}"  # mlflow-skinny: the client, no web UI
+        return f"http://127.0.0.1:5000/{page} (after: {ui})"
 
     def _find_parent(self, study: str, run_id: str | None) -> Any | None:
         if run_id:
@@ -235,6 +238,11 @@ class MlflowTracker(Tracker):
         )
         # Study names are compared here rather than in the filter: no quoting to get wrong.
         return next((r for r in runs if r.data.tags.get(TAG_STUDY) == study), None)
+
+    def connect(self) -> None:
+        """Open the store and its experiment (a new SQLite store runs MLflow's migrations)."""
+        with self._lock, _wrapped("opening the tracking store"):
+            self._ensure_experiment()
 
     def start_study(self, info: StudyInfo) -> str | None:
         """Open the study's parent run, reusing it on resume.
@@ -618,17 +626,36 @@ def _trial_note(result: TrialResult) -> str:
     return redact_text("\n".join(lines))[:_MAX_TAG]
 
 
+def _has_ui() -> bool:
+    """Whether MLflow's web UI is installed (the ``mlflow`` distribution, not only
+    ``mlflow-skinny``, whose ``mlflow ui`` fails for want of Flask)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        version("mlflow")
+    except PackageNotFoundError:  # the client alone
+        return False
+    return True
+
+
 def _versions(engine_version: str) -> dict[str, str]:
     """Tags for the parent: autotune, MLflow and engine versions, and the git revision."""
     import subprocess
     from importlib.metadata import PackageNotFoundError, version
 
     tags: dict[str, str] = {}
-    for package in ("autotune", "mlflow", "optuna"):
-        try:
-            tags[f"autotune.version.{package}"] = version(package)
-        except PackageNotFoundError:  # not installed here: no tag
-            continue
+    # MLflow is installed as mlflow-skinny (the client) or as mlflow (with its web UI).
+    for package, names in (
+        ("autotune", ["autotune"]),
+        ("mlflow", ["mlflow", "mlflow-skinny"]),
+        ("optuna", ["optuna"]),
+    ):
+        for dist in names:
+            try:
+                tags[f"autotune.version.{package}"] = version(dist)
+                break
+            except PackageNotFoundError:  # not installed under this name: try the next
+                continue
     if engine_version:
         tags["autotune.version.engine"] = engine_version
     try:

@@ -63,6 +63,9 @@ class ResilientTracker(Tracker):
             self.on_error(f"{exc} ({what}); the study goes on, nothing is lost")
             return None
 
+    def connect(self) -> None:
+        self._call("open", self.inner.connect)
+
     def start_study(self, info: StudyInfo) -> str | None:
         result: str | None = self._call("start", self.inner.start_study, info)
         return result

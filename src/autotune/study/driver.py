@@ -81,6 +81,8 @@ class _Relaunch:
     round_no: int
     baseline: bool
     marks: dict[str, Any]
+
+
 INTERRUPT_POLL_S = 0.2  # how often a confirmation launch's wait looks for Ctrl-C
 
 

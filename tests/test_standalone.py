@@ -9,14 +9,6 @@ from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
 
-# Issue 52 (the search rewrite) de-tangles these four; empty this once it lands.
-NOT_YET = {
-    "e2e/test_search_bench.py",
-    "e2e/test_steering.py",
-    "e2e/test_blackbox.py",
-    "study/test_blackboxes.py",
-}
-
 
 def bench_uses(path: Path, root: Path) -> list[str]:
     """Where ``path`` imports ``bench`` or builds a path into ``bench/`` (``root``-relative)."""
@@ -51,10 +43,5 @@ def test_the_check_sees_an_import_and_a_path(tmp_path: Path) -> None:
 
 
 def test_no_test_imports_bench() -> None:
-    hits = [
-        hit
-        for path in sorted(TESTS.rglob("*.py"))
-        if path.relative_to(TESTS).as_posix() not in NOT_YET
-        for hit in bench_uses(path, TESTS)
-    ]
+    hits = [hit for path in sorted(TESTS.rglob("*.py")) for hit in bench_uses(path, TESTS)]
     assert hits == [], "move what the test needs into the test tree:\n" + "\n".join(hits)

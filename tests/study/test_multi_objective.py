@@ -37,12 +37,12 @@ def _node_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AUTOTUNE_NODE_STATE", str(tmp_path / "node-state"))
 
 
-def space(path: Path, **extra: Any) -> Path:
+def space(path: Path, ttft_ms: float = 40, output_len: int = 40, **extra: Any) -> Path:
     data: dict[str, Any] = {
         "name": "mo",
         "engine": {
             "name": "command",
-            "command": [sys.executable, str(SERVER), "--port", "{port}", "--ttft-ms", "40"],
+            "command": [sys.executable, str(SERVER), "--port", "{port}", "--ttft-ms", str(ttft_ms)],
             "startup_timeout_s": 30,
         },
         "model": "scenario",
@@ -56,7 +56,7 @@ def space(path: Path, **extra: Any) -> Path:
             "num_requests": 2,
             "windows": 1,
             "prompt_len": 4,
-            "output_len": 40,
+            "output_len": output_len,
             "warmup_requests": 0,
         },
         "budget": {"trials": 4},
@@ -87,7 +87,11 @@ def run(tmp_path: Path, levels: list[int], **extra: Any) -> Any:
 def test_two_objectives_make_a_pareto_front_shown_and_exported(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    driver = run(tmp_path, [2, 3, 4])
+    # Wide steps on both axes, so that a loaded machine's delays (tens of ms) reorder neither:
+    # 100 ms of first-token delay a level, and 400 tokens at 100 tok/s a level, so a request
+    # takes 4.1, 2.2 and 1.6 s at levels 1-3. (With 40 ms and 40 tokens, 0.44, 0.28 and 0.25 s:
+    # levels 2 and 3 were 10% apart in throughput, and one was once read as dominated.)
+    driver = run(tmp_path, [2, 3, 4], ttft_ms=100, output_len=400)
     study = driver.study
     assert study.directions == [
         optuna.study.StudyDirection.MAXIMIZE,

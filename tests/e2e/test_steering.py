@@ -9,14 +9,12 @@ landscapes and seeds (docs/benchmarks.md).
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-from typing import Any
 
 import optuna
 import pytest
-import yaml
 from tests.search.drivers import command_driver
+from tests.study.study_helpers import toy_space
 
 from autotune.core.records import SkipKind
 from autotune.study.ledger import Ledger
@@ -25,40 +23,6 @@ pytestmark = pytest.mark.slow
 
 SEED = 0
 TRIALS = 30
-TOY = Path(__file__).resolve().parents[1] / "study" / "servers" / "toy.py"
-
-
-def toy_space(path: Path) -> Path:
-    space: dict[str, Any] = {
-        "name": "toy",
-        "engine": {
-            "name": "command",
-            "command": [sys.executable, str(TOY), "--port", "{port}"],
-            "startup_timeout_s": 30,
-        },
-        "model": "toy",
-        "parameters": [
-            {
-                "name": "backend",
-                "type": "categorical",
-                "choices": ["a", "b", "c", "d"],
-                "flag": "--backend",
-            },
-            {"name": "x", "type": "float", "low": 0.0, "high": 1.0, "flag": "--x"},
-            {"name": "y", "type": "int", "low": 1, "high": 8, "flag": "--y"},
-        ],
-        "objective": {"metric": "output_tok_s", "direction": "maximize"},
-        "workload": {
-            "concurrency": 1,
-            "num_requests": 2,
-            "prompt_len": 4,
-            "output_len": 12,
-            "warmup_requests": 0,
-        },
-        "budget": {"trials": TRIALS},
-    }
-    path.write_text(yaml.safe_dump(space, sort_keys=False))
-    return path
 
 
 def launched_outcomes(study: optuna.Study) -> list[str]:
@@ -76,7 +40,7 @@ def _node_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _study(tmp_path: Path, name: str, sampler: str, steer: bool) -> optuna.Study:
-    space = toy_space(tmp_path / f"{name}.yaml")
+    space = toy_space(tmp_path / f"{name}.yaml", trials=TRIALS)
     driver = command_driver(
         space, tmp_path / name, study=name, seed=SEED, sampler=sampler, steer=steer
     )

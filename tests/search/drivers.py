@@ -6,24 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tests.study.study_helpers import make_driver
+
 
 def command_driver(space_file: Path, study_dir: Path, **options: Any) -> Any:
     """The ``study.Driver`` over ``space_file`` (``options``: DriverOptions fields; ``study``
     names it)."""
-    from autotune.dispatch.local import LocalExecutor
-    from autotune.engines import get_engine
-    from autotune.space.load import load
-    from autotune.study.driver import Driver, DriverOptions
-    from autotune.tracking.none import NullTracker
-
-    spec = load(space_file)
-    engine = get_engine(spec.engine)
-    opts = DriverOptions(study=options.pop("study", "study"), study_dir=study_dir, **options)
-    return Driver(
-        spec,
-        engine=engine,
-        real_engine=engine,
-        executor=LocalExecutor(0, 1),
-        tracker=NullTracker(),
-        options=opts,
-    )
+    options.setdefault("study", "study")
+    return make_driver(space_file, study_dir, **options)

@@ -711,6 +711,11 @@ class _Context:
 
 
 def _make(ctx: _Context, **fields: Any) -> Failure:
+    """A failure of the log; the engine's own remedy, where its message states one, leads the
+    hint (it is computed from this launch, so it comes before the family's general advice)."""
+    advice = engine_advice(fields.get("message", ""))
+    if advice and fields.get("cause") != Cause.UNKNOWN:
+        fields["hint"] = f"The engine says: {advice} {fields.get('hint', '')}"
     return Failure(exit_code=ctx.exit_code, log_tail=ctx.tail, engine=ctx.engine, **fields)
 
 
@@ -1003,8 +1008,7 @@ def classify(
 
 
 # An engine's own remedy in its message: an imperative that names a flag or a setting
-# ("Raise --mem-fraction-static above 0.192", "Try increasing `gpu_memory_utilization`"). It
-# is computed from this launch's memory, so it comes before the family's general advice.
+# ("Raise --mem-fraction-static above 0.192", "Try increasing `gpu_memory_utilization`").
 _ADVICE = re.compile(
     r"\b((?:Raise|Increase|Lower|Decrease|Reduce|Set|(?:Try|Consider|Please) (?:increasing|"
     r"decreasing|reducing|lowering|raising|setting|increase|decrease|reduce|lower|raise|set))"
@@ -1022,27 +1026,6 @@ def engine_advice(message: str) -> str:
 
 
 def _classify(
-    lines: Sequence[str],
-    rules: Sequence[Rule],
-    *,
-    phase: Phase,
-    exit_code: int | None,
-    argv: Sequence[str],
-    env: dict[str, str],
-    engine: str | None,
-    milestones: Sequence[Milestone],
-) -> tuple[Failure, bool]:
-    failure, healthy = _read(
-        lines, rules, phase=phase, exit_code=exit_code, argv=argv, env=env, engine=engine,
-        milestones=milestones,
-    )  # fmt: skip
-    advice = engine_advice(failure.message)
-    if advice and not healthy and failure.cause != Cause.UNKNOWN:
-        failure = failure.model_copy(update={"hint": f"The engine says: {advice} {failure.hint}"})
-    return failure, healthy
-
-
-def _read(
     lines: Sequence[str],
     rules: Sequence[Rule],
     *,

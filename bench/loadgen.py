@@ -432,13 +432,26 @@ def live(args: argparse.Namespace) -> None:
         concurrency=args.streams, num_requests=args.requests, prompt_len=args.prompt_len,
         output_len=args.tokens, warmup_requests=0, model=args.model,
     )  # fmt: skip
+
+    def ours() -> Reading:
+        return autotune_client(args.url, workload)
+
+    def theirs() -> Reading:
+        return engine_bench(args.engine_bench, args.url, args.model, args.tokenizer, workload)
+
+    # The first run after a start pays the server's own warm-up (kernels compiled for new batch
+    # shapes): one run that is not counted, then ABBA order so neither client always goes first.
+    for _ in range(args.warmup):
+        warm = ours()
+        print(f"warm-up run (not counted): {warm.output_tok_s:.1f} tok/s")
     readings: list[Reading] = []
-    for _ in range(args.repeat):
-        readings.append(autotune_client(args.url, workload))
-        readings.append(engine_bench(args.engine_bench, args.url, args.model, args.tokenizer,
-                                     workload))  # fmt: skip
+    for i in range(args.repeat):
+        for run in (ours, theirs) if i % 2 == 0 else (theirs, ours):
+            started = time.strftime("%H:%M:%S")
+            readings.append(run())
+            print(f"{started} {readings[-1].client}: {readings[-1].output_tok_s:.1f} tok/s")
     print(f"{args.url}: {args.requests} requests, {args.streams} streams, prompt "
-          f"{args.prompt_len}, output {args.tokens} tokens; runs alternated")  # fmt: skip
+          f"{args.prompt_len}, output {args.tokens} tokens; runs alternated ABBA")  # fmt: skip
     print(f"{'client':28} {'tok/s':>10} {'TTFT p50':>9} {'ITL p50':>8} {'ITL mean':>9} {'done':>5}")
     for r in readings:
         print(f"{r.client:28} {r.output_tok_s:10.1f} {r.ttft_p50_ms:9.1f} {r.itl_p50_ms:8.2f} "
@@ -466,6 +479,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tokens", type=int, default=200, help="output tokens per request")
     parser.add_argument("--waves", type=int, default=2, help="requests = waves x streams")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each client, alternated")
+    parser.add_argument(
+        "--warmup", type=int, default=1, help="uncounted runs of autotune's client first (--url)"
+    )
     parser.add_argument(
         "--bench-serving", default=None, help="path of a standalone SGLang bench_serving.py"
     )

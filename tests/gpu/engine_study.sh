@@ -6,8 +6,8 @@
 #   bash tests/gpu/engine_study.sh SPACE SECONDS [autotune start options...]
 #
 # Here, first:  python3 tools/offline/build.py node sglang     (tools/offline/README.md)
-# Device tool:  carry [".carry/node", ".carry/sglang", "studies"]; a study longer than one run
-#               resumes from studies/<name>/study.db, brought back from $OUT and carried again.
+# Device tool:  carry [".carry/node"] in a first short run, then [".carry/sglang", "studies"];
+#               a study longer than one run resumes from studies/<name>/study.db, brought back from $OUT and carried again.
 # No new trial starts once fewer than RESERVE_S (default 150) seconds are left; the run is
 # interrupted (Ctrl-C: the trial in flight is recorded as interrupted and run again on resume)
 # 40 seconds before SECONDS.

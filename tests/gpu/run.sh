@@ -6,7 +6,8 @@
 #               python3 tools/offline/build.py node sglang   (real engines: .carry/, see
 #               tools/offline/README.md; vllm is a part of its own, two runs to carry)
 # There:        bash tests/gpu/run.sh [pytest args]       (the device tool: carry [".whl"] or
-#               [".carry/node", ".carry/sglang"]); default: every test under tests/gpu
+#               [".carry/node"] staged first, then [".carry/sglang"]);
+#               default: every test under tests/gpu
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-$PWD/gpu-out}"

@@ -431,6 +431,7 @@ def live(args: argparse.Namespace) -> None:
     workload = Workload(
         concurrency=args.streams, num_requests=args.requests, prompt_len=args.prompt_len,
         output_len=args.tokens, warmup_requests=0, model=args.model,
+        extra_body={"ignore_eos": True},  # as a study of either engine sends, and both benchmarks
     )  # fmt: skip
 
     def ours() -> Reading:

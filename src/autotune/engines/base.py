@@ -18,7 +18,7 @@ module plus a rule file (docs/architecture.md)::
 from __future__ import annotations
 
 import abc
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from autotune.core.registry import Registry
 from autotune.engines import dummymodel
@@ -159,6 +159,15 @@ class Engine(abc.ABC):
     def request_model(self, model: str) -> str:
         """The ``model`` field to send in completion requests."""
         return model
+
+    def request_fields(self) -> dict[str, Any]:
+        """Fields every benchmark request carries unless the space's ``extra_body`` sets them.
+
+        Engines that can ignore the end-of-sequence token say so here, so every configuration
+        generates the output length asked for: a configuration whose kernels round differently
+        would otherwise stop at another length and be measured on other work.
+        """
+        return {}
 
 
 ENGINES: Registry[Engine] = Registry(

@@ -8,7 +8,7 @@ written for 0.5.9 is rewritten for 0.5.14+ (and must be for 0.5.23, where the ol
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from autotune.engines._args import has_flag, int_flag, is_flag
 from autotune.engines.base import ENGINES, Engine
@@ -151,6 +151,9 @@ class SGLangEngine(Engine):
         # The stand-in runs SIMULATE_TIME_SCALE times faster than the time it simulates, so
         # a simulated study takes minutes; the node reports its figures unscaled.
         return {SIM_TIME_SCALE_ENV: SIMULATE_TIME_SCALE} if self.simulate else {}
+
+    def request_fields(self) -> dict[str, Any]:
+        return {"ignore_eos": True}
 
     def known_flags(self) -> set[str] | None:
         table = load_table("sglang", self.spec.version)

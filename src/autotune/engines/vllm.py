@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from autotune.engines._args import has_flag, int_flag
 from autotune.engines.base import ENGINES, Engine
@@ -53,6 +53,9 @@ class VLLMEngine(Engine):
         if tp is None and pp is None and dp is None:
             return self.spec.gpus or 1
         return (tp or self.spec.gpus or 1) * (pp or 1) * (dp or 1)
+
+    def request_fields(self) -> dict[str, Any]:
+        return {"ignore_eos": True}
 
     def known_flags(self) -> set[str] | None:
         table = load_table(self.name, self.spec.version)

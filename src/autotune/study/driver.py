@@ -281,13 +281,9 @@ class Driver:
         """The ``TrialSpec`` that launches ``config`` as trial ``number``."""
         args, env = render(self.spec, config)
         argv, env = self.engine.command(self.model_path, args, env)
-        workload = self.spec.workload
-        if workload.model is None:
-            workload = workload.model_copy(
-                update={"model": self.engine.request_model(self.model_path)}
-            )
+        workload = self._for_engine(self.spec.workload)
         plan = [
-            s.model_copy(update={"workload": self._with_model(s.workload)})
+            s.model_copy(update={"workload": self._for_engine(s.workload)})
             for s in scenarios.plan(self.spec)
         ]
         if plan:  # the warm-up runs the first scenario's workload
@@ -315,11 +311,14 @@ class Driver:
             combine=scenarios.combine(self.spec),
         )
 
-    def _with_model(self, workload: Workload) -> Workload:
-        """``workload`` with the engine's request model name when it names none."""
-        if workload.model is not None:
-            return workload
-        return workload.model_copy(update={"model": self.engine.request_model(self.model_path)})
+    def _for_engine(self, workload: Workload) -> Workload:
+        """``workload`` with the engine's request model name when it names none, and the
+        engine's request fields under the space's own ``extra_body``."""
+        model = workload.model or self.engine.request_model(self.model_path)
+        # /generate (SGLang's own) carries its sampling fields in the body autotune builds.
+        fields = {} if workload.endpoint == "/generate" else self.engine.request_fields()
+        extra_body = {**fields, **workload.extra_body}
+        return workload.model_copy(update={"model": model, "extra_body": extra_body})
 
     def real_command(self, config: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
         """The command a person would run for ``config`` (the real engine even when simulating)."""

@@ -137,3 +137,41 @@ def test_confirmation_waits_while_queued_trials_wait(tmp_path: Path) -> None:
     assert sum(t.launched for t in trials) == 2 and Ledger(driver.study).confirmation() is None
     (note,) = [e for e in events if e.kind is EventKind.CONFIRM]
     assert note.message.startswith("not confirming: 1 queued trial(s)")
+
+
+def test_an_interrupted_confirmation_resumes_from_its_last_launch(tmp_path: Path) -> None:
+    """Ctrl-C after two confirmation launches: the resume keeps them (same plan, same
+    samples), launches only what the rounds still need, and concludes on all of them."""
+    space = toy_space(tmp_path / "toy.yaml", baseline=FAST)
+    options = dict(n_trials=2, seed=0, baseline_launches=1, confirm=1, confirm_rounds=(3, 3))
+    driver = make_driver(space, tmp_path / "study", **options)
+    driver.study.enqueue_trial({**FAST, "backend": "b"})  # the candidate
+
+    def stop_after_two_confirmation_launches(e: Event) -> None:
+        if e.kind is EventKind.RESULT and e.message.startswith("confirm"):
+            seen.append(e.number)
+            if len(seen) == 2:
+                driver.interrupt()
+
+    seen: list[int | None] = []
+    driver.on_event = stop_after_two_confirmation_launches
+    try:
+        driver.run()
+    finally:
+        driver.executor.shutdown()
+    assert Ledger(driver.study).confirmation() is None  # not settled: no record yet
+
+    again = make_driver(space, tmp_path / "study", **options)
+    try:
+        again.run()
+    finally:
+        again.executor.shutdown()
+    trials = Ledger(again.study).trials()
+    confirm = [t for t in trials if t.confirm_round is not None]
+    # Three rounds of (baseline, candidate): six launches in all, the first two kept.
+    assert [(t.confirm_round, t.confirm_key) for t in confirm] == [
+        (r, k) for r in (1, 2, 3) for k in ("baseline", "trial 1")
+    ], [(t.number, t.confirm_round, t.confirm_key, t.outcome) for t in confirm]
+    record = Ledger(again.study).confirmation()
+    assert record is not None and record.rounds == 3 and record.cost["launches"] == 6
+    assert [launch.trial for launch in record.launches][:2] == seen

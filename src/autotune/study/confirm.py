@@ -187,6 +187,37 @@ class Confirmation(BaseModel):
         return out
 
 
+class Progress(BaseModel):
+    """A confirmation under way, stored on the study after every launch so that a resume
+    after Ctrl-C or a machine's time limit goes on from the last launch: the plan (its
+    candidates and baseline, fixed when it began) and what each launch measured so far.
+
+    ``search_trials``: the search's trials when the plan was made; a resume after a longer
+    search (new trials) plans again.
+    """
+
+    search_trials: int
+    candidates: list[Candidate]
+    baseline: dict[str, Any]
+    launches: list[Launch] = Field(default_factory=list)
+    windows: dict[str, list[float]] = Field(default_factory=dict)  # by "round key"
+
+    def sample(self, key: str, round_no: int) -> Sample | None:
+        """What the launch of ``key`` in round ``round_no`` measured, if it ran."""
+        for x in self.launches:
+            if x.key == key and x.round == round_no:
+                windows = tuple(self.windows.get(f"{round_no} {key}", ()))
+                return Sample(x.value, windows, x.server_s, x.trial, x.reason)
+        return None
+
+    def add(self, key: str, round_no: int, sample: Sample) -> None:
+        self.launches.append(
+            Launch(round=round_no, key=key, value=sample.value, server_s=sample.server_s,
+                   trial=sample.trial, reason=sample.reason)
+        )  # fmt: skip
+        self.windows[f"{round_no} {key}"] = list(sample.windows)
+
+
 def _order(active: Sequence[str], round_no: int) -> list[str]:
     """Baseline first, then the candidates rotated by one each round (no fixed neighbour)."""
     if not active:

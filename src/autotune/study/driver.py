@@ -14,7 +14,7 @@ import logging
 import sys
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -49,7 +49,14 @@ from autotune.space.schema import StudySpec, config_key
 from autotune.space.suggest import suggest
 from autotune.study import ablation, evidence
 from autotune.study.confirm import BASELINE as CONFIRM_BASELINE
-from autotune.study.confirm import Candidate, Confirmation, ConfirmOptions, Sample, confirm
+from autotune.study.confirm import (
+    Candidate,
+    Confirmation,
+    ConfirmOptions,
+    Progress,
+    Sample,
+    confirm,
+)
 from autotune.study.deadends import DeadEnds, Doom
 from autotune.study.events import Event, EventKind
 from autotune.study.ledger import Ledger
@@ -722,12 +729,15 @@ class Driver:
                 Event(EventKind.CONFIRM, message="already confirmed: the same candidates lead")
             )
             return earlier
-        configs = {c.key: c.config for c in candidates}
-        configs[CONFIRM_BASELINE] = base.config
+        progress = self._confirm_plan(candidates, base.config)
+        configs = {c.key: c.config for c in progress.candidates}
+        configs[CONFIRM_BASELINE] = progress.baseline
+        kept = len(progress.launches)
         self.on_event(
             Event(
                 EventKind.CONFIRM,
-                message=f"confirming {', '.join(configs)} in interleaved rounds",
+                message=f"confirming {', '.join(configs)} in interleaved rounds"
+                + (f" (going on after {kept} launch(es) already made)" if kept else ""),
             )
         )
         lo, hi = o.confirm_rounds
@@ -737,21 +747,51 @@ class Driver:
             baseline = c.key == CONFIRM_BASELINE
             return _Relaunch(configs[c.key], f"confirm {c.key}", round_no, baseline, marks)
 
+        def measure_round(batch: Sequence[tuple[Candidate, int]]) -> list[Sample]:
+            # Launches an earlier, interrupted run made answer again; the rest are launched,
+            # each stored as soon as it is measured.
+            known = {i: progress.sample(c.key, r) for i, (c, r) in enumerate(batch)}
+            todo = [i for i, sample in known.items() if sample is None]
+
+            def done(j: int, sample: Sample) -> None:
+                c, r = batch[todo[j]]
+                progress.add(c.key, r, sample)
+                self.ledger.write_confirm_progress(progress)
+
+            fresh = self._measure([launch(*batch[i]) for i in todo], on_sample=done)
+            made = dict(zip(todo, fresh, strict=True))
+            return [known[i] or made[i] for i in range(len(batch))]
+
         try:
             record = confirm(
-                candidates,
-                lambda c, round_no: self._measure([launch(c, round_no)])[0],
+                progress.candidates,
+                lambda c, round_no: measure_round([(c, round_no)])[0],
                 self.spec.objective.direction,
                 ConfirmOptions(min_rounds=lo, max_rounds=hi),
-                measure_round=lambda batch: self._measure([launch(c, r) for c, r in batch]),
+                measure_round=measure_round,
             )
-        except _Interrupted:  # Ctrl-C: nothing is concluded; the resume confirms from round 1
+        except _Interrupted:  # Ctrl-C: nothing is concluded; the resume goes on from here
             self.on_event(
-                Event(EventKind.CONFIRM, message="interrupted: confirmation runs again on resume")
+                Event(
+                    EventKind.CONFIRM,
+                    message="interrupted: confirmation goes on from its last launch on resume",
+                )
             )
             return None
         self.ledger.write_confirmation(record)
+        self.ledger.write_confirm_progress(None)
         return record
+
+    def _confirm_plan(self, candidates: list[Candidate], baseline: dict[str, Any]) -> Progress:
+        """The confirmation under way when it was interrupted with no search trial since, or
+        a new plan of ``candidates`` against ``baseline`` (stored before its first launch)."""
+        search = sum(1 for t in self.ledger.trials() if t.searched)
+        earlier = self.ledger.confirm_progress()
+        if earlier is not None and earlier.search_trials == search:
+            return earlier
+        progress = Progress(search_trials=search, candidates=candidates, baseline=baseline)
+        self.ledger.write_confirm_progress(progress)
+        return progress
 
     def _wait(self, fut: Future[TrialResult]) -> TrialResult:
         """The result of one launch, or ``_Interrupted`` as soon as Ctrl-C comes: the trial is
@@ -814,12 +854,21 @@ class Driver:
             o.ablation_rounds,
         )
 
-    def _measure(self, relaunches: list[_Relaunch]) -> list[Sample]:
+    def _measure(
+        self,
+        relaunches: list[_Relaunch],
+        on_sample: Callable[[int, Sample], None] | None = None,
+    ) -> list[Sample]:
         """Relaunches of a confirmation or an ablation, each an Optuna trial of its own, asked
         for in order and launched on as many workers as the study has (one at a time with
-        one): their samples, in that order."""
+        one): their samples, in that order. ``on_sample(i, sample)``: as each one ends."""
+        report = on_sample or (lambda i, sample: None)
         if self.parallel <= 1:
-            return [self._finish_relaunch(r, *self._start_relaunch(r), None) for r in relaunches]
+            out_in_order = []
+            for i, r in enumerate(relaunches):
+                out_in_order.append(self._finish_relaunch(r, *self._start_relaunch(r), None))
+                report(i, out_in_order[-1])
+            return out_in_order
         started = [self._start_relaunch(r) for r in relaunches]
         waiting = list(range(len(relaunches)))
         out: dict[int, Sample] = {}
@@ -839,6 +888,7 @@ class Driver:
             for fut in done:
                 i = running.pop(fut)
                 out[i] = self._finish_relaunch(relaunches[i], *started[i], fut.result())
+                report(i, out[i])
         return [out[i] for i in range(len(relaunches))]
 
     def _start_relaunch(self, r: _Relaunch) -> tuple[optuna.Trial, dict[str, Any]]:

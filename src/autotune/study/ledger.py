@@ -32,7 +32,7 @@ from autotune.models import Outcome
 from autotune.search import CRASH, KIND, REFUSED, adapter
 from autotune.space.schema import config_key
 from autotune.study import evidence
-from autotune.study.confirm import Confirmation
+from autotune.study.confirm import Confirmation, Progress
 from autotune.study.deadends import DeadEnd
 from autotune.study.summary import summarize
 
@@ -46,6 +46,7 @@ _SKIP_KIND = "skip_kind"
 _SKIP_SAME_AS = "skip_same_as"
 # Study fields stored under another name than the field's, or derived.
 _OBJECTIVE = "objective"  # {"metric": ..., "direction": ...}
+_CONFIRM_PROGRESS = "confirm_progress"  # study/confirm.py Progress, while one runs
 _STUDY_RENAMED = {"tracker_run": "mlflow_parent_run_id"}
 _STUDY_DERIVED = frozenset({"name", "metric", "direction"})
 _DEAD_ENDS = "dead_ends"  # list of DeadEnd as JSON (study/deadends.py)
@@ -257,6 +258,22 @@ class Ledger:
         raw = self.study_record().confirmation
         return Confirmation.model_validate(raw) if raw else None
 
+    def write_confirm_progress(self, progress: Progress | None) -> None:
+        """Store a confirmation under way (None: it ended)."""
+        raw = progress.model_dump(mode="json") if progress is not None else None
+        self.study.set_user_attr(_CONFIRM_PROGRESS, raw)
+
+    def confirm_progress(self) -> Progress | None:
+        """The confirmation under way when the study was stopped, if one was."""
+        raw = self.study.user_attrs.get(_CONFIRM_PROGRESS)
+        if not raw:
+            return None
+        try:
+            return Progress.model_validate(raw)
+        except ValidationError as exc:  # another version's: plan again
+            _logger.warning("the stored confirmation under way is unreadable: %s", exc)
+            return None
+
     def fixed_params(self, trial_id: int) -> dict[str, Any] | None:
         """The parameters an enqueued trial was asked to use, or None for a sampled one."""
         fixed = self._storage.get_trial_system_attrs(trial_id).get(_FIXED_PARAMS)
@@ -319,7 +336,7 @@ class Ledger:
             if t.number in queued:  # a finished trial takes no new attribute: retry_of marks it
                 continue
             if any(t.user_attrs.get(k) is not None for k in ("confirm_round", "ablation_round")):
-                # Not queued: confirmation itself runs again from its first round on resume
+                # Not queued: confirmation goes on from its last measured launch on resume
                 # (a queued trial would wait for a search budget that is already spent); an
                 # ablation cut short says so.
                 continue

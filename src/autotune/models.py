@@ -350,7 +350,9 @@ class Workload(_Described):
     seed: int = 0
     """Seeds prompts, lengths and arrival times: every trial gets the same requests."""
     extra_body: dict[str, Any] = Field(default_factory=dict)
-    """Fields added to every request body."""
+    """Fields added to every request body. SGLang and vLLM studies send ignore_eos: true on
+    the OpenAI endpoints unless this sets it, so every configuration generates the output
+    length asked for (as their own benchmarks do)."""
     windows: int = Field(3, ge=1, le=100)
     """Measurement windows on one running server (no relaunch); the result is their median."""
     peak_concurrency: int | None = Field(None, ge=1)

@@ -195,8 +195,19 @@ def test_confirmation_takes_its_candidates_from_the_front(tmp_path: Path) -> Non
 
 
 def test_maximise_subject_to_an_slo_exports_the_fastest_that_meets_it(tmp_path: Path) -> None:
-    # One objective and a bound: level 3 streams fastest but misses the 100 ms TTFT bound.
-    driver = run(tmp_path, [3, 2], objective={"metric": "output_tok_s"}, slo={"ttft_p99_ms": 100.0})
+    # One objective and a bound: level 3 streams fastest but misses the 500 ms TTFT bound.
+    # 200 ms of first-token delay a level (400, 600 ms at levels 2, 3): 100 ms from the bound
+    # either way, which a loaded machine's delays do not cross (with 40 ms a level, 80 and
+    # 120 ms against 100 ms, level 2 once missed it at a load of 6); 400 tokens, so that a
+    # request still takes less time at level 3 (1.9 s) than at level 2 (2.4 s).
+    driver = run(
+        tmp_path,
+        [3, 2],
+        ttft_ms=200,
+        output_len=400,
+        objective={"metric": "output_tok_s"},
+        slo={"ttft_p99_ms": 500.0},
+    )
     trials = Ledger(driver.study).trials()
     fastest = next(t for t in trials if t.config == {"level": 3})
     assert fastest.outcome is Outcome.SLO_VIOLATED and fastest.value is not None

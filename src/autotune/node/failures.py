@@ -33,7 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from autotune.models import Cause, Failure, Milestone, Phase, Rule
+from autotune.models import INFRA_CAUSES, Cause, Failure, Milestone, Phase, Rule
 from autotune.node.families import (
     CONTEXT_LINE,
     DEEP_LINE,
@@ -102,6 +102,11 @@ _GENERIC_HINTS: dict[Cause, str] = {
         "The server died after it was ready and no rule names why: look at the first error "
         "above; a kernel backend or feature enabled with this configuration is the usual cause."
     ),
+    Cause.GPU_NOT_CLEAN: (
+        "The GPU is held by another process (a second server, a leftover of an earlier run, or "
+        "the device's exclusive compute mode): free it (nvidia-smi / npu-smi / hl-smi show "
+        "who holds it) or give this server other devices (CUDA_VISIBLE_DEVICES and the like)."
+    ),
     Cause.BENCHMARK_ERRORS: (
         "The benchmark client could not reach the server or its requests failed: the server "
         "died or stopped answering (look at the server's own log), or it is overloaded at this "
@@ -117,7 +122,7 @@ _EXC_LINE = re.compile(
 _ERROR_LINE = re.compile(
     r"^(?:ERROR|FATAL|CRITICAL|Fatal|FAILED|Error|\[?E\]?)\b[: ]|^error(?:\[\w+\])?: |"
     r"\bpanicked at\b|^terminate called|^\S+: error: |^Segmentation fault|\bcore dumped\b|"
-    r"^Killed$|exited with code [1-9]|exit code[:= ]+-?[1-9]|"
+    r"^Killed$|exited with code [1-9]|exit code[:= ]+-?[1-9]|^panic: |"
     # a library's numbered error ("cuBLAS error 15 at x.cu:7956"), a component's ("load_model:
     # error 'Model format not supported'")
     r"\berror \d+ at \S+:\d+|(?:^|\s)[\w.]+: error\b"
@@ -263,6 +268,7 @@ CAUSE_PHASE: dict[Cause, Phase] = {
     Cause.NODE_LOST: Phase.BENCHMARK,
     Cause.ASSERTION: Phase.BENCHMARK,  # an internal check: most fail while serving
     Cause.PORT_IN_USE: Phase.LOAD,  # the HTTP server or the ranks' store binds after loading
+    Cause.GPU_NOT_CLEAN: Phase.LOAD,
 }
 
 # Generic progress lines, used when a log is diagnosed without the engine's milestones: the
@@ -480,6 +486,42 @@ def _rule_hits(
     return hits
 
 
+# Families a program reports when something it called failed first: a wrapper that could not
+# load a model ("Could not load Llama model from path", a validation error), a crash, a check.
+_WRAPPERS = frozenset(
+    {
+        Cause.INVALID_ARGUMENT,
+        Cause.MODEL_UNSUPPORTED,
+        Cause.ASSERTION,
+        Cause.RUNTIME_CRASH,
+        Cause.UNKNOWN,
+    }
+)
+_MEMORY = frozenset({Cause.CUDA_OOM, Cause.KV_POOL_OOM, Cause.HOST_OOM})
+
+
+def _memory_first(
+    found: tuple[Rule, list[int]],
+    rules: Sequence[Rule],
+    log: _Log,
+    sources: Sequence[str | None],
+) -> tuple[Rule, list[int]]:
+    """The first fatal event among the rules' hits: an allocation that failed before the
+    error a wrapper then raised ("cudaMalloc failed: out of memory", then "validation error
+    for LlamaCpp: Could not load model") is the cause, whichever rule comes first in order."""
+    rule, hits = found
+    if rule.cause in _MEMORY or rule.cause not in _WRAPPERS:
+        return found
+    stripped, raw = log.for_rules(warnings=False)
+    for other in rules:
+        if other.cause not in _MEMORY:
+            continue
+        earlier = [i for i in _rule_hits(other, stripped, raw, sources) if i < hits[0]]
+        if earlier:
+            return other, earlier
+    return found
+
+
 def _first_rule(
     rules: Sequence[Rule],
     stripped: Sequence[str],
@@ -655,7 +697,7 @@ def _cause_hint(cause: Cause, phase: Phase, rules: Sequence[Rule]) -> tuple[str,
     for rule in rules:
         if rule.cause == cause:
             return _hint(rule, phase), rule.permanent
-    return _GENERIC_HINTS.get(cause, TRACEBACK_HINT), True
+    return _GENERIC_HINTS.get(cause, TRACEBACK_HINT), cause not in INFRA_CAUSES
 
 
 def _sizes(text: str) -> str:
@@ -851,6 +893,23 @@ def _message_lines(log: _Log, at: int) -> list[Focus]:
     return lines
 
 
+def _told_before_traceback(log: _Log) -> int | None:
+    """The plain line a program printed right before its first traceback, if any: no logger
+    level, no warning, no progress or routine line, not itself part of a trace."""
+    header = next((i for i, t in enumerate(log.text) if _TRACEBACK in t), None)
+    if header is None:
+        return None
+    i = header - 1
+    while i >= 0 and not log.text[i].strip():
+        i -= 1
+    if i < 0 or log.records[i].level is not None or log.warning[i]:
+        return None
+    text = log.text[i]
+    if _in_trace(text) or _ROUTINE.search(text) or _FRAME.match(text):
+        return None
+    return i
+
+
 def _focus(log: _Log, sig: _Signals, exc: int | None) -> list[Focus]:
     """The lines a failure's family is read from, each weighed by how much it tells: the first
     fatal exception and its message, the error lines (the first most), the frames of a
@@ -887,6 +946,11 @@ def _focus(log: _Log, sig: _Signals, exc: int | None) -> list[Focus]:
         ]
         if len(texts) >= 8:
             break
+    told = _told_before_traceback(log)
+    if told is not None and told not in {f.index for f in lines}:
+        # What a program printed just before it raised ("Please input a model_name", then the
+        # traceback): its own account of the failure, read like an error line.
+        lines.append(Focus(told, log.text[told], ERROR_LINE, raw=log.raw[told]))
     if not any(decisive(f.text) for f in lines):
         # No error names a family: what the warnings say decisively (a warning may be all there
         # is, such as PyTorch's that it has no kernels for this GPU, or the import that failed
@@ -1071,6 +1135,8 @@ def _classify(
     found = _first_rule(rules, *log.for_rules(warnings=False), sources)
     if found is None and (sig.failed or bad_exit or not sig.ready):
         found = _first_rule(rules, *log.for_rules(warnings=True), sources)
+    if found is not None:
+        found = _memory_first(found, rules, log, sources)
     ctx = _Context(exit_code=exit_code, tail=tail, engine=engine)
 
     if found is not None and found[0].cause != Cause.UNKNOWN:
@@ -1097,6 +1163,8 @@ def _classify(
                 if rule.cause not in GENERIC
                 else frozenset(Cause) - GENERIC
             )
+            if rule.cause == Cause.RUNTIME_CRASH:
+                narrower |= {Cause.ASSERTION}  # the crash of a failed check (an abort)
             if verdict is not None and verdict.cause in narrower:
                 return (
                     _specific(ctx, verdict, log, hits, rule, reached, rules, argv, env, message),

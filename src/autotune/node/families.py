@@ -87,7 +87,7 @@ _SHORT = (
     r"unable to allocate|could not allocate|exceed|larger than|too (?:small|large|few)|"
     r"\bno (?:\w+ ){0,2}(?:memory|room|space)\b|\bleaves? no\b|cannot fit|can't fit|"
     r"does(?: not|n't) fit|but only|only [\d.]+ ?\w* (?:\w+ )?(?:available|free|left))|OOM\b|"
-    r"is (?:0|zero|negative)\b|"
+    r"is (?:0|zero|negative)\b|(?i:more \w+(?: \w+)?(?: \([^)]*\))? than (?:is )?available)|"
     r"<= ?0\b|(?:^|[\s=:(\[])-\d)"
 )
 _CACHE = (
@@ -108,7 +108,17 @@ WORDS: tuple[_Clue, ...] = _clues(
         3.5,
         r"oom[-_ ]?kill|OOMKilled|Out of memory: Kill|Killed process \d+|invoked oom-killer|"
         r"Memory cgroup out of memory|DefaultCPUAllocator|std::bad_alloc|^\s*MemoryError\b|"
-        r"Cannot allocate memory|memory pressure|running low on memory|(?:^|[\s\]|])Killed\s*$",
+        r"Cannot allocate memory|memory pressure|running low on memory|(?:^|[\s\]|])Killed\s*$|"
+        r"OUT_OF_HOST_MEMORY|result 'oom-kill'",
+    ),
+    # a service manager's report that the process was killed (systemd: "code=killed, status=9")
+    (Cause.HOST_OOM, 3.0, r"code=killed, status=9\b|status=9/KILL"),
+    # an allocation of a host-side buffer (CPU, pinned, CUDA_Host) that failed
+    (
+        Cause.HOST_OOM,
+        3.5,
+        r"^(?=.*(?i:unable|cannot|can't|could not|failed|failure))(?=.*(?i:alloc))"
+        r"(?=.*\b(?:CPU|cpu|host|Host|pinned|CUDA_Host)[ _](?:buffer|memory|tensor))",
     ),
     (
         Cause.HOST_OOM,
@@ -131,7 +141,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         Cause.CUDA_OOM,
         3.0,
         r"out of memory|OutOfMemory|\bOOM\b|OUT_OF_MEMORY|cudaErrorMemoryAllocation|"
-        r"RESOURCE_EXHAUSTED|CUBLAS_STATUS_ALLOC_FAILED|Tried to allocate",
+        r"RESOURCE_EXHAUSTED|CUBLAS_STATUS_ALLOC_FAILED|Tried to allocate|OUT_OF_DEVICE_MEMORY|"
+        r"hipErrorOutOfMemory",
     ),
     (
         Cause.CUDA_OOM,
@@ -181,7 +192,7 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"architecture)|not a supported model|cannot find tensor|is not supported by (?:this|the "
         r"current) (?:version|engine|backend)|KeyError: '?\w+(?:For[A-Z]\w+|LMHeadModel)'?\s*$|"
         r"(?:[Mm]odel|[Ff]ile|weights?) format (?:is )?(?:not supported|unsupported)|"
-        r"[Uu]nsupported (?:model|file) format",
+        r"[Uu]nsupported (?:model|file) format|tensor '[^']+' not found|invalid magic",
     ),
     (
         Cause.MODEL_UNSUPPORTED,
@@ -194,7 +205,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         3.5,
         r"No module named|undefined symbol|cannot open shared object|DLL load failed|"
         r"GLIBC\w*_[\d.]+'? not found|version `[\w.]+' not found|Symbol not found|"
-        r"Library not loaded|cannot import name|PackageNotFoundError|error while loading shared "
+        r"Library not loaded|cannot import name|PackageNotFoundError|not compiled with CUDA|"
+        r"operator \w+::\w+ does not exist|error while loading shared "
         r"librar|(?:Function|symbol|Symbol) [\w.:]+ not found|module '[\w.]+' has no attribute|"
         r"(?:unable to|cannot|can't|could not|failed to) (?:find|load|open|locate) (?:the )?"
         r"(?:\w+ ){0,2}(?:library|libraries|shared object|plugin)\b",
@@ -211,12 +223,15 @@ WORDS: tuple[_Clue, ...] = _clues(
     (
         Cause.INVALID_ARGUMENT,
         3.5,
-        r"error: (?:unrecognized arguments|argument|invalid choice|the following (?:required )?"
+        r"error: (?:unrecognized arguments|argument|invalid argument: -|invalid choice|"
+        r"the following (?:required )?"
         r"arguments|ambiguous option|unexpected argument)|unrecognized arguments|"
         r"^\s*usage: \S+ \[|validation errors? for \w+|^\s*Value error,|No such option|"
         r"Invalid value for|unexpected extra argument|must be divisible|not divisible by|"
         r"mutually exclusive|HFValidationError|RepositoryNotFoundError|GatedRepoError|"
-        r"is not a (?:local folder|valid model identifier)|Repo id must",
+        r"is not a (?:local folder|valid model identifier)|Repo id must|"
+        r"\b[a-z]+(?:_[a-z]+)+ \(\d+\) (?:is|must be) (?:smaller|larger|greater|less|bigger) "
+        r"than (?:the )?[a-z]+(?:_[a-z]+)+",
     ),
     (
         Cause.INVALID_ARGUMENT,
@@ -235,10 +250,12 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"[Uu]nknown (?:argument|option|quantization|dtype|backend|parameter)|[Uu]nrecognized "
         r"(?:option|argument|configuration|parameter)|(?:cannot|can't|can not) (?:be )?(?:used|"
         r"combined|enabled|set) (?:together )?with|not supported (?:with|when|together|in "
-        r"combination)|(?:must|should) (?:be|have|not)\b|expected (?:one of|a |an )|"
+        r"combination)|(?:must|should) (?:be|have|not)\b|[Ee]xpected (?:only )?(?:one of|one |a |"
+        r"an )|"
         r"greater than (?:the )?(?:derived|maximum|max)|out of range|positional argument|"
-        r"should (?:provide|specify|pass|set|use) |not (?:yet )?supported (?:for|with|by) (?:this|"
-        r"the) model|does not (?:yet )?support (?:\w+ ){0,3}(?:[Aa]ttention|attn|quantization|"
+        r"should (?:provide|specify|pass|set|use) |[Pp]lease (?:input|provide|specify|pass) "
+        r"(?:a |an |the )?\w|not (?:yet )?supported (?:for|with|by) (?:this|the) model|"
+        r"does not (?:yet )?support (?:\w+ ){0,3}(?:[Aa]ttention|attn|quantization|"
         r"dtype|LoRA|lora|sharding|sharded|tensor parallel|pipeline parallel|speculative|prefix "
         r"caching|chunked prefill|multi-?modal|tool|streaming|feature|option|mode)",
     ),
@@ -246,7 +263,9 @@ WORDS: tuple[_Clue, ...] = _clues(
     (
         Cause.PORT_IN_USE,
         4.0,
-        r"[Aa]ddress already in use|EADDRINUSE|AddrInUse|[Ee]rrno:? 98\b|(?:port|address) \S+ "
+        r"[Aa]ddress already in use|EADDRINUSE|AddrInUse|[Ee]rrno:? 98\b|Only one usage of each "
+        r"socket address|WSAEADDRINUSE|WinError 10048|port is already allocated|(?:port|"
+        r"address) \S+ "
         r"(?:is )?(?:already )?(?:in use|occupied|taken)|(?:failed|unable|could not|couldn't|"
         r"cannot|can't) (?:to )?bind|failed to listen on",
     ),
@@ -317,7 +336,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"illegal memory access|misaligned address|unspecified launch failure|device-side assert|"
         r"Segmentation fault|SIGSEGV|SIGBUS|SIGABRT|SIGFPE|[Ss]ignal \(?(?:11|6|7|8)\)? received|"
         r"[Cc]aught signal (?:11|6|7|8)\b|signal (?:11|6|7|8)\b|core dumped|Fatal Python error|"
-        r"panicked at|terminate called|Floating point exception|probability tensor contains|"
+        r"panicked at|^panic: |terminate called|Floating point exception|"
+        r"probability tensor contains|"
         r"Memory access fault|double free|corrupted (?:size|double)|cudaErrorLaunchFailure|"
         r"CUBLAS_STATUS_EXECUTION_FAILED|CUDA error: (?!out of memory)",
     ),
@@ -328,7 +348,17 @@ WORDS: tuple[_Clue, ...] = _clues(
     (
         Cause.ARCH_UNSUPPORTED,
         3.0,
-        r"out of resource: shared memory|OutOfResources|[Hh]ardware limit:? \d+",
+        r"out of resource: shared memory|OutOfResources|[Hh]ardware limit:? \d+|"
+        # cuBLAS refusing an operation this GPU cannot do (CUBLAS_STATUS_NOT_SUPPORTED)
+        r"requested functionality is not supported|CUBLAS_STATUS_(?:NOT_SUPPORTED|ARCH_MISMATCH)",
+    ),
+    # --- the node -------------------------------------------------------------------------------
+    # the device is held by another process (exclusive mode, a second server, a leftover)
+    (
+        Cause.GPU_NOT_CLEAN,
+        3.5,
+        r"busy or unavailable|[Dd]evice acquire failed|cudaErrorDevicesUnavailable|memory "
+        r"capacity is unbalanced",
     ),
     # --- the benchmark client -------------------------------------------------------------------
     (
@@ -475,6 +505,7 @@ FAMILY_ORDER: tuple[Cause, ...] = (
     Cause.STARTUP_TIMEOUT,
     Cause.NCCL_ERROR,
     Cause.NODE_LOST,
+    Cause.GPU_NOT_CLEAN,
     Cause.ASSERTION,
     Cause.RUNTIME_CRASH,
 )
@@ -485,7 +516,8 @@ _FATAL_SIGN = re.compile(
     r"[Ss]ignal \(?\d+\)? received|[Cc]aught signal \d+|received signal SIG[A-Z]+|"
     r"\*\*\* (?:Process )?received signal|Segmentation fault|SIGSEGV|core dumped|"
     r"GGML_ASSERT|Assertion\b.{0,200}fail|(?:^|[\s\]|])Killed\s*$|Watchdog caught|"
-    r"panicked at|terminate called|Fatal Python error"
+    r"panicked at|^panic: |terminate called|Fatal Python error|code=killed|status=9/KILL|"
+    r"result 'oom-kill'"
 )
 
 
@@ -506,7 +538,8 @@ _DECISIVE_ANY = re.compile(
     r"completion|transport|watchdog|timeout|timed out|heartbeat|worker|client|rank|store|"
     r"rendezvous|barrier|peer|collective|start|ready|init|boot|health|warm|captur|graph|assert|"
     r"check|fault|sigsegv|sigbus|sigabrt|sigfpe|core dumped|fatal|panick|terminate|exception|"
-    r"probability|double free|corrupted|launch|cublas|exhausted|tried|exit"
+    r"probability|double free|corrupted|launch|cublas|exhausted|tried|exit|busy|acquire|"
+    r"unbalanced|usage of each|allocated|panic"
 )
 
 
@@ -696,6 +729,19 @@ def name_family(lines: Sequence[Focus], *, running: bool) -> Verdict | None:
             score=asserted.total,
             runner_up=best.total,
         )
+    if cause == Cause.RUNTIME_CRASH and asserted is not None and asserted.decisive_at is not None:
+        # A crash that follows a failed check is that check's abort ("GGML_ASSERT(...) failed"
+        # then "Aborted (core dumped)"): the check is the first fatal event. A kernel's own
+        # assert that names the crash in the same line stays a crash.
+        check = texts.get(asserted.decisive_at, "")
+        crash_at = best.decisive_at if best.decisive_at is not None else best.at
+        if asserted.decisive_at < crash_at and not names(check, Cause.RUNTIME_CRASH):
+            return Verdict(
+                cause=Cause.ASSERTION,
+                at=asserted.decisive_at,
+                score=asserted.total,
+                runner_up=best.total,
+            )
     if cause in GENERIC:
         # A crash or a failed check says *that* it failed; a specific family named decisively
         # in the same message (``what(): ... out of memory``, the line after a panic) says why.

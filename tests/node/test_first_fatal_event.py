@@ -1,0 +1,128 @@
+"""The first fatal event and the words of other runtimes, with no rule or with the common rules.
+
+Issue 51, third round: a failure is read from the event that started it (an allocation that
+failed before the wrapper that then refused the model, a failed check before the abort it
+causes, what a program printed just before it raised), and a family is named in the words of
+runtimes the corpus has few of (Windows sockets, Docker, systemd, Level Zero and Vulkan, Go's
+runtime, cuBLAS). Sentences here are written for the test in the style of those programs.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from autotune.diagnosis import diagnose_text, rules_for
+from autotune.models import Cause
+from autotune.node.failures import diagnose_lines
+
+TB = "Traceback (most recent call last):"
+
+
+def _no_rules(lines: list[str]) -> str:
+    found = diagnose_lines(lines, [])
+    return "ok" if found is None else found.cause.value
+
+
+def _common(lines: list[str]) -> str:
+    found = diagnose_lines(lines, rules_for("common")[0])
+    return "ok" if found is None else found.cause.value
+
+
+WORDS: dict[str, list[list[str]]] = {
+    "port_in_use": [
+        ["OSError: [WinError 10048] Only one usage of each socket address is normally permitted"],
+        [
+            "docker: Error response from daemon: Bind for 0.0.0.0:9000 failed: port is already "
+            "allocated."
+        ],
+    ],
+    "host_oom": [
+        ["load: failed to allocate CPU buffer of size 812345344", "error: model load failed"],
+        ["Error: this model needs more system memory (31.2 GiB) than is available (15.0 GiB)"],
+        ["srv.service: Main process exited, code=killed, status=9/KILL"],
+        ["RuntimeError: level zero: UR_RESULT_ERROR_OUT_OF_HOST_MEMORY"],
+    ],
+    "cuda_oom": [
+        ["RuntimeError: level zero: UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY"],
+        ["vk: error: VK_ERROR_OUT_OF_DEVICE_MEMORY while creating the weights buffer"],
+    ],
+    "gpu_not_clean": [
+        ["RuntimeError: CUDA error: all CUDA-capable devices are busy or unavailable"],
+        ["RuntimeError: synStatus 26 [Generic failure]. Device acquire failed."],
+    ],
+    "runtime_crash": [
+        ["panic: runtime error: index out of range [3] with length 3", "goroutine 12 [running]:"],
+    ],
+    "arch_unsupported": [
+        ["cuBLAS error 7 at gemm.cu:88: the requested functionality is not supported"],
+    ],
+    "import_error": [
+        ["AssertionError: Torch not compiled with CUDA enabled"],
+        ["RuntimeError: operator fastvision::roi_align does not exist"],
+    ],
+    "invalid_argument": [
+        ["ValueError: max_prefill_tokens (1024) is smaller than max_seq_len (8192)."],
+        ["TypeError: Expected only one handler class in the service file, found 2"],
+    ],
+    "model_unsupported": [
+        ["load: error loading model: tensor 'blk.0.ffn_gate.weight' not found"],
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("family", "lines"), [(f, lines) for f, cases in WORDS.items() for lines in cases]
+)
+def test_a_family_in_another_runtimes_words(family: str, lines: list[str]) -> None:
+    assert _no_rules(lines) == family
+
+
+def test_a_check_that_fails_before_an_abort_is_the_cause() -> None:
+    log = ["GGML_ASSERT: src/ops.c:912: ne0 % 32 == 0", "Aborted (core dumped)"]
+    assert _no_rules(log) == "assertion"
+    assert _common(log) == "assertion"
+    # a kernel's own assert that names the crash in its line stays a crash
+    kernel = [
+        "ops.cu:40: gather: block: [3,0,0], thread: [7,0,0] Assertion `i < n` failed.",
+        "RuntimeError: CUDA error: device-side assert triggered",
+    ]
+    assert _common(kernel) == "runtime_crash"
+
+
+def test_an_allocation_that_failed_before_a_wrappers_error_is_the_cause() -> None:
+    log = [
+        "alloc_buffer: allocating 512.00 MiB on device 1: cudaMalloc failed: out of memory",
+        "new_context: failed to allocate compute buffers",
+        TB,
+        '  File "/srv/app.py", line 9, in <module>',
+        "    llm = Wrapper(path)",
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for Wrapper",
+        "  Value error, Could not load the model from path: /m/x.gguf",
+    ]
+    assert _common(log) == "cuda_oom"
+    # without the allocation the validation error is the argument it says it is
+    assert _common(log[2:]) == "invalid_argument"
+
+
+def test_what_a_program_printed_before_it_raised_is_read_as_its_error() -> None:
+    log = [
+        "source: local",
+        "Please specify a served name for this checkpoint",
+        TB,
+        '  File "/opt/x/cli.py", line 40, in main',
+        "    run(args)",
+    ]
+    assert _no_rules(log) == "invalid_argument"
+    # a logger's info line before a cut traceback is progress, not the program's account
+    info = ["INFO 01-01 10:00:00 loader.py:12] Please specify nothing", *log[2:]]
+    assert _no_rules(info) != "invalid_argument"
+
+
+def test_a_busy_gpu_is_an_infra_failure_with_a_hint() -> None:
+    found = diagnose_text(
+        "RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable"
+    )
+    assert found.failure is not None
+    assert found.failure.cause == Cause.GPU_NOT_CLEAN
+    assert not found.failure.permanent
+    assert "CUDA_VISIBLE_DEVICES" in found.failure.hint

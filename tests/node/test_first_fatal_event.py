@@ -126,3 +126,43 @@ def test_a_busy_gpu_is_an_infra_failure_with_a_hint() -> None:
     assert found.failure.cause == Cause.GPU_NOT_CLEAN
     assert not found.failure.permanent
     assert "CUDA_VISIBLE_DEVICES" in found.failure.hint
+
+
+@pytest.mark.parametrize(
+    ("line", "engine", "flag"),
+    [
+        (
+            "ValueError: the KV cache cannot hold one request; raise `gpu_memory_utilization` "
+            "or lower `max_model_len`.",
+            "vllm",
+            "--gpu-memory-utilization",
+        ),
+        (
+            "RuntimeError: no room for the KV cache with cache_max_entry_count=0.9",
+            "lmdeploy",
+            "--cache-max-entry-count",
+        ),
+        (
+            "RuntimeError: the KV pool is empty; lower mem_fraction_static",
+            "sglang",
+            "--mem-fraction-static",
+        ),
+        (
+            "Error: not enough memory for the KV cache of max_batch_total_tokens=64000",
+            "tgi",
+            "--max-batch-total-tokens",
+        ),
+        (
+            "RuntimeError: KV cache of max_total_token_num=120000 does not fit",
+            "lightllm",
+            "--max_total_token_num",
+        ),
+    ],
+)
+def test_an_engines_settings_name_it_and_the_hint_names_its_flag(
+    line: str, engine: str, flag: str
+) -> None:
+    found = diagnose_text(line)
+    assert found.engine == engine
+    assert found.failure is not None and found.failure.cause == Cause.KV_POOL_OOM
+    assert flag in found.failure.hint

@@ -125,7 +125,9 @@ _ERROR_LINE = re.compile(
     r"^Killed$|exited with code [1-9]|exit code[:= ]+-?[1-9]|^panic: |"
     # a library's numbered error ("cuBLAS error 15 at x.cu:7956"), a component's ("load_model:
     # error 'Model format not supported'")
-    r"\berror \d+ at \S+:\d+|(?:^|\s)[\w.]+: error\b"
+    r"\berror \d+ at \S+:\d+|(?:^|\s)[\w.]+: error\b|"
+    # a compiler's diagnostic ("ptxas /tmp/x.ptx, line 5; error   : ...")
+    r"; error\s+:"
 )
 # A failure stated in words, without an error word: "couldn't bind HTTP server socket".
 _FAILED_TO = re.compile(

@@ -87,7 +87,8 @@ _SHORT = (
     r"unable to allocate|could not allocate|exceed|larger than|too (?:small|large|few)|"
     r"\bno (?:\w+ ){0,2}(?:memory|room|space)\b|\bleaves? no\b|cannot fit|can't fit|"
     r"does(?: not|n't) fit|but only|only [\d.]+ ?\w* (?:\w+ )?(?:available|free|left))|OOM\b|"
-    r"is (?:0|zero|negative)\b|(?i:more \w+(?: \w+)?(?: \([^)]*\))? than (?:is )?available)|"
+    r"is (?:0|zero|negative|empty)\b|(?i:(?:cannot|can't|unable to) (?:hold|store|serve))|"
+    r"(?i:more \w+(?: \w+)?(?: \([^)]*\))? than (?:is )?available)|"
     r"<= ?0\b|(?:^|[\s=:(\[])-\d)"
 )
 _CACHE = (
@@ -123,8 +124,13 @@ WORDS: tuple[_Clue, ...] = _clues(
     (
         Cause.HOST_OOM,
         2.0,
-        r"\bSIGKILL\b|signal 9\b|[Ss]ignal: killed|exit(?:ed)?(?: with)?(?: status| code)?[:= ]+"
-        r"(?:137|-9)\b|code[:= ]-9\b",
+        r"\bSIGKILL\b|signal 9\b|[Ss]ignal: killed|code[:= ]-9\b",
+    ),
+    # an exit status of 137 (128 + SIGKILL) or -9, as a shell, Docker or Kubernetes reports it
+    (
+        Cause.HOST_OOM,
+        3.0,
+        r"(?i:exit(?:ed)?[ _]?(?: with)?(?: status| ?code)?)[:= ]+(?:137|-9)\b",
     ),
     # an exit status that is a signal (128 + N): 132 an illegal instruction, 139 a segfault
     (
@@ -164,7 +170,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         Cause.ARCH_UNSUPPORTED,
         3.5,
         r"no kernel image|NoKernelImage|invalid device function|NoBinaryForGpu|NO_BINARY_FOR_GPU|"
-        r"ptxas fatal|PTXAS error|[Uu]nsupported (?:gpu |GPU |CUDA |cuda |SM |sm )?architecture"
+        r"ptxas fatal|PTXAS error|\bptxas\b.{0,80}\berror\b|requires? \.target sm_\d+|"
+        r"[Uu]nsupported (?:gpu |GPU |CUDA |cuda |SM |sm )?architecture"
         r"(?!s?:? ?\[?['\"]?\w*(?:For|Model|LM))|[Cc]ompute [Cc]apability|\bSIGILL\b|"
         r"[Ii]llegal instruction|signal 4\b|(?:un|not )supported (?:on|by|for) (?:this|the current"
         r"|your) (?:GPU|device|hardware|platform)|only supports? (?:Ampere|Hopper|Blackwell|"
@@ -189,7 +196,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"Unrecognized) model (?:architecture|type)|[Uu]nsupported architectures?:? ?\[?['\"]?"
         r"\w+(?:For\w+|Model|LM)\b|For(?:CausalLM|ConditionalGeneration|\w*Classification)'?\]? "
         r"(?:is|are) not supported|does not (?:recognize|support) (?:this|the) (?:model|"
-        r"architecture)|not a supported model|cannot find tensor|is not supported by (?:this|the "
+        r"architecture)|not a supported model|cannot find tensor|has no \w+ implementation|"
+        r"is not supported by (?:this|the "
         r"current) (?:version|engine|backend)|KeyError: '?\w+(?:For[A-Z]\w+|LMHeadModel)'?\s*$|"
         r"(?:[Mm]odel|[Ff]ile|weights?) format (?:is )?(?:not supported|unsupported)|"
         r"[Uu]nsupported (?:model|file) format|tensor '[^']+' not found|invalid magic",
@@ -238,7 +246,7 @@ WORDS: tuple[_Clue, ...] = _clues(
         3.0,
         r"No such file or directory|does not exist|FileNotFoundError|[Ee]rror opening .{0,80}"
         r"(?:file|engine|config)|(?:could not|cannot|can't|unable to) (?:open|find|read|locate) "
-        r".{0,60}(?:file|path|directory|folder|engine|config|checkpoint)",
+        r".{0,60}(?:file|path|directory|folder|engine(?! to execute)|config|checkpoint)",
     ),
     (
         Cause.INVALID_ARGUMENT,
@@ -517,6 +525,7 @@ _FATAL_SIGN = re.compile(
     r"\*\*\* (?:Process )?received signal|Segmentation fault|SIGSEGV|core dumped|"
     r"GGML_ASSERT|Assertion\b.{0,200}fail|(?:^|[\s\]|])Killed\s*$|Watchdog caught|"
     r"panicked at|^panic: |terminate called|Fatal Python error|code=killed|status=9/KILL|"
+    r"(?i:exit ?code)[:= ]+(?:137|-9)\b|"
     r"result 'oom-kill'"
 )
 

@@ -166,3 +166,39 @@ def test_an_engines_settings_name_it_and_the_hint_names_its_flag(
     assert found.engine == engine
     assert found.failure is not None and found.failure.cause == Cause.KV_POOL_OOM
     assert flag in found.failure.hint
+
+
+@pytest.mark.parametrize(
+    ("lines", "family"),
+    [
+        (
+            ['level=ERROR source=proc.go:12 msg="runner terminated" error="signal: killed"'],
+            "host_oom",
+        ),
+        (
+            ['level=ERROR source=proc.go:12 msg="ended" error="exit status 0xc0000005"'],
+            "runtime_crash",
+        ),
+        (
+            ["Error: llama runner process has terminated: exit status 0xc000001d"],
+            "arch_unsupported",
+        ),
+        (["openai.APIConnectionError: Connection error."], "benchmark_errors"),
+        (["httpx.ReadTimeout: timed out"], "benchmark_errors"),
+        (
+            ["RuntimeError: Could not run 'aten::foo' with arguments from the 'CUDA' backend"],
+            "import_error",
+        ),
+        (
+            ["ValueError: Quantization method xyz is not supported for models with float32"],
+            "invalid_argument",
+        ),
+    ],
+)
+def test_exit_statuses_and_clients_in_their_own_words(lines: list[str], family: str) -> None:
+    assert _no_rules(lines) == family
+
+
+def test_a_component_that_failed_and_exits_is_an_error_not_a_hang() -> None:
+    log = ["srv  load_model: failed to load the weights file", "main: exiting due to a load error"]
+    assert _no_rules(log) != "startup_timeout"

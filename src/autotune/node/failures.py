@@ -131,8 +131,8 @@ _ERROR_LINE = re.compile(
 )
 # A failure stated in words, without an error word: "couldn't bind HTTP server socket".
 _FAILED_TO = re.compile(
-    r"^(?:[\w.]+: )?(?:[Cc]ouldn't|[Cc]ould not|[Cc]annot|[Cc]an't|[Uu]nable to|[Ff]ailed to) "
-    r"[a-z]+\b"
+    r"^(?:[\w.]+\s+)?(?:[\w.]+: )?(?:[Cc]ouldn't|[Cc]ould not|[Cc]annot|[Cc]an't|[Uu]nable to|"
+    r"[Ff]ailed to) [a-z]+\b|\bexiting due to\b"
 )
 _ROUTINE = re.compile(
     r"^(?:Avg prompt throughput|Avg generation throughput|Decode batch|Prefill batch|"

@@ -124,13 +124,14 @@ WORDS: tuple[_Clue, ...] = _clues(
     (
         Cause.HOST_OOM,
         2.0,
-        r"\bSIGKILL\b|signal 9\b|[Ss]ignal: killed|code[:= ]-9\b",
+        r"\bSIGKILL\b|signal 9\b|code[:= ]-9\b",
     ),
     # an exit status of 137 (128 + SIGKILL) or -9, as a shell, Docker or Kubernetes reports it
     (
         Cause.HOST_OOM,
         3.0,
-        r"(?i:exit(?:ed)?[ _]?(?: with)?(?: status| ?code)?)[:= ]+(?:137|-9)\b",
+        r"(?i:exit(?:ed)?[ _]?(?: with)?(?: status| ?code)?)[:= ]+(?:137|-9)\b|"
+        r"[Ss]ignal: killed",  # Go's words for a child killed by SIGKILL
     ),
     # an exit status that is a signal (128 + N): 132 an illegal instruction, 139 a segfault
     (
@@ -141,8 +142,11 @@ WORDS: tuple[_Clue, ...] = _clues(
     (
         Cause.RUNTIME_CRASH,
         3.0,
-        r"(?i:exit(?:ed)?[ _](?:with )?(?:status|code))[:= (]+(?:139|-11)\b",
+        r"(?i:exit(?:ed)?[ _](?:with )?(?:status|code))[:= (]+(?:139|-11)\b|"
+        # Windows: an access violation, a fail-fast abort, a corrupted heap
+        r"\b0x[Cc]0000(?:005|409|374)\b",
     ),
+    (Cause.ARCH_UNSUPPORTED, 3.0, r"\b0x[Cc]000001[Dd]\b"),  # Windows: an illegal instruction
     (
         Cause.CUDA_OOM,
         3.0,
@@ -214,7 +218,9 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"No module named|undefined symbol|cannot open shared object|DLL load failed|"
         r"GLIBC\w*_[\d.]+'? not found|version `[\w.]+' not found|Symbol not found|"
         r"Library not loaded|cannot import name|PackageNotFoundError|not compiled with CUDA|"
-        r"operator \w+::\w+ does not exist|error while loading shared "
+        r"operator \w+::\w+ does not exist|"
+        r"Could not run '[\w:.]+' with arguments from the '\w+' backend|"
+        r"error while loading shared "
         r"librar|(?:Function|symbol|Symbol) [\w.:]+ not found|module '[\w.]+' has no attribute|"
         r"(?:unable to|cannot|can't|could not|failed to) (?:find|load|open|locate) (?:the )?"
         r"(?:\w+ ){0,2}(?:library|libraries|shared object|plugin)\b",
@@ -258,7 +264,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"[Uu]nknown (?:argument|option|quantization|dtype|backend|parameter)|[Uu]nrecognized "
         r"(?:option|argument|configuration|parameter)|(?:cannot|can't|can not) (?:be )?(?:used|"
         r"combined|enabled|set) (?:together )?with|not supported (?:with|when|together|in "
-        r"combination)|(?:must|should) (?:be|have|not)\b|[Ee]xpected (?:only )?(?:one of|one |a |"
+        r"combination)|not (?:yet )?supported for (?:\w+ )?models?\b|(?:must|should) (?:be|have|"
+        r"not)\b|[Ee]xpected (?:only )?(?:one of|one |a |"
         r"an )|"
         r"greater than (?:the )?(?:derived|maximum|max)|out of range|positional argument|"
         r"should (?:provide|specify|pass|set|use) |[Pp]lease (?:input|provide|specify|pass) "
@@ -374,7 +381,14 @@ WORDS: tuple[_Clue, ...] = _clues(
         2.5,
         r"ConnectionRefusedError|[Ee]rrno 111\b|ClientConnectorError|ServerDisconnectedError|"
         r"RemoteDisconnected|Max retries exceeded|Failed to establish a new connection|"
-        r"Cannot connect to host|ReadTimeout|ClientResponseError",
+        r"Cannot connect to host|ClientResponseError",
+    ),
+    # a client library's own exception types: the benchmark's requests failed or timed out
+    (
+        Cause.BENCHMARK_ERRORS,
+        3.0,
+        r"\b(?:ReadTimeout|ConnectTimeout|ConnectError|APIConnectionError|APITimeoutError|"
+        r"RemoteProtocolError)\b",
     ),
     # --- Ray ------------------------------------------------------------------------------------
     (
@@ -514,6 +528,7 @@ FAMILY_ORDER: tuple[Cause, ...] = (
     Cause.NCCL_ERROR,
     Cause.NODE_LOST,
     Cause.GPU_NOT_CLEAN,
+    Cause.BENCHMARK_ERRORS,
     Cause.ASSERTION,
     Cause.RUNTIME_CRASH,
 )

@@ -202,3 +202,16 @@ def test_exit_statuses_and_clients_in_their_own_words(lines: list[str], family: 
 def test_a_component_that_failed_and_exits_is_an_error_not_a_hang() -> None:
     log = ["srv  load_model: failed to load the weights file", "main: exiting due to a load error"]
     assert _no_rules(log) != "startup_timeout"
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        '  File "/srv/engine/runner.py", line 80, in init_kv_cache',
+        '  File "/srv/engine/executor.py", line 12, in __init__\n    self.cache = KVCacheManager(',
+        '  File "/srv/engine/blocks.py", line 40, in allocate_paged_cache',
+    ],
+)
+def test_a_traceback_cut_in_any_engines_cache_set_up_is_the_caches(frame: str) -> None:
+    log = [TB, '  File "/srv/engine/main.py", line 5, in start', *frame.split("\n")]
+    assert _no_rules(log) == "kv_pool_oom"

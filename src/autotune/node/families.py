@@ -417,7 +417,11 @@ FRAMES: tuple[_Clue, ...] = _clues(
         r"initialize_from_config|\binitialize_cache\b|initialize_kv_cache|_allocate_kv_cache|"
         r"init_memory_pool|\b(?:key|value|kv)_buffer\b|KVCache\(|cache_engine\.py|"
         r"raise_if_cache_size_invalid|check_enough_kv_cache_memory|profile_max_num_token|"
-        r"kv_cache_init|[/\\](?:kv_)?cache(?:_engine|_manager)?\.py\"|^\s+(?:self\.)?(?:kv_)?cache\s*=\s*\w",
+        r"kv_cache_init|[/\\](?:kv_)?cache(?:_engine|_manager)?\.py\"|"
+        r"^\s+(?:self\.)?(?:kv_)?cache\s*=\s*\w|"
+        # any engine's function that sets up the KV cache: "in init_kv_cache", "KVCacheManager"
+        r"\bin \w*kv_?cache\w*$|\bin (?:init|alloc|allocate|create|build)_\w*cache\w*$|"
+        r"KVCacheManager",
     ),
     (
         Cause.NCCL_ERROR,

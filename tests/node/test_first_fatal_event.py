@@ -215,3 +215,19 @@ def test_a_component_that_failed_and_exits_is_an_error_not_a_hang() -> None:
 def test_a_traceback_cut_in_any_engines_cache_set_up_is_the_caches(frame: str) -> None:
     log = [TB, '  File "/srv/engine/main.py", line 5, in start', *frame.split("\n")]
     assert _no_rules(log) == "kv_pool_oom"
+
+
+def test_a_cause_chain_below_an_error_is_read_with_it() -> None:
+    log = [
+        "Error: could not start the engine",
+        "",
+        "Caused by:",
+        "    0: loading weights",
+        '    1: DriverError(CUDA_ERROR_OUT_OF_MEMORY, "out of memory")',
+    ]
+    assert _no_rules(log) == "cuda_oom"
+    assert _no_rules(["Error: Cannot find the weights file /m/x.safetensors"]) == "invalid_argument"
+
+
+def test_an_operation_the_platform_cannot_do_is_the_hardwares() -> None:
+    assert _no_rules(["RuntimeError: CUDA error: operation not supported"]) == "arch_unsupported"

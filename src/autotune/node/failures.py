@@ -881,6 +881,9 @@ def _warned_import(log: _Log) -> int | None:
     return None
 
 
+_CAUSED_BY = re.compile(r"^\s*Caused by:\s*$")
+
+
 def _message_lines(log: _Log, at: int) -> list[Focus]:
     """The exception (or error) line at ``at`` and the lines that continue its message (a
     validation error's details, a wrapped message), not the frames after it."""
@@ -892,6 +895,16 @@ def _message_lines(log: _Log, at: int) -> list[Focus]:
         if not text.strip() or _FRAME.match(text) or _is_exception(text) or _TRACEBACK in text:
             break
         lines.append(Focus(j, text, EXCEPTION_LINE, raw=log.raw[j]))
+    # An error that tells its cause chain below it (Rust's "Caused by:", Go's wrapped errors):
+    # the causes are the same message, read with it.
+    j = at + 1
+    while j < len(log.text) and j <= at + 3 and not log.text[j].strip():
+        j += 1
+    if j < len(log.text) and _CAUSED_BY.match(log.text[j]):
+        for k in range(j + 1, min(len(log.text), j + 6)):
+            if not log.text[k].strip():
+                break
+            lines.append(Focus(k, log.text[k].strip(), EXCEPTION_LINE, raw=log.raw[k]))
     return lines
 
 

@@ -174,7 +174,9 @@ WORDS: tuple[_Clue, ...] = _clues(
         Cause.ARCH_UNSUPPORTED,
         3.5,
         r"no kernel image|NoKernelImage|invalid device function|NoBinaryForGpu|NO_BINARY_FOR_GPU|"
-        r"ptxas fatal|PTXAS error|\bptxas\b.{0,80}\berror\b|requires? \.target sm_\d+|"
+        r"ptxas fatal|PTXAS error|(?:CUDA|HIP) error: operation not supported|"
+        r"cudaErrorNotSupported|"
+        r"\bptxas\b.{0,80}\berror\b|requires? \.target sm_\d+|"
         r"[Uu]nsupported (?:gpu |GPU |CUDA |cuda |SM |sm )?architecture"
         r"(?!s?:? ?\[?['\"]?\w*(?:For|Model|LM))|[Cc]ompute [Cc]apability|\bSIGILL\b|"
         r"[Ii]llegal instruction|signal 4\b|(?:un|not )supported (?:on|by|for) (?:this|the current"
@@ -251,7 +253,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         Cause.INVALID_ARGUMENT,
         3.0,
         r"No such file or directory|does not exist|FileNotFoundError|[Ee]rror opening .{0,80}"
-        r"(?:file|engine|config)|(?:could not|cannot|can't|unable to) (?:open|find|read|locate) "
+        r"(?:file|engine|config)|(?:[Cc]ould not|[Cc]annot|[Cc]an't|[Uu]nable to) (?:open|find|"
+        r"read|locate) "
         r".{0,60}(?:file|path|directory|folder|engine(?! to execute)|config|checkpoint)",
     ),
     (

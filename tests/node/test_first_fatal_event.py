@@ -231,3 +231,15 @@ def test_a_cause_chain_below_an_error_is_read_with_it() -> None:
 
 def test_an_operation_the_platform_cannot_do_is_the_hardwares() -> None:
     assert _no_rules(["RuntimeError: CUDA error: operation not supported"]) == "arch_unsupported"
+
+
+@pytest.mark.parametrize(
+    ("line", "family"),
+    [
+        ("NotImplementedError: Architecture 'BarForCausalLM' not supported", "model_unsupported"),
+        ("ValueError: Unknown model type: bar9", "model_unsupported"),
+        ("RuntimeError: this attention path requires an H100 or newer", "arch_unsupported"),
+    ],
+)
+def test_model_and_hardware_refusals_in_other_words(line: str, family: str) -> None:
+    assert _no_rules([line]) == family

@@ -189,6 +189,7 @@ WORDS: tuple[_Clue, ...] = _clues(
         Cause.ARCH_UNSUPPORTED,
         2.0,
         r"requires? sm_?\d+|\bsm_?\d{2,3}\+|"
+        r"requires? (?:an? )?(?:A100|A800|H100|H800|H200|B200|Ampere|Hopper|Blackwell|Ada)\b|"
         r"\bsm_?\d{2,3}a?\b.*(?:not|un)|(?:not|un)\w* .*\bsm_?\d{2,3}a?\b|\bgfx\d{3,4}\w*\b.*"
         r"(?:not|un)|(?:requires?|needs?) (?:a )?(?:newer )?(?:GPU|device|hardware)|"
         r"[Mm]in(?:imum)?\.? (?:compute |CUDA )?capability|[Cc]urrent (?:compute )?capability",
@@ -198,8 +199,9 @@ WORDS: tuple[_Clue, ...] = _clues(
         Cause.MODEL_UNSUPPORTED,
         3.5,
         r"(?:[Mm]odel|MODEL) (?:architecture|type)s?\b.*(?:not (?:supported|recogni[sz]ed)|"
-        r"unsupported|unknown|failed to be inspected)|(?:unknown|unsupported|unrecognized|"
-        r"Unrecognized) model (?:architecture|type)|[Uu]nsupported architectures?:? ?\[?['\"]?"
+        r"unsupported|unknown|failed to be inspected)|(?i:(?:unknown|unsupported|unrecognized) "
+        r"model (?:architecture|type))|[Aa]rchitecture '?\w+(?:For\w+|Model|LM)'? (?:is )?not "
+        r"supported|[Uu]nsupported architectures?:? ?\[?['\"]?"
         r"\w+(?:For\w+|Model|LM)\b|For(?:CausalLM|ConditionalGeneration|\w*Classification)'?\]? "
         r"(?:is|are) not supported|does not (?:recognize|support) (?:this|the) (?:model|"
         r"architecture)|not a supported model|cannot find tensor|has no \w+ implementation|"

@@ -243,3 +243,24 @@ def test_an_operation_the_platform_cannot_do_is_the_hardwares() -> None:
 )
 def test_model_and_hardware_refusals_in_other_words(line: str, family: str) -> None:
     assert _no_rules([line]) == family
+
+
+@pytest.mark.parametrize(
+    ("line", "family"),
+    [
+        (
+            "ValueError: Unrecognized configuration class BazConfig for this kind of AutoModel",
+            "model_unsupported",
+        ),
+        (
+            "OSError: CUDA_HOME environment variable is not set; cannot build the kernels",
+            "import_error",
+        ),
+        (
+            "ValueError: this attention backend cannot run on Volta or Turing GPUs",
+            "arch_unsupported",
+        ),
+    ],
+)
+def test_installation_model_and_generation_words(line: str, family: str) -> None:
+    assert _no_rules([line]) == family

@@ -190,6 +190,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         2.0,
         r"requires? sm_?\d+|\bsm_?\d{2,3}\+|"
         r"requires? (?:an? )?(?:A100|A800|H100|H800|H200|B200|Ampere|Hopper|Blackwell|Ada)\b|"
+        # a message naming an older GPU generation refuses it
+        r"\b(?:Volta|Turing|Pascal|Maxwell|Kepler)(?: (?:and|or) \w+)? GPUs\b|"
         r"\bsm_?\d{2,3}a?\b.*(?:not|un)|(?:not|un)\w* .*\bsm_?\d{2,3}a?\b|\bgfx\d{3,4}\w*\b.*"
         r"(?:not|un)|(?:requires?|needs?) (?:a )?(?:newer )?(?:GPU|device|hardware)|"
         r"[Mm]in(?:imum)?\.? (?:compute |CUDA )?capability|[Cc]urrent (?:compute )?capability",
@@ -200,7 +202,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         3.5,
         r"(?:[Mm]odel|MODEL) (?:architecture|type)s?\b.*(?:not (?:supported|recogni[sz]ed)|"
         r"unsupported|unknown|failed to be inspected)|(?i:(?:unknown|unsupported|unrecognized) "
-        r"model (?:architecture|type))|[Aa]rchitecture '?\w+(?:For\w+|Model|LM)'? (?:is )?not "
+        r"model (?:architecture|type))|Unrecognized configuration class|for this kind of AutoModel|"
+        r"[Aa]rchitecture '?\w+(?:For\w+|Model|LM)'? (?:is )?not "
         r"supported|[Uu]nsupported architectures?:? ?\[?['\"]?"
         r"\w+(?:For\w+|Model|LM)\b|For(?:CausalLM|ConditionalGeneration|\w*Classification)'?\]? "
         r"(?:is|are) not supported|does not (?:recognize|support) (?:this|the) (?:model|"
@@ -222,7 +225,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"No module named|undefined symbol|cannot open shared object|DLL load failed|"
         r"GLIBC\w*_[\d.]+'? not found|version `[\w.]+' not found|Symbol not found|"
         r"Library not loaded|cannot import name|PackageNotFoundError|not compiled with CUDA|"
-        r"operator \w+::\w+ does not exist|"
+        r"operator \w+::\w+ does not exist|CUDA_HOME (?:environment variable )?is not set|"
+        r"Error building extension|"
         r"Could not run '[\w:.]+' with arguments from the '\w+' backend|"
         r"error while loading shared "
         r"librar|(?:Function|symbol|Symbol) [\w.:]+ not found|module '[\w.]+' has no attribute|"

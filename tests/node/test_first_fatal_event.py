@@ -264,3 +264,29 @@ def test_model_and_hardware_refusals_in_other_words(line: str, family: str) -> N
 )
 def test_installation_model_and_generation_words(line: str, family: str) -> None:
     assert _no_rules([line]) == family
+
+
+@pytest.mark.parametrize(
+    ("lines", "family"),
+    [
+        (
+            [
+                "terminate called after throwing an instance of 'std::runtime_error'",
+                "  what():  [X][ERROR] no enough cache entries for the batch",
+            ],
+            "kv_pool_oom",
+        ),
+        (["ValueError: Cannot get 12 free blocks from the pool"], "kv_pool_oom"),
+        (["Check failed: (f) is false: Cannot find env function vm.builtin.foo"], "import_error"),
+        (
+            ["[Mon Jan 1 00:00:00 2025] Task in /d/a killed as a result of limit of /d/a"],
+            "host_oom",
+        ),
+        (
+            ["| llm     | 1       | UNAVAILABLE: Internal: No module named 'vllm'      |"],
+            "import_error",
+        ),
+    ],
+)
+def test_words_of_the_held_out_families_of_batches_g_and_h(lines: list[str], family: str) -> None:
+    assert _no_rules(lines) == family

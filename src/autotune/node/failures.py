@@ -126,8 +126,9 @@ _ERROR_LINE = re.compile(
     # a library's numbered error ("cuBLAS error 15 at x.cu:7956"), a component's ("load_model:
     # error 'Model format not supported'")
     r"\berror \d+ at \S+:\d+|(?:^|\s)[\w.]+: error\b|"
-    # a compiler's diagnostic ("ptxas /tmp/x.ptx, line 5; error   : ...")
-    r"; error\s+:"
+    # a compiler's diagnostic ("ptxas /tmp/x.ptx, line 5; error   : ..."), a model server's
+    # status table ("| llm | 1 | UNAVAILABLE: Internal: ...")
+    r"; error\s+:|\| UNAVAILABLE: \w"
 )
 # A failure stated in words, without an error word: "couldn't bind HTTP server socket".
 _FAILED_TO = re.compile(

@@ -83,7 +83,8 @@ def _clues(*rows: tuple[Cause | str, float, str]) -> tuple[_Clue, ...]:
 
 # Memory, cache and host words, composed below.
 _SHORT = (
-    r"(?:(?i:out of memory|not enough|insufficient|failed to allocate|cannot allocate|"
+    r"(?:(?i:out of memory|not enough|no enough|cannot get \d+|insufficient|failed to allocate|"
+    r"cannot allocate|"
     r"unable to allocate|could not allocate|exceed|larger than|too (?:small|large|few)|"
     r"\bno (?:\w+ ){0,2}(?:memory|room|space)\b|\bleaves? no\b|cannot fit|can't fit|"
     r"does(?: not|n't) fit|but only|only [\d.]+ ?\w* (?:\w+ )?(?:available|free|left))|OOM\b|"
@@ -95,7 +96,8 @@ _CACHE = (
     r"(?:\b[Kk][Vv][ _-]?[Cc]ache|kv_cache|cache blocks?|(?:GPU|gpu|cuda) blocks|num_gpu_blocks|"
     r"(?:memory|token|KV) pool|max_total_num_tokens|mem[-_]fraction[-_]static|"
     r"gpu[-_]memory[-_]utilization|prefill tokens|batch[-_](?:prefill|total)[-_]tokens|"
-    r"cache[-_]max[-_]entry|free_gpu_memory_fraction|paged KV|tokens in (?:the )?cache)"
+    r"cache[-_]max[-_]entry|free_gpu_memory_fraction|paged KV|tokens in (?:the )?cache|"
+    r"cache entries|free blocks|blocks? (?:from|in) the pool)"
 )
 _HOST = r"(?:\b(?:host|CPU|cpu|RAM|system|swap|pinned)\b)"
 
@@ -108,7 +110,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         Cause.HOST_OOM,
         3.5,
         r"oom[-_ ]?kill|OOMKilled|Out of memory: Kill|Killed process \d+|invoked oom-killer|"
-        r"Memory cgroup out of memory|DefaultCPUAllocator|std::bad_alloc|^\s*MemoryError\b|"
+        r"Memory cgroup out of memory|killed as a result of limit of|DefaultCPUAllocator|"
+        r"std::bad_alloc|^\s*MemoryError\b|"
         r"Cannot allocate memory|memory pressure|running low on memory|(?:^|[\s\]|])Killed\s*$|"
         r"OUT_OF_HOST_MEMORY|result 'oom-kill'",
     ),
@@ -223,6 +226,7 @@ WORDS: tuple[_Clue, ...] = _clues(
         Cause.IMPORT_ERROR,
         3.5,
         r"No module named|undefined symbol|cannot open shared object|DLL load failed|"
+        r"[Cc]annot find (?:env |global |packed )?function|"
         r"GLIBC\w*_[\d.]+'? not found|version `[\w.]+' not found|Symbol not found|"
         r"Library not loaded|cannot import name|PackageNotFoundError|not compiled with CUDA|"
         r"operator \w+::\w+ does not exist|CUDA_HOME (?:environment variable )?is not set|"
@@ -553,6 +557,7 @@ _FATAL_SIGN = re.compile(
     r"\*\*\* (?:Process )?received signal|Segmentation fault|SIGSEGV|core dumped|"
     r"GGML_ASSERT|Assertion\b.{0,200}fail|(?:^|[\s\]|])Killed\s*$|Watchdog caught|"
     r"panicked at|^panic: |terminate called|Fatal Python error|code=killed|status=9/KILL|"
+    r"invoked oom-killer|Out of memory: Kill|killed as a result of limit of|"
     r"(?i:exit ?code)[:= ]+(?:137|-9)\b|"
     r"result 'oom-kill'"
 )

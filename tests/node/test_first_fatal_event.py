@@ -290,3 +290,48 @@ def test_installation_model_and_generation_words(line: str, family: str) -> None
 )
 def test_words_of_the_held_out_families_of_batches_g_and_h(lines: list[str], family: str) -> None:
     assert _no_rules(lines) == family
+
+
+@pytest.mark.parametrize(
+    ("lines", "family"),
+    [
+        (
+            ["Error: Unsupported Transformers model class `FooHybridForCausalLM`."],
+            "model_unsupported",
+        ),
+        (
+            [
+                "InternalError: Check failed: (h) is false: Failed to load dynamic shared "
+                "library /x/model.so"
+            ],
+            "import_error",
+        ),
+        (["mlx5: host_unknown: got completion with error:"], "nccl_error"),
+        (["Error: Cannot find the model lib that corresponds to `bar-q4`."], "invalid_argument"),
+    ],
+)
+def test_words_of_the_families_batch_i_missed(lines: list[str], family: str) -> None:
+    assert _no_rules(lines) == family
+
+
+def test_a_kill_after_the_program_went_on_is_the_fatal_event() -> None:
+    log = [
+        "/opt/x/libfoo_cpu.so: undefined symbol: fast_kernel_fp32",
+        "INFO:Loading the model...",
+        "Loading checkpoint shards:   0%|          | 0/2 [00:00<?, ?it/s]",
+        "Killed",
+    ]
+    assert _common(log) == "host_oom"
+    # without the progress in between, the import failure stays the first fatal event
+    assert _common([log[0], "Killed"]) == "import_error"
+
+
+def test_a_warning_is_the_account_of_a_traceback_cut_before_its_exception() -> None:
+    log = [
+        "WARNING 01-01 00:00:00 [ops.py:20] Failed to import from fastlib._C with "
+        "ImportError('libfoo.so.12: cannot open shared object file')",
+        TB,
+        '  File "/srv/bin/serve", line 7, in <module>',
+        "    sys.exit(main())",
+    ]
+    assert _no_rules(log) == "import_error"

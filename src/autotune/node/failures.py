@@ -243,7 +243,7 @@ _PHASE_MARKERS: tuple[tuple[Phase, re.Pattern[str]], ...] = (
             r"get_model_worker_batch|process_batch_result|Epoch \d|trainer\.fit|"
             r"inner_training_loop|swap_blocks|begin_forward|all_reduce\(|SeqNum=\d{3,}|"
             r"forward_thread_func|output_handler|loop_for_fwd|_forward_step|prefill_batch|"
-            r"get_output_async|generate_token"
+            r"get_output_async|generate_token|forward(?:Sync|Async)\b|executor_loop"
         ),
     ),
 )
@@ -522,6 +522,31 @@ def _memory_first(
         earlier = [i for i in _rule_hits(other, stripped, raw, sources) if i < hits[0]]
         if earlier:
             return other, earlier
+    return found
+
+
+def _killed_after_progress(
+    found: tuple[Rule, list[int]],
+    rules: Sequence[Rule],
+    log: _Log,
+    sources: Sequence[str | None],
+    milestones: Sequence[Milestone],
+) -> tuple[Rule, list[int]]:
+    """A line the program went on after (progress follows it) was not fatal: when the log
+    then ends in a kill (``Killed``, SIGKILL), the kill is the first fatal event."""
+    rule, hits = found
+    if rule.cause == Cause.HOST_OOM:
+        return found
+    stripped, raw = log.for_rules(warnings=False)
+    progress = [_compile(m.pattern) for m in milestones]
+    for other in rules:
+        if other.cause != Cause.HOST_OOM:
+            continue
+        later = [i for i in _rule_hits(other, stripped, raw, sources) if i > hits[-1]]
+        if later and any(
+            r.search(log.raw[j]) for j in range(hits[-1] + 1, later[0]) for r in progress
+        ):
+            return other, later
     return found
 
 
@@ -971,7 +996,10 @@ def _focus(log: _Log, sig: _Signals, exc: int | None) -> list[Focus]:
         # No error names a family: what the warnings say decisively (a warning may be all there
         # is, such as PyTorch's that it has no kernels for this GPU, or the import that failed
         # before an exception saying a feature is missing).
-        weight = LATER_ERROR_LINE if not lines else WARNING_LINE
+        # A traceback cut before its exception says nothing of why: the warning that a
+        # library would not load is then the log's only account.
+        cut_short = sig.traceback is not None and (exc is None or exc < sig.traceback)
+        weight = LATER_ERROR_LINE if not lines and not cut_short else WARNING_LINE
         lines += [
             Focus(i, log.text[i], weight, raw=log.raw[i])
             for i in range(len(log.text))
@@ -989,6 +1017,11 @@ def _focus(log: _Log, sig: _Signals, exc: int | None) -> list[Focus]:
     if cut and sig.traceback is not None:
         start, end = _block_span(log.text, sig.traceback)
         block = range(start, end)
+        after = next((i for i in range(end, len(log.text)) if log.text[i].strip()), None)
+        if after is not None and log.records[after].level is None and not log.warning[after]:
+            # A plain line right after the frames: the message of an exception whose type
+            # line was lost (a logger's prefix on the frames but not on the message).
+            lines.append(Focus(after, log.text[after], EXCEPTION_LINE, raw=log.raw[after]))
         lines += [Focus(i, log.text[i], FRAME_LINE, "frame") for i in block]
         code = [i for i in block if log.text[i].strip() and not _is_exception(log.text[i])]
         lines += [Focus(i, log.text[i], DEEP_LINE, "deepest") for i in code[-3:]]
@@ -1153,6 +1186,7 @@ def _classify(
         found = _first_rule(rules, *log.for_rules(warnings=True), sources)
     if found is not None:
         found = _memory_first(found, rules, log, sources)
+        found = _killed_after_progress(found, rules, log, sources, milestones)
     ctx = _Context(exit_code=exit_code, tail=tail, engine=engine)
 
     if found is not None and found[0].cause != Cause.UNKNOWN:

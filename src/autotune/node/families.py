@@ -205,7 +205,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         3.5,
         r"(?:[Mm]odel|MODEL) (?:architecture|type)s?\b.*(?:not (?:supported|recogni[sz]ed)|"
         r"unsupported|unknown|failed to be inspected)|(?i:(?:unknown|unsupported|unrecognized) "
-        r"model (?:architecture|type))|Unrecognized configuration class|for this kind of AutoModel|"
+        r"model (?:architecture|type))|[Uu]nsupported (?:[\w -]+ )?model class|"
+        r"Unrecognized configuration class|for this kind of AutoModel|"
         r"[Aa]rchitecture '?\w+(?:For\w+|Model|LM)'? (?:is )?not "
         r"supported|[Uu]nsupported architectures?:? ?\[?['\"]?"
         r"\w+(?:For\w+|Model|LM)\b|For(?:CausalLM|ConditionalGeneration|\w*Classification)'?\]? "
@@ -226,7 +227,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         Cause.IMPORT_ERROR,
         3.5,
         r"No module named|undefined symbol|cannot open shared object|DLL load failed|"
-        r"[Cc]annot find (?:env |global |packed )?function|"
+        r"[Cc]annot find (?:env |global |packed )?function|(?:[Ff]ailed to|[Cc]ould not|[Cc]annot|"
+        r"[Uu]nable to) load (?:the )?(?:dynamic |shared )*(?:library|libraries|shared object)|"
         r"GLIBC\w*_[\d.]+'? not found|version `[\w.]+' not found|Symbol not found|"
         r"Library not loaded|cannot import name|PackageNotFoundError|not compiled with CUDA|"
         r"operator \w+::\w+ does not exist|CUDA_HOME (?:environment variable )?is not set|"
@@ -265,7 +267,7 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"No such file or directory|does not exist|FileNotFoundError|[Ee]rror opening .{0,80}"
         r"(?:file|engine|config)|(?:[Cc]ould not|[Cc]annot|[Cc]an't|[Uu]nable to) (?:open|find|"
         r"read|locate) "
-        r".{0,60}(?:file|path|directory|folder|engine(?! to execute)|config|checkpoint)",
+        r".{0,60}(?:file|path|directory|folder|engine(?! to execute)|config|checkpoint|model lib)",
     ),
     (
         Cause.INVALID_ARGUMENT,
@@ -303,7 +305,7 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"\b[NHR]CCL (?:error|failure|WARN)|nccl\w*(?:Error|Failure)|ncclUnhandled|ncclInternal|"
         r"ncclSystem|ncclInvalid|ncclRemote|DistBackendError|HCCL\w* ?(?:error|fail)|hccl\w* "
         r"fail|unhandled (?:cuda|system) error|Test NCCL failure|ncclCommInit\w* failed|"
-        r"Got completion with error|NET/IB.*[Ee]rror|Transport init error|MPI_ABORT|MPI error",
+        r"(?i:got completion with error)|NET/IB.*[Ee]rror|Transport init error|MPI_ABORT|MPI error",
     ),
     (
         Cause.NCCL_ERROR,

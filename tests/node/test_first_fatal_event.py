@@ -335,3 +335,41 @@ def test_a_warning_is_the_account_of_a_traceback_cut_before_its_exception() -> N
         "    sys.exit(main())",
     ]
     assert _no_rules(log) == "import_error"
+
+
+@pytest.mark.parametrize(
+    ("lines", "family"),
+    [
+        (["llama-server  | error: invalid argument: 0.0.0.0"], "invalid_argument"),
+        (["RuntimeError: CUDA error: invalid argument"], "runtime_crash"),
+        (
+            ["RuntimeError: weight model.layers.3.mlp.up_proj.qzeros does not exist"],
+            "model_unsupported",
+        ),
+        (["NotImplementedError: sharded is not supported for AutoModel"], "model_unsupported"),
+    ],
+)
+def test_words_of_the_families_batch_j_missed(lines: list[str], family: str) -> None:
+    assert _no_rules(lines) == family
+
+
+def test_a_traceback_cut_on_its_raise_statement_is_read_from_that_statement() -> None:
+    log = [
+        "INFO 01-01 00:00:00 server.py:12] loading the model",
+        TB,
+        '  File "/srv/lib/engine/loader.py", line 88, in build',
+        '    raise MemoryError("not enough host memory to stage the weights")',
+    ]
+    assert _no_rules(log) == "host_oom"
+
+
+def test_vllm_route_list_is_a_ready_server() -> None:
+    log = [
+        "(APIServer pid=1) WARNING 05-30 22:45:56 [model.py:1454] Default sampling parameters "
+        "have been overridden by the model's generation_config.json",
+        "(APIServer pid=1) INFO 05-30 22:46:21 [api_server.py:617] Starting vLLM server on "
+        "http://0.0.0.0:8000",
+        "(APIServer pid=1) INFO 05-30 22:46:21 [launcher.py:37] Available routes are:",
+        "(APIServer pid=1) INFO 05-30 22:46:21 [launcher.py:46] Route: /docs, Methods: HEAD, GET",
+    ]
+    assert _common(log) == "ok"

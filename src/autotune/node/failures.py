@@ -305,7 +305,8 @@ GENERIC_MILESTONES: tuple[Milestone, ...] = (
         pattern=r"fired up and ready to roll|Application startup complete|Uvicorn running on|"
         r"server is listening on|HTTP server listening|Serving on http|Started HTTPService|"
         r"Listening on \[?[\w:.]+\]?:\d+|text_generation_router[\w:]*: .*Connected|"
-        r"init engine \(profile, create kv cache, warmup model\) took|Starting HTTP server",
+        r"init engine \(profile, create kv cache, warmup model\) took|Starting HTTP server|"
+        r"Starting \w+ server on https?://|Available routes are",
         label="ready",
     ),
     Milestone(

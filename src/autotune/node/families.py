@@ -206,7 +206,7 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"(?:[Mm]odel|MODEL) (?:architecture|type)s?\b.*(?:not (?:supported|recogni[sz]ed)|"
         r"unsupported|unknown|failed to be inspected)|(?i:(?:unknown|unsupported|unrecognized) "
         r"model (?:architecture|type))|[Uu]nsupported (?:[\w -]+ )?model class|"
-        r"Unrecognized configuration class|for this kind of AutoModel|"
+        r"Unrecognized configuration class|for this kind of AutoModel|not supported for AutoModel|"
         r"[Aa]rchitecture '?\w+(?:For\w+|Model|LM)'? (?:is )?not "
         r"supported|[Uu]nsupported architectures?:? ?\[?['\"]?"
         r"\w+(?:For\w+|Model|LM)\b|For(?:CausalLM|ConditionalGeneration|\w*Classification)'?\]? "
@@ -215,7 +215,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"is not supported by (?:this|the "
         r"current) (?:version|engine|backend)|KeyError: '?\w+(?:For[A-Z]\w+|LMHeadModel)'?\s*$|"
         r"(?:[Mm]odel|[Ff]ile|weights?) format (?:is )?(?:not supported|unsupported)|"
-        r"[Uu]nsupported (?:model|file) format|tensor '[^']+' not found|invalid magic",
+        r"[Uu]nsupported (?:model|file) format|tensor '[^']+' not found|invalid magic|"
+        r"\b(?:weight|tensor) [\w.]+ (?:does not exist|not found)",
     ),
     (
         Cause.MODEL_UNSUPPORTED,
@@ -251,7 +252,8 @@ WORDS: tuple[_Clue, ...] = _clues(
     (
         Cause.INVALID_ARGUMENT,
         3.5,
-        r"error: (?:unrecognized arguments|argument|invalid argument: -|invalid choice|"
+        r"(?<!CUDA )(?<!HIP )error: (?:unrecognized arguments|argument|invalid argument: \S|"
+        r"invalid choice|"
         r"the following (?:required )?"
         r"arguments|ambiguous option|unexpected argument)|unrecognized arguments|"
         r"^\s*usage: \S+ \[|validation errors? for \w+|^\s*Value error,|No such option|"
@@ -455,6 +457,7 @@ DEEPEST: tuple[_Clue, ...] = _clues(
         2.5,
         r"_?get_model_architecture|resolve_model_cls|inspect_model_cls|_raise_for_unsupported|"
         r"get_model_cls_by_arch|ModelRegistry\.|get_model_class|configuration_auto\.py|"
+        r"models/__init__\.py\S*,? line \d+,? in get_model\b|"
         r"CONFIG_MAPPING\[",
     ),
     (
@@ -668,9 +671,14 @@ def _line_scores(focus: Focus) -> dict[Cause | str, float]:
             if cause is not None and regex.search(kind or ""):
                 best[cause] = max(best.get(cause, 0.0), weight)
     # A generic family yields to a specific one named in the same words.
-    # Within one line, a more specific memory family is the one meant.
-    for narrow, broad in ((Cause.KV_POOL_OOM, Cause.CUDA_OOM), (Cause.HOST_OOM, Cause.CUDA_OOM)):
-        if best.get(narrow, 0.0) >= 3.0:
+    # Within one line, a more specific memory family is the one meant, and a model the engine
+    # refuses in its own words ("weight X does not exist") is not a bad path.
+    for narrow, broad, least in (
+        (Cause.KV_POOL_OOM, Cause.CUDA_OOM, 3.0),
+        (Cause.HOST_OOM, Cause.CUDA_OOM, 3.0),
+        (Cause.MODEL_UNSUPPORTED, Cause.INVALID_ARGUMENT, 3.5),
+    ):
+        if best.get(narrow, 0.0) >= least:
             best.pop(broad, None)
     for family, yields_to in _GENERIC.items():
         if family in best and any(w >= yields_to for f, w in best.items() if f not in _GENERIC):

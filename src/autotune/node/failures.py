@@ -128,7 +128,7 @@ _ERROR_LINE = re.compile(
     r"\berror \d+ at \S+:\d+|(?:^|\s)[\w.]+: error\b|"
     # a compiler's diagnostic ("ptxas /tmp/x.ptx, line 5; error   : ..."), a model server's
     # status table ("| llm | 1 | UNAVAILABLE: Internal: ...")
-    r"; error\s+:|\| UNAVAILABLE: \w"
+    r"; error\s+:|(?:^|\| )UNAVAILABLE: \w"
 )
 # A failure stated in words, without an error word: "couldn't bind HTTP server socket".
 _FAILED_TO = re.compile(

@@ -373,3 +373,43 @@ def test_vllm_route_list_is_a_ready_server() -> None:
         "(APIServer pid=1) INFO 05-30 22:46:21 [launcher.py:46] Route: /docs, Methods: HEAD, GET",
     ]
     assert _common(log) == "ok"
+
+
+@pytest.mark.parametrize(
+    ("line", "family"),
+    [
+        ("LLVM ERROR: 'sm_130' is not a recognized processor for this target", "arch_unsupported"),
+        (
+            "HSA_STATUS_ERROR_INVALID_ISA: The instruction set architecture is invalid.",
+            "arch_unsupported",
+        ),
+        ("RuntimeError: CUDA error: cudaErrorUnsupportedPtxVersion", "arch_unsupported"),
+        ("RuntimeError: CUDA driver error: operation not supported", "arch_unsupported"),
+        ("Error: Your GPU does not support the required features", "arch_unsupported"),
+        ("Your CPU does not support AVX2 instructions", "arch_unsupported"),
+        ("RuntimeError: UR_RESULT_ERROR_UNSUPPORTED_FEATURE", "arch_unsupported"),
+        ("RuntimeError: CUDA error: an illegal instruction was encountered", "runtime_crash"),
+        (
+            "ValueError: Unrecognized model in /m/x. Should have a `model_type` key in its config",
+            "model_unsupported",
+        ),
+        (
+            "llama_model_load: error loading model: unknown pre-tokenizer type: 'foo'",
+            "model_unsupported",
+        ),
+        (
+            "llama_model_load: error loading model: tensor 'blk.0.ffn_up.weight' has wrong shape",
+            "model_unsupported",
+        ),
+        ("Error: this model is not supported by your version of Foo", "model_unsupported"),
+        (
+            "RuntimeError: CUDA error: operation failed due to a previous error during capture",
+            "cuda_graph_capture",
+        ),
+        ("ERROR: Could not find a version that satisfies the requirement foo==9.9", "import_error"),
+        ("OSError: You are trying to access a gated repo.", "invalid_argument"),
+    ],
+)
+def test_family_words_from_the_engines_own_messages(line: str, family: str) -> None:
+    """Wording taken from engines' and runtimes' messages, not from any log of the corpus."""
+    assert _no_rules([line]) == family

@@ -121,6 +121,7 @@ _EXC_LINE = re.compile(
 )
 _ERROR_LINE = re.compile(
     r"^(?:ERROR|FATAL|CRITICAL|Fatal|FAILED|Error|\[?E\]?)\b[: ]|^error(?:\[\w+\])?: |"
+    r"^[A-Za-z]+ ERROR: |"
     r"\bpanicked at\b|^terminate called|^\S+: error: |^Segmentation fault|\bcore dumped\b|"
     r"^Killed$|exited with code [1-9]|exit code[:= ]+-?[1-9]|^panic: |"
     # a library's numbered error ("cuBLAS error 15 at x.cu:7956"), a component's ("load_model:

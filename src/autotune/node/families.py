@@ -182,11 +182,16 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"\bptxas\b.{0,80}\berror\b|requires? \.target sm_\d+|"
         r"[Uu]nsupported (?:gpu |GPU |CUDA |cuda |SM |sm )?architecture"
         r"(?!s?:? ?\[?['\"]?\w*(?:For|Model|LM))|[Cc]ompute [Cc]apability|\bSIGILL\b|"
-        r"[Ii]llegal instruction|signal 4\b|(?:un|not )supported (?:on|by|for) (?:this|the current"
+        r"[Ii]llegal instruction(?! was encountered)|signal 4\b|(?:un|not )supported (?:on|by|"
+        r"for) (?:this|the current"
         r"|your) (?:GPU|device|hardware|platform)|only supports? (?:Ampere|Hopper|Blackwell|"
         r"Volta|Turing|sm_?\d+|GPUs)|[Bb]float16 is only supported|driver (?:version )?is "
         r"(?:insufficient|too old)|UNSUPPORTED_PTX|unsupported toolchain|PTX JIT|incompatible "
-        r"(?:device|GPU|gpu|hardware)|capabilit(?:y|ies) sm_?\d+",
+        r"(?:device|GPU|gpu|hardware)|capabilit(?:y|ies) sm_?\d+|is not a recognized processor|"
+        r"INVALID_ISA|(?i:unsupported_?ptx)|(?:CUDA|HIP) driver error: operation not supported|"
+        r"UNSUPPORTED_FEATURE|(?:[Yy]our|[Tt]his|[Tt]he) (?:GPU|device|hardware|CPU) (?:does "
+        r"not|doesn't) support|not supported by (?:your|this) CPU|CPU (?:does not|doesn't) "
+        r"support|\bAVX\w*\b.{0,40}not supported",
     ),
     (
         Cause.ARCH_UNSUPPORTED,
@@ -216,6 +221,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"current) (?:version|engine|backend)|KeyError: '?\w+(?:For[A-Z]\w+|LMHeadModel)'?\s*$|"
         r"(?:[Mm]odel|[Ff]ile|weights?) format (?:is )?(?:not supported|unsupported)|"
         r"[Uu]nsupported (?:model|file) format|tensor '[^']+' not found|invalid magic|"
+        r"Unrecognized model in|unknown pre-tokenizer|has wrong shape|not supported by your "
+        r"version|(?:requires|needs) a newer version of|"
         r"\b(?:weight|tensor) [\w.]+ (?:does not exist|not found)",
     ),
     (
@@ -228,6 +235,7 @@ WORDS: tuple[_Clue, ...] = _clues(
         Cause.IMPORT_ERROR,
         3.5,
         r"No module named|undefined symbol|cannot open shared object|DLL load failed|"
+        r"Could not find a version that satisfies|No matching distribution found|"
         r"[Cc]annot find (?:env |global |packed )?function|(?:[Ff]ailed to|[Cc]ould not|[Cc]annot|"
         r"[Uu]nable to) load (?:the )?(?:dynamic |shared )*(?:library|libraries|shared object)|"
         r"GLIBC\w*_[\d.]+'? not found|version `[\w.]+' not found|Symbol not found|"
@@ -259,6 +267,7 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"^\s*usage: \S+ \[|validation errors? for \w+|^\s*Value error,|No such option|"
         r"Invalid value for|unexpected extra argument|must be divisible|not divisible by|"
         r"mutually exclusive|HFValidationError|RepositoryNotFoundError|GatedRepoError|"
+        r"gated repo|[Aa]ccess to model \S+ is restricted|"
         r"is not a (?:local folder|valid model identifier)|Repo id must|"
         r"\b[a-z]+(?:_[a-z]+)+ \(\d+\) (?:is|must be) (?:smaller|larger|greater|less|bigger) "
         r"than (?:the )?[a-z]+(?:_[a-z]+)+",
@@ -352,7 +361,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         4.0,
         r"[Cc]apture cuda graph failed|CUDA ?[Gg]raph.{0,40}(?:fail|error)|[Gg]raph captur(?:e|ing)"
         r".{0,40}(?:fail|error)|stream is capturing|cudaErrorStreamCapture|during (?:CUDA )?graph "
-        r"capture|cudaStreamCaptureStatus|uncaptured work|capture_begin|capture_end",
+        r"capture|cudaStreamCaptureStatus|uncaptured work|capture_begin|capture_end|"
+        r"error during capture",
     ),
     # --- internal checks ------------------------------------------------------------------------
     (
@@ -366,6 +376,7 @@ WORDS: tuple[_Clue, ...] = _clues(
         Cause.RUNTIME_CRASH,
         3.0,
         r"illegal memory access|misaligned address|unspecified launch failure|device-side assert|"
+        r"illegal instruction was encountered|fallen off the bus|\bXid\b|"
         r"Segmentation fault|SIGSEGV|SIGBUS|SIGABRT|SIGFPE|[Ss]ignal \(?(?:11|6|7|8)\)? received|"
         r"[Cc]aught signal (?:11|6|7|8)\b|signal (?:11|6|7|8)\b|core dumped|Fatal Python error|"
         r"panicked at|^panic: |terminate called|Floating point exception|"

@@ -33,7 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from autotune.models import Cause, Failure, Milestone, Phase, Rule
+from autotune.models import INFRA_CAUSES, Cause, Failure, Milestone, Phase, Rule
 from autotune.node.families import (
     CONTEXT_LINE,
     DEEP_LINE,
@@ -102,6 +102,11 @@ _GENERIC_HINTS: dict[Cause, str] = {
         "The server died after it was ready and no rule names why: look at the first error "
         "above; a kernel backend or feature enabled with this configuration is the usual cause."
     ),
+    Cause.GPU_NOT_CLEAN: (
+        "The GPU is held by another process (a second server, a leftover of an earlier run, or "
+        "the device's exclusive compute mode): free it (nvidia-smi / npu-smi / hl-smi show "
+        "who holds it) or give this server other devices (CUDA_VISIBLE_DEVICES and the like)."
+    ),
     Cause.BENCHMARK_ERRORS: (
         "The benchmark client could not reach the server or its requests failed: the server "
         "died or stopped answering (look at the server's own log), or it is overloaded at this "
@@ -116,16 +121,20 @@ _EXC_LINE = re.compile(
 )
 _ERROR_LINE = re.compile(
     r"^(?:ERROR|FATAL|CRITICAL|Fatal|FAILED|Error|\[?E\]?)\b[: ]|^error(?:\[\w+\])?: |"
+    r"^[A-Za-z]+ ERROR: |"
     r"\bpanicked at\b|^terminate called|^\S+: error: |^Segmentation fault|\bcore dumped\b|"
-    r"^Killed$|exited with code [1-9]|exit code[:= ]+-?[1-9]|"
+    r"^Killed$|exited with code [1-9]|exit code[:= ]+-?[1-9]|^panic: |"
     # a library's numbered error ("cuBLAS error 15 at x.cu:7956"), a component's ("load_model:
     # error 'Model format not supported'")
-    r"\berror \d+ at \S+:\d+|(?:^|\s)[\w.]+: error\b"
+    r"\berror \d+ at \S+:\d+|(?:^|\s)[\w.]+: error\b|"
+    # a compiler's diagnostic ("ptxas /tmp/x.ptx, line 5; error   : ..."), a model server's
+    # status table ("| llm | 1 | UNAVAILABLE: Internal: ...")
+    r"; error\s+:|(?:^|\| )UNAVAILABLE: \w"
 )
 # A failure stated in words, without an error word: "couldn't bind HTTP server socket".
 _FAILED_TO = re.compile(
-    r"^(?:[\w.]+: )?(?:[Cc]ouldn't|[Cc]ould not|[Cc]annot|[Cc]an't|[Uu]nable to|[Ff]ailed to) "
-    r"[a-z]+\b"
+    r"^(?:[\w.]+\s+)?(?:[\w.]+: )?(?:[Cc]ouldn't|[Cc]ould not|[Cc]annot|[Cc]an't|[Uu]nable to|"
+    r"[Ff]ailed to) [a-z]+\b|\bexiting due to\b"
 )
 _ROUTINE = re.compile(
     r"^(?:Avg prompt throughput|Avg generation throughput|Decode batch|Prefill batch|"
@@ -235,7 +244,7 @@ _PHASE_MARKERS: tuple[tuple[Phase, re.Pattern[str]], ...] = (
             r"get_model_worker_batch|process_batch_result|Epoch \d|trainer\.fit|"
             r"inner_training_loop|swap_blocks|begin_forward|all_reduce\(|SeqNum=\d{3,}|"
             r"forward_thread_func|output_handler|loop_for_fwd|_forward_step|prefill_batch|"
-            r"get_output_async|generate_token"
+            r"get_output_async|generate_token|forward(?:Sync|Async)\b|executor_loop"
         ),
     ),
 )
@@ -263,6 +272,7 @@ CAUSE_PHASE: dict[Cause, Phase] = {
     Cause.NODE_LOST: Phase.BENCHMARK,
     Cause.ASSERTION: Phase.BENCHMARK,  # an internal check: most fail while serving
     Cause.PORT_IN_USE: Phase.LOAD,  # the HTTP server or the ranks' store binds after loading
+    Cause.GPU_NOT_CLEAN: Phase.LOAD,
 }
 
 # Generic progress lines, used when a log is diagnosed without the engine's milestones: the
@@ -296,7 +306,8 @@ GENERIC_MILESTONES: tuple[Milestone, ...] = (
         pattern=r"fired up and ready to roll|Application startup complete|Uvicorn running on|"
         r"server is listening on|HTTP server listening|Serving on http|Started HTTPService|"
         r"Listening on \[?[\w:.]+\]?:\d+|text_generation_router[\w:]*: .*Connected|"
-        r"init engine \(profile, create kv cache, warmup model\) took|Starting HTTP server",
+        r"init engine \(profile, create kv cache, warmup model\) took|Starting HTTP server|"
+        r"Starting \w+ server on https?://|Available routes are",
         label="ready",
     ),
     Milestone(
@@ -480,6 +491,67 @@ def _rule_hits(
     return hits
 
 
+# Families a program reports when something it called failed first: a wrapper that could not
+# load a model ("Could not load Llama model from path", a validation error), a crash, a check.
+_WRAPPERS = frozenset(
+    {
+        Cause.INVALID_ARGUMENT,
+        Cause.MODEL_UNSUPPORTED,
+        Cause.ASSERTION,
+        Cause.RUNTIME_CRASH,
+        Cause.UNKNOWN,
+    }
+)
+_MEMORY = frozenset({Cause.CUDA_OOM, Cause.KV_POOL_OOM, Cause.HOST_OOM})
+
+
+def _memory_first(
+    found: tuple[Rule, list[int]],
+    rules: Sequence[Rule],
+    log: _Log,
+    sources: Sequence[str | None],
+) -> tuple[Rule, list[int]]:
+    """The first fatal event among the rules' hits: an allocation that failed before the
+    error a wrapper then raised ("cudaMalloc failed: out of memory", then "validation error
+    for LlamaCpp: Could not load model") is the cause, whichever rule comes first in order."""
+    rule, hits = found
+    if rule.cause in _MEMORY or rule.cause not in _WRAPPERS:
+        return found
+    stripped, raw = log.for_rules(warnings=False)
+    for other in rules:
+        if other.cause not in _MEMORY:
+            continue
+        earlier = [i for i in _rule_hits(other, stripped, raw, sources) if i < hits[0]]
+        if earlier:
+            return other, earlier
+    return found
+
+
+def _killed_after_progress(
+    found: tuple[Rule, list[int]],
+    rules: Sequence[Rule],
+    log: _Log,
+    sources: Sequence[str | None],
+    milestones: Sequence[Milestone],
+) -> tuple[Rule, list[int]]:
+    """A line the program went on after (progress follows it) was not fatal: when the log
+    then ends in a kill (``Killed``, SIGKILL), the kill is the first fatal event."""
+    rule, hits = found
+    if rule.cause == Cause.HOST_OOM:
+        return found
+    stripped, raw = log.for_rules(warnings=False)
+    progress = [_compile(m.pattern) for m in milestones]
+    for other in rules:
+        if other.cause != Cause.HOST_OOM:
+            continue
+        later = [i for i in _rule_hits(other, stripped, raw, sources) if i > hits[-1]]
+        if later and any(
+            r.search(log.raw[j]) for j in range(hits[-1] + 1, later[0]) for r in progress
+        ):
+            return other, later
+    return found
+
+
 def _first_rule(
     rules: Sequence[Rule],
     stripped: Sequence[str],
@@ -655,7 +727,7 @@ def _cause_hint(cause: Cause, phase: Phase, rules: Sequence[Rule]) -> tuple[str,
     for rule in rules:
         if rule.cause == cause:
             return _hint(rule, phase), rule.permanent
-    return _GENERIC_HINTS.get(cause, TRACEBACK_HINT), True
+    return _GENERIC_HINTS.get(cause, TRACEBACK_HINT), cause not in INFRA_CAUSES
 
 
 def _sizes(text: str) -> str:
@@ -837,6 +909,9 @@ def _warned_import(log: _Log) -> int | None:
     return None
 
 
+_CAUSED_BY = re.compile(r"^\s*Caused by:\s*$")
+
+
 def _message_lines(log: _Log, at: int) -> list[Focus]:
     """The exception (or error) line at ``at`` and the lines that continue its message (a
     validation error's details, a wrapped message), not the frames after it."""
@@ -848,7 +923,34 @@ def _message_lines(log: _Log, at: int) -> list[Focus]:
         if not text.strip() or _FRAME.match(text) or _is_exception(text) or _TRACEBACK in text:
             break
         lines.append(Focus(j, text, EXCEPTION_LINE, raw=log.raw[j]))
+    # An error that tells its cause chain below it (Rust's "Caused by:", Go's wrapped errors):
+    # the causes are the same message, read with it.
+    j = at + 1
+    while j < len(log.text) and j <= at + 3 and not log.text[j].strip():
+        j += 1
+    if j < len(log.text) and _CAUSED_BY.match(log.text[j]):
+        for k in range(j + 1, min(len(log.text), j + 6)):
+            if not log.text[k].strip():
+                break
+            lines.append(Focus(k, log.text[k].strip(), EXCEPTION_LINE, raw=log.raw[k]))
     return lines
+
+
+def _told_before_traceback(log: _Log) -> int | None:
+    """The plain line a program printed right before its first traceback, if any: no logger
+    level, no warning, no progress or routine line, not itself part of a trace."""
+    header = next((i for i, t in enumerate(log.text) if _TRACEBACK in t), None)
+    if header is None:
+        return None
+    i = header - 1
+    while i >= 0 and not log.text[i].strip():
+        i -= 1
+    if i < 0 or log.records[i].level is not None or log.warning[i]:
+        return None
+    text = log.text[i]
+    if _in_trace(text) or _ROUTINE.search(text) or _FRAME.match(text):
+        return None
+    return i
 
 
 def _focus(log: _Log, sig: _Signals, exc: int | None) -> list[Focus]:
@@ -887,11 +989,19 @@ def _focus(log: _Log, sig: _Signals, exc: int | None) -> list[Focus]:
         ]
         if len(texts) >= 8:
             break
+    told = _told_before_traceback(log)
+    if told is not None and told not in {f.index for f in lines}:
+        # What a program printed just before it raised ("Please input a model_name", then the
+        # traceback): its own account of the failure, read like an error line.
+        lines.append(Focus(told, log.text[told], ERROR_LINE, raw=log.raw[told]))
     if not any(decisive(f.text) for f in lines):
         # No error names a family: what the warnings say decisively (a warning may be all there
         # is, such as PyTorch's that it has no kernels for this GPU, or the import that failed
         # before an exception saying a feature is missing).
-        weight = LATER_ERROR_LINE if not lines else WARNING_LINE
+        # A traceback cut before its exception says nothing of why: the warning that a
+        # library would not load is then the log's only account.
+        cut_short = sig.traceback is not None and (exc is None or exc < sig.traceback)
+        weight = LATER_ERROR_LINE if not lines and not cut_short else WARNING_LINE
         lines += [
             Focus(i, log.text[i], weight, raw=log.raw[i])
             for i in range(len(log.text))
@@ -909,6 +1019,11 @@ def _focus(log: _Log, sig: _Signals, exc: int | None) -> list[Focus]:
     if cut and sig.traceback is not None:
         start, end = _block_span(log.text, sig.traceback)
         block = range(start, end)
+        after = next((i for i in range(end, len(log.text)) if log.text[i].strip()), None)
+        if after is not None and log.records[after].level is None and not log.warning[after]:
+            # A plain line right after the frames: the message of an exception whose type
+            # line was lost (a logger's prefix on the frames but not on the message).
+            lines.append(Focus(after, log.text[after], EXCEPTION_LINE, raw=log.raw[after]))
         lines += [Focus(i, log.text[i], FRAME_LINE, "frame") for i in block]
         code = [i for i in block if log.text[i].strip() and not _is_exception(log.text[i])]
         lines += [Focus(i, log.text[i], DEEP_LINE, "deepest") for i in code[-3:]]
@@ -1071,6 +1186,9 @@ def _classify(
     found = _first_rule(rules, *log.for_rules(warnings=False), sources)
     if found is None and (sig.failed or bad_exit or not sig.ready):
         found = _first_rule(rules, *log.for_rules(warnings=True), sources)
+    if found is not None:
+        found = _memory_first(found, rules, log, sources)
+        found = _killed_after_progress(found, rules, log, sources, milestones)
     ctx = _Context(exit_code=exit_code, tail=tail, engine=engine)
 
     if found is not None and found[0].cause != Cause.UNKNOWN:
@@ -1097,6 +1215,8 @@ def _classify(
                 if rule.cause not in GENERIC
                 else frozenset(Cause) - GENERIC
             )
+            if rule.cause == Cause.RUNTIME_CRASH:
+                narrower |= {Cause.ASSERTION}  # the crash of a failed check (an abort)
             if verdict is not None and verdict.cause in narrower:
                 return (
                     _specific(ctx, verdict, log, hits, rule, reached, rules, argv, env, message),

@@ -83,18 +83,21 @@ def _clues(*rows: tuple[Cause | str, float, str]) -> tuple[_Clue, ...]:
 
 # Memory, cache and host words, composed below.
 _SHORT = (
-    r"(?:(?i:out of memory|not enough|insufficient|failed to allocate|cannot allocate|"
+    r"(?:(?i:out of memory|not enough|no enough|cannot get \d+|insufficient|failed to allocate|"
+    r"cannot allocate|"
     r"unable to allocate|could not allocate|exceed|larger than|too (?:small|large|few)|"
     r"\bno (?:\w+ ){0,2}(?:memory|room|space)\b|\bleaves? no\b|cannot fit|can't fit|"
     r"does(?: not|n't) fit|but only|only [\d.]+ ?\w* (?:\w+ )?(?:available|free|left))|OOM\b|"
-    r"is (?:0|zero|negative)\b|"
+    r"is (?:0|zero|negative|empty)\b|(?i:(?:cannot|can't|unable to) (?:hold|store|serve))|"
+    r"(?i:more \w+(?: \w+)?(?: \([^)]*\))? than (?:is )?available)|"
     r"<= ?0\b|(?:^|[\s=:(\[])-\d)"
 )
 _CACHE = (
     r"(?:\b[Kk][Vv][ _-]?[Cc]ache|kv_cache|cache blocks?|(?:GPU|gpu|cuda) blocks|num_gpu_blocks|"
     r"(?:memory|token|KV) pool|max_total_num_tokens|mem[-_]fraction[-_]static|"
     r"gpu[-_]memory[-_]utilization|prefill tokens|batch[-_](?:prefill|total)[-_]tokens|"
-    r"cache[-_]max[-_]entry|free_gpu_memory_fraction|paged KV|tokens in (?:the )?cache)"
+    r"cache[-_]max[-_]entry|free_gpu_memory_fraction|paged KV|tokens in (?:the )?cache|"
+    r"cache entries|free blocks|blocks? (?:from|in) the pool)"
 )
 _HOST = r"(?:\b(?:host|CPU|cpu|RAM|system|swap|pinned)\b)"
 
@@ -107,14 +110,31 @@ WORDS: tuple[_Clue, ...] = _clues(
         Cause.HOST_OOM,
         3.5,
         r"oom[-_ ]?kill|OOMKilled|Out of memory: Kill|Killed process \d+|invoked oom-killer|"
-        r"Memory cgroup out of memory|DefaultCPUAllocator|std::bad_alloc|^\s*MemoryError\b|"
-        r"Cannot allocate memory|memory pressure|running low on memory|(?:^|[\s\]|])Killed\s*$",
+        r"Memory cgroup out of memory|killed as a result of limit of|DefaultCPUAllocator|"
+        r"std::bad_alloc|^\s*MemoryError\b|"
+        r"Cannot allocate memory|memory pressure|running low on memory|(?:^|[\s\]|])Killed\s*$|"
+        r"OUT_OF_HOST_MEMORY|result 'oom-kill'",
+    ),
+    # a service manager's report that the process was killed (systemd: "code=killed, status=9")
+    (Cause.HOST_OOM, 3.0, r"code=killed, status=9\b|status=9/KILL"),
+    # an allocation of a host-side buffer (CPU, pinned, CUDA_Host) that failed
+    (
+        Cause.HOST_OOM,
+        3.5,
+        r"^(?=.*(?i:unable|cannot|can't|could not|failed|failure))(?=.*(?i:alloc))"
+        r"(?=.*\b(?:CPU|cpu|host|Host|pinned|CUDA_Host)[ _](?:buffer|memory|tensor))",
     ),
     (
         Cause.HOST_OOM,
         2.0,
-        r"\bSIGKILL\b|signal 9\b|[Ss]ignal: killed|exit(?:ed)?(?: with)?(?: status| code)?[:= ]+"
-        r"(?:137|-9)\b|code[:= ]-9\b",
+        r"\bSIGKILL\b|signal 9\b|code[:= ]-9\b",
+    ),
+    # an exit status of 137 (128 + SIGKILL) or -9, as a shell, Docker or Kubernetes reports it
+    (
+        Cause.HOST_OOM,
+        3.0,
+        r"(?i:exit(?:ed)?[ _]?(?: with)?(?: status| ?code)?)[:= ]+(?:137|-9)\b|"
+        r"[Ss]ignal: killed",  # Go's words for a child killed by SIGKILL
     ),
     # an exit status that is a signal (128 + N): 132 an illegal instruction, 139 a segfault
     (
@@ -125,13 +145,17 @@ WORDS: tuple[_Clue, ...] = _clues(
     (
         Cause.RUNTIME_CRASH,
         3.0,
-        r"(?i:exit(?:ed)?[ _](?:with )?(?:status|code))[:= (]+(?:139|-11)\b",
+        r"(?i:exit(?:ed)?[ _](?:with )?(?:status|code))[:= (]+(?:139|-11)\b|"
+        # Windows: an access violation, a fail-fast abort, a corrupted heap
+        r"\b0x[Cc]0000(?:005|409|374)\b",
     ),
+    (Cause.ARCH_UNSUPPORTED, 3.0, r"\b0x[Cc]000001[Dd]\b"),  # Windows: an illegal instruction
     (
         Cause.CUDA_OOM,
         3.0,
         r"out of memory|OutOfMemory|\bOOM\b|OUT_OF_MEMORY|cudaErrorMemoryAllocation|"
-        r"RESOURCE_EXHAUSTED|CUBLAS_STATUS_ALLOC_FAILED|Tried to allocate",
+        r"RESOURCE_EXHAUSTED|CUBLAS_STATUS_ALLOC_FAILED|Tried to allocate|OUT_OF_DEVICE_MEMORY|"
+        r"hipErrorOutOfMemory",
     ),
     (
         Cause.CUDA_OOM,
@@ -153,18 +177,29 @@ WORDS: tuple[_Clue, ...] = _clues(
         Cause.ARCH_UNSUPPORTED,
         3.5,
         r"no kernel image|NoKernelImage|invalid device function|NoBinaryForGpu|NO_BINARY_FOR_GPU|"
-        r"ptxas fatal|PTXAS error|[Uu]nsupported (?:gpu |GPU |CUDA |cuda |SM |sm )?architecture"
+        r"ptxas fatal|PTXAS error|(?:CUDA|HIP) error: operation not supported|"
+        r"cudaErrorNotSupported|"
+        r"\bptxas\b.{0,80}\berror\b|requires? \.target sm_\d+|"
+        r"[Uu]nsupported (?:gpu |GPU |CUDA |cuda |SM |sm )?architecture"
         r"(?!s?:? ?\[?['\"]?\w*(?:For|Model|LM))|[Cc]ompute [Cc]apability|\bSIGILL\b|"
-        r"[Ii]llegal instruction|signal 4\b|(?:un|not )supported (?:on|by|for) (?:this|the current"
+        r"[Ii]llegal instruction(?! was encountered)|signal 4\b|(?:un|not )supported (?:on|by|"
+        r"for) (?:this|the current"
         r"|your) (?:GPU|device|hardware|platform)|only supports? (?:Ampere|Hopper|Blackwell|"
         r"Volta|Turing|sm_?\d+|GPUs)|[Bb]float16 is only supported|driver (?:version )?is "
         r"(?:insufficient|too old)|UNSUPPORTED_PTX|unsupported toolchain|PTX JIT|incompatible "
-        r"(?:device|GPU|gpu|hardware)|capabilit(?:y|ies) sm_?\d+",
+        r"(?:device|GPU|gpu|hardware)|capabilit(?:y|ies) sm_?\d+|is not a recognized processor|"
+        r"INVALID_ISA|(?i:unsupported_?ptx)|(?:CUDA|HIP) driver error: operation not supported|"
+        r"UNSUPPORTED_FEATURE|(?:[Yy]our|[Tt]his|[Tt]he) (?:GPU|device|hardware|CPU) (?:does "
+        r"not|doesn't) support|not supported by (?:your|this) CPU|CPU (?:does not|doesn't) "
+        r"support|\bAVX\w*\b.{0,40}not supported",
     ),
     (
         Cause.ARCH_UNSUPPORTED,
         2.0,
         r"requires? sm_?\d+|\bsm_?\d{2,3}\+|"
+        r"requires? (?:an? )?(?:A100|A800|H100|H800|H200|B200|Ampere|Hopper|Blackwell|Ada)\b|"
+        # a message naming an older GPU generation refuses it
+        r"\b(?:Volta|Turing|Pascal|Maxwell|Kepler)(?: (?:and|or) \w+)? GPUs\b|"
         r"\bsm_?\d{2,3}a?\b.*(?:not|un)|(?:not|un)\w* .*\bsm_?\d{2,3}a?\b|\bgfx\d{3,4}\w*\b.*"
         r"(?:not|un)|(?:requires?|needs?) (?:a )?(?:newer )?(?:GPU|device|hardware)|"
         r"[Mm]in(?:imum)?\.? (?:compute |CUDA )?capability|[Cc]urrent (?:compute )?capability",
@@ -174,14 +209,21 @@ WORDS: tuple[_Clue, ...] = _clues(
         Cause.MODEL_UNSUPPORTED,
         3.5,
         r"(?:[Mm]odel|MODEL) (?:architecture|type)s?\b.*(?:not (?:supported|recogni[sz]ed)|"
-        r"unsupported|unknown|failed to be inspected)|(?:unknown|unsupported|unrecognized|"
-        r"Unrecognized) model (?:architecture|type)|[Uu]nsupported architectures?:? ?\[?['\"]?"
+        r"unsupported|unknown|failed to be inspected)|(?i:(?:unknown|unsupported|unrecognized) "
+        r"model (?:architecture|type))|[Uu]nsupported (?:[\w -]+ )?model class|"
+        r"Unrecognized configuration class|for this kind of AutoModel|not supported for AutoModel|"
+        r"[Aa]rchitecture '?\w+(?:For\w+|Model|LM)'? (?:is )?not "
+        r"supported|[Uu]nsupported architectures?:? ?\[?['\"]?"
         r"\w+(?:For\w+|Model|LM)\b|For(?:CausalLM|ConditionalGeneration|\w*Classification)'?\]? "
         r"(?:is|are) not supported|does not (?:recognize|support) (?:this|the) (?:model|"
-        r"architecture)|not a supported model|cannot find tensor|is not supported by (?:this|the "
+        r"architecture)|not a supported model|cannot find tensor|has no \w+ implementation|"
+        r"is not supported by (?:this|the "
         r"current) (?:version|engine|backend)|KeyError: '?\w+(?:For[A-Z]\w+|LMHeadModel)'?\s*$|"
         r"(?:[Mm]odel|[Ff]ile|weights?) format (?:is )?(?:not supported|unsupported)|"
-        r"[Uu]nsupported (?:model|file) format",
+        r"[Uu]nsupported (?:model|file) format|tensor '[^']+' not found|invalid magic|"
+        r"Unrecognized model in|unknown pre-tokenizer|has wrong shape|not supported by your "
+        r"version|(?:requires|needs) a newer version of|"
+        r"\b(?:weight|tensor) [\w.]+ (?:does not exist|not found)",
     ),
     (
         Cause.MODEL_UNSUPPORTED,
@@ -193,8 +235,15 @@ WORDS: tuple[_Clue, ...] = _clues(
         Cause.IMPORT_ERROR,
         3.5,
         r"No module named|undefined symbol|cannot open shared object|DLL load failed|"
+        r"Could not find a version that satisfies|No matching distribution found|"
+        r"[Cc]annot find (?:env |global |packed )?function|(?:[Ff]ailed to|[Cc]ould not|[Cc]annot|"
+        r"[Uu]nable to) load (?:the )?(?:dynamic |shared )*(?:library|libraries|shared object)|"
         r"GLIBC\w*_[\d.]+'? not found|version `[\w.]+' not found|Symbol not found|"
-        r"Library not loaded|cannot import name|PackageNotFoundError|error while loading shared "
+        r"Library not loaded|cannot import name|PackageNotFoundError|not compiled with CUDA|"
+        r"operator \w+::\w+ does not exist|CUDA_HOME (?:environment variable )?is not set|"
+        r"Error building extension|"
+        r"Could not run '[\w:.]+' with arguments from the '\w+' backend|"
+        r"error while loading shared "
         r"librar|(?:Function|symbol|Symbol) [\w.:]+ not found|module '[\w.]+' has no attribute|"
         r"(?:unable to|cannot|can't|could not|failed to) (?:find|load|open|locate) (?:the )?"
         r"(?:\w+ ){0,2}(?:library|libraries|shared object|plugin)\b",
@@ -211,19 +260,25 @@ WORDS: tuple[_Clue, ...] = _clues(
     (
         Cause.INVALID_ARGUMENT,
         3.5,
-        r"error: (?:unrecognized arguments|argument|invalid choice|the following (?:required )?"
+        r"(?<!CUDA )(?<!HIP )error: (?:unrecognized arguments|argument|invalid argument: \S|"
+        r"invalid choice|"
+        r"the following (?:required )?"
         r"arguments|ambiguous option|unexpected argument)|unrecognized arguments|"
         r"^\s*usage: \S+ \[|validation errors? for \w+|^\s*Value error,|No such option|"
         r"Invalid value for|unexpected extra argument|must be divisible|not divisible by|"
         r"mutually exclusive|HFValidationError|RepositoryNotFoundError|GatedRepoError|"
-        r"is not a (?:local folder|valid model identifier)|Repo id must",
+        r"gated repo|[Aa]ccess to model \S+ is restricted|"
+        r"is not a (?:local folder|valid model identifier)|Repo id must|"
+        r"\b[a-z]+(?:_[a-z]+)+ \(\d+\) (?:is|must be) (?:smaller|larger|greater|less|bigger) "
+        r"than (?:the )?[a-z]+(?:_[a-z]+)+",
     ),
     (
         Cause.INVALID_ARGUMENT,
         3.0,
         r"No such file or directory|does not exist|FileNotFoundError|[Ee]rror opening .{0,80}"
-        r"(?:file|engine|config)|(?:could not|cannot|can't|unable to) (?:open|find|read|locate) "
-        r".{0,60}(?:file|path|directory|folder|engine|config|checkpoint)",
+        r"(?:file|engine|config)|(?:[Cc]ould not|[Cc]annot|[Cc]an't|[Uu]nable to) (?:open|find|"
+        r"read|locate) "
+        r".{0,60}(?:file|path|directory|folder|engine(?! to execute)|config|checkpoint|model lib)",
     ),
     (
         Cause.INVALID_ARGUMENT,
@@ -235,10 +290,13 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"[Uu]nknown (?:argument|option|quantization|dtype|backend|parameter)|[Uu]nrecognized "
         r"(?:option|argument|configuration|parameter)|(?:cannot|can't|can not) (?:be )?(?:used|"
         r"combined|enabled|set) (?:together )?with|not supported (?:with|when|together|in "
-        r"combination)|(?:must|should) (?:be|have|not)\b|expected (?:one of|a |an )|"
+        r"combination)|not (?:yet )?supported for (?:\w+ )?models?\b|(?:must|should) (?:be|have|"
+        r"not)\b|[Ee]xpected (?:only )?(?:one of|one |a |"
+        r"an )|"
         r"greater than (?:the )?(?:derived|maximum|max)|out of range|positional argument|"
-        r"should (?:provide|specify|pass|set|use) |not (?:yet )?supported (?:for|with|by) (?:this|"
-        r"the) model|does not (?:yet )?support (?:\w+ ){0,3}(?:[Aa]ttention|attn|quantization|"
+        r"should (?:provide|specify|pass|set|use) |[Pp]lease (?:input|provide|specify|pass) "
+        r"(?:a |an |the )?\w|not (?:yet )?supported (?:for|with|by) (?:this|the) model|"
+        r"does not (?:yet )?support (?:\w+ ){0,3}(?:[Aa]ttention|attn|quantization|"
         r"dtype|LoRA|lora|sharding|sharded|tensor parallel|pipeline parallel|speculative|prefix "
         r"caching|chunked prefill|multi-?modal|tool|streaming|feature|option|mode)",
     ),
@@ -246,7 +304,9 @@ WORDS: tuple[_Clue, ...] = _clues(
     (
         Cause.PORT_IN_USE,
         4.0,
-        r"[Aa]ddress already in use|EADDRINUSE|AddrInUse|[Ee]rrno:? 98\b|(?:port|address) \S+ "
+        r"[Aa]ddress already in use|EADDRINUSE|AddrInUse|[Ee]rrno:? 98\b|Only one usage of each "
+        r"socket address|WSAEADDRINUSE|WinError 10048|port is already allocated|(?:port|"
+        r"address) \S+ "
         r"(?:is )?(?:already )?(?:in use|occupied|taken)|(?:failed|unable|could not|couldn't|"
         r"cannot|can't) (?:to )?bind|failed to listen on",
     ),
@@ -256,7 +316,7 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"\b[NHR]CCL (?:error|failure|WARN)|nccl\w*(?:Error|Failure)|ncclUnhandled|ncclInternal|"
         r"ncclSystem|ncclInvalid|ncclRemote|DistBackendError|HCCL\w* ?(?:error|fail)|hccl\w* "
         r"fail|unhandled (?:cuda|system) error|Test NCCL failure|ncclCommInit\w* failed|"
-        r"Got completion with error|NET/IB.*[Ee]rror|Transport init error|MPI_ABORT|MPI error",
+        r"(?i:got completion with error)|NET/IB.*[Ee]rror|Transport init error|MPI_ABORT|MPI error",
     ),
     (
         Cause.NCCL_ERROR,
@@ -301,7 +361,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         4.0,
         r"[Cc]apture cuda graph failed|CUDA ?[Gg]raph.{0,40}(?:fail|error)|[Gg]raph captur(?:e|ing)"
         r".{0,40}(?:fail|error)|stream is capturing|cudaErrorStreamCapture|during (?:CUDA )?graph "
-        r"capture|cudaStreamCaptureStatus|uncaptured work|capture_begin|capture_end",
+        r"capture|cudaStreamCaptureStatus|uncaptured work|capture_begin|capture_end|"
+        r"error during capture",
     ),
     # --- internal checks ------------------------------------------------------------------------
     (
@@ -315,9 +376,11 @@ WORDS: tuple[_Clue, ...] = _clues(
         Cause.RUNTIME_CRASH,
         3.0,
         r"illegal memory access|misaligned address|unspecified launch failure|device-side assert|"
+        r"illegal instruction was encountered|fallen off the bus|\bXid\b|"
         r"Segmentation fault|SIGSEGV|SIGBUS|SIGABRT|SIGFPE|[Ss]ignal \(?(?:11|6|7|8)\)? received|"
         r"[Cc]aught signal (?:11|6|7|8)\b|signal (?:11|6|7|8)\b|core dumped|Fatal Python error|"
-        r"panicked at|terminate called|Floating point exception|probability tensor contains|"
+        r"panicked at|^panic: |terminate called|Floating point exception|"
+        r"probability tensor contains|"
         r"Memory access fault|double free|corrupted (?:size|double)|cudaErrorLaunchFailure|"
         r"CUBLAS_STATUS_EXECUTION_FAILED|CUDA error: (?!out of memory)",
     ),
@@ -328,7 +391,17 @@ WORDS: tuple[_Clue, ...] = _clues(
     (
         Cause.ARCH_UNSUPPORTED,
         3.0,
-        r"out of resource: shared memory|OutOfResources|[Hh]ardware limit:? \d+",
+        r"out of resource: shared memory|OutOfResources|[Hh]ardware limit:? \d+|"
+        # cuBLAS refusing an operation this GPU cannot do (CUBLAS_STATUS_NOT_SUPPORTED)
+        r"requested functionality is not supported|CUBLAS_STATUS_(?:NOT_SUPPORTED|ARCH_MISMATCH)",
+    ),
+    # --- the node -------------------------------------------------------------------------------
+    # the device is held by another process (exclusive mode, a second server, a leftover)
+    (
+        Cause.GPU_NOT_CLEAN,
+        3.5,
+        r"busy or unavailable|[Dd]evice acquire failed|cudaErrorDevicesUnavailable|memory "
+        r"capacity is unbalanced",
     ),
     # --- the benchmark client -------------------------------------------------------------------
     (
@@ -336,7 +409,14 @@ WORDS: tuple[_Clue, ...] = _clues(
         2.5,
         r"ConnectionRefusedError|[Ee]rrno 111\b|ClientConnectorError|ServerDisconnectedError|"
         r"RemoteDisconnected|Max retries exceeded|Failed to establish a new connection|"
-        r"Cannot connect to host|ReadTimeout|ClientResponseError",
+        r"Cannot connect to host|ClientResponseError",
+    ),
+    # a client library's own exception types: the benchmark's requests failed or timed out
+    (
+        Cause.BENCHMARK_ERRORS,
+        3.0,
+        r"\b(?:ReadTimeout|ConnectTimeout|ConnectError|APIConnectionError|APITimeoutError|"
+        r"RemoteProtocolError)\b",
     ),
     # --- Ray ------------------------------------------------------------------------------------
     (
@@ -365,7 +445,11 @@ FRAMES: tuple[_Clue, ...] = _clues(
         r"initialize_from_config|\binitialize_cache\b|initialize_kv_cache|_allocate_kv_cache|"
         r"init_memory_pool|\b(?:key|value|kv)_buffer\b|KVCache\(|cache_engine\.py|"
         r"raise_if_cache_size_invalid|check_enough_kv_cache_memory|profile_max_num_token|"
-        r"kv_cache_init|[/\\](?:kv_)?cache(?:_engine|_manager)?\.py\"|^\s+(?:self\.)?(?:kv_)?cache\s*=\s*\w",
+        r"kv_cache_init|[/\\](?:kv_)?cache(?:_engine|_manager)?\.py\"|"
+        r"^\s+(?:self\.)?(?:kv_)?cache\s*=\s*\w|"
+        # any engine's function that sets up the KV cache: "in init_kv_cache", "KVCacheManager"
+        r"\bin \w*kv_?cache\w*$|\bin (?:init|alloc|allocate|create|build)_\w*cache\w*$|"
+        r"KVCacheManager",
     ),
     (
         Cause.NCCL_ERROR,
@@ -384,6 +468,7 @@ DEEPEST: tuple[_Clue, ...] = _clues(
         2.5,
         r"_?get_model_architecture|resolve_model_cls|inspect_model_cls|_raise_for_unsupported|"
         r"get_model_cls_by_arch|ModelRegistry\.|get_model_class|configuration_auto\.py|"
+        r"models/__init__\.py\S*,? line \d+,? in get_model\b|"
         r"CONFIG_MAPPING\[",
     ),
     (
@@ -475,6 +560,8 @@ FAMILY_ORDER: tuple[Cause, ...] = (
     Cause.STARTUP_TIMEOUT,
     Cause.NCCL_ERROR,
     Cause.NODE_LOST,
+    Cause.GPU_NOT_CLEAN,
+    Cause.BENCHMARK_ERRORS,
     Cause.ASSERTION,
     Cause.RUNTIME_CRASH,
 )
@@ -485,7 +572,10 @@ _FATAL_SIGN = re.compile(
     r"[Ss]ignal \(?\d+\)? received|[Cc]aught signal \d+|received signal SIG[A-Z]+|"
     r"\*\*\* (?:Process )?received signal|Segmentation fault|SIGSEGV|core dumped|"
     r"GGML_ASSERT|Assertion\b.{0,200}fail|(?:^|[\s\]|])Killed\s*$|Watchdog caught|"
-    r"panicked at|terminate called|Fatal Python error"
+    r"panicked at|^panic: |terminate called|Fatal Python error|code=killed|status=9/KILL|"
+    r"invoked oom-killer|Out of memory: Kill|killed as a result of limit of|"
+    r"(?i:exit ?code)[:= ]+(?:137|-9)\b|"
+    r"result 'oom-kill'"
 )
 
 
@@ -506,7 +596,8 @@ _DECISIVE_ANY = re.compile(
     r"completion|transport|watchdog|timeout|timed out|heartbeat|worker|client|rank|store|"
     r"rendezvous|barrier|peer|collective|start|ready|init|boot|health|warm|captur|graph|assert|"
     r"check|fault|sigsegv|sigbus|sigabrt|sigfpe|core dumped|fatal|panick|terminate|exception|"
-    r"probability|double free|corrupted|launch|cublas|exhausted|tried|exit"
+    r"probability|double free|corrupted|launch|cublas|exhausted|tried|exit|busy|acquire|"
+    r"unbalanced|usage of each|allocated|panic"
 )
 
 
@@ -591,9 +682,14 @@ def _line_scores(focus: Focus) -> dict[Cause | str, float]:
             if cause is not None and regex.search(kind or ""):
                 best[cause] = max(best.get(cause, 0.0), weight)
     # A generic family yields to a specific one named in the same words.
-    # Within one line, a more specific memory family is the one meant.
-    for narrow, broad in ((Cause.KV_POOL_OOM, Cause.CUDA_OOM), (Cause.HOST_OOM, Cause.CUDA_OOM)):
-        if best.get(narrow, 0.0) >= 3.0:
+    # Within one line, a more specific memory family is the one meant, and a model the engine
+    # refuses in its own words ("weight X does not exist") is not a bad path.
+    for narrow, broad, least in (
+        (Cause.KV_POOL_OOM, Cause.CUDA_OOM, 3.0),
+        (Cause.HOST_OOM, Cause.CUDA_OOM, 3.0),
+        (Cause.MODEL_UNSUPPORTED, Cause.INVALID_ARGUMENT, 3.5),
+    ):
+        if best.get(narrow, 0.0) >= least:
             best.pop(broad, None)
     for family, yields_to in _GENERIC.items():
         if family in best and any(w >= yields_to for f, w in best.items() if f not in _GENERIC):
@@ -696,6 +792,19 @@ def name_family(lines: Sequence[Focus], *, running: bool) -> Verdict | None:
             score=asserted.total,
             runner_up=best.total,
         )
+    if cause == Cause.RUNTIME_CRASH and asserted is not None and asserted.decisive_at is not None:
+        # A crash that follows a failed check is that check's abort ("GGML_ASSERT(...) failed"
+        # then "Aborted (core dumped)"): the check is the first fatal event. A kernel's own
+        # assert that names the crash in the same line stays a crash.
+        check = texts.get(asserted.decisive_at, "")
+        crash_at = best.decisive_at if best.decisive_at is not None else best.at
+        if asserted.decisive_at < crash_at and not names(check, Cause.RUNTIME_CRASH):
+            return Verdict(
+                cause=Cause.ASSERTION,
+                at=asserted.decisive_at,
+                score=asserted.total,
+                runner_up=best.total,
+            )
     if cause in GENERIC:
         # A crash or a failed check says *that* it failed; a specific family named decisively
         # in the same message (``what(): ... out of memory``, the line after a panic) says why.

@@ -252,19 +252,32 @@ ENGINE_MARKS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("mindie", "common", r"mindie"),
         ("aphrodite", "vllm", r"aphrodite"),
         ("lorax", "tgi", r"lorax"),
-        ("sglang", "sglang", r"sglang|sgl_kernel|\bTP\d+\] |Scheduler hit an exception"),
+        (
+            "sglang",
+            "sglang",
+            r"sglang|sgl_kernel|\bTP\d+\] |Scheduler hit an exception|mem[-_]fraction[-_]static",
+        ),
         (
             "tgi",
             "tgi",
             r"text[_-]generation[_-](?:launcher|server|router|client|inference)|"
-            r"ShardCannotStart",
+            r"ShardCannotStart|max[-_]batch[-_](?:total|prefill)[-_]tokens",
         ),
-        ("trtllm", "trtllm", r"TensorRT-LLM|tensorrt_llm|TRT-LLM|trtllm"),
-        ("lmdeploy", "lmdeploy", r"lmdeploy|turbomind|\[TM\]"),
-        ("lightllm", "lightllm", r"lightllm"),
-        ("vllm", "vllm", r"vllm|vLLM|VllmWorker|EngineCore"),
+        (
+            "trtllm",
+            "trtllm",
+            r"TensorRT-LLM|tensorrt_llm|TRT-LLM|trtllm|kv_cache_free_gpu_mem_fraction",
+        ),
+        ("lmdeploy", "lmdeploy", r"lmdeploy|turbomind|\[TM\]|cache[-_]max[-_]entry[-_]count"),
+        ("lightllm", "lightllm", r"lightllm|max_total_token_num"),
+        # vLLM, or its settings' names in a program that runs it (LLaMA-Factory, FastChat)
+        (
+            "vllm",
+            "vllm",
+            r"vllm|vLLM|VllmWorker|EngineCore|gpu[-_]memory[-_]utilization|max[-_]model[-_]len",
+        ),
         ("mistral.rs", "mistralrs", r"mistralrs|mistral\.rs"),
-        ("ollama", "llamacpp", r"ollama"),
+        ("ollama", "llamacpp", r"ollama|OLLAMA_|llama runner"),
         ("localai", "llamacpp", r"LocalAI|localai"),
         (
             "llama.cpp",

@@ -225,7 +225,8 @@ def test_an_interrupted_confirmation_launch_is_failed_but_not_queued(tmp_path: P
     ledger = Ledger(study)
     ledger.enqueue({"bs": 4}, baseline=True, confirm_round=1, confirm_key="baseline")
     study.ask()  # Ctrl-C while it runs
-    assert ledger.recover_interrupted() == 0  # confirmation goes on from its stored progress instead
+    # Not queued again: the confirmation goes on from its stored progress instead.
+    assert ledger.recover_interrupted() == 0
     (only,) = ledger.trials()
     assert only.outcome is Outcome.INTERRUPTED and only.state == "FAIL"
     assert only.confirm_round == 1

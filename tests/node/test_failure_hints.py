@@ -515,3 +515,19 @@ def test_the_command_engine_gets_every_family() -> None:
     )
     assert (failure.cause, failure.rule) == (Cause.KV_POOL_OOM, "common.kv_pool_oom")
     assert "--mem-fraction-static" in failure.hint and "--gpu-memory-utilization" in failure.hint
+
+
+def test_a_cuda_oom_named_by_its_family_gets_the_allocation_hint_not_the_kv_caches() -> None:
+    # No rule's sentence: the family scoring names it cuda_oom. Its hint is the one of the
+    # rule named after the cause (common.cuda_oom), not the first rule of that cause in the
+    # file (common.runtime_kv_oom: "The KV cache ran out while serving").
+    from autotune.diagnosis import diagnose_text
+
+    log = (
+        "INFO starting server\nTraceback (most recent call last):\n"
+        '  File "x.py", line 1, in <module>\n'
+        "RuntimeError: GPU memory exhausted while allocating 2.00 GiB for the activations\n"
+    )
+    failure = diagnose_text(log).failure
+    assert failure is not None and failure.cause is Cause.CUDA_OOM and failure.rule is None
+    assert failure.hint.startswith("A CUDA allocation failed"), failure.hint

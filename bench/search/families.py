@@ -35,8 +35,10 @@ from bench.search.landscapes import Landscape, Point, crash, ok
 # Chosen before any default was tuned (commit "bench: search families and their manifest").
 MANIFEST = {
     "tuning": ["interact", "condint", "coupled", "mixed7"],
-    "held_out": ["mixed11", "loadcrash", "plateau", "hidden2b"],
+    "held_out": ["mixed11", "loadcrash", "plateau", "hidden2b", "ridge11"],
 }
+# ``ridge11`` was added to the held-out set (issue 52, session r3) when it was written, before
+# any strategy had run on it.
 INSTANCES = 4  # instances per family in the default runs (more with --instances)
 
 Config = dict[str, Any]
@@ -588,6 +590,80 @@ def hidden2b(rng: random.Random) -> Shape:
     )
 
 
+def ridge11(rng: random.Random) -> Shape:
+    """Eleven settings whose numbers act together: a mode that moves where a tile size is
+    best, a queue depth best at a fixed ratio to the worker count (a ridge along two numbers,
+    higher along it with more workers) that crashes under load past a larger ratio,
+    prefetching with a depth that exists only when it is on and is best inside its range,
+    compression that pays with one mode only and crashes with large tiles, a ratio best at
+    its low end, and three settings that do nothing."""
+    modes = ["m0", "m1", "m2"]
+    lv = {"m0": 1.0, "m1": rng.uniform(0.95, 1.2), "m2": rng.uniform(0.95, 1.2)}
+    mu = {m: rng.uniform(0.2, 0.8) for m in modes}
+    t_amp, r_amp = rng.uniform(0.3, 0.5), rng.uniform(0.3, 0.6)
+    gap, over = rng.uniform(0.0, 0.3), rng.uniform(0.25, 0.4)
+    d_star, d_amp = rng.randint(3, 10), rng.uniform(0.1, 0.25)
+    partner, c_gain = rng.choice(modes[1:]), rng.uniform(0.08, 0.15)
+    t_cut, r_gain = rng.uniform(0.6, 0.85), rng.uniform(0.05, 0.15)
+    params = [
+        p_cat("mode", modes),
+        p_int("tile", 16, 512, log=True),
+        p_int("workers", 1, 32, log=True, env=True),
+        p_int("queue", 1, 256, log=True),
+        p_bool("prefetch"),
+        p_int("depth", 1, 16, when="prefetch"),
+        p_bool("compress", env=True),
+        p_float("ratio", 0.0, 1.0, 0.05),
+        p_int("seed_k", 0, 100, env=True),
+        p_bool("verbose"),
+        p_cat("label", ["a", "b", "c"], env=True),
+    ]
+    pt, pw, pq = params[1], params[2], params[3]
+
+    def value(c: Config) -> float:
+        ut, uw, uq = pos(pt, c["tile"]), pos(pw, c["workers"]), pos(pq, c["queue"])
+        v = (
+            100.0
+            * lv[c["mode"]]
+            * (1 + t_amp * math.exp(-0.5 * ((ut - mu[c["mode"]]) / 0.15) ** 2))
+        )
+        v *= 1 + r_amp * (0.4 + 0.6 * uw) * math.exp(-0.5 * ((uq - uw - gap) / 0.12) ** 2)
+        if c["prefetch"]:
+            v *= 0.95 * (1 + d_amp * math.exp(-0.5 * ((c["depth"] - d_star) / 2.0) ** 2))
+        if c["compress"]:
+            v *= 1 + c_gain if c["mode"] == partner else 0.95
+        return v * (1 + r_gain * (0.5 - c["ratio"]))
+
+    crashes = [
+        (lambda c: pos(pq, c["queue"]) - pos(pw, c["workers"]) > gap + over, LOAD),
+        (lambda c: bool(c["compress"]) and pos(pt, c["tile"]) > t_cut, CUDA_OOM),
+    ]
+    base = {
+        "mode": "m0",
+        "tile": 64,
+        "workers": 4,
+        "queue": 16,
+        "prefetch": False,
+        "compress": False,
+        "ratio": 0.5,
+        "seed_k": 0,
+        "verbose": False,
+        "label": "a",
+    }
+    while any(hit(base) for hit, _ in crashes):
+        base["queue"] //= 2
+    return Shape(
+        "",
+        params,
+        base,
+        value,
+        crashes,
+        _noise(rng),
+        {"seed_k", "verbose", "label"},
+        {"depth": lambda c: bool(c["prefetch"])},
+    )
+
+
 FAMILIES: dict[str, Callable[[random.Random], Shape]] = {
     "interact": interact,
     "condint": condint,
@@ -597,6 +673,7 @@ FAMILIES: dict[str, Callable[[random.Random], Shape]] = {
     "loadcrash": loadcrash,
     "plateau": plateau,
     "hidden2b": hidden2b,
+    "ridge11": ridge11,
 }
 _SALT = {name: k for k, name in enumerate(FAMILIES)}
 

@@ -80,7 +80,7 @@ class TrialRecord(_Record):
     duration_s: float | None = None
     constraints: dict[str, float] = Field(default_factory=dict)  # as told to Optuna (> 0 violated)
     retry_of: int | None = None  # queued again after this trial was interrupted
-    # the kind of proposal that made it (autotune.search KIND: design, pairs, model, random);
+    # the kind of proposal that made it (autotune.search KIND: design, line, pairs, model, random);
     # None for the baseline, relaunches, confirmation rounds and other samplers
     proposed_by: str | None = None
     # Noise and confirmation (study/noise.py, study/confirm.py, study/evidence.py).

@@ -114,6 +114,11 @@ def _plane(crashes: np.ndarray, runs: np.ndarray) -> tuple[np.ndarray, float, fl
     parts the crashes from the runs with the widest gap: (weights, the runs' highest sum,
     the crashes' lowest); None where no such sum parts them."""
     n = crashes.shape[1]
+    # the weights are not negative: a run at least as large as a crash in every number
+    # leaves no such sum (the common case in a long study, found without a program)
+    for c in crashes:
+        if (runs >= c).all(axis=1).any():
+            return None
     # variables: w (n), t, margin; maximise the margin
     cost = np.zeros(n + 2)
     cost[-1] = -1.0
@@ -242,12 +247,12 @@ class CrashModel:
         crashed, exposed = 0, 0
         if not self._pairs or not launches:
             return 1 / 20
-        parts = self._parts(encode(self.params, [c for c, _ in launches]))
+        rows = self._parts(encode(self.params, [c for c, _ in launches])).tolist()
+        start = self._start.tolist()
         tested: list[set[int]] = [set() for _ in self._pairs]
-        for k, (_, signature) in enumerate(launches):
-            row = parts[k : k + 1]
+        for row, (_, signature) in zip(rows, launches, strict=True):  # as ``_new``, row by row
             new = sum(
-                int(self._new(row, i, j, seen)[0])
+                row[i] != start[i] and row[j] != start[j] and row[i] * 1000 + row[j] not in seen
                 for (i, j, _), seen in zip(self._pairs, tested, strict=True)
             )
             if new:
@@ -255,7 +260,7 @@ class CrashModel:
                 crashed += signature is not None
             if signature is None:
                 for (i, j, _), seen in zip(self._pairs, tested, strict=True):
-                    seen.add(int(row[0, i] * 1000 + row[0, j]))
+                    seen.add(row[i] * 1000 + row[j])
         return (crashed + 1) / (exposed + 20)
 
     def novel(self, x: np.ndarray) -> np.ndarray:

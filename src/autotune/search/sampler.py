@@ -8,7 +8,11 @@ and nothing else, so a study resumed after its driver was killed proposes what i
   baseline, or each setting's reference value) with one setting moved per launch: a number to
   the far end of its range, a choice to each other value. A crash that needs two settings
   together costs nothing here, and each setting's own effect is measured. A feature a move
-  switched on starts with its settings at their least, and each is then moved once from there.
+  switched on starts with its settings at their least, then its numbers at their middle
+  together (a centre point: the best may lie inside), and each is then moved once from there.
+- **Lines** (after the screen): a second point on each move's line through the numbers it
+  moved: halfway back where it crashed (the edge lies between) or gained more than the
+  noise, halfway to the other end where one number moved and lost more than the noise.
 - **Pairs of choices** (``pairs`` launches at most): the first configuration with two choices
   moved to values no launch had together (a flag that pays only with another), those of
   settings that both moved the objective alone first, the one the model is least sure of
@@ -52,11 +56,12 @@ from autotune.search.space import (
     key,
     known,
     param_of,
+    same,
 )
 
 CRASH = "search:crash"  # user attribute: the trial crashed; its value says how (a signature)
 REFUSED = "search:refused"  # user attribute: the trial was not launched; its value says why
-KIND = "proposed_by"  # user attribute the sampler writes: design, pairs, model or random
+KIND = "proposed_by"  # user attribute the sampler writes: design, line, pairs, model, random
 MOVE = "search:move"  # user attribute: which move of the screen a design trial is
 DESIGN = 12  # the most one-at-a-time launches of the screen
 RISK = 2.0  # how much a chance of crashing weighs against the expected improvement
@@ -267,12 +272,16 @@ class Sampler(BaseSampler):
         if h.start is None and h.ran:
             h.start = h.ran[0]
         start = self._start(h)
-        if start is not None and len(h.moves) < self._design:
+        if start is not None and sum("~" not in m for m in h.moves) < self._design:
             for label, move in self._moves(h, start):
                 if label not in h.moves and self._allowed(h, move):
                     return "design", move, label
         if len(h.ran) >= 3:
             fit = self._fit(h)
+            if start is not None:
+                for label, move in self._lines(h, start, 2.0 * max(fit.gp.noise, 0.01)):
+                    if label not in h.moves and self._allowed(h, move):
+                        return "line", move, label
             if start is not None and h.kinds.get("pairs", 0) < self._pairs:
                 plan = self._pair(h, start, fit)
                 if plan is not None:
@@ -310,12 +319,57 @@ class Sampler(BaseSampler):
         for label, ran in list(h.moves.items()):
             if "/" in label or label == "start" or not any(key(ran) == key(c) for c in h.ran):
                 continue
-            for name in [n for n in ran if n not in start and n in h.params]:
+            new = [n for n in ran if n not in start and n in h.params]
+            numbers = [n for n in new if h.params[n].numeric]
+            if numbers:  # its numbers at the middle together: the best may lie inside
+                out.append(
+                    (f"{label}/center", {**ran, **{n: h.params[n].reference() for n in numbers}})
+                )
+            for name in new:
                 out += [
                     (f"{label}/{name}={v!r}", {**ran, name: v})
                     for v in self._far(h.params[name], ran[name])[:1]
                 ]
         return [(label, self._complete(h, m)) for label, m in out]
+
+    def _lines(self, h: History, start: Config, enough: float) -> list[tuple[str, Config]]:
+        """A second point on the line of each move of the screen that moved numbers: halfway
+        back where the move crashed (the edge lies between) or where it changed the
+        objective by more than ``enough`` for the better (the best may lie between); where
+        it moved one number and was worse, halfway to the other end. A move that changed
+        nothing beyond ``enough`` (noise) gets none."""
+        values: dict[Any, list[float]] = {}
+        for c, y in zip(h.ran, h.y, strict=True):
+            values.setdefault(key(c), []).append(y)
+        crashed = {key(c) for c, s in h.launches if s is not None}
+        out = []
+        for label, moved in h.moves.items():
+            base = h.moves.get(label.rsplit("/", 1)[0]) if "/" in label else start
+            if "~" in label or base is None:
+                continue
+            names = [
+                n
+                for n, p in h.params.items()
+                if p.numeric and n in base and n in moved and not same(base[n], moved[n])
+            ]
+            k, b = key(moved), values.get(key(base))
+            if not names:
+                continue
+            if k in crashed or (b and k in values and np.mean(values[k]) > np.mean(b) + enough):
+                u = {
+                    n: (h.params[n].place(base[n]) + h.params[n].place(moved[n])) / 2 for n in names
+                }
+            elif len(names) == 1 and b and k in values and np.mean(values[k]) < np.mean(b) - enough:
+                p, n = h.params[names[0]], names[0]
+                u = {
+                    n: (p.place(base[n]) + (0.0 if p.place(moved[n]) > p.place(base[n]) else 1.0))
+                    / 2
+                }
+            else:
+                continue
+            line = {**base, **{n: h.params[n].at(v) for n, v in u.items()}}
+            out.append((f"{label}~", self._complete(h, line)))
+        return out
 
     def _far(self, p: Param, value: Any) -> list[Any]:
         """A setting's moves in the screen: a number's far end, a choice's other values."""

@@ -27,7 +27,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import linprog
 
 from autotune.search.space import Param, encode
 
@@ -133,6 +132,8 @@ def _plane(crashes: np.ndarray, runs: np.ndarray) -> tuple[np.ndarray, float, fl
     """The weights (none negative, summing to 1) of the numbers' places whose weighted sum
     parts the crashes from the runs with the widest gap: (weights, the runs' highest sum,
     the crashes' lowest); None where no such sum parts them."""
+    from scipy.optimize import linprog  # here: readers of a ledger need no scipy (model.py)
+
     n = crashes.shape[1]
     # variables: w (n), t, margin; maximise the margin
     cost = np.zeros(n + 2)

@@ -294,7 +294,8 @@ class CrashModel:
             return np.zeros(len(x))
         codes, moved = self._codes(self._parts(x))
         tagged = np.arange(len(self._pairs), dtype=np.int64) * PAIR + codes
-        return (moved & ~np.isin(tagged, self._ran)).sum(axis=1).astype(float)
+        new = moved & ~np.isin(tagged, self._ran)
+        return np.asarray(new.sum(axis=1), dtype=float)
 
     def probability(self, x: np.ndarray) -> np.ndarray:
         """Each encoded configuration's chance of crashing: in a learned region, or as a pair

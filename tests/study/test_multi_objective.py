@@ -195,8 +195,19 @@ def test_confirmation_takes_its_candidates_from_the_front(tmp_path: Path) -> Non
 
 
 def test_maximise_subject_to_an_slo_exports_the_fastest_that_meets_it(tmp_path: Path) -> None:
-    # One objective and a bound: level 3 streams fastest but misses the 100 ms TTFT bound.
-    driver = run(tmp_path, [3, 2], objective={"metric": "output_tok_s"}, slo={"ttft_p99_ms": 100.0})
+    # One objective and a bound: level 3 streams fastest but misses the 290 ms TTFT bound.
+    # First tokens at 100, 200 and 300 ms (levels 1-3), and 200 tokens at 100 tok/s a level
+    # (a request: 2.1, 1.2 and 0.97 s), so that a loaded machine's delays neither push level 2
+    # over the bound (90 ms of room; with 40 ms a level and a 100 ms bound, 20 ms were once
+    # not enough) nor reorder the throughputs; level 3 cannot come in under it.
+    driver = run(
+        tmp_path,
+        [3, 2],
+        ttft_ms=100,
+        output_len=200,
+        objective={"metric": "output_tok_s"},
+        slo={"ttft_p99_ms": 290.0},
+    )
     trials = Ledger(driver.study).trials()
     fastest = next(t for t in trials if t.config == {"level": 3})
     assert fastest.outcome is Outcome.SLO_VIOLATED and fastest.value is not None

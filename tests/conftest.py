@@ -13,6 +13,13 @@ from pathlib import Path
 
 import pytest
 
+# One BLAS thread per process. The two xdist workers (pyproject.toml) already fill both cores
+# of a small machine, and OpenBLAS's own threads, spinning over the search's small matrices
+# (tests/search: the Gaussian process and the crash model), doubled its CPU time. Set here, in
+# the process that starts the workers, before they import numpy; the tests' subprocesses
+# inherit it. An explicit setting is kept.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 ROOT = Path(__file__).resolve().parents[1]
 AUTOTUNE = [sys.executable, "-m", "autotune.cli"]
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -353,3 +355,15 @@ def test_budget_launches_count_the_search_and_the_baseline_once() -> None:
     ]
     assert budget_launches(trials) == 1 + 4
     assert budget_launches(trials[3:]) == 4  # no baseline ran
+
+
+def test_reading_a_study_imports_no_scipy() -> None:
+    """The commands that read a study (status, report, export) start without scipy, which
+    takes most of a second to import: it comes only with a search or an interval."""
+    code = (
+        "import sys, autotune.study.ledger, autotune.cli.status, autotune.cli.report, "
+        "autotune.cli.export, autotune.report, autotune.export; "
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] == 'scipy'); "
+        "assert not bad, bad[:3]"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -21,18 +21,19 @@ the same to the refusal.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import linprog
 
 from autotune.search.space import Param, encode
 
 EQ = 0.5  # a value or choice weighs as a stretch of half the range
 LEAST = 0.02  # the least stretch a threshold weighs
 BINS = 4  # a number's range in this many parts, for pairs of values run together
+PAIR = 1 << 32  # more than any pair of values' number (``first * 1000 + second``)
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ class Explanation:
             else:
                 v = x[:, cols[0]] if kind == "ge" else -x[:, cols[0]]
             ramp = np.clip((v - a) / (b - a), 0.0, 1.0) if b > a else (v >= b).astype(float)
-            out *= np.nan_to_num(ramp, nan=0.0)
+            out *= np.where(np.isnan(ramp), 0.0, ramp)  # (np.nan_to_num: slower, same)
         return out
 
 
@@ -67,12 +68,30 @@ def explain(crashes: np.ndarray, runs: np.ndarray, params: Sequence[Param]) -> l
     and no run (encoded rows) meets: a value they all had, a number past the lowest of theirs
     (or under the highest), or two of those together; or the numbers' places weighed and
     added past the lowest of theirs."""
+    numeric = tuple(p.numeric for p in params)
+    if not numeric:
+        return _explain(crashes, runs, numeric)
+    # The same crashes and runs are explained again by each model of one study state (the
+    # driver's and the sampler's), and a region's crashes again as each joins it.
+    rows = [np.ascontiguousarray(a, dtype=np.float64).tobytes() for a in (crashes, runs)]
+    return list(_explained(rows[0], rows[1], numeric))
+
+
+@functools.lru_cache(maxsize=512)
+def _explained(crashes: bytes, runs: bytes, numeric: tuple[bool, ...]) -> tuple[Explanation, ...]:
+    def rows(data: bytes) -> np.ndarray:
+        return np.frombuffer(data, dtype=np.float64).reshape(-1, len(numeric))
+
+    return tuple(_explain(rows(crashes), rows(runs), numeric))
+
+
+def _explain(crashes: np.ndarray, runs: np.ndarray, numeric: tuple[bool, ...]) -> list[Explanation]:
     singles: list[tuple[tuple[int, ...], str, float, float]] = []
-    for j, p in enumerate(params):
+    for j, is_number in enumerate(numeric):
         v = crashes[:, j]
         if np.isnan(v).any():
             continue
-        if not p.numeric:
+        if not is_number:
             if (v == v[0]).all():
                 singles.append(((j,), "eq", v[0], v[0]))
             continue
@@ -91,8 +110,8 @@ def explain(crashes: np.ndarray, runs: np.ndarray, params: Sequence[Param]) -> l
     # the numbers every crash and every run has (a conditional one is not a pool's)
     numbers = [
         j
-        for j, p in enumerate(params)
-        if p.numeric and not np.isnan(crashes[:, j]).any() and not np.isnan(runs[:, j]).any()
+        for j, is_number in enumerate(numeric)
+        if is_number and not np.isnan(crashes[:, j]).any() and not np.isnan(runs[:, j]).any()
     ]
     # A pool the numbers fill together: past a weighted sum; alone, or with a value the
     # crashes share (a KV cache dtype changes what the numbers take), one of as many such
@@ -113,6 +132,8 @@ def _plane(crashes: np.ndarray, runs: np.ndarray) -> tuple[np.ndarray, float, fl
     """The weights (none negative, summing to 1) of the numbers' places whose weighted sum
     parts the crashes from the runs with the widest gap: (weights, the runs' highest sum,
     the crashes' lowest); None where no such sum parts them."""
+    from scipy.optimize import linprog  # here: readers of a ledger need no scipy (model.py)
+
     n = crashes.shape[1]
     # the weights are not negative: a run at least as large as a crash in every number
     # leaves no such sum (the common case in a long study, found without a program)
@@ -207,6 +228,15 @@ class CrashModel:
             (i, j, set((parts[:, i] * 1000 + parts[:, j]).tolist()))
             for i, j in itertools.combinations(range(len(self.params)), 2)
         ]
+        # the same pairs as columns, for all pairs of many configurations at once: the first
+        # and second column of each pair, and each pair's values that ran, as one sorted array
+        # of ``pair index * PAIR + values``
+        self._first = np.array([i for i, _, _ in self._pairs], dtype=int)
+        self._second = np.array([j for _, j, _ in self._pairs], dtype=int)
+        self._ran = np.array(
+            sorted(k * PAIR + v for k, (_, _, ran) in enumerate(self._pairs) for v in ran),
+            dtype=np.int64,
+        )
         self.novel_rate = self._rate(launches)
         rows = encode(self.params, [c for c, _ in failed])
         # Crashes that failed alike are one cause where one explanation covers them all: each
@@ -234,12 +264,6 @@ class CrashModel:
             out[:, j] = np.nan_to_num(v, nan=-1.0).astype(int) + 1
         return out
 
-    def _new(self, parts: np.ndarray, i: int, j: int, ran: set[int]) -> np.ndarray:
-        """Whether each configuration has a pair of values of columns i and j, both moved
-        from the start, that no run had together."""
-        moved = (parts[:, i] != self._start[i]) & (parts[:, j] != self._start[j])
-        return np.asarray(moved & ~np.isin(parts[:, i] * 1000 + parts[:, j], list(ran)))
-
     def _rate(self, launches: Sequence[tuple[Mapping[str, object], str | None]]) -> float:
         """The chance that a new pair of moved values crashes, as this study's launches show
         it: replayed in order, the crashes among launches with such pairs over the pairs they
@@ -247,30 +271,36 @@ class CrashModel:
         crashed, exposed = 0, 0
         if not self._pairs or not launches:
             return 1 / 20
-        rows = self._parts(encode(self.params, [c for c, _ in launches])).tolist()
-        start = self._start.tolist()
+        parts = self._parts(encode(self.params, [c for c, _ in launches]))
+        codes, moved = self._codes(parts)
         tested: list[set[int]] = [set() for _ in self._pairs]
-        for row, (_, signature) in zip(rows, launches, strict=True):  # as ``_new``, row by row
-            new = sum(
-                row[i] != start[i] and row[j] != start[j] and row[i] * 1000 + row[j] not in seen
-                for (i, j, _), seen in zip(self._pairs, tested, strict=True)
-            )
+        for k, (_, signature) in enumerate(launches):
+            row, can = codes[k].tolist(), moved[k].tolist()
+            new = sum(1 for m, v, seen in zip(can, row, tested, strict=True) if m and v not in seen)
             if new:
                 exposed += new
                 crashed += signature is not None
             if signature is None:
-                for (i, j, _), seen in zip(self._pairs, tested, strict=True):
-                    seen.add(row[i] * 1000 + row[j])
+                for v, seen in zip(row, tested, strict=True):
+                    seen.add(v)
         return (crashed + 1) / (exposed + 20)
+
+    def _codes(self, parts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each configuration's pair of values in every pair of columns, as one number
+        (``first * 1000 + second``), and whether both were moved from the start."""
+        first, second = parts[:, self._first], parts[:, self._second]
+        moved = (first != self._start[self._first]) & (second != self._start[self._second])
+        return first * 1000 + second, moved
 
     def novel(self, x: np.ndarray) -> np.ndarray:
         """How many pairs of each configuration's values, both moved from the start, no run
         had together."""
-        parts = self._parts(x)
-        count = np.zeros(len(x))
-        for i, j, ran in self._pairs:
-            count += self._new(parts, i, j, ran)
-        return count
+        if not self._pairs:
+            return np.zeros(len(x))
+        codes, moved = self._codes(self._parts(x))
+        tagged = np.arange(len(self._pairs), dtype=np.int64) * PAIR + codes
+        new = moved & ~np.isin(tagged, self._ran)
+        return np.asarray(new.sum(axis=1), dtype=float)
 
     def probability(self, x: np.ndarray) -> np.ndarray:
         """Each encoded configuration's chance of crashing: in a learned region, or as a pair

@@ -18,9 +18,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
-from scipy.optimize import minimize
-from scipy.stats import norm
+
+# scipy is imported where it is used: this module comes with the search, which every reader of
+# a study's ledger imports (``autotune status``, ``report``, ``export``), and scipy's optimize,
+# linalg and stats take most of a second of each such command's start.
 
 LENGTH = 0.25  # a number's lengthscale, on its place in [0, 1]
 # log-normal priors (mean of the log, spread): per-parameter weight, the pairs' share, noise
@@ -72,6 +73,8 @@ class AdditiveGP:
         d = x.shape[1]
         start = np.array([WEIGHT_PRIOR[0]] * d + [PAIRS_PRIOR[0], NOISE_PRIOR[0]])
         bounds = [(-7.0, 2.0)] * d + [(-5.0, 1.5), (math.log(0.003), math.log(1.0))]
+        from scipy.optimize import minimize
+
         fit = minimize(
             self._loss, start, jac=True, method="L-BFGS-B", bounds=bounds, options={"maxiter": 40}
         )
@@ -83,6 +86,8 @@ class AdditiveGP:
 
     def _loss(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
         """The negative log posterior of the hyperparameters and its gradient."""
+        from scipy.linalg import cho_factor, cho_solve
+
         w, pairs, noise = self._unpack(theta)
         k, s = combine(self.ks, w, pairs)
         n = len(self.y)
@@ -109,6 +114,8 @@ class AdditiveGP:
         return float(nll), grad
 
     def _factor(self) -> None:
+        from scipy.linalg import cho_factor, cho_solve
+
         w, pairs, noise = self._unpack(self.theta)
         k, _ = combine(self.ks, w, pairs)
         k[np.diag_indices(len(self.y))] += noise**2 + 1e-8
@@ -123,6 +130,8 @@ class AdditiveGP:
 
     def predict(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The posterior mean and standard deviation of the objective (no noise) at ``x``."""
+        from scipy.linalg import cho_solve
+
         w, pairs, _ = self._unpack(self.theta)
         ks, _ = combine(base_kernels(x, self.x, self.numeric), w, pairs)
         prior = 1.0 + w.sum() + pairs * 0.5 * (w.sum() ** 2 - (w**2).sum())
@@ -134,6 +143,8 @@ class AdditiveGP:
 
 def expected_improvement(mean: np.ndarray, sd: np.ndarray, best: float) -> np.ndarray:
     """E[max(0, f - best)] for f ~ N(mean, sd^2), elementwise."""
+    from scipy.stats import norm
+
     z = (mean - best) / sd
     return np.asarray(sd * (z * norm.cdf(z) + norm.pdf(z)))
 

@@ -101,6 +101,9 @@ class History:
     # the sampled trials (an enqueued baseline may leave settings unset)
     conds: dict[str, Any] = field(default_factory=dict)
     donors: list[Config] = field(default_factory=list)  # what ran, best first
+    # the sampler's ``feasible`` verdicts while it plans one proposal, by key: a candidate is
+    # weighed several times (as a neighbour, then in the pool), its verdict asked once
+    verdicts: dict[Any, bool] = field(default_factory=dict)
 
 
 def read(study: Study, trials: Sequence[FrozenTrial]) -> History:
@@ -174,7 +177,8 @@ class Sampler(BaseSampler):
     Args:
         seed: seed of its random draws (each proposal's from the seed and the trials told).
         feasible: whether a configuration may be proposed at all (constraints, values known to
-            fail); a refused one is never proposed (default: all may).
+            fail); a refused one is never proposed (default: all may). Asked once per
+            configuration while one proposal is planned.
         design: the most one-at-a-time launches at the start (0: none).
         risk: the exponent of the chance of not crashing that weighs expected improvement
             (0: crashes are not avoided).
@@ -390,7 +394,15 @@ class Sampler(BaseSampler):
         return active(full, h.conds)
 
     def _allowed(self, h: History, config: Config) -> bool:
-        return key(config) not in h.seen and (self.feasible is None or self.feasible(config))
+        k = key(config)
+        if k in h.seen:
+            return False
+        if self.feasible is None:
+            return True
+        verdict = h.verdicts.get(k)
+        if verdict is None:
+            verdict = h.verdicts[k] = self.feasible(config)
+        return verdict
 
     def _random(self, h: History, rng: np.random.Generator) -> Config:
         """A random configuration nobody had (the reference configuration first)."""

@@ -17,8 +17,24 @@ from autotune.space.schema import Parameter, StudySpec, choice_key
 __all__ = ["active", "format_value", "order", "render", "render_value", "violations"]
 
 
+# order() of the specs seen lately, by id (the spec kept with it, so that an id reused by
+# another spec is not mistaken for it): ``active`` runs for every candidate a sampler weighs.
+_ORDERS: dict[int, tuple[StudySpec, list[Parameter]]] = {}
+
+
 def order(spec: StudySpec) -> list[Parameter]:
     """Parameters in dependency order: each after those its ``when`` names (else file order)."""
+    known = _ORDERS.get(id(spec))
+    if known is not None and known[0] is spec:
+        return list(known[1])
+    if len(_ORDERS) >= 16:
+        _ORDERS.clear()
+    out = _order(spec)
+    _ORDERS[id(spec)] = (spec, out)
+    return list(out)
+
+
+def _order(spec: StudySpec) -> list[Parameter]:
     deps = {p.name: compiled(p.when).names if p.when else frozenset() for p in spec.parameters}
     for p in spec.parameters:  # a bound taken from another parameter: that one first
         ref = p.ref()

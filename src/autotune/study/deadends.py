@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from autotune.models import MEMORY_CAUSES, Cause, Failure
 from autotune.space.render import render_value
-from autotune.space.schema import StudySpec, config_key, same_value
+from autotune.space.schema import ConfigKey, StudySpec, config_key, same_value
 
 # Causes a value carries whatever its company: a module the value needs is missing.
 INHERENT_CAUSES = frozenset({Cause.IMPORT_ERROR})
@@ -65,6 +65,9 @@ class DeadEnds:
     def __init__(self, spec: StudySpec, records: list[DeadEnd] | None = None) -> None:
         self.spec = spec
         self.records: list[DeadEnd] = list(records or [])
+        # each record's config_key, by the record's id: ``why`` runs for every candidate the
+        # sampler weighs (thousands a proposal), so each record's key is made once
+        self._keys: dict[int, tuple[DeadEnd, ConfigKey]] = {}
 
     def add(
         self,
@@ -110,8 +113,9 @@ class DeadEnds:
 
     def why(self, config: Mapping[str, Any]) -> str | None:
         """The reason ``config`` is a known dead end, or None if it may be launched."""
+        mine = config_key(config) if self.records else None
         for r in self.records:
-            if config_key(config) == config_key(r.config):
+            if mine == self._key(r):
                 return f"same configuration as trial {r.trial}, which failed with {r.cause}"
             if r.blame and all(same_value(config.get(k), v) for k, v in r.blame.items()):
                 held = ", ".join(f"{k}={v!r}" for k, v in r.blame.items())
@@ -121,6 +125,12 @@ class DeadEnds:
                     f"uses at least as much memory as trial {r.trial}, which failed with {r.cause}"
                 )
         return None
+
+    def _key(self, record: DeadEnd) -> ConfigKey:
+        known = self._keys.get(id(record))
+        if known is None or known[0] is not record:
+            known = self._keys[id(record)] = (record, config_key(record.config))
+        return known[1]
 
     def _dominates(self, config: Mapping[str, Any], crashed: Mapping[str, Any]) -> bool:
         monotone = {p.name: p.memory for p in self.spec.parameters if p.memory}

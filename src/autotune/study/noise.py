@@ -22,8 +22,6 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scipy import stats
-
 from autotune.core.summary import LEVEL, Gain, LaunchCounts, Noise
 from autotune.models import Direction
 
@@ -32,6 +30,10 @@ def t_quantile(p: float, df: float) -> float:
     """The ``p`` quantile of Student's t with ``df`` degrees of freedom (scipy.stats)."""
     if not 0.0 < p < 1.0:
         raise ValueError(f"p must be in (0, 1), got {p}")
+    # imported here: scipy.stats takes most of a second, and most readers of a study (every
+    # ``autotune status``) never ask for an interval
+    from scipy import stats
+
     return float(stats.t.ppf(p, df))
 
 

@@ -16,13 +16,7 @@ cd "$(dirname "$0")/../.."
 [ $# -ge 2 ] || { echo "usage: $0 SPACE SECONDS [autotune start options...]" >&2; exit 2; }
 space=$1; budget=$2; shift 2
 T0=$SECONDS
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT"
-eval "$(python3 tools/offline/install.py --env)"
-export PYTHONPATH="$PWD/src:$PYTHONPATH" PYTHONUNBUFFERED=1
-export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 AUTOTUNE_CACHE_DIR=/tmp/autotune-cache
-# NVLink multicast stays off on every machine these studies run on (device tool's rules).
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+source tests/gpu/engine_env.sh
 name=$(python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["name"])' "$space")
 {
   date -u +"date: %Y-%m-%dT%H:%M:%SZ"

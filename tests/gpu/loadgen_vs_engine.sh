@@ -9,23 +9,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 engine=$1; repeat=${2:-3}
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT"
-eval "$(python3 tools/offline/install.py --env)"
-export PYTHONPATH="$PWD/src:$PWD:$PYTHONPATH" PYTHONUNBUFFERED=1
-export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 AUTOTUNE_CACHE_DIR=/tmp/autotune-cache
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+source tests/gpu/engine_env.sh
 model=$(python3 -c 'from autotune.engines import dummymodel; print(dummymodel.ensure("dummy:llama-3-8b"))')
 port=31000
-case $engine in
-  vllm) VLLM_USE_FLASHINFER_SAMPLER=0 python3 -m vllm.entrypoints.cli.main serve "$model" \
-          --served-model-name m --load-format dummy --max-model-len 4096 --port $port \
-          > "$OUT/server.log" 2>&1 & ;;
-  sglang) python3 -m sglang.launch_server --model-path "$model" --served-model-name m \
-          --load-format dummy --attention-backend triton --sampling-backend pytorch \
-          --port $port > "$OUT/server.log" 2>&1 & ;;
-  *) echo "engine: vllm or sglang, not $engine" >&2; exit 2 ;;
-esac
+engine_server "$engine" "$model" $port || exit 2
+"${SERVER_ARGV[@]}" > "$OUT/server.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
 for _ in $(seq 300); do

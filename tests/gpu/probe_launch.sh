@@ -12,28 +12,17 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ $# -ge 3 ] || { echo "usage: $0 sglang|vllm SECONDS FLAGS..." >&2; exit 2; }
 engine=$1; limit=$2; shift 2
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT"
-eval "$(python3 tools/offline/install.py --env)"
-export PYTHONPATH="$PWD/src:$PYTHONPATH" PYTHONUNBUFFERED=1
-export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 AUTOTUNE_CACHE_DIR=/tmp/autotune-cache
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+source tests/gpu/engine_env.sh
 model=$(python3 -c 'from autotune.engines import dummymodel; print(dummymodel.ensure("dummy:llama-3-8b"))')
 port=31000
 n=0
 for flags in "$@"; do
   n=$((n + 1))
   read -ra extra <<< "$flags"
-  case $engine in
-    sglang) argv=(python3 -m sglang.launch_server --model-path "$model" --load-format dummy
-                  --attention-backend triton --sampling-backend pytorch --port $port) ;;
-    vllm) argv=(python3 -m vllm.entrypoints.cli.main serve "$model" --load-format dummy
-                --max-model-len 4096 --port $port) ;;
-    *) echo "engine: sglang or vllm, not $engine" >&2; exit 2 ;;
-  esac
+  engine_server "$engine" "$model" $port || exit 2
   log="$OUT/probe-$n.log"
-  echo "# $engine ${argv[*]:3} ${extra[*]}" > "$log"
-  "${argv[@]}" "${extra[@]}" >> "$log" 2>&1 &
+  echo "# $engine ${SERVER_ARGV[*]:3} ${extra[*]}" > "$log"
+  "${SERVER_ARGV[@]}" "${extra[@]}" >> "$log" 2>&1 &
   server=$!
   t0=$SECONDS; state=timeout; code=
   while [ $((SECONDS - t0)) -lt "$limit" ]; do

@@ -36,7 +36,7 @@ def evaluate(config: dict[str, Any], rng: random.Random | None) -> Point:
     from autotune.node.failures import classify
     from autotune.sim.args import build_parser, to_launch
     from autotune.sim.model import aggregate_tok_s
-    from autotune.sim.nccl import NcclEnvError, parse_nccl_env
+    from autotune.sim.nccl import read_nccl_env
     from autotune.sim.plan import plan_startup
     from autotune.sim.profiles import profile_from_env
     from autotune.space.render import render
@@ -57,11 +57,7 @@ def evaluate(config: dict[str, Any], rng: random.Random | None) -> Point:
     except SystemExit:
         return crashed(["error: unrecognized arguments"], Phase.LAUNCH, 20.0)
     prof = profile_from_env(env)
-    nccl_error = None
-    try:
-        nccl = parse_nccl_env(env)
-    except NcclEnvError as exc:
-        nccl_error, nccl = exc, parse_nccl_env({})
+    nccl, nccl_error = read_nccl_env(env)
     try:
         launch = to_launch(ns, env, nccl)
     except (AssertionError, ValueError) as exc:

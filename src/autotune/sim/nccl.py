@@ -74,6 +74,15 @@ def _parse_list(name: str, value: str, elems: tuple[str, ...]) -> frozenset[str]
     return frozenset(chosen)
 
 
+def read_nccl_env(env: Mapping[str, str]) -> tuple[NcclConfig, NcclEnvError | None]:
+    """``parse_nccl_env``, or NCCL's defaults and the error when a token is bad: the server
+    still starts and fails at its communicator's init, as NCCL does."""
+    try:
+        return parse_nccl_env(env), None
+    except NcclEnvError as exc:
+        return parse_nccl_env({}), exc
+
+
 def parse_nccl_env(env: Mapping[str, str]) -> NcclConfig:
     """Read the NCCL variables the model uses (channels, buffer, threads, protocol, algorithm, P2P).
 

@@ -18,7 +18,7 @@ from http.server import ThreadingHTTPServer
 from autotune.sim.args import Launch, build_parser, to_launch
 from autotune.sim.endpoints import Handler
 from autotune.sim.logs import BANNER, SRT, SglangLog, frame, traceback_text
-from autotune.sim.nccl import NcclEnvError, parse_nccl_env
+from autotune.sim.nccl import parse_nccl_env, read_nccl_env
 from autotune.sim.plan import FAST_SCALE, plan_startup
 from autotune.sim.profiles import profile_from_env
 from autotune.sim.settings import SettingError, next_launch, settings_from_env
@@ -133,11 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"error: {exc}\n")
         return 2
     log = SglangLog(ns.log_level)
-    nccl_error: NcclEnvError | None = None
-    try:
-        nccl = parse_nccl_env(env)
-    except NcclEnvError as exc:
-        nccl_error, nccl = exc, parse_nccl_env({})
+    nccl, nccl_error = read_nccl_env(env)
     try:
         launch = to_launch(ns, env, nccl)
     except AssertionError as exc:

@@ -119,6 +119,13 @@ class Launch(BaseModel):
     def _seconds(self, value: float) -> float:
         return round(value, 3)
 
+    @classmethod
+    def of(cls, round_no: int, key: str, s: Sample) -> Launch:
+        """The record of what ``s`` measured (a value that is not finite: none)."""
+        value = s.value if s.value is not None and math.isfinite(s.value) else None
+        return cls(round=round_no, key=key, value=value, server_s=s.server_s, trial=s.trial,
+                   reason=s.reason)  # fmt: skip
+
 
 class Confirmation(BaseModel):
     """The outcome of a confirmation; stored on the study as its JSON (``model_dump``).
@@ -211,10 +218,7 @@ class Progress(BaseModel):
         return None
 
     def add(self, key: str, round_no: int, sample: Sample) -> None:
-        self.launches.append(
-            Launch(round=round_no, key=key, value=sample.value, server_s=sample.server_s,
-                   trial=sample.trial, reason=sample.reason)
-        )  # fmt: skip
+        self.launches.append(Launch.of(round_no, key, sample))
         self.windows[f"{round_no} {key}"] = list(sample.windows)
 
 
@@ -279,15 +283,8 @@ def confirm(
         samples = measure_round(batch) if measure_round is not None else None
         for i, key in enumerate(order):
             s = samples[i] if samples is not None else measure(*batch[i])
-            value = s.value if s.value is not None and math.isfinite(s.value) else None
-            launch = Launch(
-                round=round_no,
-                key=key,
-                value=value,
-                server_s=s.server_s,
-                trial=s.trial,
-                reason=s.reason,
-            )
+            launch = Launch.of(round_no, key, s)
+            value = launch.value
             result.launches.append(launch)
             if on_launch is not None:
                 on_launch(launch)

@@ -124,6 +124,8 @@ _ERROR_LINE = re.compile(
     r"^[A-Za-z]+ ERROR: |"
     r"\bpanicked at\b|^terminate called|^\S+: error: |^Segmentation fault|\bcore dumped\b|"
     r"^Killed$|exited with code [1-9]|exit code[:= ]+-?[1-9]|^panic: |"
+    # a compiler-style fatal error, glibc's report of a corrupted heap, a thread's exception
+    r"^fatal(?: error)?: |^\*\*\* Error in |^Exception in thread \S+|"
     # a library's numbered error ("cuBLAS error 15 at x.cu:7956"), a component's ("load_model:
     # error 'Model format not supported'")
     r"\berror \d+ at \S+:\d+|(?:^|\s)[\w.]+: error\b|"
@@ -167,6 +169,7 @@ _ERROR_WORDS = (
     "core dumped",
     "killed",
     "exit",
+    "exception in thread",
 )
 _ARGPARSE = re.compile(r"(?:^|\s)error: (?:argument |the following arguments|unrecognized|invalid)")
 # Exceptions that only echo another process's failure: the first fatal event is elsewhere.

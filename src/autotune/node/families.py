@@ -575,7 +575,16 @@ _FATAL_SIGN = re.compile(
     r"panicked at|^panic: |terminate called|Fatal Python error|code=killed|status=9/KILL|"
     r"invoked oom-killer|Out of memory: Kill|killed as a result of limit of|"
     r"(?i:exit ?code)[:= ]+(?:137|-9)\b|"
-    r"result 'oom-kill'"
+    r"result 'oom-kill'|"
+    # a signal that ended a process, in words ("received signal 9", "killed by signal SIGABRT"),
+    # not the stop that teardown sends (SIGTERM, SIGINT)
+    r"(?i:received|caught|got|by|exited:?|killed|terminated|died)(?: \w+){0,2} "
+    r"(?i:signal):? ?(?!(?:15|2)\b|SIGTERM|SIGINT)(?:\d+|SIG[A-Z]+)\b|"
+    # a non-zero exit status in words (not a stop's 143/-15 or an interrupt's 130/-2)
+    r"(?i:exit(?:ed)?(?: with)?(?: exit)? ?(?:status|code)|return ?code|returncode)[:= (]+"
+    r"(?!(?:-?0|-15|143|-2|130)\b)-?\d+\b|(?i:non-zero exit)|\bstatus=[1-9]\d*/[A-Z]+|"
+    # an abort reported on its own line (SIGABRT), as a shell reports a kill
+    r"(?:^|[\s\]|])Aborted\s*$"
 )
 
 

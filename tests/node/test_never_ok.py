@@ -48,7 +48,7 @@ def test_a_failure_after_ready_is_never_ok(tail: str) -> None:
 @pytest.mark.parametrize(
     "tail",
     [
-        "INFO:     127.0.0.1:5000 - \"POST /v1/completions HTTP/1.1\" 200 OK",
+        'INFO:     127.0.0.1:5000 - "POST /v1/completions HTTP/1.1" 200 OK',
         "exit code 0",
         "process exited with status 0",
         "[INFO] request served",

@@ -413,3 +413,60 @@ def test_vllm_route_list_is_a_ready_server() -> None:
 def test_family_words_from_the_engines_own_messages(line: str, family: str) -> None:
     """Wording taken from engines' and runtimes' messages, not from any log of the corpus."""
     assert _no_rules([line]) == family
+
+
+@pytest.mark.parametrize(
+    ("lines", "family"),
+    [
+        # a file that cannot be opened, in "failed to" words
+        (["gguf_init_from_file: failed to open GGUF file '/m/x.gguf'"], "invalid_argument"),
+        (["error: failed to read engine file /models/rank0.engine"], "invalid_argument"),
+        # a library or kernel file missing for the GPU it runs on
+        (["Error: no TensileLibrary_lazy_gfx1031.dat file."], "arch_unsupported"),
+        (["RuntimeError: missing kernel binaries for sm_61 in this build"], "arch_unsupported"),
+        # a runtime or loader that cannot find a function it needs: a build for another runtime
+        (["RuntimeError: the runtime cannot find vm_load_executable"], "import_error"),
+        (["OSError: loader could not find symbol_table_v2 in libfoo.so"], "import_error"),
+        # a call that does not fit its function's signature: the engine's own code, a crash
+        (["TypeError: fwd() takes 7 positional arguments but 8 were given"], "runtime_crash"),
+        (
+            ["TypeError: forward() missing 1 required positional argument: 'positions'"],
+            "runtime_crash",
+        ),
+        # a model config the loader cannot deserialise (serde's words, any Rust server)
+        (["Error: missing field `num_attention_heads` at line 25 column 1"], "model_unsupported"),
+        (["Error: invalid type: null, expected u32 at line 7 column 20"], "model_unsupported"),
+        (
+            [
+                "thread 'main' panicked at src/main.rs:9:5:",
+                'APIError { data: "unknown variant `llama9`, expected one of `llama` at line 3 '
+                'column 20" }',
+            ],
+            "model_unsupported",
+        ),
+    ],
+)
+def test_words_of_the_families_batch_l_missed(lines: list[str], family: str) -> None:
+    assert _no_rules(lines) == family
+
+
+def test_an_exception_with_no_message_is_read_from_the_lines_below_it() -> None:
+    """TVM (and others) print the exception type alone, a banner, then the message."""
+    log = [
+        "SomeRuntimeError: ",
+        "---------------------------------------------------------------",
+        "An error occurred during the execution of the runtime.",
+        "For more information, please see: https://example.org/errors.html",
+        "---------------------------------------------------------------",
+        "  Check failed: (f.defined()) is false: the runtime cannot find load_exec",
+        "Stack trace:",
+        '  File "/src/chat.cc", line 246',
+    ]
+    assert _no_rules(log) == "import_error"
+
+
+def test_a_rust_server_built_on_candle_is_not_read_as_vllm() -> None:
+    from autotune.node.logparse import detect_engine
+
+    found = detect_engine("2025-07-26T09:30:09Z  INFO candle_vllm: parallel model: multithread!")
+    assert found is not None and found[0] != "vllm"

@@ -917,14 +917,18 @@ def _warned_import(log: _Log) -> int | None:
 
 
 _CAUSED_BY = re.compile(r"^\s*Caused by:\s*$")
+_BARE_EXCEPTION = re.compile(r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception):?$")
 
 
 def _message_lines(log: _Log, at: int) -> list[Focus]:
     """The exception (or error) line at ``at`` and the lines that continue its message (a
     validation error's details, a wrapped message), not the frames after it."""
     lines = [Focus(at, log.text[at], EXCEPTION_LINE, raw=log.raw[at])]
-    # A message wrapped by a console logger goes on in indented lines: one message, read whole.
-    longest = 8 if at + 1 < len(log.text) and log.text[at + 1][:1].isspace() else 3
+    # A message wrapped by a console logger goes on in indented lines: one message, read whole;
+    # an exception with no message of its own ("TVMError: ", then a banner) tells it below.
+    bare = bool(_BARE_EXCEPTION.match(log.text[at].strip()))
+    indented = at + 1 < len(log.text) and log.text[at + 1][:1].isspace()
+    longest = 8 if indented or bare else 3
     for j in range(at + 1, min(len(log.text), at + 1 + longest)):
         text = log.text[j]
         if not text.strip() or _FRAME.match(text) or _is_exception(text) or _TRACEBACK in text:

@@ -193,6 +193,15 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"not|doesn't) support|not supported by (?:your|this) CPU|CPU (?:does not|doesn't) "
         r"support|\bAVX\w*\b.{0,40}not supported",
     ),
+    # a library or kernel file missing for the GPU architecture it names ("no
+    # TensileLibrary_gfx90a.dat", "kernels for sm_61 not found")
+    (
+        Cause.ARCH_UNSUPPORTED,
+        3.0,
+        r"(?i:\bno|missing|not found|cannot find|could not find|unable to find)\b.{0,40}"
+        r"(?:\bgfx|_gfx|\bsm_?)\d{2,4}\w*|"
+        r"(?:\bgfx|\bsm_?)\d{2,4}\w*\b.{0,40}(?i:not found|missing)",
+    ),
     (
         Cause.ARCH_UNSUPPORTED,
         2.0,
@@ -225,6 +234,14 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"version|(?:requires|needs) a newer version of|"
         r"\b(?:weight|tensor) [\w.]+ (?:does not exist|not found)",
     ),
+    # a model's config that the loader cannot deserialise (serde's words, any Rust server):
+    # a field it needs is missing, or holds a type or variant it does not know
+    (
+        Cause.MODEL_UNSUPPORTED,
+        3.0,
+        r"(?:missing field|unknown field|unknown variant|invalid (?:type|value): [^,]{1,40}, "
+        r"expected)\b.{0,100}\bat line \d+ column \d+",
+    ),
     (
         Cause.MODEL_UNSUPPORTED,
         1.5,
@@ -247,6 +264,13 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"librar|(?:Function|symbol|Symbol) [\w.:]+ not found|module '[\w.]+' has no attribute|"
         r"(?:unable to|cannot|can't|could not|failed to) (?:find|load|open|locate) (?:the )?"
         r"(?:\w+ ){0,2}(?:library|libraries|shared object|plugin)\b",
+    ),
+    # a runtime or loader that cannot find what it needs: built for another runtime's version
+    (
+        Cause.IMPORT_ERROR,
+        3.0,
+        r"\b(?:runtime|loader|linker)\b (?:cannot|can't|could not|failed to|unable to) "
+        r"(?:find|locate|resolve) \w",
     ),
     (
         Cause.IMPORT_ERROR,
@@ -276,7 +300,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         Cause.INVALID_ARGUMENT,
         3.0,
         r"No such file or directory|does not exist|FileNotFoundError|[Ee]rror opening .{0,80}"
-        r"(?:file|engine|config)|(?:[Cc]ould not|[Cc]annot|[Cc]an't|[Uu]nable to) (?:open|find|"
+        r"(?:file|engine|config)|(?:[Cc]ould not|[Cc]annot|[Cc]an't|[Uu]nable to|[Ff]ailed to) "
+        r"(?:open|find|"
         r"read|locate) "
         r".{0,60}(?:file|path|directory|folder|engine(?! to execute)|config|checkpoint|model lib)",
     ),
@@ -293,7 +318,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"combination)|not (?:yet )?supported for (?:\w+ )?models?\b|(?:must|should) (?:be|have|"
         r"not)\b|[Ee]xpected (?:only )?(?:one of|one |a |"
         r"an )|"
-        r"greater than (?:the )?(?:derived|maximum|max)|out of range|positional argument|"
+        r"greater than (?:the )?(?:derived|maximum|max)|out of range|"
+        r"(?<!required )positional argument(?!s? but \d)|"
         r"should (?:provide|specify|pass|set|use) |[Pp]lease (?:input|provide|specify|pass) "
         r"(?:a |an |the )?\w|not (?:yet )?supported (?:for|with|by) (?:this|the) model|"
         r"does not (?:yet )?support (?:\w+ ){0,3}(?:[Aa]ttention|attn|quantization|"
@@ -385,6 +411,14 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"CUBLAS_STATUS_EXECUTION_FAILED|CUDA error: (?!out of memory)",
     ),
     (Cause.RUNTIME_CRASH, 1.5, r"\bAborted\b|\bsegfault|[Cc]rash(?:ed)?\b"),
+    # a call that does not fit its function's signature: the engine's own code (or two of its
+    # packages at different versions) is wrong, not a setting
+    (
+        Cause.RUNTIME_CRASH,
+        3.0,
+        r"takes (?:from \d+ to )?\d+ positional arguments? but \d+ (?:was|were) given|"
+        r"missing \d+ required (?:positional|keyword-only) arguments?:",
+    ),
     # a kernel's own assert is a crash in GPU code, not a failed check of the engine's
     (Cause.RUNTIME_CRASH, 3.5, r"_assert_async_cuda_kernel|block: \[\d+,\d+,\d+\], thread: \["),
     # a kernel whose tiles need more on-chip memory than this GPU has
@@ -606,7 +640,7 @@ _DECISIVE_ANY = re.compile(
     r"rendezvous|barrier|peer|collective|start|ready|init|boot|health|warm|captur|graph|assert|"
     r"check|fault|sigsegv|sigbus|sigabrt|sigfpe|core dumped|fatal|panick|terminate|exception|"
     r"probability|double free|corrupted|launch|cublas|exhausted|tried|exit|busy|acquire|"
-    r"unbalanced|usage of each|allocated|panic"
+    r"unbalanced|usage of each|allocated|panic|gfx|runtime|loader|linker|field|variant|given"
 )
 
 

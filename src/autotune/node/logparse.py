@@ -271,6 +271,8 @@ ENGINE_MARKS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ),
         ("lmdeploy", "lmdeploy", r"lmdeploy|turbomind|\[TM\]|cache[-_]max[-_]entry[-_]count"),
         ("lightllm", "lightllm", r"lightllm|max_total_token_num"),
+        # Rust servers built on candle, whose names hold another engine's
+        ("candle-vllm", "common", r"candle[_-]vllm"),
         # vLLM, or its settings' names in a program that runs it (LLaMA-Factory, FastChat)
         (
             "vllm",

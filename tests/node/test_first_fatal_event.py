@@ -470,3 +470,35 @@ def test_a_rust_server_built_on_candle_is_not_read_as_vllm() -> None:
 
     found = detect_engine("2025-07-26T09:30:09Z  INFO candle_vllm: parallel model: multithread!")
     assert found is not None and found[0] != "vllm"
+
+
+@pytest.mark.parametrize(
+    ("lines", "family"),
+    [
+        # an assertion in any case: Rust's assert!, C's assert()
+        (
+            ["thread 'main' panicked at 'assertion failed: `(left == right)`', src/lib.rs:10:5"],
+            "assertion",
+        ),
+        (["python3: /src/foo.cpp:42: void f(): assertion `n > 0' failed."], "assertion"),
+        # two parts built for different versions: an ABI mismatch is an installation's
+        (
+            ["RuntimeError: PyTorch and torchvision were compiled with different CUDA versions."],
+            "import_error",
+        ),
+        (
+            ["The plan file is not compatible with this version of TensorRT, expecting 10.3"],
+            "import_error",
+        ),
+        (["ImportError: /usr/lib/libfoo.so: version mismatch with libbar"], "import_error"),
+        # a model path that holds no model
+        (
+            ["OSError: /models/foo does not appear to have a file named config.json."],
+            "invalid_argument",
+        ),
+        # the driver, in other words
+        (["RuntimeError: The NVIDIA driver on your system is too old."], "arch_unsupported"),
+    ],
+)
+def test_assertion_version_path_and_driver_words(lines: list[str], family: str) -> None:
+    assert _no_rules(lines) == family

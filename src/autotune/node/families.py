@@ -185,7 +185,7 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"[Ii]llegal instruction(?! was encountered)|signal 4\b|(?:un|not )supported (?:on|by|"
         r"for) (?:this|the current"
         r"|your) (?:GPU|device|hardware|platform)|only supports? (?:Ampere|Hopper|Blackwell|"
-        r"Volta|Turing|sm_?\d+|GPUs)|[Bb]float16 is only supported|driver (?:version )?is "
+        r"Volta|Turing|sm_?\d+|GPUs)|[Bb]float16 is only supported|driver\b.{0,30}\bis "
         r"(?:insufficient|too old)|UNSUPPORTED_PTX|unsupported toolchain|PTX JIT|incompatible "
         r"(?:device|GPU|gpu|hardware)|capabilit(?:y|ies) sm_?\d+|is not a recognized processor|"
         r"INVALID_ISA|(?i:unsupported_?ptx)|(?:CUDA|HIP) driver error: operation not supported|"
@@ -265,6 +265,14 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"(?:unable to|cannot|can't|could not|failed to) (?:find|load|open|locate) (?:the )?"
         r"(?:\w+ ){0,2}(?:library|libraries|shared object|plugin)\b",
     ),
+    # two parts built for different versions (an ABI mismatch): a serialised engine, a wheel
+    (
+        Cause.IMPORT_ERROR,
+        3.0,
+        r"(?:not compatible|incompatible) with (?:this|the (?:current|installed|running)) "
+        r"version|[Vv]ersion (?:tag )?(?:does not|doesn't|do not) match|[Vv]ersion mismatch|"
+        r"(?:built|compiled) (?:against|with) (?:a )?different|mismatched versions?",
+    ),
     # a runtime or loader that cannot find what it needs: built for another runtime's version
     (
         Cause.IMPORT_ERROR,
@@ -300,7 +308,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         Cause.INVALID_ARGUMENT,
         3.0,
         r"No such file or directory|does not exist|FileNotFoundError|[Ee]rror opening .{0,80}"
-        r"(?:file|engine|config)|(?:[Cc]ould not|[Cc]annot|[Cc]an't|[Uu]nable to|[Ff]ailed to) "
+        r"(?:file|engine|config)|does not appear to have (?:a )?files? named|"
+        r"(?:[Cc]ould not|[Cc]annot|[Cc]an't|[Uu]nable to|[Ff]ailed to) "
         r"(?:open|find|"
         r"read|locate) "
         r".{0,60}(?:file|path|directory|folder|engine(?! to execute)|config|checkpoint|model lib)",
@@ -394,7 +403,7 @@ WORDS: tuple[_Clue, ...] = _clues(
     (
         Cause.ASSERTION,
         3.0,
-        r"Assertion\b.{0,200}fail|[A-Z]+_ASSERT\b|GGML_ASSERT|Check failed:|TORCH_CHECK|"
+        r"(?i:assertion)\b.{0,200}(?i:fail)|[A-Z]+_ASSERT\b|GGML_ASSERT|Check failed:|TORCH_CHECK|"
         r"[Aa]ssert(?:ion)? (?:error|failure)",
     ),
     # --- crashes --------------------------------------------------------------------------------
@@ -605,7 +614,7 @@ FAMILY_ORDER: tuple[Cause, ...] = (
 _FATAL_SIGN = re.compile(
     r"[Ss]ignal \(?\d+\)? received|[Cc]aught signal \d+|received signal SIG[A-Z]+|"
     r"\*\*\* (?:Process )?received signal|Segmentation fault|SIGSEGV|core dumped|"
-    r"GGML_ASSERT|Assertion\b.{0,200}fail|(?:^|[\s\]|])Killed\s*$|Watchdog caught|"
+    r"GGML_ASSERT|(?i:assertion)\b.{0,200}(?i:fail)|(?:^|[\s\]|])Killed\s*$|Watchdog caught|"
     r"panicked at|^panic: |terminate called|Fatal Python error|code=killed|status=9/KILL|"
     r"invoked oom-killer|Out of memory: Kill|killed as a result of limit of|"
     r"(?i:exit ?code)[:= ]+(?:137|-9)\b|"

@@ -712,6 +712,10 @@ def _resolve_phase(
     if rule_phase is not None:
         return rule_phase
     phase = _later(reached, block)
+    if phase == Phase.READY:
+        # A failure after the ready line happened while serving (the ready line is a moment,
+        # not a phase anything runs in).
+        return Phase.BENCHMARK
     if phase == Phase.LAUNCH and block is None:
         return CAUSE_PHASE.get(cause, Phase.LAUNCH)
     return phase

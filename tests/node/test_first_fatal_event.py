@@ -502,3 +502,46 @@ def test_a_rust_server_built_on_candle_is_not_read_as_vllm() -> None:
 )
 def test_assertion_version_path_and_driver_words(lines: list[str], family: str) -> None:
     assert _no_rules(lines) == family
+
+
+@pytest.mark.parametrize(
+    ("lines", "family"),
+    [
+        # a launcher's report that SIGKILL ended a rank: a kill
+        (
+            ["mpirun noticed that process rank 0 on node g1 exited on signal 9 (Killed)."],
+            "host_oom",
+        ),
+        # a length over its maximum, a size that must divide another: settings
+        (
+            ["ValueError: The prompt (length 5000) is longer than the maximum model length."],
+            "invalid_argument",
+        ),
+        (["ValueError: Tensor parallel size (3) must divide the heads (32)."], "invalid_argument"),
+        # a status code's words (Triton, gRPC): a refused setting
+        (
+            ["E0101 00:00:00.0 1 m.cc:6] failed to load 'x': Invalid argument: bad dims in 'y'"],
+            "invalid_argument",
+        ),
+        # a kernel image built for another GPU
+        (["RuntimeError: Triton Error [CUDA]: device kernel image is invalid"], "arch_unsupported"),
+        # an allocation of a device buffer that failed, sized or named
+        (["llama_init: failed to initialize the context: failed to allocate buffers"], "cuda_oom"),
+        (["ggml_vulkan: Device memory allocation of size 1073741824 failed."], "cuda_oom"),
+        # an out-of-memory inside a collective is the memory's
+        (["host:1:2 [0] NCCL WARN Cuda failure 'out of memory'"], "cuda_oom"),
+        # a weights file whose tensors do not fit the architecture
+        (
+            ["llama_model_load: error loading model: wrong number of tensors; expected 2, got 1"],
+            "model_unsupported",
+        ),
+        # a node given up for dead, a segfault by its short name
+        (
+            ["The node with id abc has been marked dead because the detector missed heartbeats."],
+            "node_lost",
+        ),
+        (["!!!!!!! Segfault encountered !!!!!!!"], "runtime_crash"),
+    ],
+)
+def test_kills_limits_statuses_buffers_and_crash_words(lines: list[str], family: str) -> None:
+    assert _no_rules(lines) == family

@@ -129,6 +129,13 @@ WORDS: tuple[_Clue, ...] = _clues(
         2.0,
         r"\bSIGKILL\b|signal 9\b|code[:= ]-9\b",
     ),
+    # a process that a SIGKILL ended, in a launcher's words ("exited on signal 9 (Killed)")
+    (
+        Cause.HOST_OOM,
+        3.0,
+        r"(?i:exited|killed|terminated|died|ended)(?: \w+){0,2} (?:on |by |with |from )?"
+        r"(?:signal 9\b|SIGKILL\b)",
+    ),
     # an exit status of 137 (128 + SIGKILL) or -9, as a shell, Docker or Kubernetes reports it
     (
         Cause.HOST_OOM,
@@ -165,6 +172,13 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"insufficient (?:GPU |device |VRAM )?memory|exceeds? (?:the )?(?:available |allowed )?"
         r"(?:GPU |device )?memory|memory (?:is )?(?:insufficient|exhausted)",
     ),
+    # an allocation of a device buffer (or one of a given size) that failed
+    (
+        Cause.CUDA_OOM,
+        3.0,
+        r"^(?=.*(?i:unable|cannot|can't|could not|failed|failure))(?=.*(?i:alloc))"
+        r"(?=.*(?i:\bdevice memory|\bbuffers?\b|\bof size \d))",
+    ),
     # an allocation that failed, with its size
     (
         Cause.CUDA_OOM,
@@ -176,7 +190,8 @@ WORDS: tuple[_Clue, ...] = _clues(
     (
         Cause.ARCH_UNSUPPORTED,
         3.5,
-        r"no kernel image|NoKernelImage|invalid device function|NoBinaryForGpu|NO_BINARY_FOR_GPU|"
+        r"no kernel image|NoKernelImage|kernel image is invalid|InvalidKernelImage|"
+        r"invalid device function|NoBinaryForGpu|NO_BINARY_FOR_GPU|"
         r"ptxas fatal|PTXAS error|(?:CUDA|HIP) error: operation not supported|"
         r"cudaErrorNotSupported|"
         r"\bptxas\b.{0,80}\berror\b|requires? \.target sm_\d+|"
@@ -230,7 +245,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"current) (?:version|engine|backend)|KeyError: '?\w+(?:For[A-Z]\w+|LMHeadModel)'?\s*$|"
         r"(?:[Mm]odel|[Ff]ile|weights?) format (?:is )?(?:not supported|unsupported)|"
         r"[Uu]nsupported (?:model|file) format|tensor '[^']+' not found|invalid magic|"
-        r"Unrecognized model in|unknown pre-tokenizer|has wrong shape|not supported by your "
+        r"Unrecognized model in|unknown pre-tokenizer|has wrong shape|wrong number of tensors|"
+        r"unexpected number of tensors|not supported by your "
         r"version|(?:requires|needs) a newer version of|"
         r"\b(?:weight|tensor) [\w.]+ (?:does not exist|not found)",
     ),
@@ -297,7 +313,9 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"the following (?:required )?"
         r"arguments|ambiguous option|unexpected argument)|unrecognized arguments|"
         r"^\s*usage: \S+ \[|validation errors? for \w+|^\s*Value error,|No such option|"
+        r"\b(?:Invalid argument|INVALID_ARGUMENT): \S|"
         r"Invalid value for|unexpected extra argument|must be divisible|not divisible by|"
+        r"must (?:evenly )?divide|"
         r"mutually exclusive|HFValidationError|RepositoryNotFoundError|GatedRepoError|"
         r"gated repo|[Aa]ccess to model \S+ is restricted|"
         r"is not a (?:local folder|valid model identifier)|Repo id must|"
@@ -327,7 +345,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"combination)|not (?:yet )?supported for (?:\w+ )?models?\b|(?:must|should) (?:be|have|"
         r"not)\b|[Ee]xpected (?:only )?(?:one of|one |a |"
         r"an )|"
-        r"greater than (?:the )?(?:derived|maximum|max)|out of range|"
+        r"(?:greater|longer|larger|bigger) than (?:the )?(?:derived |allowed )?(?:maximum|max)\b|"
+        r"out of range|"
         r"(?<!required )positional argument(?!s? but \d)|"
         r"should (?:provide|specify|pass|set|use) |[Pp]lease (?:input|provide|specify|pass) "
         r"(?:a |an |the )?\w|not (?:yet )?supported (?:for|with|by) (?:this|the) model|"
@@ -412,7 +431,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         3.0,
         r"illegal memory access|misaligned address|unspecified launch failure|device-side assert|"
         r"illegal instruction was encountered|fallen off the bus|\bXid\b|"
-        r"Segmentation fault|SIGSEGV|SIGBUS|SIGABRT|SIGFPE|[Ss]ignal \(?(?:11|6|7|8)\)? received|"
+        r"Segmentation fault|SIGSEGV|SIGBUS|SIGABRT|SIGFPE|\b[Ss]egfault\b|"
+        r"[Ss]ignal \(?(?:11|6|7|8)\)? received|"
         r"[Cc]aught signal (?:11|6|7|8)\b|signal (?:11|6|7|8)\b|core dumped|Fatal Python error|"
         r"panicked at|^panic: |terminate called|Floating point exception|"
         r"probability tensor contains|"
@@ -464,7 +484,7 @@ WORDS: tuple[_Clue, ...] = _clues(
     # --- Ray ------------------------------------------------------------------------------------
     (
         Cause.NODE_LOST,
-        2.5,
+        3.0,
         r"NodeDiedError|node .{0,40}(?:died|dead|lost)|missed too many heartbeats|"
         r"marked (?:as )?dead",
     ),
@@ -613,6 +633,7 @@ FAMILY_ORDER: tuple[Cause, ...] = (
 # whatever level (if any) its logger gave it.
 _FATAL_SIGN = re.compile(
     r"[Ss]ignal \(?\d+\)? received|[Cc]aught signal \d+|received signal SIG[A-Z]+|"
+    r"\b[Ss]egfault\b|"
     r"\*\*\* (?:Process )?received signal|Segmentation fault|SIGSEGV|core dumped|"
     r"GGML_ASSERT|(?i:assertion)\b.{0,200}(?i:fail)|(?:^|[\s\]|])Killed\s*$|Watchdog caught|"
     r"panicked at|^panic: |terminate called|Fatal Python error|code=killed|status=9/KILL|"
@@ -740,6 +761,8 @@ def _line_scores(focus: Focus) -> dict[Cause | str, float]:
         (Cause.KV_POOL_OOM, Cause.CUDA_OOM, 3.0),
         (Cause.HOST_OOM, Cause.CUDA_OOM, 3.0),
         (Cause.MODEL_UNSUPPORTED, Cause.INVALID_ARGUMENT, 3.5),
+        # a collective that failed because memory ran out failed for that reason
+        (Cause.CUDA_OOM, Cause.NCCL_ERROR, 3.0),
     ):
         if best.get(narrow, 0.0) >= least:
             best.pop(broad, None)

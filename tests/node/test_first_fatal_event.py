@@ -545,3 +545,9 @@ def test_assertion_version_path_and_driver_words(lines: list[str], family: str) 
 )
 def test_kills_limits_statuses_buffers_and_crash_words(lines: list[str], family: str) -> None:
     assert _no_rules(lines) == family
+
+
+def test_a_last_line_that_says_it_failed_is_evidence_not_a_hang() -> None:
+    found = diagnose_lines(["INFO loading", "something went wrong: the frobnicator failed"], [])
+    assert found is not None and found.cause.value != "startup_timeout"
+    assert "frobnicator failed" in found.message

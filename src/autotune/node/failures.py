@@ -136,7 +136,9 @@ _ERROR_LINE = re.compile(
 # A failure stated in words, without an error word: "couldn't bind HTTP server socket".
 _FAILED_TO = re.compile(
     r"^(?:[\w.]+\s+)?(?:[\w.]+: )?(?:[Cc]ouldn't|[Cc]ould not|[Cc]annot|[Cc]an't|[Uu]nable to|"
-    r"[Ff]ailed to) [a-z]+\b|\bexiting due to\b"
+    r"[Ff]ailed to) [a-z]+\b|\bexiting due to\b|"
+    # a statement that something failed, at the end of its line ("loading the engine failed")
+    r"\b(?:failed|crashed|aborted)[.!]?\s*$"
 )
 _ROUTINE = re.compile(
     r"^(?:Avg prompt throughput|Avg generation throughput|Decode batch|Prefill batch|"

@@ -551,3 +551,26 @@ def test_a_last_line_that_says_it_failed_is_evidence_not_a_hang() -> None:
     found = diagnose_lines(["INFO loading", "something went wrong: the frobnicator failed"], [])
     assert found is not None and found.cause.value != "startup_timeout"
     assert "frobnicator failed" in found.message
+
+
+@pytest.mark.parametrize(
+    ("lines", "family"),
+    [
+        (
+            ["ValueError: ## Could not find model.layers.0.mlp.down_proj.* in model"],
+            "model_unsupported",
+        ),
+        (["RuntimeError: Unsupported model: Qwen3NextForCausalLM"], "model_unsupported"),
+        (
+            ["builder.CUDAMismatchException: Installed CUDA version 12.1 does not match torch's"],
+            "import_error",
+        ),
+        (["RuntimeError: PyTorch was compiled without CUDA support"], "import_error"),
+        (["RuntimeError: DataLoader worker (pid 1234) is killed by signal: Killed."], "host_oom"),
+        (["Container killed by the OOM killer"], "host_oom"),
+        (["error: the argument '--port <PORT>' cannot be used multiple times"], "invalid_argument"),
+        (["Error: Model path /data/m not found"], "invalid_argument"),
+    ],
+)
+def test_weights_versions_kills_and_options_in_more_words(lines: list[str], family: str) -> None:
+    assert _no_rules(lines) == family

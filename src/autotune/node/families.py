@@ -109,7 +109,7 @@ WORDS: tuple[_Clue, ...] = _clues(
     (
         Cause.HOST_OOM,
         3.5,
-        r"oom[-_ ]?kill|OOMKilled|Out of memory: Kill|Killed process \d+|invoked oom-killer|"
+        r"(?i:oom[-_ ]?kill)|OOMKilled|Out of memory: Kill|Killed process \d+|invoked oom-killer|"
         r"Memory cgroup out of memory|killed as a result of limit of|DefaultCPUAllocator|"
         r"std::bad_alloc|^\s*MemoryError\b|"
         r"Cannot allocate memory|memory pressure|running low on memory|(?:^|[\s\]|])Killed\s*$|"
@@ -134,7 +134,7 @@ WORDS: tuple[_Clue, ...] = _clues(
         Cause.HOST_OOM,
         3.0,
         r"(?i:exited|killed|terminated|died|ended)(?: \w+){0,2} (?:on |by |with |from )?"
-        r"(?:signal 9\b|SIGKILL\b)",
+        r"(?:signal:? 9\b|SIGKILL\b|signal:? Killed\b)",
     ),
     # an exit status of 137 (128 + SIGKILL) or -9, as a shell, Docker or Kubernetes reports it
     (
@@ -248,7 +248,11 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"Unrecognized model in|unknown pre-tokenizer|has wrong shape|wrong number of tensors|"
         r"unexpected number of tensors|not supported by your "
         r"version|(?:requires|needs) a newer version of|"
-        r"\b(?:weight|tensor) [\w.]+ (?:does not exist|not found)",
+        r"\b(?:weight|tensor) [\w.]+ (?:does not exist|not found)|"
+        # a layer's weight the loader looks for and does not find ("model.layers.0.mlp.*")
+        r"(?:[Cc]ould not|[Cc]annot|[Uu]nable to) (?:find|locate) (?:key |weight |tensor )?"
+        r"['\"`]?(?:model\.)?(?:layers|h|blocks|transformer)\.\d+\.|"
+        r"(?i:unsupported|unknown|unrecognized) model(?: \w+)?: ['\"`]?[A-Z]\w+",
     ),
     # a model's config that the loader cannot deserialise (serde's words, any Rust server):
     # a field it needs is missing, or holds a type or variant it does not know
@@ -272,7 +276,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"[Cc]annot find (?:env |global |packed )?function|(?:[Ff]ailed to|[Cc]ould not|[Cc]annot|"
         r"[Uu]nable to) load (?:the )?(?:dynamic |shared )*(?:library|libraries|shared object)|"
         r"GLIBC\w*_[\d.]+'? not found|version `[\w.]+' not found|Symbol not found|"
-        r"Library not loaded|cannot import name|PackageNotFoundError|not compiled with CUDA|"
+        r"Library not loaded|cannot import name|PackageNotFoundError|"
+        r"(?:not compiled with|compiled without) (?:CUDA|ROCm|HIP|GPU)|"
         r"operator \w+::\w+ does not exist|CUDA_HOME (?:environment variable )?is not set|"
         r"Error building extension|"
         r"Could not run '[\w:.]+' with arguments from the '\w+' backend|"
@@ -286,7 +291,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         Cause.IMPORT_ERROR,
         3.0,
         r"(?:not compatible|incompatible) with (?:this|the (?:current|installed|running)) "
-        r"version|[Vv]ersion (?:tag )?(?:does not|doesn't|do not) match|[Vv]ersion mismatch|"
+        r"version|[Vv]ersion(?: [\w.+-]+)? (?:tag )?(?:does not|doesn't|do not) match|"
+        r"[Vv]ersion mismatch|Mismatch(?:Exception|Error)\b|"
         r"(?:built|compiled) (?:against|with) (?:a )?different|mismatched versions?",
     ),
     # a runtime or loader that cannot find what it needs: built for another runtime's version
@@ -327,6 +333,7 @@ WORDS: tuple[_Clue, ...] = _clues(
         3.0,
         r"No such file or directory|does not exist|FileNotFoundError|[Ee]rror opening .{0,80}"
         r"(?:file|engine|config)|does not appear to have (?:a )?files? named|"
+        r"\b(?:path|directory|folder|file|dir) ['\"`]?[\w./~:\\-]+['\"`]? (?:is )?not found|"
         r"(?:[Cc]ould not|[Cc]annot|[Cc]an't|[Uu]nable to|[Ff]ailed to) "
         r"(?:open|find|"
         r"read|locate) "
@@ -341,7 +348,9 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"[Ii]nvalid (?:value|choice|option|config(?:uration)?|combination)|"
         r"[Uu]nknown (?:argument|option|quantization|dtype|backend|parameter)|[Uu]nrecognized "
         r"(?:option|argument|configuration|parameter)|(?:cannot|can't|can not) (?:be )?(?:used|"
-        r"combined|enabled|set) (?:together )?with|not supported (?:with|when|together|in "
+        r"combined|enabled|set) (?:together )?with|(?:cannot|can't|can not) be (?:used|given|"
+        r"passed|specified) (?:multiple times|more than once|twice)|not supported (?:with|when|"
+        r"together|in "
         r"combination)|not (?:yet )?supported for (?:\w+ )?models?\b|(?:must|should) (?:be|have|"
         r"not)\b|[Ee]xpected (?:only )?(?:one of|one |a |"
         r"an )|"

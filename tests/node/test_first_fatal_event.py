@@ -574,3 +574,12 @@ def test_a_last_line_that_says_it_failed_is_evidence_not_a_hang() -> None:
 )
 def test_weights_versions_kills_and_options_in_more_words(lines: list[str], family: str) -> None:
     assert _no_rules(lines) == family
+
+
+def test_a_traceback_cut_in_a_call_that_sets_up_the_kv_cache_is_the_caches() -> None:
+    log = [
+        TB,
+        '  File "/x/server/models/causal_lm.py", line 10, in warmup',
+        "    self.init_kv_cache(",
+    ]
+    assert _no_rules(log) == "kv_pool_oom"

@@ -521,6 +521,8 @@ FRAMES: tuple[_Clue, ...] = _clues(
         r"^\s+(?:self\.)?(?:kv_)?cache\s*=\s*\w|"
         # any engine's function that sets up the KV cache: "in init_kv_cache", "KVCacheManager"
         r"\bin \w*kv_?cache\w*$|\bin (?:init|alloc|allocate|create|build)_\w*cache\w*$|"
+        # the call that sets it up, in the code line of a frame: "self.init_kv_cache("
+        r"\b(?:init|alloc|allocate|create|build)_\w*kv_?cache\w*\(|"
         r"KVCacheManager",
     ),
     (

@@ -583,3 +583,30 @@ def test_a_traceback_cut_in_a_call_that_sets_up_the_kv_cache_is_the_caches() -> 
         "    self.init_kv_cache(",
     ]
     assert _no_rules(log) == "kv_pool_oom"
+
+
+@pytest.mark.parametrize(
+    ("lines", "family"),
+    [
+        (["RuntimeError: CUDA graphs can't be captured with this allocator"], "cuda_graph_capture"),
+        (["Error capturing CUDA graph for batch size 8"], "cuda_graph_capture"),
+        (["RuntimeError: HIP error: hipErrorStreamCaptureUnsupported"], "cuda_graph_capture"),
+        (
+            ["CUDA error: the legacy stream would depend on a capturing blocking stream"],
+            "cuda_graph_capture",
+        ),
+        (
+            ["RuntimeError: Error(s) in loading state_dict for LlamaForCausalLM:"],
+            "model_unsupported",
+        ),
+        (["RuntimeError: Missing key(s) in state_dict: 'lm_head.weight'."], "model_unsupported"),
+        (
+            ["ValueError: The model's architecture is not supported by TurboMind"],
+            "model_unsupported",
+        ),
+        (["RuntimeError: FlashInfer requires GPUs with sm75 or higher"], "arch_unsupported"),
+        (["Error: GPU architecture gfx1103 is not supported"], "arch_unsupported"),
+    ],
+)
+def test_capture_state_dict_and_gpu_words(lines: list[str], family: str) -> None:
+    assert _no_rules(lines) == family

@@ -206,7 +206,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"INVALID_ISA|(?i:unsupported_?ptx)|(?:CUDA|HIP) driver error: operation not supported|"
         r"UNSUPPORTED_FEATURE|(?:[Yy]our|[Tt]his|[Tt]he) (?:GPU|device|hardware|CPU) (?:does "
         r"not|doesn't) support|not supported by (?:your|this) CPU|CPU (?:does not|doesn't) "
-        r"support|\bAVX\w*\b.{0,40}not supported",
+        r"support|\bAVX\w*\b.{0,40}not supported|"
+        r"(?:GPU|device|gpu) arch(?:itecture)? ['\"`]?\w+['\"`]? is not supported",
     ),
     # a library or kernel file missing for the GPU architecture it names ("no
     # TensileLibrary_gfx90a.dat", "kernels for sm_61 not found")
@@ -220,7 +221,7 @@ WORDS: tuple[_Clue, ...] = _clues(
     (
         Cause.ARCH_UNSUPPORTED,
         2.0,
-        r"requires? sm_?\d+|\bsm_?\d{2,3}\+|"
+        r"requires? (?:GPUs? |devices? )?(?:with )?sm_?\d+|\bsm_?\d{2,3}\+|"
         r"requires? (?:an? )?(?:A100|A800|H100|H800|H200|B200|Ampere|Hopper|Blackwell|Ada)\b|"
         # a message naming an older GPU generation refuses it
         r"\b(?:Volta|Turing|Pascal|Maxwell|Kepler)(?: (?:and|or) \w+)? GPUs\b|"
@@ -246,8 +247,10 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"(?:[Mm]odel|[Ff]ile|weights?) format (?:is )?(?:not supported|unsupported)|"
         r"[Uu]nsupported (?:model|file) format|tensor '[^']+' not found|invalid magic|"
         r"Unrecognized model in|unknown pre-tokenizer|has wrong shape|wrong number of tensors|"
-        r"unexpected number of tensors|not supported by your "
-        r"version|(?:requires|needs) a newer version of|"
+        r"unexpected number of tensors|Error\(s\) in loading state_dict|"
+        r"(?:Missing|Unexpected) key\(s\) in state_dict|"
+        r"[Mm]odel'?s (?:architecture|type)\b.{0,40}(?:not supported|unsupported)|"
+        r"not supported by your version|(?:requires|needs) a newer version of|"
         r"\b(?:weight|tensor) [\w.]+ (?:does not exist|not found)|"
         # a layer's weight the loader looks for and does not find ("model.layers.0.mlp.*")
         r"(?:[Cc]ould not|[Cc]annot|[Uu]nable to) (?:find|locate) (?:key |weight |tensor )?"
@@ -425,7 +428,13 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"[Cc]apture cuda graph failed|CUDA ?[Gg]raph.{0,40}(?:fail|error)|[Gg]raph captur(?:e|ing)"
         r".{0,40}(?:fail|error)|stream is capturing|cudaErrorStreamCapture|during (?:CUDA )?graph "
         r"capture|cudaStreamCaptureStatus|uncaptured work|capture_begin|capture_end|"
-        r"error during capture",
+        r"error during capture|"
+        # a graph that cannot be captured, an error while capturing one, CUDA's and HIP's
+        # stream-capture error codes, an operation refused on a capturing stream
+        r"(?:cannot|can't|could not|unable to|failed to) (?:be )?captur|"
+        r"(?:[Ee]rror|[Ff]ail\w*)\b.{0,40}\b[Cc]aptur\w* (?:a |the )?(?:CUDA |cuda |HIP )?graph|"
+        r"(?:cuda|hip)ErrorStreamCapture|hipErrorCapturedEvent|StreamCapture[A-Z]\w+|"
+        r"capturing (?:blocking )?stream",
     ),
     # --- internal checks ------------------------------------------------------------------------
     (

@@ -34,8 +34,8 @@ ELEVENTH, TWELFTH, THIRTEENTH = "2026-12-06j", "2026-12-06k", "2026-12-06l"
 # then 20/32, 28/38, 25/40, 16/21, 13/23, 16/24 and 10/16 (MANIFEST.md). The held-out floor
 # went from 0.8 to 0.75 when the fresh batches j and k were added, not because a rule changed.
 # Fourth round (issue-51-r5): batch l first measured fresh at 13/25 (7/13, 6/12); after this
-# round's changes, made from its tuning part and family words, tuning 95.9%, held out 77.3%,
-# batch l 12/13 and 7/12.
+# round's changes, made from its tuning part and family words, tuning 95.9%, held out 78.3%,
+# batch l 12/13 and 8/12.
 FLOORS = {
     ("tuning", None): 0.95,
     ("heldout", None): 0.75,
@@ -61,7 +61,7 @@ FLOORS = {
     ("tuning", TWELFTH): 0.85,
     ("heldout", TWELFTH): 0.35,
     ("tuning", THIRTEENTH): 0.9,
-    ("heldout", THIRTEENTH): 0.55,
+    ("heldout", THIRTEENTH): 0.6,
 }
 
 

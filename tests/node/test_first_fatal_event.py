@@ -413,3 +413,200 @@ def test_vllm_route_list_is_a_ready_server() -> None:
 def test_family_words_from_the_engines_own_messages(line: str, family: str) -> None:
     """Wording taken from engines' and runtimes' messages, not from any log of the corpus."""
     assert _no_rules([line]) == family
+
+
+@pytest.mark.parametrize(
+    ("lines", "family"),
+    [
+        # a file that cannot be opened, in "failed to" words
+        (["gguf_init_from_file: failed to open GGUF file '/m/x.gguf'"], "invalid_argument"),
+        (["error: failed to read engine file /models/rank0.engine"], "invalid_argument"),
+        # a library or kernel file missing for the GPU it runs on
+        (["Error: no TensileLibrary_lazy_gfx1031.dat file."], "arch_unsupported"),
+        (["RuntimeError: missing kernel binaries for sm_61 in this build"], "arch_unsupported"),
+        # a runtime or loader that cannot find a function it needs: a build for another runtime
+        (["RuntimeError: the runtime cannot find vm_load_executable"], "import_error"),
+        (["OSError: loader could not find symbol_table_v2 in libfoo.so"], "import_error"),
+        # a call that does not fit its function's signature: the engine's own code, a crash
+        (["TypeError: fwd() takes 7 positional arguments but 8 were given"], "runtime_crash"),
+        (
+            ["TypeError: forward() missing 1 required positional argument: 'positions'"],
+            "runtime_crash",
+        ),
+        # a model config the loader cannot deserialise (serde's words, any Rust server)
+        (["Error: missing field `num_attention_heads` at line 25 column 1"], "model_unsupported"),
+        (["Error: invalid type: null, expected u32 at line 7 column 20"], "model_unsupported"),
+        (
+            [
+                "thread 'main' panicked at src/main.rs:9:5:",
+                'APIError { data: "unknown variant `llama9`, expected one of `llama` at line 3 '
+                'column 20" }',
+            ],
+            "model_unsupported",
+        ),
+    ],
+)
+def test_words_of_the_families_batch_l_missed(lines: list[str], family: str) -> None:
+    assert _no_rules(lines) == family
+
+
+def test_an_exception_with_no_message_is_read_from_the_lines_below_it() -> None:
+    """TVM (and others) print the exception type alone, a banner, then the message."""
+    log = [
+        "SomeRuntimeError: ",
+        "---------------------------------------------------------------",
+        "An error occurred during the execution of the runtime.",
+        "For more information, please see: https://example.org/errors.html",
+        "---------------------------------------------------------------",
+        "  Check failed: (f.defined()) is false: the runtime cannot find load_exec",
+        "Stack trace:",
+        '  File "/src/chat.cc", line 246',
+    ]
+    assert _no_rules(log) == "import_error"
+
+
+def test_a_rust_server_built_on_candle_is_not_read_as_vllm() -> None:
+    from autotune.node.logparse import detect_engine
+
+    found = detect_engine("2025-07-26T09:30:09Z  INFO candle_vllm: parallel model: multithread!")
+    assert found is not None and found[0] != "vllm"
+
+
+@pytest.mark.parametrize(
+    ("lines", "family"),
+    [
+        # an assertion in any case: Rust's assert!, C's assert()
+        (
+            ["thread 'main' panicked at 'assertion failed: `(left == right)`', src/lib.rs:10:5"],
+            "assertion",
+        ),
+        (["python3: /src/foo.cpp:42: void f(): assertion `n > 0' failed."], "assertion"),
+        # two parts built for different versions: an ABI mismatch is an installation's
+        (
+            ["RuntimeError: PyTorch and torchvision were compiled with different CUDA versions."],
+            "import_error",
+        ),
+        (
+            ["The plan file is not compatible with this version of TensorRT, expecting 10.3"],
+            "import_error",
+        ),
+        (["ImportError: /usr/lib/libfoo.so: version mismatch with libbar"], "import_error"),
+        # a model path that holds no model
+        (
+            ["OSError: /models/foo does not appear to have a file named config.json."],
+            "invalid_argument",
+        ),
+        # the driver, in other words
+        (["RuntimeError: The NVIDIA driver on your system is too old."], "arch_unsupported"),
+    ],
+)
+def test_assertion_version_path_and_driver_words(lines: list[str], family: str) -> None:
+    assert _no_rules(lines) == family
+
+
+@pytest.mark.parametrize(
+    ("lines", "family"),
+    [
+        # a launcher's report that SIGKILL ended a rank: a kill
+        (
+            ["mpirun noticed that process rank 0 on node g1 exited on signal 9 (Killed)."],
+            "host_oom",
+        ),
+        # a length over its maximum, a size that must divide another: settings
+        (
+            ["ValueError: The prompt (length 5000) is longer than the maximum model length."],
+            "invalid_argument",
+        ),
+        (["ValueError: Tensor parallel size (3) must divide the heads (32)."], "invalid_argument"),
+        # a status code's words (Triton, gRPC): a refused setting
+        (
+            ["E0101 00:00:00.0 1 m.cc:6] failed to load 'x': Invalid argument: bad dims in 'y'"],
+            "invalid_argument",
+        ),
+        # a kernel image built for another GPU
+        (["RuntimeError: Triton Error [CUDA]: device kernel image is invalid"], "arch_unsupported"),
+        # an allocation of a device buffer that failed, sized or named
+        (["llama_init: failed to initialize the context: failed to allocate buffers"], "cuda_oom"),
+        (["ggml_vulkan: Device memory allocation of size 1073741824 failed."], "cuda_oom"),
+        # an out-of-memory inside a collective is the memory's
+        (["host:1:2 [0] NCCL WARN Cuda failure 'out of memory'"], "cuda_oom"),
+        # a weights file whose tensors do not fit the architecture
+        (
+            ["llama_model_load: error loading model: wrong number of tensors; expected 2, got 1"],
+            "model_unsupported",
+        ),
+        # a node given up for dead, a segfault by its short name
+        (
+            ["The node with id abc has been marked dead because the detector missed heartbeats."],
+            "node_lost",
+        ),
+        (["!!!!!!! Segfault encountered !!!!!!!"], "runtime_crash"),
+    ],
+)
+def test_kills_limits_statuses_buffers_and_crash_words(lines: list[str], family: str) -> None:
+    assert _no_rules(lines) == family
+
+
+def test_a_last_line_that_says_it_failed_is_evidence_not_a_hang() -> None:
+    found = diagnose_lines(["INFO loading", "something went wrong: the frobnicator failed"], [])
+    assert found is not None and found.cause.value != "startup_timeout"
+    assert "frobnicator failed" in found.message
+
+
+@pytest.mark.parametrize(
+    ("lines", "family"),
+    [
+        (
+            ["ValueError: ## Could not find model.layers.0.mlp.down_proj.* in model"],
+            "model_unsupported",
+        ),
+        (["RuntimeError: Unsupported model: Qwen3NextForCausalLM"], "model_unsupported"),
+        (
+            ["builder.CUDAMismatchException: Installed CUDA version 12.1 does not match torch's"],
+            "import_error",
+        ),
+        (["RuntimeError: PyTorch was compiled without CUDA support"], "import_error"),
+        (["RuntimeError: DataLoader worker (pid 1234) is killed by signal: Killed."], "host_oom"),
+        (["Container killed by the OOM killer"], "host_oom"),
+        (["error: the argument '--port <PORT>' cannot be used multiple times"], "invalid_argument"),
+        (["Error: Model path /data/m not found"], "invalid_argument"),
+    ],
+)
+def test_weights_versions_kills_and_options_in_more_words(lines: list[str], family: str) -> None:
+    assert _no_rules(lines) == family
+
+
+def test_a_traceback_cut_in_a_call_that_sets_up_the_kv_cache_is_the_caches() -> None:
+    log = [
+        TB,
+        '  File "/x/server/models/causal_lm.py", line 10, in warmup',
+        "    self.init_kv_cache(",
+    ]
+    assert _no_rules(log) == "kv_pool_oom"
+
+
+@pytest.mark.parametrize(
+    ("lines", "family"),
+    [
+        (["RuntimeError: CUDA graphs can't be captured with this allocator"], "cuda_graph_capture"),
+        (["Error capturing CUDA graph for batch size 8"], "cuda_graph_capture"),
+        (["RuntimeError: HIP error: hipErrorStreamCaptureUnsupported"], "cuda_graph_capture"),
+        (
+            ["CUDA error: the legacy stream would depend on a capturing blocking stream"],
+            "cuda_graph_capture",
+        ),
+        (
+            ["RuntimeError: Error(s) in loading state_dict for LlamaForCausalLM:"],
+            "model_unsupported",
+        ),
+        (["RuntimeError: Missing key(s) in state_dict: 'lm_head.weight'."], "model_unsupported"),
+        (
+            ["ValueError: The model's architecture is not supported by TurboMind"],
+            "model_unsupported",
+        ),
+        (["RuntimeError: FlashInfer requires GPUs with sm75 or higher"], "arch_unsupported"),
+        (["Error: GPU architecture gfx1103 is not supported"], "arch_unsupported"),
+    ],
+)
+def test_capture_state_dict_and_gpu_words(lines: list[str], family: str) -> None:
+    assert _no_rules(lines) == family

@@ -124,6 +124,8 @@ _ERROR_LINE = re.compile(
     r"^[A-Za-z]+ ERROR: |"
     r"\bpanicked at\b|^terminate called|^\S+: error: |^Segmentation fault|\bcore dumped\b|"
     r"^Killed$|exited with code [1-9]|exit code[:= ]+-?[1-9]|^panic: |"
+    # a compiler-style fatal error, glibc's report of a corrupted heap, a thread's exception
+    r"^fatal(?: error)?: |^\*\*\* Error in |^Exception in thread \S+|"
     # a library's numbered error ("cuBLAS error 15 at x.cu:7956"), a component's ("load_model:
     # error 'Model format not supported'")
     r"\berror \d+ at \S+:\d+|(?:^|\s)[\w.]+: error\b|"
@@ -134,7 +136,9 @@ _ERROR_LINE = re.compile(
 # A failure stated in words, without an error word: "couldn't bind HTTP server socket".
 _FAILED_TO = re.compile(
     r"^(?:[\w.]+\s+)?(?:[\w.]+: )?(?:[Cc]ouldn't|[Cc]ould not|[Cc]annot|[Cc]an't|[Uu]nable to|"
-    r"[Ff]ailed to) [a-z]+\b|\bexiting due to\b"
+    r"[Ff]ailed to) [a-z]+\b|\bexiting due to\b|"
+    # a statement that something failed, at the end of its line ("loading the engine failed")
+    r"\b(?:failed|crashed|aborted)[.!]?\s*$"
 )
 _ROUTINE = re.compile(
     r"^(?:Avg prompt throughput|Avg generation throughput|Decode batch|Prefill batch|"
@@ -167,6 +171,7 @@ _ERROR_WORDS = (
     "core dumped",
     "killed",
     "exit",
+    "exception in thread",
 )
 _ARGPARSE = re.compile(r"(?:^|\s)error: (?:argument |the following arguments|unrecognized|invalid)")
 # Exceptions that only echo another process's failure: the first fatal event is elsewhere.
@@ -709,6 +714,10 @@ def _resolve_phase(
     if rule_phase is not None:
         return rule_phase
     phase = _later(reached, block)
+    if phase == Phase.READY:
+        # A failure after the ready line happened while serving (the ready line is a moment,
+        # not a phase anything runs in).
+        return Phase.BENCHMARK
     if phase == Phase.LAUNCH and block is None:
         return CAUSE_PHASE.get(cause, Phase.LAUNCH)
     return phase
@@ -914,14 +923,18 @@ def _warned_import(log: _Log) -> int | None:
 
 
 _CAUSED_BY = re.compile(r"^\s*Caused by:\s*$")
+_BARE_EXCEPTION = re.compile(r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception):?$")
 
 
 def _message_lines(log: _Log, at: int) -> list[Focus]:
     """The exception (or error) line at ``at`` and the lines that continue its message (a
     validation error's details, a wrapped message), not the frames after it."""
     lines = [Focus(at, log.text[at], EXCEPTION_LINE, raw=log.raw[at])]
-    # A message wrapped by a console logger goes on in indented lines: one message, read whole.
-    longest = 8 if at + 1 < len(log.text) and log.text[at + 1][:1].isspace() else 3
+    # A message wrapped by a console logger goes on in indented lines: one message, read whole;
+    # an exception with no message of its own ("TVMError: ", then a banner) tells it below.
+    bare = bool(_BARE_EXCEPTION.match(log.text[at].strip()))
+    indented = at + 1 < len(log.text) and log.text[at + 1][:1].isspace()
+    longest = 8 if indented or bare else 3
     for j in range(at + 1, min(len(log.text), at + 1 + longest)):
         text = log.text[j]
         if not text.strip() or _FRAME.match(text) or _is_exception(text) or _TRACEBACK in text:

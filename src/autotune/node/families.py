@@ -109,7 +109,7 @@ WORDS: tuple[_Clue, ...] = _clues(
     (
         Cause.HOST_OOM,
         3.5,
-        r"oom[-_ ]?kill|OOMKilled|Out of memory: Kill|Killed process \d+|invoked oom-killer|"
+        r"(?i:oom[-_ ]?kill)|OOMKilled|Out of memory: Kill|Killed process \d+|invoked oom-killer|"
         r"Memory cgroup out of memory|killed as a result of limit of|DefaultCPUAllocator|"
         r"std::bad_alloc|^\s*MemoryError\b|"
         r"Cannot allocate memory|memory pressure|running low on memory|(?:^|[\s\]|])Killed\s*$|"
@@ -128,6 +128,13 @@ WORDS: tuple[_Clue, ...] = _clues(
         Cause.HOST_OOM,
         2.0,
         r"\bSIGKILL\b|signal 9\b|code[:= ]-9\b",
+    ),
+    # a process that a SIGKILL ended, in a launcher's words ("exited on signal 9 (Killed)")
+    (
+        Cause.HOST_OOM,
+        3.0,
+        r"(?i:exited|killed|terminated|died|ended)(?: \w+){0,2} (?:on |by |with |from )?"
+        r"(?:signal:? 9\b|SIGKILL\b|signal:? Killed\b)",
     ),
     # an exit status of 137 (128 + SIGKILL) or -9, as a shell, Docker or Kubernetes reports it
     (
@@ -165,6 +172,13 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"insufficient (?:GPU |device |VRAM )?memory|exceeds? (?:the )?(?:available |allowed )?"
         r"(?:GPU |device )?memory|memory (?:is )?(?:insufficient|exhausted)",
     ),
+    # an allocation of a device buffer (or one of a given size) that failed
+    (
+        Cause.CUDA_OOM,
+        3.0,
+        r"^(?=.*(?i:unable|cannot|can't|could not|failed|failure))(?=.*(?i:alloc))"
+        r"(?=.*(?i:\bdevice memory|\bbuffers?\b|\bof size \d))",
+    ),
     # an allocation that failed, with its size
     (
         Cause.CUDA_OOM,
@@ -176,7 +190,8 @@ WORDS: tuple[_Clue, ...] = _clues(
     (
         Cause.ARCH_UNSUPPORTED,
         3.5,
-        r"no kernel image|NoKernelImage|invalid device function|NoBinaryForGpu|NO_BINARY_FOR_GPU|"
+        r"no kernel image|NoKernelImage|kernel image is invalid|InvalidKernelImage|"
+        r"invalid device function|NoBinaryForGpu|NO_BINARY_FOR_GPU|"
         r"ptxas fatal|PTXAS error|(?:CUDA|HIP) error: operation not supported|"
         r"cudaErrorNotSupported|"
         r"\bptxas\b.{0,80}\berror\b|requires? \.target sm_\d+|"
@@ -185,18 +200,28 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"[Ii]llegal instruction(?! was encountered)|signal 4\b|(?:un|not )supported (?:on|by|"
         r"for) (?:this|the current"
         r"|your) (?:GPU|device|hardware|platform)|only supports? (?:Ampere|Hopper|Blackwell|"
-        r"Volta|Turing|sm_?\d+|GPUs)|[Bb]float16 is only supported|driver (?:version )?is "
+        r"Volta|Turing|sm_?\d+|GPUs)|[Bb]float16 is only supported|driver\b.{0,30}\bis "
         r"(?:insufficient|too old)|UNSUPPORTED_PTX|unsupported toolchain|PTX JIT|incompatible "
         r"(?:device|GPU|gpu|hardware)|capabilit(?:y|ies) sm_?\d+|is not a recognized processor|"
         r"INVALID_ISA|(?i:unsupported_?ptx)|(?:CUDA|HIP) driver error: operation not supported|"
         r"UNSUPPORTED_FEATURE|(?:[Yy]our|[Tt]his|[Tt]he) (?:GPU|device|hardware|CPU) (?:does "
         r"not|doesn't) support|not supported by (?:your|this) CPU|CPU (?:does not|doesn't) "
-        r"support|\bAVX\w*\b.{0,40}not supported",
+        r"support|\bAVX\w*\b.{0,40}not supported|"
+        r"(?:GPU|device|gpu) arch(?:itecture)? ['\"`]?\w+['\"`]? is not supported",
+    ),
+    # a library or kernel file missing for the GPU architecture it names ("no
+    # TensileLibrary_gfx90a.dat", "kernels for sm_61 not found")
+    (
+        Cause.ARCH_UNSUPPORTED,
+        3.0,
+        r"(?i:\bno|missing|not found|cannot find|could not find|unable to find)\b.{0,40}"
+        r"(?:\bgfx|_gfx|\bsm_?)\d{2,4}\w*|"
+        r"(?:\bgfx|\bsm_?)\d{2,4}\w*\b.{0,40}(?i:not found|missing)",
     ),
     (
         Cause.ARCH_UNSUPPORTED,
         2.0,
-        r"requires? sm_?\d+|\bsm_?\d{2,3}\+|"
+        r"requires? (?:GPUs? |devices? )?(?:with )?sm_?\d+|\bsm_?\d{2,3}\+|"
         r"requires? (?:an? )?(?:A100|A800|H100|H800|H200|B200|Ampere|Hopper|Blackwell|Ada)\b|"
         # a message naming an older GPU generation refuses it
         r"\b(?:Volta|Turing|Pascal|Maxwell|Kepler)(?: (?:and|or) \w+)? GPUs\b|"
@@ -221,9 +246,24 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"current) (?:version|engine|backend)|KeyError: '?\w+(?:For[A-Z]\w+|LMHeadModel)'?\s*$|"
         r"(?:[Mm]odel|[Ff]ile|weights?) format (?:is )?(?:not supported|unsupported)|"
         r"[Uu]nsupported (?:model|file) format|tensor '[^']+' not found|invalid magic|"
-        r"Unrecognized model in|unknown pre-tokenizer|has wrong shape|not supported by your "
-        r"version|(?:requires|needs) a newer version of|"
-        r"\b(?:weight|tensor) [\w.]+ (?:does not exist|not found)",
+        r"Unrecognized model in|unknown pre-tokenizer|has wrong shape|wrong number of tensors|"
+        r"unexpected number of tensors|Error\(s\) in loading state_dict|"
+        r"(?:Missing|Unexpected) key\(s\) in state_dict|"
+        r"[Mm]odel'?s (?:architecture|type)\b.{0,40}(?:not supported|unsupported)|"
+        r"not supported by your version|(?:requires|needs) a newer version of|"
+        r"\b(?:weight|tensor) [\w.]+ (?:does not exist|not found)|"
+        # a layer's weight the loader looks for and does not find ("model.layers.0.mlp.*")
+        r"(?:[Cc]ould not|[Cc]annot|[Uu]nable to) (?:find|locate) (?:key |weight |tensor )?"
+        r"['\"`]?(?:model\.)?(?:layers|h|blocks|transformer)\.\d+\.|"
+        r"(?i:unsupported|unknown|unrecognized) model(?: \w+)?: ['\"`]?[A-Z]\w+",
+    ),
+    # a model's config that the loader cannot deserialise (serde's words, any Rust server):
+    # a field it needs is missing, or holds a type or variant it does not know
+    (
+        Cause.MODEL_UNSUPPORTED,
+        3.0,
+        r"(?:missing field|unknown field|unknown variant|invalid (?:type|value): [^,]{1,40}, "
+        r"expected)\b.{0,100}\bat line \d+ column \d+",
     ),
     (
         Cause.MODEL_UNSUPPORTED,
@@ -239,7 +279,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"[Cc]annot find (?:env |global |packed )?function|(?:[Ff]ailed to|[Cc]ould not|[Cc]annot|"
         r"[Uu]nable to) load (?:the )?(?:dynamic |shared )*(?:library|libraries|shared object)|"
         r"GLIBC\w*_[\d.]+'? not found|version `[\w.]+' not found|Symbol not found|"
-        r"Library not loaded|cannot import name|PackageNotFoundError|not compiled with CUDA|"
+        r"Library not loaded|cannot import name|PackageNotFoundError|"
+        r"(?:not compiled with|compiled without) (?:CUDA|ROCm|HIP|GPU)|"
         r"operator \w+::\w+ does not exist|CUDA_HOME (?:environment variable )?is not set|"
         r"Error building extension|"
         r"Could not run '[\w:.]+' with arguments from the '\w+' backend|"
@@ -247,6 +288,22 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"librar|(?:Function|symbol|Symbol) [\w.:]+ not found|module '[\w.]+' has no attribute|"
         r"(?:unable to|cannot|can't|could not|failed to) (?:find|load|open|locate) (?:the )?"
         r"(?:\w+ ){0,2}(?:library|libraries|shared object|plugin)\b",
+    ),
+    # two parts built for different versions (an ABI mismatch): a serialised engine, a wheel
+    (
+        Cause.IMPORT_ERROR,
+        3.0,
+        r"(?:not compatible|incompatible) with (?:this|the (?:current|installed|running)) "
+        r"version|[Vv]ersion(?: [\w.+-]+)? (?:tag )?(?:does not|doesn't|do not) match|"
+        r"[Vv]ersion mismatch|Mismatch(?:Exception|Error)\b|"
+        r"(?:built|compiled) (?:against|with) (?:a )?different|mismatched versions?",
+    ),
+    # a runtime or loader that cannot find what it needs: built for another runtime's version
+    (
+        Cause.IMPORT_ERROR,
+        3.0,
+        r"\b(?:runtime|loader|linker)\b (?:cannot|can't|could not|failed to|unable to) "
+        r"(?:find|locate|resolve) \w",
     ),
     (
         Cause.IMPORT_ERROR,
@@ -265,7 +322,9 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"the following (?:required )?"
         r"arguments|ambiguous option|unexpected argument)|unrecognized arguments|"
         r"^\s*usage: \S+ \[|validation errors? for \w+|^\s*Value error,|No such option|"
+        r"\b(?:Invalid argument|INVALID_ARGUMENT): \S|"
         r"Invalid value for|unexpected extra argument|must be divisible|not divisible by|"
+        r"must (?:evenly )?divide|"
         r"mutually exclusive|HFValidationError|RepositoryNotFoundError|GatedRepoError|"
         r"gated repo|[Aa]ccess to model \S+ is restricted|"
         r"is not a (?:local folder|valid model identifier)|Repo id must|"
@@ -276,7 +335,10 @@ WORDS: tuple[_Clue, ...] = _clues(
         Cause.INVALID_ARGUMENT,
         3.0,
         r"No such file or directory|does not exist|FileNotFoundError|[Ee]rror opening .{0,80}"
-        r"(?:file|engine|config)|(?:[Cc]ould not|[Cc]annot|[Cc]an't|[Uu]nable to) (?:open|find|"
+        r"(?:file|engine|config)|does not appear to have (?:a )?files? named|"
+        r"\b(?:path|directory|folder|file|dir) ['\"`]?[\w./~:\\-]+['\"`]? (?:is )?not found|"
+        r"(?:[Cc]ould not|[Cc]annot|[Cc]an't|[Uu]nable to|[Ff]ailed to) "
+        r"(?:open|find|"
         r"read|locate) "
         r".{0,60}(?:file|path|directory|folder|engine(?! to execute)|config|checkpoint|model lib)",
     ),
@@ -289,11 +351,15 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"[Ii]nvalid (?:value|choice|option|config(?:uration)?|combination)|"
         r"[Uu]nknown (?:argument|option|quantization|dtype|backend|parameter)|[Uu]nrecognized "
         r"(?:option|argument|configuration|parameter)|(?:cannot|can't|can not) (?:be )?(?:used|"
-        r"combined|enabled|set) (?:together )?with|not supported (?:with|when|together|in "
+        r"combined|enabled|set) (?:together )?with|(?:cannot|can't|can not) be (?:used|given|"
+        r"passed|specified) (?:multiple times|more than once|twice)|not supported (?:with|when|"
+        r"together|in "
         r"combination)|not (?:yet )?supported for (?:\w+ )?models?\b|(?:must|should) (?:be|have|"
         r"not)\b|[Ee]xpected (?:only )?(?:one of|one |a |"
         r"an )|"
-        r"greater than (?:the )?(?:derived|maximum|max)|out of range|positional argument|"
+        r"(?:greater|longer|larger|bigger) than (?:the )?(?:derived |allowed )?(?:maximum|max)\b|"
+        r"out of range|"
+        r"(?<!required )positional argument(?!s? but \d)|"
         r"should (?:provide|specify|pass|set|use) |[Pp]lease (?:input|provide|specify|pass) "
         r"(?:a |an |the )?\w|not (?:yet )?supported (?:for|with|by) (?:this|the) model|"
         r"does not (?:yet )?support (?:\w+ ){0,3}(?:[Aa]ttention|attn|quantization|"
@@ -362,13 +428,19 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"[Cc]apture cuda graph failed|CUDA ?[Gg]raph.{0,40}(?:fail|error)|[Gg]raph captur(?:e|ing)"
         r".{0,40}(?:fail|error)|stream is capturing|cudaErrorStreamCapture|during (?:CUDA )?graph "
         r"capture|cudaStreamCaptureStatus|uncaptured work|capture_begin|capture_end|"
-        r"error during capture",
+        r"error during capture|"
+        # a graph that cannot be captured, an error while capturing one, CUDA's and HIP's
+        # stream-capture error codes, an operation refused on a capturing stream
+        r"(?:cannot|can't|could not|unable to|failed to) (?:be )?captur|"
+        r"(?:[Ee]rror|[Ff]ail\w*)\b.{0,40}\b[Cc]aptur\w* (?:a |the )?(?:CUDA |cuda |HIP )?graph|"
+        r"(?:cuda|hip)ErrorStreamCapture|hipErrorCapturedEvent|StreamCapture[A-Z]\w+|"
+        r"capturing (?:blocking )?stream",
     ),
     # --- internal checks ------------------------------------------------------------------------
     (
         Cause.ASSERTION,
         3.0,
-        r"Assertion\b.{0,200}fail|[A-Z]+_ASSERT\b|GGML_ASSERT|Check failed:|TORCH_CHECK|"
+        r"(?i:assertion)\b.{0,200}(?i:fail)|[A-Z]+_ASSERT\b|GGML_ASSERT|Check failed:|TORCH_CHECK|"
         r"[Aa]ssert(?:ion)? (?:error|failure)",
     ),
     # --- crashes --------------------------------------------------------------------------------
@@ -377,7 +449,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         3.0,
         r"illegal memory access|misaligned address|unspecified launch failure|device-side assert|"
         r"illegal instruction was encountered|fallen off the bus|\bXid\b|"
-        r"Segmentation fault|SIGSEGV|SIGBUS|SIGABRT|SIGFPE|[Ss]ignal \(?(?:11|6|7|8)\)? received|"
+        r"Segmentation fault|SIGSEGV|SIGBUS|SIGABRT|SIGFPE|\b[Ss]egfault\b|"
+        r"[Ss]ignal \(?(?:11|6|7|8)\)? received|"
         r"[Cc]aught signal (?:11|6|7|8)\b|signal (?:11|6|7|8)\b|core dumped|Fatal Python error|"
         r"panicked at|^panic: |terminate called|Floating point exception|"
         r"probability tensor contains|"
@@ -385,6 +458,14 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"CUBLAS_STATUS_EXECUTION_FAILED|CUDA error: (?!out of memory)",
     ),
     (Cause.RUNTIME_CRASH, 1.5, r"\bAborted\b|\bsegfault|[Cc]rash(?:ed)?\b"),
+    # a call that does not fit its function's signature: the engine's own code (or two of its
+    # packages at different versions) is wrong, not a setting
+    (
+        Cause.RUNTIME_CRASH,
+        3.0,
+        r"takes (?:from \d+ to )?\d+ positional arguments? but \d+ (?:was|were) given|"
+        r"missing \d+ required (?:positional|keyword-only) arguments?:",
+    ),
     # a kernel's own assert is a crash in GPU code, not a failed check of the engine's
     (Cause.RUNTIME_CRASH, 3.5, r"_assert_async_cuda_kernel|block: \[\d+,\d+,\d+\], thread: \["),
     # a kernel whose tiles need more on-chip memory than this GPU has
@@ -421,7 +502,7 @@ WORDS: tuple[_Clue, ...] = _clues(
     # --- Ray ------------------------------------------------------------------------------------
     (
         Cause.NODE_LOST,
-        2.5,
+        3.0,
         r"NodeDiedError|node .{0,40}(?:died|dead|lost)|missed too many heartbeats|"
         r"marked (?:as )?dead",
     ),
@@ -449,6 +530,8 @@ FRAMES: tuple[_Clue, ...] = _clues(
         r"^\s+(?:self\.)?(?:kv_)?cache\s*=\s*\w|"
         # any engine's function that sets up the KV cache: "in init_kv_cache", "KVCacheManager"
         r"\bin \w*kv_?cache\w*$|\bin (?:init|alloc|allocate|create|build)_\w*cache\w*$|"
+        # the call that sets it up, in the code line of a frame: "self.init_kv_cache("
+        r"\b(?:init|alloc|allocate|create|build)_\w*kv_?cache\w*\(|"
         r"KVCacheManager",
     ),
     (
@@ -570,12 +653,22 @@ FAMILY_ORDER: tuple[Cause, ...] = (
 # whatever level (if any) its logger gave it.
 _FATAL_SIGN = re.compile(
     r"[Ss]ignal \(?\d+\)? received|[Cc]aught signal \d+|received signal SIG[A-Z]+|"
+    r"\b[Ss]egfault\b|"
     r"\*\*\* (?:Process )?received signal|Segmentation fault|SIGSEGV|core dumped|"
-    r"GGML_ASSERT|Assertion\b.{0,200}fail|(?:^|[\s\]|])Killed\s*$|Watchdog caught|"
+    r"GGML_ASSERT|(?i:assertion)\b.{0,200}(?i:fail)|(?:^|[\s\]|])Killed\s*$|Watchdog caught|"
     r"panicked at|^panic: |terminate called|Fatal Python error|code=killed|status=9/KILL|"
     r"invoked oom-killer|Out of memory: Kill|killed as a result of limit of|"
     r"(?i:exit ?code)[:= ]+(?:137|-9)\b|"
-    r"result 'oom-kill'"
+    r"result 'oom-kill'|"
+    # a signal that ended a process, in words ("received signal 9", "killed by signal SIGABRT"),
+    # not the stop that teardown sends (SIGTERM, SIGINT)
+    r"(?i:received|caught|got|by|exited:?|killed|terminated|died)(?: \w+){0,2} "
+    r"(?i:signal):? ?(?!(?:15|2)\b|SIGTERM|SIGINT)(?:\d+|SIG[A-Z]+)\b|"
+    # a non-zero exit status in words (not a stop's 143/-15 or an interrupt's 130/-2)
+    r"(?i:exit(?:ed)?(?: with)?(?: exit)? ?(?:status|code)|return ?code|returncode)[:= (]+"
+    r"(?!(?:-?0|-15|143|-2|130)\b)-?\d+\b|(?i:non-zero exit)|\bstatus=[1-9]\d*/[A-Z]+|"
+    # an abort reported on its own line (SIGABRT), as a shell reports a kill
+    r"(?:^|[\s\]|])Aborted\s*$"
 )
 
 
@@ -597,7 +690,7 @@ _DECISIVE_ANY = re.compile(
     r"rendezvous|barrier|peer|collective|start|ready|init|boot|health|warm|captur|graph|assert|"
     r"check|fault|sigsegv|sigbus|sigabrt|sigfpe|core dumped|fatal|panick|terminate|exception|"
     r"probability|double free|corrupted|launch|cublas|exhausted|tried|exit|busy|acquire|"
-    r"unbalanced|usage of each|allocated|panic"
+    r"unbalanced|usage of each|allocated|panic|gfx|runtime|loader|linker|field|variant|given"
 )
 
 
@@ -688,6 +781,8 @@ def _line_scores(focus: Focus) -> dict[Cause | str, float]:
         (Cause.KV_POOL_OOM, Cause.CUDA_OOM, 3.0),
         (Cause.HOST_OOM, Cause.CUDA_OOM, 3.0),
         (Cause.MODEL_UNSUPPORTED, Cause.INVALID_ARGUMENT, 3.5),
+        # a collective that failed because memory ran out failed for that reason
+        (Cause.CUDA_OOM, Cause.NCCL_ERROR, 3.0),
     ):
         if best.get(narrow, 0.0) >= least:
             best.pop(broad, None)

@@ -101,7 +101,8 @@ _PREFIXES: tuple[re.Pattern[str], ...] = tuple(
     )
 )
 _TAG_LEVEL = re.compile(
-    r"^(?P<lvl>[IWEF])\d{3,4}\b|^(?P<word>(?i:error|warning|warn|info)|E|W|I|F)$"
+    r"^(?P<lvl>[IWEF])\d{3,4}\b|"
+    r"^(?P<word>(?i:error|err|critical|fatal|warning|warn|info|debug|trace)|E|W|I|F)$"
 )
 _SOURCE_TAG = re.compile(r"\b((?:DP|TP|EP|PP)\d+(?: (?:DP|TP|EP|PP)\d+)*)\]?$|^(rank\d+)$")
 
@@ -270,6 +271,8 @@ ENGINE_MARKS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ),
         ("lmdeploy", "lmdeploy", r"lmdeploy|turbomind|\[TM\]|cache[-_]max[-_]entry[-_]count"),
         ("lightllm", "lightllm", r"lightllm|max_total_token_num"),
+        # Rust servers built on candle, whose names hold another engine's
+        ("candle-vllm", "common", r"candle[_-]vllm"),
         # vLLM, or its settings' names in a program that runs it (LLaMA-Factory, FastChat)
         (
             "vllm",

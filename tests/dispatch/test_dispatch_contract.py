@@ -260,6 +260,19 @@ def test_reap_orphans_kills_a_server_an_earlier_driver_run_of_the_study_left(
         launcher.wait()
 
 
+def test_reap_orphans_after_shutdown_answers_without_raising(case: Case, tmp_path: Path) -> None:
+    """A study stopped by Ctrl-C shuts its executor down, then reaps once more: on the GPU
+    machine (2026-12-06) Ray's reaper raised "Ray has not been started yet" there."""
+    ex = case.make()
+    assert ex.submit(job(tmp_path, 9)).result(timeout=WAIT_S).outcome is Outcome.OK
+    ex.shutdown()
+    if case.name == "ray":  # as an executor that started its own Ray leaves it: shut down
+        import ray
+
+        ray.shutdown()
+    assert isinstance(ex.reap_orphans(str(tmp_path / "study-logs")), list)
+
+
 def test_engine_help_is_read_where_trials_run(case: Case) -> None:
     ex = case.make()
     command = EngineSpec(name="command", command=["server", "--port", "{port}"])

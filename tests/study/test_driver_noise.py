@@ -3,6 +3,7 @@ early stopping on windows, confirmation rounds, the verdict."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -175,3 +176,48 @@ def test_an_interrupted_confirmation_resumes_from_its_last_launch(tmp_path: Path
     record = Ledger(again.study).confirmation()
     assert record is not None and record.rounds == 3 and record.cost["launches"] == 6
     assert [launch.trial for launch in record.launches][:2] == seen
+
+
+def test_a_candidate_the_baseline_beats_beyond_noise_is_not_confirmed(tmp_path: Path) -> None:
+    """The search's best ran at 60% of the baseline (SGLang on an H100, 2026-12-06: -29%):
+    relaunching it against the baseline cannot turn that around, so the study answers
+    "defaults not beaten" without confirmation launches, and says why."""
+    slow = {"backend": "a", "x": 1.0, "y": 2}  # 100 * (1 + 2/5) = 140 tok/s against 200
+    space = toy_space(
+        tmp_path / "toy.yaml",
+        baseline=FAST,
+        workload={
+            "concurrency": 1,
+            "num_requests": 2,
+            "prompt_len": 4,
+            "output_len": 12,
+            "warmup_requests": 0,
+            "windows": 1,
+        },
+    )
+    driver = make_driver(
+        space,
+        tmp_path / "study",
+        n_trials=2,
+        seed=0,
+        baseline_launches=2,
+        confirm=1,
+        confirm_rounds=(2, 2),
+    )
+    driver.study.enqueue_trial(slow)
+    events: list[Event] = []
+    driver.on_event = events.append
+    try:
+        driver.run()
+    finally:
+        driver.executor.shutdown()
+    trials = Ledger(driver.study).trials()
+    assert [t.outcome for t in trials] == [Outcome.OK] * 3, [(t.number, t.outcome) for t in trials]
+    assert not [t for t in trials if t.confirm_round is not None]
+    assert Ledger(driver.study).confirmation() is None
+    (note,) = [e for e in events if e.kind is EventKind.CONFIRM]
+    assert note.message.startswith("not confirming: the baseline beat every candidate"), note
+    # The best candidate's loss with its interval (140 / 200 - 1 = -30% served; the toy's
+    # own overhead moves it a little).
+    pct, lo, hi = map(float, re.findall(r"(-?\d+\.\d)%", note.message)[:3])
+    assert -45 < lo <= pct <= hi < 0, note.message

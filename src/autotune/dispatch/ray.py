@@ -681,6 +681,9 @@ class RayExecutor(Executor):
         """
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+        if not self._ray.is_initialized():  # shut down (Ctrl-C): nothing to ask any node
+            _logger.info("Ray is shut down: the study's next start reaps what is left")
+            return []
         key = study_key(log_dir) if log_dir else None
         refs = {}
         for node in self.nodes():

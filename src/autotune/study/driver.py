@@ -62,6 +62,7 @@ from autotune.study.events import Event, EventKind
 from autotune.study.ledger import Ledger
 from autotune.study.outcome import CRASH
 from autotune.study.pareto import front
+from autotune.study.noise import LEVEL, better, gain
 from autotune.study.prune import IncumbentPruner, margin_for
 from autotune.study.storage import make_sampler, open_storage, storage_url, study_lock
 from autotune.study.tell import Told, tell_repeat, tell_result, tell_skip
@@ -704,6 +705,22 @@ class Driver:
             top = [g for g in top if g.first_trial in on_front]
         if base is None or not top:
             return None
+        direction = self.spec.objective.direction
+        if base.values and not self.spec.objective.multi:
+            # A candidate the baseline already beat beyond noise cannot turn that around in
+            # a few relaunches: spend no launches on it.
+            hopeful = [g for g in top if not better(base.values, g.values, direction, LEVEL)]
+            if not hopeful:
+                lost = gain(base.values, top[0].values, direction, candidates=len(top))
+                self.on_event(
+                    Event(
+                        EventKind.CONFIRM,
+                        message="not confirming: the baseline beat every candidate beyond "
+                        f"noise (the best: {lost.interval_text()})",
+                    )
+                )
+                return None
+            top = hopeful
         waiting = self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,))
         if waiting:
             # Optuna hands out queued trials first: a confirmation launch would get one of

@@ -60,9 +60,9 @@ from autotune.study.confirm import (
 from autotune.study.deadends import DeadEnds, Doom
 from autotune.study.events import Event, EventKind
 from autotune.study.ledger import Ledger
+from autotune.study.noise import LEVEL, better, gain
 from autotune.study.outcome import CRASH
 from autotune.study.pareto import front
-from autotune.study.noise import LEVEL, better, gain
 from autotune.study.prune import IncumbentPruner, margin_for
 from autotune.study.storage import make_sampler, open_storage, storage_url, study_lock
 from autotune.study.tell import Told, tell_repeat, tell_result, tell_skip

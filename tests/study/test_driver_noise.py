@@ -221,3 +221,44 @@ def test_a_candidate_the_baseline_beats_beyond_noise_is_not_confirmed(tmp_path: 
     # own overhead moves it a little).
     pct, lo, hi = map(float, re.findall(r"(-?\d+\.\d)%", note.message)[:3])
     assert -45 < lo <= pct <= hi < 0, note.message
+
+
+def test_a_window_that_can_no_longer_reach_the_floor_stops_at_once(tmp_path: Path) -> None:
+    """SGLang with 8 running requests served 1,096 tok/s against a baseline of 7,983 and took
+    3 minutes for the window that pruned it (H100, 2026-12-06). A window of a fixed number of
+    requests cannot beat its planned tokens over the time already spent: once that is below
+    the pruning floor, the window stops there."""
+    # Every configuration but the baseline's is slow: 102, 110 or 120 tok/s against 200.
+    params = [
+        {"name": "backend", "type": "categorical", "choices": ["a"], "flag": "--backend"},
+        {"name": "x", "type": "categorical", "choices": [0.1, 1.0], "flag": "--x"},
+        {"name": "y", "type": "categorical", "choices": [1, 5], "flag": "--y"},
+    ]
+    space = toy_space(
+        tmp_path / "toy.yaml",
+        parameters=params,
+        baseline=FAST,
+        workload={
+            "concurrency": 1,
+            "num_requests": 4,
+            "prompt_len": 4,
+            "output_len": 100,
+            "warmup_requests": 0,
+            "windows": 2,
+        },
+    )
+    driver = make_driver(
+        space, tmp_path / "study", n_trials=2, seed=0, baseline_launches=2, confirm=0
+    )
+    try:
+        driver.run()
+    finally:
+        driver.executor.shutdown()
+    trials = Ledger(driver.study).trials()
+    base = [t for t in trials if t.baseline]
+    (cut,) = [t for t in trials if not t.baseline]
+    assert all(t.outcome is Outcome.OK and len(t.windows) == 2 for t in base)
+    full_s = 400 / 120  # the slow window's shortest length had it run to its end
+    assert cut.outcome is Outcome.PRUNED and len(cut.windows) == 1, cut
+    floor = 0.85 * min(t.value for t in base if t.value)  # at most the widest margin's floor
+    assert cut.windows[0]["duration_s"] < min(0.8 * full_s, 1.1 * 400 / floor), cut.windows

@@ -25,7 +25,7 @@ import contextlib
 import json
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,7 +139,9 @@ class RequestRecord:
 
 @dataclass
 class BenchResult:
-    """The outcome of one load run: ``done``, ``aborted`` (by the caller) or ``timeout``.
+    """The outcome of one load run: ``done``, ``aborted`` (by the caller), ``timeout``, or
+    ``hopeless`` (stopped once it could no longer reach a floor it was given: ``gave_up``
+    names the metric).
 
     ``lag_s``: open loop, how late each session was sent after its scheduled time.
     """
@@ -150,6 +152,7 @@ class BenchResult:
     requested: int = 0
     lag_s: list[float] = field(default_factory=list)
     start: float = 0.0  # time.perf_counter() when the window began (arrivals count from it)
+    gave_up: str = ""
 
     @property
     def completed(self) -> int:
@@ -494,6 +497,7 @@ async def run_load_async(
     count: int | None = None,
     abort: Callable[[], bool] | None = None,
     limit_s: float | None = None,
+    give_up_below: Mapping[str, float] | None = None,
 ) -> BenchResult:
     """One window of ``workload`` against ``base_url``; stops early on ``abort()``.
 
@@ -509,6 +513,10 @@ async def run_load_async(
         count: this many requests instead of the workload's ``num_requests``/``duration_s``.
         abort: polled every 50 ms; True cancels the requests still running.
         limit_s: wall-clock limit of the whole run (state ``timeout`` when reached).
+        give_up_below: ``{metric: floor}`` for ``output_tok_s`` or ``request_s``: a
+            window of a fixed number of requests stops (state ``hopeless``) as soon as even
+            its planned total over the time already spent is below the floor; no ending
+            could reach it. (A duration window is not bounded.)
     """
     pool = stream.Pool(
         base_url,
@@ -540,6 +548,20 @@ async def run_load_async(
         ]
     # Encoded before the clock starts: request building is not the server's time.
     bodies = [window.encode(s) for s in sessions]
+    # Upper bounds: max_tokens caps each output; prompt lengths are estimates, so no bound.
+    planned = {
+        "output_tok_s": float(sum(sum(s.output_lens) for s in sessions)),
+        "request_s": float(sum(len(s.turns) for s in sessions)),
+    }
+    floors = {m: f for m, f in (give_up_below or {}).items() if m in planned and duration is None}
+
+    def hopeless(elapsed: float) -> str:
+        for metric, floor in floors.items():
+            if elapsed > 0 and planned[metric] / elapsed < floor:
+                return metric
+        return ""
+
+    gave_up = ""
     start = time.perf_counter()
 
     async def closed_loop(width: int) -> None:
@@ -599,6 +621,8 @@ async def run_load_async(
                 state = "aborted"
             elif limit_s is not None and time.perf_counter() - start > limit_s:
                 state = "timeout"
+            elif floors and (gave_up := hopeless(time.perf_counter() - start)):
+                state = "hopeless"
             if state != "done":
                 main.cancel()
                 with contextlib.suppress(asyncio.CancelledError):  # ours: records so far stand
@@ -619,6 +643,7 @@ async def run_load_async(
         requested=max(window.requested, sum(len(s.turns) for s in sessions)),
         lag_s=lag,
         start=start,
+        gave_up=gave_up,
     )
 
 
@@ -632,6 +657,7 @@ def run_load(
     count: int | None = None,
     abort: Callable[[], bool] | None = None,
     limit_s: float | None = None,
+    give_up_below: Mapping[str, float] | None = None,
 ) -> BenchResult:
     """Blocking wrapper of :func:`run_load_async` (runs its own event loop)."""
     return asyncio.run(
@@ -644,6 +670,7 @@ def run_load(
             count=count,
             abort=abort,
             limit_s=limit_s,
+            give_up_below=give_up_below,
         )
     )
 

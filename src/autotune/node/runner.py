@@ -524,6 +524,8 @@ class _Trial:
         named = f"{scenario.name}:" if scenario.name else ""
         dedicated = workload.peak > workload.concurrency
         peak: PeakLoad | None = None
+        # A floor in the stand-in's wall seconds (its rates run ``time_scale`` times faster).
+        floor = {m: v * self.time_scale for m, v in self.spec.give_up_below.items()}
         for index in range(workload.windows):
             result = bench.run_load(
                 url,
@@ -531,7 +533,20 @@ class _Trial:
                 kind=named + _window_kind(index),
                 abort=abort,
                 limit_s=self.spec.limits.benchmark_s,
+                give_up_below=floor if prune else None,
             )
+            if result.state == "hopeless" and result.failed == 0:
+                # It cannot reach the floor however it ends: pruned now, not after the window.
+                windows.append(bench.unscale(result.metrics(), self.time_scale))
+                if self.on_window is not None:
+                    self.on_window(index, windows[-1].flat())
+                metric = result.gave_up
+                message = (
+                    f"pruned in window {index}: {metric} could no longer reach "
+                    f"{self.spec.give_up_below[metric]:,.1f} (stopped after "
+                    f"{windows[-1].duration_s:.1f} s of the window)"
+                )
+                return _Verdict("pruned", Phase.BENCHMARK, message=message), peak
             verdict = self._check_load(result, watcher, health, Phase.BENCHMARK)
             last = index == workload.windows - 1
             if last and not dedicated:

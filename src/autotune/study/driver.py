@@ -69,6 +69,8 @@ from autotune.study.tell import Told, tell_repeat, tell_result, tell_skip
 from autotune.tracking.base import Tracker
 
 _logger = logging.getLogger(__name__)
+# Objectives a window's planned requests bound from above as it runs (node/bench.py).
+BOUNDED_RATES = ("output_tok_s", "request_s")
 
 # Proposals in a row that are skipped (dead ends, repeats, constraints) before the space is
 # taken as exhausted: a small discrete space runs out of new configurations.
@@ -546,6 +548,9 @@ class Driver:
             ts = ts.model_copy(update={"avoid_nodes": avoid})
         prune = prunable and self.options.prune and not self.spec.objective.multi
         hook = self._window_hook(trial) if prune else None
+        floor = self._floor() if prune else None
+        if floor is not None:
+            ts = ts.model_copy(update={"give_up_below": {self.spec.objective.metric: floor}})
         loop.inflight[self.executor.submit(ts, on_window=hook)] = (trial, config)
         _logger.info("trial %d launched (attempt %d): %s", trial.number, attempt, config)
 
@@ -672,6 +677,22 @@ class Driver:
         self._launch_cv = evidence.noise_model(groups).launch_cv
         base = evidence.baseline_of(groups)
         self._baseline_median = base.median if base is not None else None
+
+    def _floor(self) -> float | None:
+        """The rate below which a window of a prunable trial stops at once: where the pruner
+        would stop the trial after it (None: a metric with no such bound, or nothing known
+        to compare with yet)."""
+        margin = margin_for(self._launch_cv)
+        objective = self.spec.objective
+        if (
+            objective.metric not in BOUNDED_RATES
+            or objective.direction != "maximize"
+            or self.spec.scenarios
+            or not self._incumbent
+            or margin is None
+        ):
+            return None
+        return self._incumbent * (1.0 - margin)
 
     def _window_hook(self, trial: optuna.Trial) -> WindowHook:
         """Per-window intermediate values to Optuna; True (stop) when the pruner says so."""

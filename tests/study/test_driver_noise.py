@@ -262,3 +262,40 @@ def test_a_window_that_can_no_longer_reach_the_floor_stops_at_once(tmp_path: Pat
     assert cut.outcome is Outcome.PRUNED and len(cut.windows) == 1, cut
     floor = 0.85 * min(t.value for t in base if t.value)  # at most the widest margin's floor
     assert cut.windows[0]["duration_s"] < min(0.8 * full_s, 1.1 * 400 / floor), cut.windows
+
+
+def test_no_trial_starts_that_would_end_after_the_time_limit(tmp_path: Path) -> None:
+    """A study given 10 minutes on the GPU machine started a 2-minute trial with 1 minute
+    left, and the run's end cut it (SGLang, 2026-12-06): the time limit is also kept by not
+    starting what the study's median trial says would end after it."""
+    workload = {
+        "concurrency": 1,
+        "num_requests": 4,
+        "prompt_len": 4,
+        "output_len": 100,  # 2 windows of 400 tokens: seconds a trial
+        "warmup_requests": 0,
+        "windows": 2,
+    }
+    space = toy_space(tmp_path / "toy.yaml", baseline=FAST, workload=workload)
+    first = make_driver(space, tmp_path / "study", n_trials=1, seed=0, baseline_launches=1)
+    try:
+        first.run()
+    finally:
+        first.executor.shutdown()
+    (baseline,) = Ledger(first.study).trials()
+    took = baseline.duration_s
+    assert baseline.outcome is Outcome.OK and took
+
+    # Resumed with room for more trials but less time than one takes: none starts.
+    limit = {"trials": 10, "time_limit_s": 0.8 * took}
+    toy_space(tmp_path / "toy.yaml", baseline=FAST, workload=workload, budget=limit)
+    again = make_driver(space, tmp_path / "study", seed=0, baseline_launches=1, confirm=0)
+    events: list[Event] = []
+    again.on_event = events.append
+    try:
+        again.run()
+    finally:
+        again.executor.shutdown()
+    assert [t.number for t in Ledger(again.study).trials() if t.outcome is not None] == [0]
+    (stop,) = [e for e in events if e.kind is EventKind.STOP]
+    assert stop.message.startswith("time limit: a trial takes about"), stop.message

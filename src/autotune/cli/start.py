@@ -73,8 +73,9 @@ TimeLimitOpt = Annotated[
     typer.Option(
         "--time-limit",
         min=1,
-        help="Seconds after which no new search trial starts (default: budget.time_limit_s); "
-        "trials in flight finish, and a resume goes on.",
+        help="Seconds after which no new search trial starts, nor one that the study's median "
+        "launch says would end after them (default: budget.time_limit_s); trials in flight "
+        "finish, and a resume goes on.",
     ),
 ]
 QuietOpt = Annotated[

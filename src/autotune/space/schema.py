@@ -466,7 +466,8 @@ class Budget(_Strict):
     trials: int = Field(default=20, ge=1)
     """Trials to run (the baseline counts as one)."""
     time_limit_s: float | None = Field(default=None, gt=0)
-    """Stop starting trials after this many seconds."""
+    """Stop starting trials after this many seconds, or once the study's median launch
+    would end after them."""
     max_crash_streak: int | None = Field(default=None, ge=1)
     """Stop after this many crashed trials in a row."""
     baseline_launches: int | None = Field(default=None, ge=1)

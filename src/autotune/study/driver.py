@@ -11,6 +11,7 @@ classifies) and never renders anything (the CLI subscribes to its events).
 from __future__ import annotations
 
 import logging
+import statistics
 import sys
 import time
 import warnings
@@ -69,6 +70,13 @@ from autotune.study.tell import Told, tell_repeat, tell_result, tell_skip
 from autotune.tracking.base import Tracker
 
 _logger = logging.getLogger(__name__)
+
+
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(round(max(0.0, seconds)), 60)
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
 # Objectives a window's planned requests bound from above as it runs (node/bench.py).
 BOUNDED_RATES = ("output_tok_s", "request_s")
 
@@ -195,6 +203,7 @@ class Driver:
         self._incumbent: float | None = None
         self._launch_cv: float | None = None
         self._baseline_median: float | None = None
+        self._trial_s: float | None = None  # the median launch's length, for the time limit
         self.study = self._open_study()
         self.ledger = Ledger(self.study)
         self.deadends = DeadEnds(spec, self.ledger.dead_ends())
@@ -409,8 +418,15 @@ class Driver:
     def _stop(self, loop: _Loop) -> None:
         """Decide whether to stop launching (the trials in flight still finish)."""
         loop.stopping = False
-        if loop.deadline is not None and time.monotonic() > loop.deadline:
+        now = time.monotonic()
+        if loop.deadline is not None and now > loop.deadline:
             loop.stopping, loop.stop_reason = True, "time limit reached"
+        elif loop.deadline is not None and self._trial_s and now + self._trial_s > loop.deadline:
+            loop.stopping = True
+            loop.stop_reason = (
+                f"time limit: a trial takes about {_clock(self._trial_s)} (the median launch) "
+                f"and {_clock(loop.deadline - now)} is left"
+            )
         if loop.skips >= MAX_SKIPS_IN_A_ROW:
             loop.stopping, loop.stop_reason = True, EXHAUSTED
         streak = self.spec.budget.max_crash_streak
@@ -677,6 +693,8 @@ class Driver:
         self._launch_cv = evidence.noise_model(groups).launch_cv
         base = evidence.baseline_of(groups)
         self._baseline_median = base.median if base is not None else None
+        took = [t.duration_s for t in trials if t.launched and t.duration_s]
+        self._trial_s = statistics.median(took) if took else None
 
     def _floor(self) -> float | None:
         """The rate below which a window of a prunable trial stops at once: where the pruner

@@ -10,7 +10,7 @@ from typing import Any
 import optuna
 import pytest
 
-from autotune.search import CRASH, KIND, REFUSED, Sampler
+from autotune.search import CRASH, DEFAULTS, KIND, REFUSED, Sampler
 
 pytestmark = pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")
 BASE = {"kernel": "a", "batch": 16, "mem": 0.6, "fused": False}
@@ -202,3 +202,31 @@ def test_a_feature_s_numbers_are_tried_at_their_middle_together() -> None:
     assert on[0] == {"spec": True, "steps": 1, "topk": 1}  # the feature at its least
     assert {"spec": True, "steps": 4, "topk": 4} in on[1:3]  # then its centre
     assert study.best_value > 130
+
+
+def test_the_screen_starts_from_the_defaults_the_system_chose_for_unset_settings() -> None:
+    """SGLang's baseline leaves the memory share and the running-request limit to SGLang,
+    which chose 0.83 and 4096 on an H100 (its log, 2026-12-06). Started from each range's
+    middle instead (0.5, 91 running requests under 256 streams), every move of the screen
+    ran at half the baseline's throughput. With the chosen values on the baseline trial
+    (``DEFAULTS``), the screen starts from them, the nearest its ranges allow."""
+
+    def objective(trial: optuna.Trial) -> float:
+        kernel = trial.suggest_categorical("kernel", ["a", "b"])
+        if trial.number == 0:  # the baseline: the rest left to the system, as a driver does
+            return 100.0
+        running = trial.suggest_int("running", 8, 1024, log=True)
+        mem = trial.suggest_float("mem", 0.1, 0.95, step=0.05)
+        return 100.0 * min(running, 256) / 256 * (1.0 if kernel == "a" else 1.1) * mem
+
+    study = optuna.create_study(direction="maximize", sampler=Sampler(seed=0))
+    study.enqueue_trial({"kernel": "a"}, user_attrs={DEFAULTS: {"running": 4096, "mem": 0.83}})
+    study.optimize(objective, n_trials=6)
+    # The first move (the kernel) runs with the unset settings at the system's values (not at
+    # their least: 8 running requests, 0.1 of the memory), then the start itself, then one
+    # setting moved at a time from it.
+    first, start, *moves = [t.params for t in study.trials[1:]]
+    assert first == {"kernel": "b", "running": 1024, "mem": 0.85}, first
+    assert start == {"kernel": "a", "running": 1024, "mem": 0.85}, start
+    for moved in moves:
+        assert sum(moved[k] != start[k] for k in start) == 1, (start, moved)

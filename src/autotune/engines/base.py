@@ -169,6 +169,12 @@ class Engine(abc.ABC):
         """
         return {}
 
+    def resolved_flags(self, log_text: str) -> dict[str, str]:
+        """``{flag: value}`` of the settings the engine chose itself, read from a launch's log
+        (a share of memory, a batch limit derived from the GPU): what a launch that left
+        them unset ran with. The search starts its screen from them. None known: empty."""
+        return {}
+
 
 ENGINES: Registry[Engine] = Registry(
     "engine", "autotune.engines", "autotune.engines", "engine.name"

@@ -7,6 +7,7 @@ written for 0.5.9 is rewritten for 0.5.14+ (and must be for 0.5.23, where the ol
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -25,6 +26,13 @@ SIM_TIME_SCALE_ENV = "AUTOTUNE_SIM_TIME_SCALE"
 _TP = ("--tp-size", "--tensor-parallel-size")
 _DP = ("--dp-size", "--data-parallel-size")
 _PP = ("--pp-size", "--pipeline-parallel-size")
+# What a launch's log says SGLang chose (``resolved_flags``).
+_SERVER_ARGS = re.compile(r"server_args=ServerArgs\((.*)\)\s*$", re.MULTILINE)
+_SCALAR = re.compile(r"\b([a-z][a-z0-9_]*)=(None|True|False|-?\d+(?:\.\d+)?|'[^',]*')(?=[,)\s]|$)")
+_POOL_LINE = re.compile(r"max_total_num_tokens=\d+, chunked_prefill_size=.*")
+_DECODE_GRAPHS = re.compile(
+    r"Capture (?:target decode )?(?:cuda|CUDA) graph (?:begin\..*?)?bs[= ]?\[([\d, ]+)\]"
+)
 
 
 @dataclass(frozen=True)
@@ -154,6 +162,26 @@ class SGLangEngine(Engine):
 
     def request_fields(self) -> dict[str, Any]:
         return {"ignore_eos": True}
+
+    def resolved_flags(self, log_text: str) -> dict[str, str]:
+        # ``server_args=ServerArgs(...)`` at start (None where SGLang decides later), then
+        # the values it decided: the pool line, and the decode graphs' batch sizes.
+        out: dict[str, str] = {}
+        dump = _SERVER_ARGS.search(log_text)
+        if dump:
+            for name, value in _SCALAR.findall(dump.group(1)):
+                if value != "None":
+                    out.setdefault("--" + name.replace("_", "-"), value.strip("'"))
+        pool = _POOL_LINE.search(log_text)
+        if pool:
+            for name, value in _SCALAR.findall(pool.group(0)):
+                out["--" + name.replace("_", "-")] = value
+        graphs = _DECODE_GRAPHS.search(log_text)
+        if graphs:
+            most = str(max(int(b) for b in graphs.group(1).split(",") if b.strip()))
+            out.setdefault("--cuda-graph-max-bs-decode", most)
+            out.setdefault("--cuda-graph-max-bs", most)  # its name before 0.5.14
+        return out
 
     def known_flags(self) -> set[str] | None:
         table = load_table("sglang", self.spec.version)

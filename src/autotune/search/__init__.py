@@ -20,6 +20,25 @@ trials show (the study driver refuses what it is sure of before launch).
 """
 
 from autotune.search.crashes import CrashModel
-from autotune.search.sampler import CRASH, KIND, REFUSED, Feasible, History, Sampler, read
+from autotune.search.sampler import (
+    CRASH,
+    DEFAULTS,
+    KIND,
+    REFUSED,
+    Feasible,
+    History,
+    Sampler,
+    read,
+)
 
-__all__ = ["CRASH", "KIND", "REFUSED", "CrashModel", "Feasible", "History", "Sampler", "read"]
+__all__ = [
+    "CRASH",
+    "DEFAULTS",
+    "KIND",
+    "REFUSED",
+    "CrashModel",
+    "Feasible",
+    "History",
+    "Sampler",
+    "read",
+]

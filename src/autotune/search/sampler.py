@@ -5,11 +5,13 @@ Each proposal is planned whole before Optuna asks for its values, from the trial
 and nothing else, so a study resumed after its driver was killed proposes what it would have:
 
 - **The screen** (``design`` launches at most): the first configuration (an enqueued
-  baseline, or each setting's reference value) with one setting moved per launch: a number to
-  the far end of its range, a choice to each other value. A crash that needs two settings
-  together costs nothing here, and each setting's own effect is measured. A feature a move
-  switched on starts with its settings at their least, then its numbers at their middle
-  together (a centre point: the best may lie inside), and each is then moved once from there.
+  baseline, its unset settings at the values the system chose where a ``DEFAULTS``
+  attribute names them, else each setting's reference value) with one setting moved per
+  launch: a number to the far end of its range, a choice to each other value. A crash that
+  needs two settings together costs nothing here, and each setting's own effect is measured.
+  A feature a move switched on starts with its settings at their least, then its numbers
+  at their middle together (a centre point: the best may lie inside), and each is then
+  moved once from there.
 - **Lines** (after the screen): a second point on each move's line through the numbers it
   moved: halfway back where it crashed (the edge lies between) or gained more than the
   noise, halfway to the other end where one number moved and lost more than the noise.
@@ -63,6 +65,9 @@ CRASH = "search:crash"  # user attribute: the trial crashed; its value says how 
 REFUSED = "search:refused"  # user attribute: the trial was not launched; its value says why
 KIND = "proposed_by"  # user attribute the sampler writes: design, line, pairs, model, random
 MOVE = "search:move"  # user attribute: which move of the screen a design trial is
+# user attribute of an enqueued trial that leaves settings unset: the values the system chose
+# for them (an engine's own defaults, read from its log); the screen starts from them
+DEFAULTS = "search:defaults"
 DESIGN = 12  # the most one-at-a-time launches of the screen
 RISK = 2.0  # how much a chance of crashing weighs against the expected improvement
 PAIRS = 6  # the most proposals that screen pairs of choices
@@ -93,6 +98,7 @@ class History:
     pending: list[Config] = field(default_factory=list)  # running, or queued with values
     seen: set[Any] = field(default_factory=set)  # every configuration a trial had
     start: Config | None = None  # what the screen moves from
+    defaults: Config = field(default_factory=dict)  # the start's unset settings (DEFAULTS)
     # the screen's moves made: each one's label, and the configuration its trial had
     moves: dict[str, Config] = field(default_factory=dict)
     kinds: dict[str, int] = field(default_factory=dict)  # proposals made, by kind
@@ -126,6 +132,8 @@ def read(study: Study, trials: Sequence[FrozenTrial]) -> History:
         h.seen.add(key(params))
         if h.start is None and adapter.fixed_params(t) is not None:
             h.start = dict(params)
+        if not h.defaults and isinstance(t.user_attrs.get(DEFAULTS), dict):
+            h.defaults = dict(t.user_attrs[DEFAULTS])
         if t.state in (TrialState.RUNNING, TrialState.WAITING):
             h.pending.append(dict(params))
             continue
@@ -160,6 +168,14 @@ def read(study: Study, trials: Sequence[FrozenTrial]) -> History:
     h.conds = conditions(sampled, list(h.params))
     h.donors = [h.ran[i] for i in np.argsort(h.y)[::-1]] if h.y else []
     return h
+
+
+def _nearest(p: Param, defaults: Config) -> Any:
+    """``p``'s value in ``defaults``, the nearest its range allows (None: none there)."""
+    value = defaults.get(p.name)
+    if p.numeric and isinstance(value, int | float) and not isinstance(value, bool):
+        return p.at(p.place(min(max(value, p.low), p.high)))
+    return p.choices[p.index(value)] if value is not None and p.index(value) >= 0 else None
 
 
 def _constraints(t: FrozenTrial) -> list[float]:
@@ -201,6 +217,7 @@ class Sampler(BaseSampler):
         self._risk = risk
         self._pairs = pairs
         self._plans: dict[int, Config] = {}
+        self._defaults: dict[int, Config] = {}  # DEFAULTS as each planned trial read them
         self._starts: set[int] = set()  # trials that launch the screen's first configuration
 
     def reseed_rng(self) -> None:
@@ -230,6 +247,7 @@ class Sampler(BaseSampler):
         rng = np.random.default_rng([self._seed, h.told, len(h.pending)])
         kind, plan, move = self._plan(h, rng)
         self._plans[trial.number] = plan
+        self._defaults[trial.number] = h.defaults
         if move is not None and key(plan) == key(self._start(h) or {}):
             self._starts.add(trial.number)
         adapter.set_user_attr(study, trial, KIND, kind)
@@ -251,10 +269,14 @@ class Sampler(BaseSampler):
                 return value
             if p.numeric:  # out of this trial's range (a bound taken from another parameter)
                 return p.at(p.place(min(max(value, p.low), p.high)))
-        # Not planned (a parameter no trial had yet): a setting the baseline left unset at its
-        # reference value, one a feature switched on at its least; or a feasible draw.
+        # Not planned (a parameter no trial had yet): a setting the baseline left unset at the
+        # value the system chose for it, else at its reference value, one a feature switched
+        # on at its least; or a feasible draw.
         rng = np.random.default_rng([self._seed, trial.number, len(trial.params)])
-        draws = [p.reference() if trial.number in self._starts else p.least()] + [
+        first = _nearest(p, self._defaults.get(trial.number, {}))
+        if first is None:
+            first = p.reference() if trial.number in self._starts else p.least()
+        draws = [first] + [
             p.choices[rng.integers(len(p.choices))] if p.choices else p.at(rng.random())
             for _ in range(20)
         ]
@@ -267,6 +289,7 @@ class Sampler(BaseSampler):
         self, study: Study, trial: FrozenTrial, state: TrialState, values: Sequence[float] | None
     ) -> None:
         self._plans.pop(trial.number, None)
+        self._defaults.pop(trial.number, None)
         self._starts.discard(trial.number)
 
     # -- planning -----------------------------------------------------------------------------
@@ -297,10 +320,13 @@ class Sampler(BaseSampler):
 
     def _start(self, h: History) -> Config | None:
         """The screen's first configuration: the baseline with the settings it leaves unset at
-        their reference values."""
+        the values the system chose for them (``DEFAULTS``, the nearest the range allows),
+        else at their reference values."""
         if h.start is None:
             return None
-        return active({**{n: p.reference() for n, p in h.params.items()}, **h.start}, h.conds)
+        chosen = {n: v for n, p in h.params.items() if (v := _nearest(p, h.defaults)) is not None}
+        reference = {n: p.reference() for n, p in h.params.items()}
+        return active({**reference, **chosen, **h.start}, h.conds)
 
     def _moves(self, h: History, start: Config) -> list[tuple[str, Config]]:
         """The screen, each move with its label: ``start`` itself where it is not the

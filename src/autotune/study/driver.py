@@ -649,6 +649,8 @@ class Driver:
         self, trial: optuna.Trial, config: dict[str, Any], result: TrialResult, baseline: bool
     ) -> Told:
         """Tell a launched trial's result (study, ledger, dead ends) and log it to the tracker."""
+        if baseline and result.outcome is Outcome.OK:  # where the search's screen starts
+            self.ledger.mark_defaults(trial, self._chosen_by_engine(config, result.log_path))
         command = self.real_command(config)
         told = tell_result(
             self.study, self.ledger, self.deadends, self.spec, trial, config, result, command
@@ -665,6 +667,31 @@ class Driver:
             )
         )
         return told
+
+    def _chosen_by_engine(self, config: dict[str, Any], log_path: str | None) -> dict[str, Any]:
+        """The values the engine chose for the settings ``config`` leaves unset, as the space
+        writes them, read from the launch's log (``Engine.resolved_flags``)."""
+        try:
+            text = Path(log_path).read_text(errors="replace") if log_path else ""
+        except OSError:  # no log on the driver: the screen starts from reference values
+            return {}
+        flags = self.engine.resolved_flags(text) if text else {}
+        out: dict[str, Any] = {}
+        for p in self.spec.parameters:
+            raw = flags.get(p.flag or "")
+            if p.name in config or raw is None or p.map:
+                continue
+            try:
+                if p.type == "bool":
+                    value: Any = {"True": True, "False": False}[raw]
+                elif p.type == "categorical":
+                    value = next(c for c in p.choices or [] if str(c) == raw)
+                else:
+                    value = int(float(raw)) if p.type == "int" else float(raw)
+            except (KeyError, StopIteration, ValueError):  # not a value the space can write
+                continue
+            out[p.name] = value
+        return out
 
     def _end(self, loop: _Loop) -> None:
         _logger.info("study %r stops: %s", self.options.study, loop.stop_reason)

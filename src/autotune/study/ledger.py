@@ -29,7 +29,7 @@ from autotune.core.records import SkipKind, SkipRecord, StudyRecord, TrialRecord
 from autotune.core.summary import Ablation, StudySummary, StudyView
 from autotune.errors import StudyError
 from autotune.models import Outcome
-from autotune.search import CRASH, KIND, REFUSED, adapter
+from autotune.search import CRASH, DEFAULTS, KIND, REFUSED, adapter
 from autotune.space.schema import config_key
 from autotune.study import evidence
 from autotune.study.confirm import Confirmation, Progress
@@ -287,6 +287,12 @@ class Ledger:
         """The kind of proposal that made this trial (``TrialRecord.proposed_by``)."""
         kind = self._storage.get_trial(trial_id).user_attrs.get(_PROPOSED_BY)
         return kind if isinstance(kind, str) else None
+
+    def mark_defaults(self, trial: optuna.Trial, chosen: dict[str, Any]) -> None:
+        """Tell the search's sampler what the engine chose for the settings this trial left
+        unset (``search.DEFAULTS``): its screen starts there. Once per study."""
+        if chosen and not any(DEFAULTS in t.user_attrs for t in self.study.get_trials(False)):
+            trial.set_user_attr(DEFAULTS, chosen)
 
     def mark_crash(self, trial: optuna.Trial, signature: str) -> None:
         """Tell the search's sampler a launched trial crashed, and how (``search.CRASH``)."""

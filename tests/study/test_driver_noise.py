@@ -262,6 +262,10 @@ def test_a_window_that_can_no_longer_reach_the_floor_stops_at_once(tmp_path: Pat
     assert cut.outcome is Outcome.PRUNED and len(cut.windows) == 1, cut
     floor = 0.85 * min(t.value for t in base if t.value)  # at most the widest margin's floor
     assert cut.windows[0]["duration_s"] < min(0.8 * full_s, 1.1 * 400 / floor), cut.windows
+    # Its rate counts the tokens of the request it cut short (the completed ones alone would
+    # read about a fifth low): what the server streamed at.
+    served = 100 * (1 + cut.config["x"] * cut.config["y"] / 5)
+    assert 0.9 * served < cut.windows[0]["output_tok_s"] < 1.1 * served, cut.windows
 
 
 def test_no_trial_starts_that_would_end_after_the_time_limit(tmp_path: Path) -> None:

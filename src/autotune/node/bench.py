@@ -153,6 +153,7 @@ class BenchResult:
     lag_s: list[float] = field(default_factory=list)
     start: float = 0.0  # time.perf_counter() when the window began (arrivals count from it)
     gave_up: str = ""
+    streamed_tokens: int = 0  # output tokens streamed, by requests cut short too
 
     @property
     def completed(self) -> int:
@@ -385,7 +386,12 @@ def _kind(workload: Workload) -> str:
 
 
 async def _one(
-    pool: stream.Pool, workload: Workload, body: bytes, *, keep_text: bool = False
+    pool: stream.Pool,
+    workload: Workload,
+    body: bytes,
+    *,
+    keep_text: bool = False,
+    streamed: list[int] | None = None,
 ) -> RequestRecord:
     record = RequestRecord()
     chunks = 0
@@ -426,6 +432,8 @@ async def _one(
                     new = _chunk_tokens(kind, obj, state)
                     if new <= 0:
                         continue
+                    if streamed is not None:  # the window's tokens so far, finished or not
+                        streamed[0] += new
                     # ``now``: when the bytes arrived, before any parsing.
                     chunks += 1
                     if record.ttft_s is None:
@@ -458,6 +466,7 @@ class _Window:
         self.pool, self.workload = pool, workload
         self.records: list[RequestRecord] = []
         self.requested = 0
+        self.streamed = [0]  # output tokens streamed so far, by every request
         self.multi = workload.turns > 1
 
     def encode(self, session: Session) -> bytes:
@@ -475,7 +484,9 @@ class _Window:
             else:
                 payload = request_body(self.workload, user, session.output_lens[turn], history)
                 body = json.dumps(payload).encode()
-            record = await _one(self.pool, self.workload, body, keep_text=self.multi)
+            record = await _one(
+                self.pool, self.workload, body, keep_text=self.multi, streamed=self.streamed
+            )
             record.session, record.turn = session.index, turn
             estimate += session.prompt_lens[turn]
             if record.input_tokens <= 0:
@@ -644,6 +655,7 @@ async def run_load_async(
         lag_s=lag,
         start=start,
         gave_up=gave_up,
+        streamed_tokens=window.streamed[0],
     )
 
 

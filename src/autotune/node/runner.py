@@ -536,8 +536,12 @@ class _Trial:
                 give_up_below=floor if prune else None,
             )
             if result.state == "hopeless" and result.failed == 0:
-                # It cannot reach the floor however it ends: pruned now, not after the window.
-                windows.append(bench.unscale(result.metrics(), self.time_scale))
+                # It cannot reach the floor however it ends: pruned now, not after the window,
+                # with the rate it streamed at (the requests it cut short count their tokens).
+                cut = result.metrics().model_copy(
+                    update={"output_tok_s": result.streamed_tokens / max(result.duration_s, 1e-9)}
+                )
+                windows.append(bench.unscale(cut, self.time_scale))
                 if self.on_window is not None:
                     self.on_window(index, windows[-1].flat())
                 metric = result.gave_up

@@ -12,6 +12,7 @@ import pytest
 from tests.study.study_helpers import make_driver, toy_space
 
 from autotune.engines.sglang import SGLangEngine
+from autotune.engines.vllm import VLLMEngine
 from autotune.models import EngineSpec, Outcome
 from autotune.search import DEFAULTS
 from autotune.study.ledger import Ledger
@@ -40,6 +41,16 @@ def test_sglang_says_what_it_chose_in_its_log() -> None:
     # an older SGLang's pool line (2025): the same words
     older = (DATA / "log_lines.txt").read_text()
     assert engine.resolved_flags(older)["--max-running-requests"] == "2049"
+    assert engine.resolved_flags("no such lines") == {}
+
+
+def test_vllm_says_what_it_chose_in_its_log() -> None:
+    engine = VLLMEngine(EngineSpec(name="vllm", version="0.26.0"))
+    h100 = (DATA / "gpu-crashlogs" / "vllm-0.26.0-healthy-pruned.log").read_text()
+    chosen = engine.resolved_flags(h100)
+    assert chosen["--max-num-batched-tokens"] == "21571"  # the scheduler's line
+    assert chosen["--max-cudagraph-capture-size"] == "8"  # the compilation config
+    assert chosen["--enforce-eager"] == "False"  # the engine's config line
     assert engine.resolved_flags("no such lines") == {}
 
 

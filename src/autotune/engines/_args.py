@@ -59,3 +59,17 @@ def int_flag(args: Sequence[str], names: Sequence[str]) -> int | None:
         return int(value)
     except ValueError:  # not an integer: documented as None
         return None
+
+
+# ``name=value`` in a printed Python object (a config dump in a log): scalars only.
+_SCALAR = re.compile(r"\b([a-z][a-z0-9_]*)=(None|True|False|-?\d+(?:\.\d+)?|'[^',]*')(?=[,)\s]|$)")
+
+
+def logged_flags(text: str) -> dict[str, str]:
+    """``{--flag-name: value}`` of the scalar ``name=value`` pairs in ``text`` (the first of
+    each; ``None`` left out): an engine's printed arguments, as launch flags."""
+    out: dict[str, str] = {}
+    for name, value in _SCALAR.findall(text):
+        if value != "None":
+            out.setdefault("--" + name.replace("_", "-"), value.strip("'"))
+    return out

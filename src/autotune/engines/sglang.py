@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from autotune.engines._args import has_flag, int_flag, is_flag
+from autotune.engines._args import has_flag, int_flag, is_flag, logged_flags
 from autotune.engines.base import ENGINES, Engine
 from autotune.engines.flagtable import load_table, parse_version
 from autotune.models import EngineSpec
@@ -28,7 +28,6 @@ _DP = ("--dp-size", "--data-parallel-size")
 _PP = ("--pp-size", "--pipeline-parallel-size")
 # What a launch's log says SGLang chose (``resolved_flags``).
 _SERVER_ARGS = re.compile(r"server_args=ServerArgs\((.*)\)\s*$", re.MULTILINE)
-_SCALAR = re.compile(r"\b([a-z][a-z0-9_]*)=(None|True|False|-?\d+(?:\.\d+)?|'[^',]*')(?=[,)\s]|$)")
 _POOL_LINE = re.compile(r"max_total_num_tokens=\d+, chunked_prefill_size=.*")
 _DECODE_GRAPHS = re.compile(
     r"Capture (?:target decode )?(?:cuda|CUDA) graph (?:begin\..*?)?bs[= ]?\[([\d, ]+)\]"
@@ -166,16 +165,11 @@ class SGLangEngine(Engine):
     def resolved_flags(self, log_text: str) -> dict[str, str]:
         # ``server_args=ServerArgs(...)`` at start (None where SGLang decides later), then
         # the values it decided: the pool line, and the decode graphs' batch sizes.
-        out: dict[str, str] = {}
         dump = _SERVER_ARGS.search(log_text)
-        if dump:
-            for name, value in _SCALAR.findall(dump.group(1)):
-                if value != "None":
-                    out.setdefault("--" + name.replace("_", "-"), value.strip("'"))
+        out = logged_flags(dump.group(1)) if dump else {}
         pool = _POOL_LINE.search(log_text)
         if pool:
-            for name, value in _SCALAR.findall(pool.group(0)):
-                out["--" + name.replace("_", "-")] = value
+            out.update(logged_flags(pool.group(0)))
         graphs = _DECODE_GRAPHS.search(log_text)
         if graphs:
             most = str(max(int(b) for b in graphs.group(1).split(",") if b.strip()))

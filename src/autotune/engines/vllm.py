@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar
 
-from autotune.engines._args import has_flag, int_flag
+from autotune.engines._args import has_flag, int_flag, logged_flags
 from autotune.engines.base import ENGINES, Engine
 from autotune.engines.flagtable import load_table
 from autotune.errors import ConfigError
@@ -13,6 +14,10 @@ from autotune.models import EngineSpec
 _TP = ("--tensor-parallel-size", "-tp")
 _PP = ("--pipeline-parallel-size", "-pp")
 _DP = ("--data-parallel-size", "-dp")
+# What a launch's log says vLLM chose (``resolved_flags``).
+_ENGINE_CONFIG = re.compile(r"Initializing a V1 LLM engine .*? with config: (.*)$", re.MULTILINE)
+_BATCHED_TOKENS = re.compile(r"max_num_batched_tokens=(\d+)")
+_GRAPH_SIZE = re.compile(r"'max_cudagraph_capture_size': (\d+)")
 
 
 @ENGINES.register
@@ -56,6 +61,17 @@ class VLLMEngine(Engine):
 
     def request_fields(self) -> dict[str, Any]:
         return {"ignore_eos": True}
+
+    def resolved_flags(self, log_text: str) -> dict[str, str]:
+        # The engine's config line (``Initializing a V1 LLM engine ... with config: ...``),
+        # then what the scheduler and the compiler decided.
+        config = _ENGINE_CONFIG.search(log_text)
+        out = logged_flags(config.group(1)) if config else {}
+        if tokens := _BATCHED_TOKENS.search(log_text):
+            out["--max-num-batched-tokens"] = tokens.group(1)
+        if graphs := _GRAPH_SIZE.search(log_text):
+            out["--max-cudagraph-capture-size"] = graphs.group(1)
+        return out
 
     def known_flags(self) -> set[str] | None:
         table = load_table(self.name, self.spec.version)

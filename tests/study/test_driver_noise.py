@@ -303,3 +303,43 @@ def test_no_trial_starts_that_would_end_after_the_time_limit(tmp_path: Path) -> 
     assert [t.number for t in Ledger(again.study).trials() if t.outcome is not None] == [0]
     (stop,) = [e for e in events if e.kind is EventKind.STOP]
     assert stop.message.startswith("time limit: a trial takes about"), stop.message
+
+
+def test_confirmation_waits_for_the_next_run_when_no_launch_fits_the_time_limit(
+    tmp_path: Path,
+) -> None:
+    """On the GPU machine the search stopped at its time limit and the confirmation began a
+    launch the run's end then cut: a confirmation launch, too, starts only where the median
+    launch ends within the limit, and the next run goes on with it."""
+    space = toy_space(tmp_path / "toy.yaml", baseline=FAST)
+    options = dict(n_trials=2, seed=0, baseline_launches=1, confirm_rounds=(2, 2))
+    first = make_driver(space, tmp_path / "study", confirm=0, **options)
+    first.study.enqueue_trial({**FAST, "backend": "b"})  # the candidate
+    try:
+        first.run()
+    finally:
+        first.executor.shutdown()
+    took = max(t.duration_s or 0 for t in Ledger(first.study).trials())
+    assert took > 0
+
+    toy_space(
+        tmp_path / "toy.yaml", baseline=FAST, budget={"trials": 2, "time_limit_s": 0.5 * took}
+    )
+    cut = make_driver(space, tmp_path / "study", confirm=1, **options)
+    events: list[Event] = []
+    cut.on_event = events.append
+    try:
+        cut.run()
+    finally:
+        cut.executor.shutdown()
+    assert len(Ledger(cut.study).trials()) == 2  # nothing launched
+    notes = [e.message for e in events if e.kind is EventKind.CONFIRM]
+    assert any("time limit" in m and "on resume" in m for m in notes), notes
+
+    toy_space(tmp_path / "toy.yaml", baseline=FAST)
+    again = make_driver(space, tmp_path / "study", confirm=1, **options)
+    try:
+        again.run()
+    finally:
+        again.executor.shutdown()
+    assert Ledger(again.study).confirmation() is not None

@@ -108,6 +108,10 @@ class _Interrupted(Exception):
     """Ctrl-C during the confirmation or ablation rounds: they stop, nothing is concluded."""
 
 
+class _OutOfTime(_Interrupted):
+    """The time limit leaves no room for another relaunch: the rounds stop where they are."""
+
+
 @dataclass
 class DriverOptions:
     """How to run a study (everything the CLI's ``start`` takes)."""
@@ -204,6 +208,7 @@ class Driver:
         self._launch_cv: float | None = None
         self._baseline_median: float | None = None
         self._trial_s: float | None = None  # the median launch's length, for the time limit
+        self._deadline: float | None = None  # time.monotonic() of the time limit, if any
         self.study = self._open_study()
         self.ledger = Ledger(self.study)
         self.deadends = DeadEnds(spec, self.ledger.dead_ends())
@@ -394,9 +399,10 @@ class Driver:
         if run_id:
             self.ledger.set_tracker_run(run_id)
         trials = self.ledger.trials()
+        self._deadline = (time.monotonic() + limit) if (limit := spec.budget.time_limit_s) else None
         loop = _Loop(
             target=o.n_trials or spec.budget.trials,
-            deadline=(time.monotonic() + limit) if (limit := spec.budget.time_limit_s) else None,
+            deadline=self._deadline,
             launched=budget_launches(trials),
         )
         self._refresh_incumbent(trials)
@@ -700,8 +706,9 @@ class Driver:
         if not self.interrupted:
             try:
                 self.ledger.write_ablation(self._ablate(loop.target))
-            except _Interrupted:  # Ctrl-C: the answer stands; the ablation says it was cut
-                self.ledger.write_ablation(ablation.skipped("cut short by Ctrl-C"))
+            except _Interrupted as stop:  # the answer stands; the ablation says it was cut
+                why = "the time limit" if isinstance(stop, _OutOfTime) else "Ctrl-C"
+                self.ledger.write_ablation(ablation.skipped(f"cut short by {why}"))
         self._reap()
         trials = self.ledger.trials()
         summary = self.ledger.summary(trials)
@@ -853,11 +860,16 @@ class Driver:
                 ConfirmOptions(min_rounds=lo, max_rounds=hi),
                 measure_round=measure_round,
             )
-        except _Interrupted:  # Ctrl-C: nothing is concluded; the resume goes on from here
+        except _Interrupted as stop:  # nothing is concluded; the resume goes on from here
+            why = (
+                "the time limit leaves no room for a launch"
+                if isinstance(stop, _OutOfTime)
+                else "interrupted"
+            )
             self.on_event(
                 Event(
                     EventKind.CONFIRM,
-                    message="interrupted: confirmation goes on from its last launch on resume",
+                    message=f"{why}: confirmation goes on from its last launch on resume",
                 )
             )
             return None
@@ -937,6 +949,12 @@ class Driver:
             o.ablation_rounds,
         )
 
+    def _check_time(self) -> None:
+        """Raise ``_OutOfTime`` where the median launch would end after the time limit."""
+        deadline, now = self._deadline, time.monotonic()
+        if deadline is not None and (now > deadline or now + (self._trial_s or 0.0) > deadline):
+            raise _OutOfTime
+
     def _measure(
         self,
         relaunches: list[_Relaunch],
@@ -949,9 +967,11 @@ class Driver:
         if self.parallel <= 1:
             out_in_order = []
             for i, r in enumerate(relaunches):
+                self._check_time()
                 out_in_order.append(self._finish_relaunch(r, *self._start_relaunch(r), None))
                 report(i, out_in_order[-1])
             return out_in_order
+        self._check_time()
         started = [self._start_relaunch(r) for r in relaunches]
         waiting = list(range(len(relaunches)))
         out: dict[int, Sample] = {}

@@ -8,9 +8,10 @@
 # Here, first:  python3 tools/offline/build.py node sglang     (tools/offline/README.md)
 # Device tool:  carry [".carry/node"] in a first short run, then [".carry/sglang", "studies"];
 #               a study longer than one run resumes from studies/<name>/study.db, brought back from $OUT and carried again.
-# No new trial starts once fewer than RESERVE_S (default 150) seconds are left; the run is
-# interrupted (Ctrl-C: the trial in flight is recorded as interrupted and run again on resume)
-# 40 seconds before SECONDS.
+# No launch (search, confirmation) starts that the study's median launch says would end within
+# RESERVE_S (default 90: a launch can take longer than the median) seconds of the end; the run
+# is interrupted (Ctrl-C: the trial in flight is recorded as interrupted and run again on
+# resume) 40 seconds before SECONDS.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ $# -ge 2 ] || { echo "usage: $0 SPACE SECONDS [autotune start options...]" >&2; exit 2; }
@@ -34,7 +35,7 @@ status=0
 # --foreground: one SIGINT to autotune alone (GNU timeout otherwise signals the whole process
 # group too, and a second Ctrl-C forces the stop without tearing the trial down).
 timeout --foreground -s INT -k 30 $((left - 40)) python3 -m autotune.cli start --space "$space" \
-  --executor ray --no-mlflow --time-limit $((left - ${RESERVE_S:-150})) "$@" \
+  --executor ray --no-mlflow --time-limit $((left - ${RESERVE_S:-90})) "$@" \
   > >(tee "$OUT/start.log") 2>&1 || status=$?
 echo "autotune start exited $status after $((SECONDS - T0)) s" | tee -a "$OUT/start.log"
 # The GPU back to idle (a server torn down late by its own shutdown path included).

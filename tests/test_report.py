@@ -520,3 +520,24 @@ def test_report_command_prints_no_third_party_warnings(study: optuna.Study, tmp_
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     assert (tmp_path / "out" / "report.html").is_file()
+
+
+def test_a_study_whose_baseline_beat_every_candidate_says_why_nothing_was_confirmed(
+    tmp_path: Path,
+) -> None:
+    """The SGLang study on an H100 (docs/gpu/2026-12-06-sglang-h100-256, real storage): its
+    best candidate ran 29% below the baseline; the report must not tell the reader to run
+    with confirmation, which now skips such a candidate."""
+    import shutil
+
+    from autotune.cli import main
+
+    src = Path(__file__).resolve().parents[1] / "docs" / "gpu" / "2026-12-06-sglang-h100-256"
+    shutil.copy(src / "study.db", tmp_path / "study.db")
+    out = tmp_path / "report"
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    args = ["report", "--study", "sglang-gpu", "--storage", storage, "--out", str(out)]
+    assert main(args) == 0
+    html = (out / "report.html").read_text()
+    assert "the baseline beat every candidate beyond noise" in html
+    assert "Run with confirmation" not in html

@@ -83,7 +83,13 @@ def _headline(s: StudySummary) -> str:
     cls = "good" if s.beats_baseline else "bad"
     verdict = s.verdict if s.verdict else "no baseline ran: no gain can be claimed"
     parts.append(f'<p class="{cls}">{_e(verdict)}</p>')
-    if kind is FigureKind.SEARCH and s.gain is not None:
+    lost = s.gain is not None and s.gain.ci95_pct[1] < 0
+    if kind is FigureKind.SEARCH and lost:
+        parts.append(
+            '<p class="note">Not confirmed: on the search\'s own launches the baseline beat '
+            "every candidate beyond noise, so no launches were spent confirming one.</p>"
+        )
+    elif kind is FigureKind.SEARCH and s.gain is not None:
         parts.append(
             '<p class="note">Not confirmed: these figures are the search\'s own launches, '
             "and the interval is widened for every configuration the best was picked "

@@ -36,7 +36,7 @@ from typing import Any
 
 import httpx
 
-from autotune.models import Workload
+from autotune.models import LengthDist, Workload
 from autotune.node import bench
 from autotune.node.process import free_port
 from autotune.node.workload import arrivals
@@ -391,10 +391,42 @@ runpy.run_module("sglang.bench_serving", run_name="__main__", alter_sys=True)
 ENGINE_BENCH = {
     # engine -> argv of its own serving benchmark (random token ids: nothing to download)
     "sglang": [sys.executable, "-c", SGLANG_BENCH_SERVING, "--backend", "sglang-oai",
-               "--dataset-name", "random-ids", "--random-range-ratio", "1"],
+               "--dataset-name", "random-ids"],
     "vllm": [sys.executable, "-m", "vllm.entrypoints.cli.main", "bench", "serve",
-             "--dataset-name", "random", "--random-range-ratio", "0", "--ignore-eos"],
+             "--dataset-name", "random", "--ignore-eos"],
 }  # fmt: skip
+
+
+def _bounds(length: int | str | LengthDist) -> tuple[int, int]:
+    if isinstance(length, LengthDist):
+        assert length.low is not None and length.high is not None
+        return length.low, length.high
+    if isinstance(length, str):
+        raise SystemExit("the engines' benchmarks draw lengths; a dataset's are not theirs")
+    return length, length
+
+
+def engine_lengths(engine: str, w: Workload) -> list[str]:
+    """The engine benchmark's length arguments for ``w``'s uniform lengths (both benchmarks
+    take one range ratio for prompts and outputs: SGLang's draws from ``[ratio * L, L]``,
+    vLLM's from ``[L * (1 - ratio), L * (1 + ratio)]``).
+
+    Raises:
+        SystemExit: prompts and outputs vary by different ratios.
+    """
+    (p_lo, p_hi), (o_lo, o_hi) = _bounds(w.prompt_len), _bounds(w.output_len)
+    if abs(p_lo / p_hi - o_lo / o_hi) > 1e-9:
+        raise SystemExit(
+            "--prompt-min/--prompt-len and --tokens-min/--tokens must have the same ratio: "
+            "the engines' benchmarks take one range ratio for both"
+        )
+    if engine == "sglang":
+        lengths, ratio = (p_hi, o_hi), p_lo / p_hi
+        extra = ["--random-range-ratio", f"{ratio:g}"]
+    else:
+        lengths = ((p_lo + p_hi) // 2, (o_lo + o_hi) // 2)
+        extra = ["--random-range-ratio", repr((p_hi - p_lo) / (p_hi + p_lo))]
+    return [*extra, "--random-input-len", str(lengths[0]), "--random-output-len", str(lengths[1])]
 
 
 def engine_bench(engine: str, url: str, model: str, tokenizer: str, w: Workload) -> Reading:
@@ -403,8 +435,7 @@ def engine_bench(engine: str, url: str, model: str, tokenizer: str, w: Workload)
         result = os.path.join(tmp, "result.json")
         argv = [*ENGINE_BENCH[engine], "--base-url", url, "--model", model,
                 "--tokenizer", tokenizer, "--num-prompts", str(w.num_requests),
-                "--max-concurrency", str(w.concurrency), "--random-input-len",
-                str(w.prompt_len), "--random-output-len", str(w.output_len)]  # fmt: skip
+                "--max-concurrency", str(w.concurrency), *engine_lengths(engine, w)]  # fmt: skip
         if engine == "sglang":
             argv += ["--output-file", result]
         else:
@@ -428,11 +459,17 @@ def engine_bench(engine: str, url: str, model: str, tokenizer: str, w: Workload)
 
 def live(args: argparse.Namespace) -> None:
     """Alternate autotune's client and the engine's benchmark on one live server."""
+
+    def length(low: int | None, high: int) -> int | LengthDist:
+        return LengthDist(dist="uniform", low=low, high=high) if low and low < high else high
+
     workload = Workload(
-        concurrency=args.streams, num_requests=args.requests, prompt_len=args.prompt_len,
-        output_len=args.tokens, warmup_requests=0, model=args.model,
+        concurrency=args.streams, num_requests=args.requests,
+        prompt_len=length(args.prompt_min, args.prompt_len),
+        output_len=length(args.tokens_min, args.tokens), warmup_requests=0, model=args.model,
         extra_body={"ignore_eos": True},  # as a study of either engine sends, and both benchmarks
     )  # fmt: skip
+    engine_lengths(args.engine_bench, workload)  # both sides can send it, before any run
 
     def ours() -> Reading:
         return autotune_client(args.url, workload)
@@ -451,8 +488,10 @@ def live(args: argparse.Namespace) -> None:
             started = time.strftime("%H:%M:%S")
             readings.append(run())
             print(f"{started} {readings[-1].client}: {readings[-1].output_tok_s:.1f} tok/s")
+    p_lo, o_lo = args.prompt_min or args.prompt_len, args.tokens_min or args.tokens
     print(f"{args.url}: {args.requests} requests, {args.streams} streams, prompt "
-          f"{args.prompt_len}, output {args.tokens} tokens; runs alternated ABBA")  # fmt: skip
+          f"{p_lo}-{args.prompt_len}, output {o_lo}-{args.tokens} tokens (uniform); runs "
+          "alternated ABBA")  # fmt: skip
     print(f"{'client':28} {'tok/s':>10} {'TTFT p50':>9} {'ITL p50':>8} {'ITL mean':>9} {'done':>5}")
     for r in readings:
         print(f"{r.client:28} {r.output_tok_s:10.1f} {r.ttft_p50_ms:9.1f} {r.itl_p50_ms:8.2f} "
@@ -493,6 +532,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tokenizer", default="", help="--url: the engine benchmark's tokenizer")
     parser.add_argument("--requests", type=int, default=256, help="--url: requests a run")
     parser.add_argument("--prompt-len", type=int, default=512, help="--url: prompt tokens")
+    parser.add_argument(
+        "--prompt-min", type=int, default=None, help="--url: prompts uniform in min..len"
+    )
+    parser.add_argument(
+        "--tokens-min", type=int, default=None, help="--url: outputs uniform in min..tokens"
+    )
     args = parser.parse_args(argv)
     if args.url:
         live(args)

@@ -23,6 +23,8 @@ for _ in $(seq 300); do
   sleep 1
 done
 echo "ready after $SECONDS s" | tee "$OUT/loadgen.txt"
+# The studies' workload (search_spaces/sglang-gpu.yaml): prompts of 256-512 tokens, outputs of
+# 192-384, uniform (one range ratio, as both engines' benchmarks take it), 768 a run.
 python3 bench/loadgen.py --url "http://127.0.0.1:$port" --model m --tokenizer "$model" \
-  --engine-bench "$engine" --repeat "$repeat" --streams 256 --requests 1024 --tokens 256 \
-  --prompt-len 512 2>&1 | tee -a "$OUT/loadgen.txt"
+  --engine-bench "$engine" --repeat "$repeat" --streams 256 --requests 768 \
+  --prompt-len 512 --prompt-min 256 --tokens 384 --tokens-min 192 2>&1 | tee -a "$OUT/loadgen.txt"

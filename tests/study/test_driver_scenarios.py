@@ -76,3 +76,19 @@ def test_a_study_stored_before_scenarios_existed_resumes(tmp_path: Path) -> None
     again = make_driver(space, tmp_path / "study", n_trials=1, seed=0)  # no StudyError
     again.executor.shutdown()
     assert "scenarios" not in Ledger(again.study).study_record().space
+
+
+def test_resume_refuses_a_changed_workload_naming_the_field(tmp_path: Path) -> None:
+    """The GPU space moved from 1,024 requests of fixed lengths to 768 of varied ones: a study
+    resumed across that change would rank launches measured on different work."""
+    space = toy_space(tmp_path / "toy.yaml", trials=1)
+    make_driver(space, tmp_path / "study", n_trials=1, seed=0).executor.shutdown()
+    data = yaml.safe_load(space.read_text())
+    data["workload"]["num_requests"] = data["workload"]["num_requests"] + 1
+    space.write_text(yaml.safe_dump(data))
+    with pytest.raises(StudyError, match=r"another workload \(workload.num_requests: 2, now 3\)"):
+        make_driver(space, tmp_path / "study", n_trials=1, seed=0)
+    # put back, it resumes
+    data["workload"]["num_requests"] -= 1
+    space.write_text(yaml.safe_dump(data))
+    make_driver(space, tmp_path / "study", n_trials=1, seed=0).executor.shutdown()

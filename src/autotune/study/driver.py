@@ -284,6 +284,16 @@ class Driver:
                     f"study {self.options.study!r} was made from a different space "
                     f"({key} differs); start a new study with --study NAME"
                 )
+        # What a launch is measured with (fields a newer version added keep their defaults).
+        was, now = stored.space.get("workload") or {}, new.get("workload") or {}
+        changed = [k for k in was if was[k] != now.get(k)]
+        if changed:
+            k = changed[0]
+            raise StudyError(
+                f"study {self.options.study!r} was measured with another workload (workload."
+                f"{k}: {was[k]!r}, now {now.get(k)!r}); its figures would not compare: start a "
+                "new study with --study NAME, or put the workload back"
+            )
         if stored.simulated != self.options.simulate:
             kind = "simulated" if stored.simulated else "real"
             raise StudyError(

@@ -25,6 +25,10 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.gpu
 CLI = [sys.executable, "-m", "autotune.cli"]
 
+# engine -> a setting its baseline leaves unset whose value the engine's log states (the
+# search's screen starts from it: Engine.resolved_flags, autotune.search.DEFAULTS)
+CHOSEN = {"sglang": "mem_fraction_static", "vllm": "max_num_batched_tokens"}
+
 # engine -> (its module, a configuration that fails for real on the offline install, the cause)
 CASES: dict[str, tuple[str, dict[str, Any], str]] = {
     "sglang": (
@@ -71,6 +75,7 @@ def test_the_smallest_real_study_runs_and_names_a_real_crash(engine: str, tmp_pa
     outcomes = [t.user_attrs.get("outcome") for t in trials]
     assert outcomes[:2] == ["ok", "crashed"], outcomes
     assert trials[0].user_attrs["metrics"]["output_tok_s"] > 0
+    assert CHOSEN[engine] in trials[0].user_attrs.get("search:defaults", {}), trials[0].user_attrs
     assert trials[1].user_attrs["cause"] == cause, trials[1].user_attrs.get("evidence")
     for t in trials:  # the GPU back to idle after every trial, crashes included
         assert t.user_attrs["cleanup"]["gpu_clean"], (t.number, t.user_attrs["cleanup"])

@@ -106,3 +106,28 @@ def test_the_model_of_the_objective_learns_a_pair_and_ignores_a_setting_that_doe
     mean, sd = gp.predict(encode(PARAMS, [run(kernel="c", flag=True), run(kernel="a", flag=True)]))
     assert mean[0] - mean[1] > 0.15  # the pair's own gain (log 1.3 = 0.26 over the same mem)
     assert (sd > 0).all()
+
+
+def test_the_fit_follows_the_exact_gradient_of_every_hyperparameter() -> None:
+    """The gradient the fit climbs is the loss's own, the pairs' share included (a wrong
+    one leaves that share at its prior)."""
+    rng = np.random.default_rng(3)
+    configs = [
+        run(
+            batch=int(rng.integers(1, 1024)),
+            mem=round(float(rng.uniform(0.5, 0.95)), 2),
+            kernel=str(rng.choice(["a", "b", "c"])),
+            flag=bool(rng.integers(2)),
+        )
+        for _ in range(12)
+    ]
+    x = encode(PARAMS, configs)
+    y = rng.normal(size=len(configs)) + 2.0 * (x[:, 2] == 1) * x[:, 3]
+    gp = AdditiveGP(x, y, np.array([p.numeric for p in PARAMS]))
+    theta = np.array([-1.0, -0.5, 0.2, -2.0, -0.7, -2.5])
+    _, grad = gp._loss(theta)
+    for i in range(len(theta)):
+        step = np.zeros_like(theta)
+        step[i] = 1e-5
+        numeric = (gp._loss(theta + step)[0] - gp._loss(theta - step)[0]) / 2e-5
+        assert grad[i] == pytest.approx(numeric, rel=1e-3, abs=1e-5), i

@@ -104,8 +104,8 @@ class AdditiveGP:
         for j in range(len(w)):
             dk = w[j] * self.ks[j] * (1.0 + pairs * (s - w[j] * self.ks[j]))
             grad[j] = 0.5 * np.sum(a * dk)
-        _, s2 = combine(self.ks, w, 1.0)
-        grad[-2] = 0.5 * np.sum(a * (pairs * (s2 - 1.0 - s)))
+        k1, _ = combine(self.ks, w, 1.0)  # 1 + s + the pairs' sum at a share of 1
+        grad[-2] = 0.5 * np.sum(a * (pairs * (k1 - 1.0 - s)))
         grad[-1] = 0.5 * np.trace(a) * 2.0 * noise**2
         priors = [WEIGHT_PRIOR] * len(w) + [PAIRS_PRIOR, NOISE_PRIOR]
         for i, (mu, sd) in enumerate(priors):

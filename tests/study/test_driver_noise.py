@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.study.study_helpers import make_driver, toy_space
@@ -15,6 +16,35 @@ from autotune.study.events import Event, EventKind
 from autotune.study.ledger import Ledger
 
 FAST = {"backend": "a", "x": 1.0, "y": 5}  # 100 * (1 + x*y/5) = 200 tok/s, the toy's fastest
+
+
+def _workload(requests: int = 2, output: int = 12, windows: int = 3) -> dict[str, int]:
+    """A closed loop of one stream, no warm-up: ``windows`` windows of ``requests`` requests."""
+    return {
+        "concurrency": 1,
+        "num_requests": requests,
+        "prompt_len": 4,
+        "output_len": output,
+        "warmup_requests": 0,
+        "windows": windows,
+    }
+
+
+def _run(driver: Any) -> list[Event]:
+    """Run ``driver`` to its end; the events it sent (its own handler still gets them)."""
+    events: list[Event] = []
+    handler = driver.on_event
+
+    def both(e: Event) -> None:
+        events.append(e)
+        handler(e)
+
+    driver.on_event = both
+    try:
+        driver.run()
+    finally:
+        driver.executor.shutdown()
+    return events
 
 
 @pytest.fixture(autouse=True)
@@ -33,14 +63,7 @@ def test_baseline_launches_pruning_and_confirmation(tmp_path: Path) -> None:
         tmp_path / "toy.yaml",
         parameters=params,
         baseline=FAST,
-        workload={
-            "concurrency": 1,
-            "num_requests": 2,
-            "prompt_len": 4,
-            "output_len": 12,
-            "warmup_requests": 0,
-            "windows": 3,
-        },
+        workload=_workload(),
     )
     driver = make_driver(
         space,
@@ -53,10 +76,7 @@ def test_baseline_launches_pruning_and_confirmation(tmp_path: Path) -> None:
         confirm_rounds=(2, 2),
     )
     driver.study.enqueue_trial({**FAST, "backend": "b"})  # 1.1x the baseline: a candidate
-    try:
-        driver.run()
-    finally:
-        driver.executor.shutdown()
+    _run(driver)
     trials = Ledger(driver.study).trials()
     search = [t for t in trials if t.confirm_round is None]
     confirm = [t for t in trials if t.confirm_round is not None]
@@ -101,12 +121,7 @@ def test_baseline_launches_pruning_and_confirmation(tmp_path: Path) -> None:
         confirm=1,
         confirm_rounds=(2, 2),
     )
-    events: list[Event] = []
-    again.on_event = events.append
-    try:
-        again.run()
-    finally:
-        again.executor.shutdown()
+    events = _run(again)
     assert len(Ledger(again.study).trials()) == len(trials)
     assert any(
         e.kind is EventKind.CONFIRM and e.message.startswith("already confirmed") for e in events
@@ -128,12 +143,7 @@ def test_confirmation_waits_while_queued_trials_wait(tmp_path: Path) -> None:
     )
     driver.study.enqueue_trial({**FAST, "backend": "b"})  # launched: the candidate
     driver.study.enqueue_trial({**FAST, "y": 4})  # left waiting by the budget
-    events: list[Event] = []
-    driver.on_event = events.append
-    try:
-        driver.run()
-    finally:
-        driver.executor.shutdown()
+    events = _run(driver)
     trials = Ledger(driver.study).trials()
     assert sum(t.launched for t in trials) == 2 and Ledger(driver.study).confirmation() is None
     (note,) = [e for e in events if e.kind is EventKind.CONFIRM]
@@ -156,17 +166,11 @@ def test_an_interrupted_confirmation_resumes_from_its_last_launch(tmp_path: Path
 
     seen: list[int | None] = []
     driver.on_event = stop_after_two_confirmation_launches
-    try:
-        driver.run()
-    finally:
-        driver.executor.shutdown()
+    _run(driver)
     assert Ledger(driver.study).confirmation() is None  # not settled: no record yet
 
     again = make_driver(space, tmp_path / "study", **options)
-    try:
-        again.run()
-    finally:
-        again.executor.shutdown()
+    _run(again)
     trials = Ledger(again.study).trials()
     confirm = [t for t in trials if t.confirm_round is not None]
     # Three rounds of (baseline, candidate): six launches in all, the first two kept.
@@ -186,14 +190,7 @@ def test_a_candidate_the_baseline_beats_beyond_noise_is_not_confirmed(tmp_path: 
     space = toy_space(
         tmp_path / "toy.yaml",
         baseline=FAST,
-        workload={
-            "concurrency": 1,
-            "num_requests": 2,
-            "prompt_len": 4,
-            "output_len": 12,
-            "warmup_requests": 0,
-            "windows": 1,
-        },
+        workload=_workload(windows=1),
     )
     driver = make_driver(
         space,
@@ -205,12 +202,7 @@ def test_a_candidate_the_baseline_beats_beyond_noise_is_not_confirmed(tmp_path: 
         confirm_rounds=(2, 2),
     )
     driver.study.enqueue_trial(slow)
-    events: list[Event] = []
-    driver.on_event = events.append
-    try:
-        driver.run()
-    finally:
-        driver.executor.shutdown()
+    events = _run(driver)
     trials = Ledger(driver.study).trials()
     assert [t.outcome for t in trials] == [Outcome.OK] * 3, [(t.number, t.outcome) for t in trials]
     assert not [t for t in trials if t.confirm_round is not None]
@@ -238,22 +230,12 @@ def test_a_window_that_can_no_longer_reach_the_floor_stops_at_once(tmp_path: Pat
         tmp_path / "toy.yaml",
         parameters=params,
         baseline=FAST,
-        workload={
-            "concurrency": 1,
-            "num_requests": 4,
-            "prompt_len": 4,
-            "output_len": 100,
-            "warmup_requests": 0,
-            "windows": 2,
-        },
+        workload=_workload(requests=4, output=100, windows=2),
     )
     driver = make_driver(
         space, tmp_path / "study", n_trials=2, seed=0, baseline_launches=2, confirm=0
     )
-    try:
-        driver.run()
-    finally:
-        driver.executor.shutdown()
+    _run(driver)
     trials = Ledger(driver.study).trials()
     base = [t for t in trials if t.baseline]
     (cut,) = [t for t in trials if not t.baseline]
@@ -272,20 +254,10 @@ def test_no_trial_starts_that_would_end_after_the_time_limit(tmp_path: Path) -> 
     """A study given 10 minutes on the GPU machine started a 2-minute trial with 1 minute
     left, and the run's end cut it (SGLang, 2026-12-06): the time limit is also kept by not
     starting what the study's median trial says would end after it."""
-    workload = {
-        "concurrency": 1,
-        "num_requests": 4,
-        "prompt_len": 4,
-        "output_len": 100,  # 2 windows of 400 tokens: seconds a trial
-        "warmup_requests": 0,
-        "windows": 2,
-    }
+    workload = _workload(requests=4, output=100, windows=2)
     space = toy_space(tmp_path / "toy.yaml", baseline=FAST, workload=workload)
     first = make_driver(space, tmp_path / "study", n_trials=1, seed=0, baseline_launches=1)
-    try:
-        first.run()
-    finally:
-        first.executor.shutdown()
+    _run(first)
     (baseline,) = Ledger(first.study).trials()
     took = baseline.duration_s
     assert baseline.outcome is Outcome.OK and took
@@ -294,12 +266,7 @@ def test_no_trial_starts_that_would_end_after_the_time_limit(tmp_path: Path) -> 
     limit = {"trials": 10, "time_limit_s": 0.8 * took}
     toy_space(tmp_path / "toy.yaml", baseline=FAST, workload=workload, budget=limit)
     again = make_driver(space, tmp_path / "study", seed=0, baseline_launches=1, confirm=0)
-    events: list[Event] = []
-    again.on_event = events.append
-    try:
-        again.run()
-    finally:
-        again.executor.shutdown()
+    events = _run(again)
     assert [t.number for t in Ledger(again.study).trials() if t.outcome is not None] == [0]
     (stop,) = [e for e in events if e.kind is EventKind.STOP]
     assert stop.message.startswith("time limit: a trial takes about"), stop.message
@@ -315,10 +282,7 @@ def test_confirmation_waits_for_the_next_run_when_no_launch_fits_the_time_limit(
     options = dict(n_trials=2, seed=0, baseline_launches=1, confirm_rounds=(2, 2))
     first = make_driver(space, tmp_path / "study", confirm=0, **options)
     first.study.enqueue_trial({**FAST, "backend": "b"})  # the candidate
-    try:
-        first.run()
-    finally:
-        first.executor.shutdown()
+    _run(first)
     took = max(t.duration_s or 0 for t in Ledger(first.study).trials())
     assert took > 0
 
@@ -326,20 +290,12 @@ def test_confirmation_waits_for_the_next_run_when_no_launch_fits_the_time_limit(
         tmp_path / "toy.yaml", baseline=FAST, budget={"trials": 2, "time_limit_s": 0.5 * took}
     )
     cut = make_driver(space, tmp_path / "study", confirm=1, **options)
-    events: list[Event] = []
-    cut.on_event = events.append
-    try:
-        cut.run()
-    finally:
-        cut.executor.shutdown()
+    events = _run(cut)
     assert len(Ledger(cut.study).trials()) == 2  # nothing launched
     notes = [e.message for e in events if e.kind is EventKind.CONFIRM]
     assert any("time limit" in m and "on resume" in m for m in notes), notes
 
     toy_space(tmp_path / "toy.yaml", baseline=FAST)
     again = make_driver(space, tmp_path / "study", confirm=1, **options)
-    try:
-        again.run()
-    finally:
-        again.executor.shutdown()
+    _run(again)
     assert Ledger(again.study).confirmation() is not None

@@ -230,3 +230,25 @@ def test_the_screen_starts_from_the_defaults_the_system_chose_for_unset_settings
     assert start == {"kernel": "a", "running": 1024, "mem": 0.85}, start
     for moved in moves:
         assert sum(moved[k] != start[k] for k in start) == 1, (start, moved)
+
+
+def test_a_baseline_whose_chosen_values_the_ranges_hold_is_the_start_itself() -> None:
+    """Where every value the system chose lies on its range, the baseline ran at the screen's
+    start: it is not launched again, and each move changes one setting from it."""
+
+    def objective(trial: optuna.Trial) -> float:
+        kernel = trial.suggest_categorical("kernel", ["a", "b"])
+        if trial.number == 0:
+            return 100.0
+        running = trial.suggest_int("running", 8, 1024, log=True)
+        mem = trial.suggest_float("mem", 0.1, 0.95, step=0.05)
+        return 100.0 * min(running, 256) / 256 * (1.0 if kernel == "a" else 1.1) * mem
+
+    study = optuna.create_study(direction="maximize", sampler=Sampler(seed=0))
+    study.enqueue_trial({"kernel": "a"}, user_attrs={DEFAULTS: {"running": 256, "mem": 0.85}})
+    study.optimize(objective, n_trials=6)
+    start = {"kernel": "a", "running": 256, "mem": 0.85}
+    moves = [t.params for t in study.trials[1:]]
+    assert start not in moves, moves
+    for moved in moves[:3]:
+        assert sum(moved[k] != start[k] for k in start) == 1, (start, moved)

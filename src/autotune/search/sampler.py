@@ -118,8 +118,22 @@ def read(study: Study, trials: Sequence[FrozenTrial]) -> History:
     h = History(known(trials))
     values: list[float] = []
     sampled: list[Config] = []
+    # The launches of the configuration that carries DEFAULTS ran with those values: where the
+    # ranges hold them exactly, they are its values (the screen's start is then itself).
+    marked = next((t for t in trials if isinstance(t.user_attrs.get(DEFAULTS), dict)), None)
+    ran_as: tuple[Any, Config] | None = None
+    if marked is not None:
+        h.defaults = dict(marked.user_attrs[DEFAULTS])
+        exact = {
+            n: v
+            for n, p in h.params.items()
+            if n in h.defaults and same(v := _nearest(p, h.defaults), h.defaults[n])
+        }
+        ran_as = (key(marked.params or adapter.fixed_params(marked) or {}), exact)
     for t in trials:
         params = t.params or (adapter.fixed_params(t) or {})
+        if ran_as is not None and params and key(params) == ran_as[0]:
+            params = {**ran_as[1], **params}
         if t.params and adapter.fixed_params(t) is None:
             sampled.append(t.params)
         if MOVE in t.user_attrs:
@@ -132,8 +146,6 @@ def read(study: Study, trials: Sequence[FrozenTrial]) -> History:
         h.seen.add(key(params))
         if h.start is None and adapter.fixed_params(t) is not None:
             h.start = dict(params)
-        if not h.defaults and isinstance(t.user_attrs.get(DEFAULTS), dict):
-            h.defaults = dict(t.user_attrs[DEFAULTS])
         if t.state in (TrialState.RUNNING, TrialState.WAITING):
             h.pending.append(dict(params))
             continue

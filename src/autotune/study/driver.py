@@ -45,6 +45,7 @@ from autotune.models import Limits, Outcome, Rule, TrialResult, TrialSpec, Workl
 from autotune.search import CrashModel, adapter, read
 from autotune.search.space import encode
 from autotune.space import scenarios
+from autotune.space.expr import compiled
 from autotune.space.render import render, violations
 from autotune.space.schema import StudySpec, config_key
 from autotune.space.suggest import suggest
@@ -707,7 +708,10 @@ class Driver:
             except (KeyError, StopIteration, ValueError):  # not a value the space can write
                 continue
             out[p.name] = value
-        return out
+        # Only what the configuration switches on (a draft length without speculation is not).
+        values = {**out, **config}
+        when = {p.name: p.when for p in self.spec.parameters}
+        return {n: v for n, v in out.items() if when[n] is None or compiled(when[n]).holds(values)}
 
     def _end(self, loop: _Loop) -> None:
         _logger.info("study %r stops: %s", self.options.study, loop.stop_reason)

@@ -642,9 +642,10 @@ class TrialSpec(_Frozen):
     # scenario of ``workload`` (today's windows and peak). ``combine`` makes the objective.
     scenarios: list[Scenario] = Field(default_factory=list)
     combine: Combine | None = None
-    # A prunable trial's floor, ``{metric: value}``: a window stops as soon as it can no longer
-    # reach it (its planned total over the time already spent is below), and the trial is
-    # pruned. output_tok_s or request_s (planned totals bound them); empty: every window ends.
+    # A prunable trial's floor, ``{metric: value}``: its first window stops as soon as it can
+    # no longer reach it (its planned total over the time already spent is below), and the
+    # trial is pruned. output_tok_s or request_s (planned totals bound them); empty: every
+    # window ends.
     give_up_below: dict[str, float] = Field(default_factory=dict)
 
 

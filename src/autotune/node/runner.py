@@ -533,7 +533,8 @@ class _Trial:
                 kind=named + _window_kind(index),
                 abort=abort,
                 limit_s=self.spec.limits.benchmark_s,
-                give_up_below=floor if prune else None,
+                # The first window alone decides the pruning (later ones join a median).
+                give_up_below=floor if prune and index == 0 else None,
             )
             if result.state == "hopeless" and result.failed == 0:
                 # It cannot reach the floor however it ends: pruned now, not after the window,

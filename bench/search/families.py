@@ -35,10 +35,10 @@ from bench.search.landscapes import Landscape, Point, crash, ok
 # Chosen before any default was tuned (commit "bench: search families and their manifest").
 MANIFEST = {
     "tuning": ["interact", "condint", "coupled", "mixed7"],
-    "held_out": ["mixed11", "loadcrash", "plateau", "hidden2b", "ridge11"],
+    "held_out": ["mixed11", "loadcrash", "plateau", "hidden2b", "ridge11", "paired10"],
 }
-# ``ridge11`` was added to the held-out set (issue 52, session r3) when it was written, before
-# any strategy had run on it.
+# ``ridge11`` (issue 52, session r3) and ``paired10`` (session r5) were added to the held-out
+# set when they were written, before any strategy had run on them.
 INSTANCES = 4  # instances per family in the default runs (more with --instances)
 
 Config = dict[str, Any]
@@ -664,6 +664,87 @@ def ridge11(rng: random.Random) -> Shape:
     )
 
 
+def paired10(rng: random.Random) -> Shape:
+    """Ten settings of a server whose gains come in pairs: an FP8 KV cache and an FP8
+    attention kernel that each cost a little alone and pay together (the kernel fails to load
+    with one backend), output overlap and an async detokenizer that pay only together (the
+    async path crashes under load past a batch edge), a scheduler policy that costs at small
+    batches and pays at large ones, memory and batch filling one pool that the FP8 cache
+    shrinks, a backend choice, and two settings that do nothing."""
+    backends = ["triton", "flashinfer", "fa3"]
+    lv = {"triton": 1.0, "flashinfer": rng.uniform(0.95, 1.2), "fa3": rng.uniform(0.95, 1.2)}
+    bad = rng.choice(backends[1:])
+    a_kv, a_attn, g_fp8 = rng.uniform(0.02, 0.06), rng.uniform(0.02, 0.06), rng.uniform(0.1, 0.25)
+    o_alone, d_alone, g_ovl = (
+        rng.uniform(-0.01, 0.01),
+        rng.uniform(0.0, 0.03),
+        rng.uniform(0.08, 0.18),
+    )
+    p_amp, p_mid = rng.uniform(0.1, 0.3), rng.uniform(0.45, 0.7)
+    params = [
+        p_cat("backend", backends),
+        p_bool("fp8_kv", env=True),
+        p_bool("fp8_attn"),
+        p_bool("overlap"),
+        p_bool("async_detok", env=True),
+        p_cat("policy", ["fcfs", "lpm", "priority"]),
+        p_int("batch", 8, 512, log=True),
+        p_float("mem", 0.6, 0.95, 0.01),
+        p_int("tok_threads", 1, 16, env=True),
+        p_cat("log_level", ["info", "warning", "debug"], env=True),
+    ]
+    pb, pm = params[6], params[7]
+    gm, bat = rng.uniform(0.3, 0.7), saturate(rng.uniform(0.4, 0.8), rng.uniform(0.6, 0.95))
+    limit, shrink = rng.uniform(1.1, 1.4), rng.uniform(0.55, 0.75)
+    load_cut = rng.uniform(0.55, 0.8)
+    prio = rng.uniform(0.96, 1.01)
+
+    def value(c: Config) -> float:
+        ub = pos(pb, c["batch"])
+        v = 100.0 * lv[c["backend"]] * (1 + gm * pos(pm, c["mem"])) * bat(ub)
+        if c["fp8_kv"] and c["fp8_attn"]:
+            v *= 1 + g_fp8
+        elif c["fp8_kv"]:
+            v *= 1 - a_kv
+        elif c["fp8_attn"]:
+            v *= 1 - a_attn
+        if c["overlap"] and c["async_detok"]:
+            v *= 1 + g_ovl
+        elif c["overlap"]:
+            v *= 1 + o_alone
+        elif c["async_detok"]:
+            v *= 1 - d_alone
+        if c["policy"] == "lpm":
+            v *= 1 + p_amp * (ub - p_mid)
+        elif c["policy"] == "priority":
+            v *= prio
+        return v
+
+    def pool(c: Config) -> float:
+        return pos(pm, c["mem"]) + (shrink if c["fp8_kv"] else 1.0) * pos(pb, c["batch"])
+
+    crashes = [
+        (lambda c: pool(c) > limit, OOM),
+        (lambda c: bool(c["fp8_attn"]) and c["backend"] == bad, ASSERT),
+        (lambda c: bool(c["async_detok"]) and pos(pb, c["batch"]) > load_cut, LOAD),
+    ]
+    base = {
+        "backend": "triton",
+        "fp8_kv": False,
+        "fp8_attn": False,
+        "overlap": False,
+        "async_detok": False,
+        "policy": "fcfs",
+        "batch": 16,
+        "mem": 0.7,
+        "tok_threads": 4,
+        "log_level": "info",
+    }
+    while any(hit(base) for hit, _ in crashes):
+        limit += 0.05
+    return Shape("", params, base, value, crashes, _noise(rng), {"tok_threads", "log_level"})
+
+
 FAMILIES: dict[str, Callable[[random.Random], Shape]] = {
     "interact": interact,
     "condint": condint,
@@ -674,6 +755,7 @@ FAMILIES: dict[str, Callable[[random.Random], Shape]] = {
     "plateau": plateau,
     "hidden2b": hidden2b,
     "ridge11": ridge11,
+    "paired10": paired10,
 }
 _SALT = {name: k for k, name in enumerate(FAMILIES)}
 

@@ -87,7 +87,7 @@ def longest_files_first(
     fill the workers at the end (ordered by their number of tests, xdist's own order, a
     20-second one-test file started last and ran alone for its last 20 seconds). A file's
     expected seconds are those recorded in ``seconds`` for the tiers it runs in, or a guess
-    (``TEST_GUESS_S`` a test, ``SLOW_GUESS_S`` a slow one) for a file not recorded."""
+    (``TEST_GUESS_S`` a test, ``SLOW_GUESS_S`` a slow one) for a tier not recorded."""
 
     def file(item: pytest.Item) -> str:
         return item.nodeid.split("::")[0]
@@ -97,10 +97,12 @@ def longest_files_first(
         tiers.setdefault(file(item), [0, 0])[item.get_closest_marker("slow") is not None] += 1
 
     def expected(name: str) -> float:
-        fast, slow = tiers[name]
-        if name in seconds:
-            return seconds[name][0] * (fast > 0) + seconds[name][1] * (slow > 0)
-        return fast * TEST_GUESS_S + slow * SLOW_GUESS_S
+        # per tier that runs here: its recorded seconds, or a guess where none is recorded
+        recorded = seconds.get(name, [0.0, 0.0])
+        guess = (TEST_GUESS_S, SLOW_GUESS_S)
+        return sum(
+            (recorded[tier] or n * guess[tier]) for tier, n in enumerate(tiers[name]) if n > 0
+        )
 
     order = {name: -expected(name) for name in tiers}
     return sorted(items, key=lambda item: order[file(item)])

@@ -40,16 +40,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+MAX_AUTO_WORKERS = 8
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """``-n auto`` (pyproject.toml): two workers a core for the fast tier, two in all with the
     slow one. The fast tier's tests wait about half their time (on the small servers they
     start, streaming at set rates, and on their subprocesses), so two workers a core keep the
     cores busy; the slow tier's end-to-end tests start real engine servers and keep their
-    old share. ``PYTEST_XDIST_AUTO_NUM_WORKERS`` or ``-n N`` still decide when given."""
+    old share. At most ``MAX_AUTO_WORKERS``: each holds about 400 MB once it has run its
+    share. ``PYTEST_XDIST_AUTO_NUM_WORKERS`` or ``-n N`` still decide when given."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS") or config.getoption("--slow"):
         return None if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS") else 2
-    return 2 * max(1, len(os.sched_getaffinity(0)))
+    return min(2 * max(1, len(os.sched_getaffinity(0))), MAX_AUTO_WORKERS)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

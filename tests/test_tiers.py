@@ -114,6 +114,8 @@ def test_auto_workers_are_two_a_core_for_the_fast_tier_and_two_with_the_slow(
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2})
     assert pytest_xdist_auto_num_workers(Config(slow=False)) == 6  # type: ignore[arg-type]
     assert pytest_xdist_auto_num_workers(Config(slow=True)) == 2  # type: ignore[arg-type]
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
+    assert pytest_xdist_auto_num_workers(Config(slow=False)) == 8  # type: ignore[arg-type]
     monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "3")  # xdist's own setting decides
     assert pytest_xdist_auto_num_workers(Config(slow=False)) is None  # type: ignore[arg-type]
 

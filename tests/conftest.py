@@ -46,7 +46,7 @@ MAX_AUTO_WORKERS = 8
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """``-n auto`` (pyproject.toml): two workers a core for the fast tier, two in all with the
-    slow one. The fast tier's tests wait about half their time (on the small servers they
+    slow one. The fast tier's tests wait much of their time (on the small servers they
     start, streaming at set rates, and on their subprocesses), so two workers a core keep the
     cores busy; the slow tier's end-to-end tests start real engine servers and keep their
     old share. At most ``MAX_AUTO_WORKERS``: each holds about 400 MB once it has run its

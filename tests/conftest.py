@@ -53,7 +53,11 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     share. ``PYTEST_XDIST_AUTO_NUM_WORKERS`` or ``-n N`` still decide when given."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS") or config.getoption("--slow"):
         return None if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS") else 2
-    return min(2 * max(1, len(os.sched_getaffinity(0))), MAX_AUTO_WORKERS)
+    if hasattr(os, "sched_getaffinity"):  # the cores this process may use (Linux)
+        cores = len(os.sched_getaffinity(0))
+    else:
+        cores = os.cpu_count() or 1
+    return min(2 * cores, MAX_AUTO_WORKERS)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-# One BLAS thread per process. The two xdist workers (pyproject.toml) already fill both cores
+# One BLAS thread per process. The xdist workers (pyproject.toml) already fill the cores
 # of a small machine, and OpenBLAS's own threads, spinning over the search's small matrices
 # (tests/search: the Gaussian process and the crash model), doubled its CPU time. Set here, in
 # the process that starts the workers, before they import numpy; the tests' subprocesses

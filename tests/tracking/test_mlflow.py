@@ -7,17 +7,21 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from mlflow.tracking import MlflowClient
 
 from autotune.core.records import StudyInfo, TrialLog
 from autotune.core.summary import StudySummary
 from autotune.errors import TrackingError
 from autotune.models import Cleanup, Failure, Metrics, Outcome, Stats, Timings, TrialResult
 from autotune.tracking import NullTracker, make_tracker
-from autotune.tracking.mlflow import MlflowTracker, resolve_uri
+
+if TYPE_CHECKING:  # mlflow is imported where used: every xdist worker collects this file,
+    # and the one that runs it pays for the import (1.4 s of CPU)
+    from mlflow.tracking import MlflowClient
+
+    from autotune.tracking.mlflow import MlflowTracker
 
 SECRET = "hf_" + "Qw3" * 12
 
@@ -105,6 +109,10 @@ def _artifact_text(client: MlflowClient, run_id: str, path: str, dst: Path) -> s
 
 def _study_roundtrip(uri: str, tmp_path: Path, server_log: Path, study: str) -> None:
     """Log a study with two trials and check every part of it through a fresh client."""
+    from mlflow.tracking import MlflowClient
+
+    from autotune.tracking.mlflow import MlflowTracker
+
     space = tmp_path / "space.yaml"
     space.write_text("engine: {name: sglang}\n")
     tracker = MlflowTracker(uri, cwd=tmp_path)
@@ -236,6 +244,8 @@ def test_mlflow_server_roundtrip(mlflow_server: str, tmp_path: Path, server_log:
 
 
 def test_default_store_is_under_cwd(tmp_path: Path) -> None:
+    from autotune.tracking.mlflow import resolve_uri
+
     uri, artifacts = resolve_uri(None, tmp_path)
     assert uri == f"sqlite:///{tmp_path.resolve() / 'mlflow' / 'mlflow.db'}"
     assert artifacts == (tmp_path.resolve() / "mlflow" / "artifacts").as_uri()
@@ -246,6 +256,10 @@ def test_default_store_is_under_cwd(tmp_path: Path) -> None:
 
 
 def test_resume_reuses_parent_and_skips_logged_trials(store_uri: str, server_log: Path) -> None:
+    from mlflow.tracking import MlflowClient
+
+    from autotune.tracking.mlflow import MlflowTracker
+
     uri = store_uri
     first = MlflowTracker(uri)
     first.start_study(info("resumed"))
@@ -276,6 +290,8 @@ def test_resume_reuses_parent_and_skips_logged_trials(store_uri: str, server_log
 
 
 def test_interrupted_child_is_replaced(store_uri: str) -> None:
+    from autotune.tracking.mlflow import MlflowTracker
+
     tracker = MlflowTracker(store_uri)
     tracker.start_study(info("interrupted"))
     # A child created but never completed (the driver died mid-log).
@@ -294,6 +310,8 @@ def test_interrupted_child_is_replaced(store_uri: str) -> None:
 
 
 def test_unreachable_store_is_a_tracking_error(tmp_path: Path) -> None:
+    from autotune.tracking.mlflow import MlflowTracker
+
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     with pytest.raises(TrackingError, match="MLflow: opening the tracking store failed"):
@@ -301,6 +319,8 @@ def test_unreachable_store_is_a_tracking_error(tmp_path: Path) -> None:
 
 
 def test_server_down_is_a_tracking_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from autotune.tracking.mlflow import MlflowTracker
+
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "2")
     with socket.socket() as s:  # a port nobody listens on
@@ -312,6 +332,10 @@ def test_server_down_is_a_tracking_error(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_connect_creates_the_store_and_its_experiment(tmp_path: Path) -> None:
+    from mlflow.tracking import MlflowClient
+
+    from autotune.tracking.mlflow import MlflowTracker
+
     db = tmp_path / "fresh" / "mlflow.db"
     tracker = MlflowTracker(f"sqlite:///{db}")
     tracker.connect()
@@ -322,6 +346,7 @@ def test_connect_creates_the_store_and_its_experiment(tmp_path: Path) -> None:
 def test_a_server_down_at_connect_is_told_once_and_the_study_goes_on(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from autotune.tracking.mlflow import MlflowTracker
     from autotune.tracking.resilient import ResilientTracker
 
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
@@ -341,6 +366,7 @@ def test_the_runs_line_says_how_to_open_the_ui(
     store_uri: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from autotune.tracking import mlflow as tracking_mlflow
+    from autotune.tracking.mlflow import MlflowTracker
 
     tracker = MlflowTracker(store_uri)
     tracker.start_study(INFO)
@@ -351,6 +377,8 @@ def test_the_runs_line_says_how_to_open_the_ui(
 
 
 def test_make_tracker(store_uri: str) -> None:
+    from autotune.tracking.mlflow import MlflowTracker
+
     assert isinstance(make_tracker(None, enabled=False), NullTracker)
     tracker = make_tracker(store_uri)
     assert isinstance(tracker, MlflowTracker)
@@ -392,7 +420,10 @@ def test_quiet_on_stdout(tmp_path: Path) -> None:
 
 
 def test_skipped_proposals_and_study_files(store_uri: str, tmp_path: Path) -> None:
+    from mlflow.tracking import MlflowClient
+
     from autotune.core.records import SkipKind, SkipLog, SkipRecord
+    from autotune.tracking.mlflow import MlflowTracker
 
     tracker = MlflowTracker(store_uri)
     tracker.start_study(info("skips"))
@@ -414,6 +445,10 @@ def test_skipped_proposals_and_study_files(store_uri: str, tmp_path: Path) -> No
 
 
 def test_each_window_is_a_step_of_a_stepped_metric(store_uri: str) -> None:
+    from mlflow.tracking import MlflowClient
+
+    from autotune.tracking.mlflow import MlflowTracker
+
     tracker = MlflowTracker(store_uri)
     tracker.start_study(info("windows"))
     windows = [{"output_tok_s": v, "ttft_p50_ms": 5.0} for v in (900.0, 1000.0, 1100.0)]
@@ -432,7 +467,10 @@ def test_each_window_is_a_step_of_a_stepped_metric(store_uri: str) -> None:
 
 
 def test_each_sweep_load_is_a_step_and_each_scenario_is_named(store_uri: str) -> None:
+    from mlflow.tracking import MlflowClient
+
     from autotune.models import ScenarioResult, SweepStep
+    from autotune.tracking.mlflow import MlflowTracker
 
     tracker = MlflowTracker(store_uri)
     tracker.start_study(info("sweeps"))
@@ -461,6 +499,10 @@ def test_each_sweep_load_is_a_step_and_each_scenario_is_named(store_uri: str) ->
 def test_a_multi_objective_study_leaves_its_pareto_front_on_the_parent(
     store_uri: str, tmp_path: Path
 ) -> None:
+    from mlflow.tracking import MlflowClient
+
+    from autotune.tracking.mlflow import MlflowTracker
+
     tracker = MlflowTracker(store_uri)
     tracker.start_study(info("mo"))
     objectives = [

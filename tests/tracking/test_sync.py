@@ -13,7 +13,6 @@ from pathlib import Path
 
 import optuna
 import pytest
-from mlflow.tracking import MlflowClient
 from tests.study.study_helpers import toy_space
 
 from autotune.node.process import free_port
@@ -23,6 +22,8 @@ pytestmark = pytest.mark.slow  # two mlflow server boots and a study: about a mi
 
 
 def _runs(url: str) -> list[object]:
+    from mlflow.tracking import MlflowClient
+
     client = MlflowClient(tracking_uri=url)
     exp = client.get_experiment_by_name("autotune")
     if exp is None:
@@ -33,6 +34,8 @@ def _runs(url: str) -> list[object]:
 def test_server_killed_mid_study_then_sync(
     tmp_path: Path, start_mlflow: Callable[[Path, int], AbstractContextManager[str]]
 ) -> None:
+    from mlflow.tracking import MlflowClient
+
     root = tmp_path / "mlflow"
     root.mkdir()
     port = free_port()

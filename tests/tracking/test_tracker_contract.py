@@ -15,14 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from mlflow.tracking import MlflowClient
 
 from autotune.core.records import StudyInfo, TrialLog
 from autotune.core.summary import StudySummary
 from autotune.errors import TrackingError
 from autotune.models import Failure, Metrics, Outcome, Phase, TrialResult
 from autotune.tracking import TRACKERS, Tracker, TrackerOptions
-from autotune.tracking.mlflow import MlflowTracker
 
 SECRET = "hf_" + "Zx9" * 12
 
@@ -45,6 +43,10 @@ class Setup:
 
 
 def _mlflow_runs(tracker: Tracker, study: str) -> list[object]:
+    from mlflow.tracking import MlflowClient
+
+    from autotune.tracking.mlflow import MlflowTracker
+
     assert isinstance(tracker, MlflowTracker)
     client = MlflowClient(tracking_uri=tracker.uri)
     return list(
@@ -64,6 +66,10 @@ def _mlflow_recorded(tracker: Tracker, study: str) -> list[tuple[int, int]]:
 
 
 def _mlflow_text(tracker: Tracker, study: str, dst: Path) -> str:
+    from mlflow.tracking import MlflowClient
+
+    from autotune.tracking.mlflow import MlflowTracker
+
     assert isinstance(tracker, MlflowTracker)
     client = MlflowClient(tracking_uri=tracker.uri)
     parts = []
@@ -77,6 +83,8 @@ def _mlflow_text(tracker: Tracker, study: str, dst: Path) -> str:
 
 
 def _unreachable(tmp: Path) -> Tracker:
+    from autotune.tracking.mlflow import MlflowTracker
+
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -84,6 +92,8 @@ def _unreachable(tmp: Path) -> Tracker:
 
 
 def _blocked_store(tmp: Path) -> Tracker:
+    from autotune.tracking.mlflow import MlflowTracker
+
     (tmp / "file").write_text("not a folder")
     return MlflowTracker(f"sqlite:///{tmp / 'file' / 'mlflow.db'}")
 

@@ -183,10 +183,12 @@ def test_an_interrupted_confirmation_resumes_from_its_last_launch(tmp_path: Path
 
 
 def test_a_candidate_the_baseline_beats_beyond_noise_is_not_confirmed(tmp_path: Path) -> None:
-    """The search's best ran at 60% of the baseline (SGLang on an H100, 2026-12-06: -29%):
+    """The search's best ran well below the baseline (SGLang on an H100, 2026-12-06: -29%):
     relaunching it against the baseline cannot turn that around, so the study answers
     "defaults not beaten" without confirmation launches, and says why."""
-    slow = {"backend": "a", "x": 1.0, "y": 2}  # 100 * (1 + 2/5) = 140 tok/s against 200
+    # 100 * (1 + 0.1/5) = 102 tok/s against 200: far enough that a loaded machine's launch
+    # noise (the interval rests on the baseline's three launches) cannot cover it
+    slow = {"backend": "a", "x": 0.1, "y": 1}
     space = toy_space(
         tmp_path / "toy.yaml",
         baseline=FAST,
@@ -197,22 +199,22 @@ def test_a_candidate_the_baseline_beats_beyond_noise_is_not_confirmed(tmp_path: 
         tmp_path / "study",
         n_trials=2,
         seed=0,
-        baseline_launches=2,
+        baseline_launches=3,
         confirm=1,
         confirm_rounds=(2, 2),
     )
     driver.study.enqueue_trial(slow)
     events = _run(driver)
     trials = Ledger(driver.study).trials()
-    assert [t.outcome for t in trials] == [Outcome.OK] * 3, [(t.number, t.outcome) for t in trials]
+    assert [t.outcome for t in trials] == [Outcome.OK] * 4, [(t.number, t.outcome) for t in trials]
     assert not [t for t in trials if t.confirm_round is not None]
     assert Ledger(driver.study).confirmation() is None
     (note,) = [e for e in events if e.kind is EventKind.CONFIRM]
     assert note.message.startswith("not confirming: the baseline beat every candidate"), note
-    # The best candidate's loss with its interval (140 / 200 - 1 = -30% served; the toy's
+    # The best candidate's loss with its interval (102 / 200 - 1 = -49% served; the toy's
     # own overhead moves it a little).
     pct, lo, hi = map(float, re.findall(r"(-?\d+\.\d)%", note.message)[:3])
-    assert -45 < lo <= pct <= hi < 0, note.message
+    assert -75 < lo <= pct <= hi < 0, note.message
 
 
 def test_a_window_that_can_no_longer_reach_the_floor_stops_at_once(tmp_path: Path) -> None:

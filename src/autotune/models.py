@@ -612,6 +612,11 @@ class EngineSpec(_Described):
     """Engine-specific extras."""
 
 
+# Rates a window's planned requests bound from above while it runs (max_tokens caps each
+# output; prompt lengths are estimates, so input_tok_s has no bound): TrialSpec.give_up_below.
+BOUNDED_RATES = ("output_tok_s", "request_s")
+
+
 class TrialSpec(_Frozen):
     """Everything a node needs to run one trial; built by the driver from one configuration."""
 
@@ -642,10 +647,9 @@ class TrialSpec(_Frozen):
     # scenario of ``workload`` (today's windows and peak). ``combine`` makes the objective.
     scenarios: list[Scenario] = Field(default_factory=list)
     combine: Combine | None = None
-    # A prunable trial's floor, ``{metric: value}``: its first window stops as soon as it can
-    # no longer reach it (its planned total over the time already spent is below), and the
-    # trial is pruned. output_tok_s or request_s (planned totals bound them); empty: every
-    # window ends.
+    # A prunable trial's floor, ``{metric: value}`` of BOUNDED_RATES: its first window stops as
+    # soon as it can no longer reach it (its planned total over the time already spent is
+    # below), and the trial is pruned; empty: every window ends.
     give_up_below: dict[str, float] = Field(default_factory=dict)
 
 

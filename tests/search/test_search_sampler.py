@@ -204,24 +204,26 @@ def test_a_feature_s_numbers_are_tried_at_their_middle_together() -> None:
     assert study.best_value > 130
 
 
+def _unset_by_the_baseline(trial: optuna.Trial) -> float:
+    """Trial 0 (the enqueued baseline) sets the kernel only and leaves the rest to the
+    system, as the study driver does; the others set all three."""
+    kernel = trial.suggest_categorical("kernel", ["a", "b"])
+    if trial.number == 0:
+        return 100.0
+    running = trial.suggest_int("running", 8, 1024, log=True)
+    mem = trial.suggest_float("mem", 0.1, 0.95, step=0.05)
+    return 100.0 * min(running, 256) / 256 * (1.0 if kernel == "a" else 1.1) * mem
+
+
 def test_the_screen_starts_from_the_defaults_the_system_chose_for_unset_settings() -> None:
     """SGLang's baseline leaves the memory share and the running-request limit to SGLang,
     which chose 0.83 and 4096 on an H100 (its log, 2026-12-06). Started from each range's
     middle instead (0.5, 91 running requests under 256 streams), every move of the screen
     ran at half the baseline's throughput. With the chosen values on the baseline trial
     (``DEFAULTS``), the screen starts from them, the nearest its ranges allow."""
-
-    def objective(trial: optuna.Trial) -> float:
-        kernel = trial.suggest_categorical("kernel", ["a", "b"])
-        if trial.number == 0:  # the baseline: the rest left to the system, as a driver does
-            return 100.0
-        running = trial.suggest_int("running", 8, 1024, log=True)
-        mem = trial.suggest_float("mem", 0.1, 0.95, step=0.05)
-        return 100.0 * min(running, 256) / 256 * (1.0 if kernel == "a" else 1.1) * mem
-
     study = optuna.create_study(direction="maximize", sampler=Sampler(seed=0))
     study.enqueue_trial({"kernel": "a"}, user_attrs={DEFAULTS: {"running": 4096, "mem": 0.83}})
-    study.optimize(objective, n_trials=6)
+    study.optimize(_unset_by_the_baseline, n_trials=6)
     # The first move (the kernel) runs with the unset settings at the system's values (not at
     # their least: 8 running requests, 0.1 of the memory), then the start itself, then one
     # setting moved at a time from it.
@@ -235,18 +237,9 @@ def test_the_screen_starts_from_the_defaults_the_system_chose_for_unset_settings
 def test_a_baseline_whose_chosen_values_the_ranges_hold_is_the_start_itself() -> None:
     """Where every value the system chose lies on its range, the baseline ran at the screen's
     start: it is not launched again, and each move changes one setting from it."""
-
-    def objective(trial: optuna.Trial) -> float:
-        kernel = trial.suggest_categorical("kernel", ["a", "b"])
-        if trial.number == 0:
-            return 100.0
-        running = trial.suggest_int("running", 8, 1024, log=True)
-        mem = trial.suggest_float("mem", 0.1, 0.95, step=0.05)
-        return 100.0 * min(running, 256) / 256 * (1.0 if kernel == "a" else 1.1) * mem
-
     study = optuna.create_study(direction="maximize", sampler=Sampler(seed=0))
     study.enqueue_trial({"kernel": "a"}, user_attrs={DEFAULTS: {"running": 256, "mem": 0.85}})
-    study.optimize(objective, n_trials=6)
+    study.optimize(_unset_by_the_baseline, n_trials=6)
     start = {"kernel": "a", "running": 256, "mem": 0.85}
     moves = [t.params for t in study.trials[1:]]
     assert start not in moves, moves

@@ -524,7 +524,7 @@ async def run_load_async(
         count: this many requests instead of the workload's ``num_requests``/``duration_s``.
         abort: polled every 50 ms; True cancels the requests still running.
         limit_s: wall-clock limit of the whole run (state ``timeout`` when reached).
-        give_up_below: ``{metric: floor}`` for ``output_tok_s`` or ``request_s``: a
+        give_up_below: ``{metric: floor}`` for ``models.BOUNDED_RATES``: a
             window of a fixed number of requests stops (state ``hopeless``) as soon as even
             its planned total over the time already spent is below the floor; no ending
             could reach it. (A duration window is not bounded.)
@@ -559,8 +559,7 @@ async def run_load_async(
         ]
     # Encoded before the clock starts: request building is not the server's time.
     bodies = [window.encode(s) for s in sessions]
-    # Upper bounds: max_tokens caps each output; prompt lengths are estimates, so no bound.
-    planned = {
+    planned = {  # the totals that bound BOUNDED_RATES
         "output_tok_s": float(sum(sum(s.output_lens) for s in sessions)),
         "request_s": float(sum(len(s.turns) for s in sessions)),
     }

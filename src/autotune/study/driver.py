@@ -41,7 +41,15 @@ from autotune.core.summary import Ablation, StudySummary
 from autotune.dispatch.base import Executor, WindowHook
 from autotune.engines.base import Engine
 from autotune.errors import StudyError
-from autotune.models import Limits, Outcome, Rule, TrialResult, TrialSpec, Workload
+from autotune.models import (
+    BOUNDED_RATES,
+    Limits,
+    Outcome,
+    Rule,
+    TrialResult,
+    TrialSpec,
+    Workload,
+)
 from autotune.search import CrashModel, adapter, read
 from autotune.search.space import encode
 from autotune.space import scenarios
@@ -77,9 +85,6 @@ def _clock(seconds: float) -> str:
     minutes, secs = divmod(round(max(0.0, seconds)), 60)
     return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
-
-# Objectives a window's planned requests bound from above as it runs (node/bench.py).
-BOUNDED_RATES = ("output_tok_s", "request_s")
 
 # Proposals in a row that are skipped (dead ends, repeats, constraints) before the space is
 # taken as exhausted: a small discrete space runs out of new configurations.
@@ -154,7 +159,6 @@ class _Loop:
     """The state of one run of the loop (what Optuna's ``_optimize`` keeps in locals)."""
 
     target: int  # launched trials the study should hold
-    deadline: float | None  # time.monotonic() after which nothing new starts
     launched: int  # launches counted against the budget so far (records.budget_launches)
     inflight: dict[Future[TrialResult], tuple[optuna.Trial, dict[str, Any]]] = field(
         default_factory=dict
@@ -413,7 +417,6 @@ class Driver:
         self._deadline = (time.monotonic() + limit) if (limit := spec.budget.time_limit_s) else None
         loop = _Loop(
             target=o.n_trials or spec.budget.trials,
-            deadline=self._deadline,
             launched=budget_launches(trials),
         )
         self._refresh_incumbent(trials)
@@ -435,15 +438,9 @@ class Driver:
     def _stop(self, loop: _Loop) -> None:
         """Decide whether to stop launching (the trials in flight still finish)."""
         loop.stopping = False
-        now = time.monotonic()
-        if loop.deadline is not None and now > loop.deadline:
-            loop.stopping, loop.stop_reason = True, "time limit reached"
-        elif loop.deadline is not None and self._trial_s and now + self._trial_s > loop.deadline:
-            loop.stopping = True
-            loop.stop_reason = (
-                f"time limit: a trial takes about {_clock(self._trial_s)} (the median launch) "
-                f"and {_clock(loop.deadline - now)} is left"
-            )
+        late = self._late()
+        if late:
+            loop.stopping, loop.stop_reason = True, late
         if loop.skips >= MAX_SKIPS_IN_A_ROW:
             loop.stopping, loop.stop_reason = True, EXHAUSTED
         streak = self.spec.budget.max_crash_streak
@@ -666,7 +663,8 @@ class Driver:
         self, trial: optuna.Trial, config: dict[str, Any], result: TrialResult, baseline: bool
     ) -> Told:
         """Tell a launched trial's result (study, ledger, dead ends) and log it to the tracker."""
-        if baseline and result.outcome is Outcome.OK:  # where the search's screen starts
+        if baseline and result.outcome is Outcome.OK and not self.ledger.has_defaults():
+            # where the search's screen starts (read once: later launches ran the same)
             self.ledger.mark_defaults(trial, self._chosen_by_engine(config, result.log_path))
         command = self.real_command(config)
         told = tell_result(
@@ -963,10 +961,24 @@ class Driver:
             o.ablation_rounds,
         )
 
+    def _late(self) -> str:
+        """Why no launch may start now ("": it may): the time limit is past, or the median
+        launch would end after it."""
+        if self._deadline is None:
+            return ""
+        now = time.monotonic()
+        if now > self._deadline:
+            return "time limit reached"
+        if self._trial_s and now + self._trial_s > self._deadline:
+            return (
+                f"time limit: a trial takes about {_clock(self._trial_s)} (the median launch) "
+                f"and {_clock(self._deadline - now)} is left"
+            )
+        return ""
+
     def _check_time(self) -> None:
-        """Raise ``_OutOfTime`` where the median launch would end after the time limit."""
-        deadline, now = self._deadline, time.monotonic()
-        if deadline is not None and (now > deadline or now + (self._trial_s or 0.0) > deadline):
+        """Raise ``_OutOfTime`` where no launch may start (``_late``)."""
+        if self._late():
             raise _OutOfTime
 
     def _measure(

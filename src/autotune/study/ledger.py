@@ -288,10 +288,15 @@ class Ledger:
         kind = self._storage.get_trial(trial_id).user_attrs.get(_PROPOSED_BY)
         return kind if isinstance(kind, str) else None
 
+    def has_defaults(self) -> bool:
+        """Whether a trial already says what the engine chose (``mark_defaults``)."""
+        return any(DEFAULTS in t.user_attrs for t in self.study.get_trials(deepcopy=False))
+
     def mark_defaults(self, trial: optuna.Trial, chosen: dict[str, Any]) -> None:
         """Tell the search's sampler what the engine chose for the settings this trial left
-        unset (``search.DEFAULTS``): its screen starts there. Once per study."""
-        if chosen and not any(DEFAULTS in t.user_attrs for t in self.study.get_trials(False)):
+        unset (``search.DEFAULTS``): its screen starts there. Once per study (the driver
+        asks ``has_defaults`` first)."""
+        if chosen:
             trial.set_user_attr(DEFAULTS, chosen)
 
     def mark_crash(self, trial: optuna.Trial, signature: str) -> None:

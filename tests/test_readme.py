@@ -62,3 +62,15 @@ def test_contributing_gives_a_command_for_each_tier() -> None:
     ):
         assert command in text, command
     assert (ROOT / "tests" / "gpu" / "run.sh").is_file()
+
+
+def test_ci_installs_as_the_readme_says() -> None:
+    """The README's installs are the one CI runs: the same flags (``--no-compile``: pip
+    byte-compiles none of the wheels' ~24,000 files, which cost 30-55 s of a 2-core
+    machine's install; Python compiles what it imports, once)."""
+    quickstart = _blocks(README)[0][0].split(" && ")[1]
+    full = next(b for b in _blocks(README) if any("--slow" in line for line in b))[0]
+    full = full.split(" && ")[1]
+    assert "--no-compile" in quickstart and "--no-compile" in full
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert full in [line.strip() for line in ci]

@@ -52,6 +52,7 @@ from autotune.node.families import (
     name_family,
     names,
 )
+from autotune.node.literals import required
 from autotune.node.logparse import LogLine, detect_engine, parse_log, strip_prefix
 
 __all__ = [
@@ -452,6 +453,30 @@ def _wrapped_match(
     return match is not None and match.start() < len(line) < match.end()
 
 
+@lru_cache(maxsize=4)
+def _texts(stripped: tuple[str, ...], raw: tuple[str, ...]) -> tuple[str, str]:
+    """A log's lines run together, as written and case-folded (node/literals.py)."""
+    text = "".join(stripped) + "\n" + "".join(raw)
+    return text, text.casefold()
+
+
+def _may_match(
+    pattern: str,
+    stripped: Sequence[str],
+    raw: Sequence[str],
+    sources: Sequence[str | None] | None,
+) -> bool:
+    """False when the log lacks a run of text every match of ``pattern`` holds. Lines run
+    together keep a match across a wrapped line's join; only a continuation found a few lines
+    down (interleaved processes) could be missed, so those logs are not filtered."""
+    if "\\n" in pattern or "\n" in pattern or sources is not None and any(sources):
+        return True
+    literal = required(pattern)
+    if literal is None or not isinstance(stripped, tuple) or not isinstance(raw, tuple):
+        return True
+    return literal.found_in(*_texts(stripped, raw))
+
+
 def _rule_hits(
     rule: Rule,
     stripped: Sequence[str],
@@ -460,6 +485,8 @@ def _rule_hits(
 ) -> list[int]:
     """Indices of the lines ``rule`` matches, without their prefix or (for patterns that name
     a bracketed tag such as ``[TensorRT-LLM]``) as written."""
+    if not _may_match(rule.pattern, stripped, raw, sources):
+        return []
     regex = _compile(rule.pattern)
     hits = []
     if "\\n" in rule.pattern or "\n" in rule.pattern:

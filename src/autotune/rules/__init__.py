@@ -306,6 +306,7 @@ def _with_hints(rule: Rule, hints: Hints, *, own: bool) -> Rule:
     )
 
 
+@lru_cache(maxsize=64)  # rule files are immutable: read and merged once
 def load_log(engine: str, package: str = __name__) -> LogProfile:
     """Everything the rule file ``<package>/<engine>.yaml`` says, common rules included.
 

@@ -152,11 +152,19 @@ WORDS: tuple[_Clue, ...] = _clues(
     (
         Cause.RUNTIME_CRASH,
         3.0,
-        r"(?i:exit(?:ed)?[ _](?:with )?(?:status|code))[:= (]+(?:139|-11)\b|"
+        r"(?i:exit(?:ed)?[ _](?:with )?(?:status|code))[:= (]+(?:139|-11|134|-6|135|-7|136|-8)\b|"
         # Windows: an access violation, a fail-fast abort, a corrupted heap
         r"\b0x[Cc]0000(?:005|409|374)\b",
     ),
     (Cause.ARCH_UNSUPPORTED, 3.0, r"\b0x[Cc]000001[Dd]\b"),  # Windows: an illegal instruction
+    # a program or library that is not there: a shell's 127 ("command not found") and
+    # Windows' STATUS_DLL_NOT_FOUND, STATUS_ENTRYPOINT_NOT_FOUND, STATUS_DLL_INIT_FAILED
+    (
+        Cause.IMPORT_ERROR,
+        3.0,
+        r"(?i:exit(?:ed)?[ _]?(?: with)?(?: status| ?code)?)[:= (]+127\b|: command not found\b|"
+        r"\b0x[Cc]00001(?:35|39|42)\b",
+    ),
     (
         Cause.CUDA_OOM,
         3.0,
@@ -196,7 +204,7 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"cudaErrorNotSupported|"
         r"\bptxas\b.{0,80}\berror\b|requires? \.target sm_\d+|"
         r"[Uu]nsupported (?:gpu |GPU |CUDA |cuda |SM |sm )?architecture"
-        r"(?!s?:? ?\[?['\"]?\w*(?:For|Model|LM))|[Cc]ompute [Cc]apability|\bSIGILL\b|"
+        r"(?!s?:? ?\[?['\"]?\w*(?:For|Model|LM))|\bSIGILL\b|"
         r"[Ii]llegal instruction(?! was encountered)|signal 4\b|(?:un|not )supported (?:on|by|"
         r"for) (?:this|the current"
         r"|your) (?:GPU|device|hardware|platform)|only supports? (?:Ampere|Hopper|Blackwell|"
@@ -209,6 +217,18 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"support|\bAVX\w*\b.{0,40}not supported|"
         r"(?:GPU|device|gpu) arch(?:itecture)? ['\"`]?\w+['\"`]? is not supported",
     ),
+    # a GPU refused in compute-capability words ("compute capability below 8.0 is not
+    # supported", "needs compute capability >= 8.9"); a device report that merely states it
+    # ("Device 0: ..., compute capability 8.6, VMM: yes", printed before every CUDA error of
+    # llama.cpp and Ollama) refuses nothing and is a hint only
+    (
+        Cause.ARCH_UNSUPPORTED,
+        3.5,
+        r"^(?=.*[Cc]ompute [Cc]apability)(?=.*(?:not supported|unsupported|not compatible|"
+        r"incompatible|requires?\b|required|needs?\b|at least|[Mm]inimum|below|lower than|"
+        r"less than|too (?:low|old)|>=|does not|doesn't|cannot|can't|only\b|[Mm]in\b))",
+    ),
+    (Cause.ARCH_UNSUPPORTED, 1.0, r"[Cc]ompute [Cc]apability"),
     # a library or kernel file missing for the GPU architecture it names ("no
     # TensileLibrary_gfx90a.dat", "kernels for sm_61 not found")
     (
@@ -455,6 +475,10 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"panicked at|^panic: |terminate called|Floating point exception|"
         r"probability tensor contains|"
         r"Memory access fault|double free|corrupted (?:size|double)|cudaErrorLaunchFailure|"
+        # a signal handler's crash report (OpenMPI, UCX, Triton) and the kernel's report of a
+        # GPU page fault (amdgpu) or of a GPU error (NVIDIA's Xid, above)
+        r"^\s*(?:\[[^\]]*\] )?Signal code: |Failing at address|VM_L2_PROTECTION_FAULT|"
+        r"amdgpu\b.{0,80}\bpage fault|GPU reset (?:begin|failed)|"
         r"CUBLAS_STATUS_EXECUTION_FAILED|CUDA error: (?!out of memory)",
     ),
     (Cause.RUNTIME_CRASH, 1.5, r"\bAborted\b|\bsegfault|[Cc]rash(?:ed)?\b"),
@@ -668,7 +692,11 @@ _FATAL_SIGN = re.compile(
     r"(?i:exit(?:ed)?(?: with)?(?: exit)? ?(?:status|code)|return ?code|returncode)[:= (]+"
     r"(?!(?:-?0|-15|143|-2|130)\b)-?\d+\b|(?i:non-zero exit)|\bstatus=[1-9]\d*/[A-Z]+|"
     # an abort reported on its own line (SIGABRT), as a shell reports a kill
-    r"(?:^|[\s\]|])Aborted\s*$"
+    r"(?:^|[\s\]|])Aborted\s*$|"
+    # a signal handler's crash report, the kernel's report of a GPU fault, a Windows status
+    r"^\s*(?:\[[^\]]*\] )?Signal code: |Failing at address|VM_L2_PROTECTION_FAULT|"
+    r"amdgpu\b.{0,80}\bpage fault|NVRM: Xid|(?i:exit (?:status|code))[:= ]+0x[0-9a-fA-F]{8}\b|"
+    r": command not found\b"
 )
 
 

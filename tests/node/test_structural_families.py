@@ -1,0 +1,152 @@
+"""Families read from the structure every engine shares, not from one engine's sentences.
+
+Each case is written for this test in the shape real logs take (no line is copied from the
+corpus), and is classified as ``autotune diagnose`` does (engine guessed, rules of that engine,
+then the family scoring of ``node/families.py``):
+
+- a **report** of a device's properties (llama.cpp's and Ollama's ``Device 0: ..., compute
+  capability 8.6``, printed before every CUDA error) is not a refusal of the GPU: the error
+  after it says what failed;
+- a **crash report** written by a signal handler or the kernel (OpenMPI's and UCX's ``Signal
+  code:`` / ``Failing at address:``, ``amdgpu`` page faults, ``NVRM: Xid``) is a failure line,
+  a crash, wherever the log stops;
+- an **exit status** names its family by what it means: 127 a program or library that is not
+  there, 128 + a signal the signal's family, Windows NTSTATUS codes by their meaning;
+- a **model status table** that shows the model ``READY`` (Triton) means the server came up:
+  a crash after it is a crash while serving.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from autotune.diagnosis import diagnose_text
+from autotune.models import Cause, Phase
+
+
+def _read(lines: list[str], exit_code: int | None = None) -> tuple[str, str]:
+    failure = diagnose_text("\n".join(lines), exit_code=exit_code).failure
+    assert failure is not None
+    return failure.cause.value, failure.phase.value
+
+
+DEVICE_REPORT = [
+    "ggml_cuda_init: GGML_CUDA_FORCE_MMQ:    no",
+    "ggml_cuda_init: found 2 CUDA devices:",
+    "  Device 0: NVIDIA GeForce RTX 3090, compute capability 8.6, VMM: yes",
+    "  Device 1: NVIDIA GeForce RTX 3060, compute capability 8.6, VMM: yes",
+]
+
+
+@pytest.mark.parametrize(
+    ("error", "family"),
+    [
+        (
+            [
+                "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 9120.50 MiB on device 1: "
+                "cudaMalloc failed: out of memory",
+                "llama_model_load: error loading model: unable to allocate CUDA1 buffer",
+            ],
+            Cause.CUDA_OOM,
+        ),
+        (
+            [
+                "CUDA error: all CUDA-capable devices are busy or unavailable",
+                "  current device: 1, in function ggml_cuda_set_device at ggml-cuda.cu:88",
+            ],
+            Cause.GPU_NOT_CLEAN,
+        ),
+        (
+            [
+                "CUDA error: an illegal memory access was encountered",
+                "  current device: 0, in function ggml_backend_cuda_synchronize at ggml-cuda.cu:2",
+            ],
+            Cause.RUNTIME_CRASH,
+        ),
+    ],
+)
+def test_a_device_report_is_not_a_refusal_of_the_gpu(error: list[str], family: Cause) -> None:
+    cause, _ = _read([*DEVICE_REPORT, *error])
+    assert cause == family.value
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        "RuntimeError: GPUs with compute capability below 8.0 are not supported by this kernel",
+        "ValueError: this model needs compute capability >= 8.9 (found 8.6)",
+        "  Device 0: Tesla K80, compute capability 3.7 -- not supported by this build",
+    ],
+)
+def test_a_refusal_in_compute_capability_words_is_still_the_gpus(refusal: str) -> None:
+    cause, _ = _read([*DEVICE_REPORT[:2], refusal])
+    assert cause == Cause.ARCH_UNSUPPORTED.value
+
+
+@pytest.mark.parametrize(
+    "report",
+    [
+        [
+            "[host-7:04211] *** Process received signal ***",
+            "[host-7:04211] Signal: Segmentation fault (11)",
+            "[host-7:04211] Signal code: Address not mapped (1)",
+            "[host-7:04211] Failing at address: 0x28",
+        ],
+        ["Signal code: Invalid permissions (2)", "Failing at address: 0x7f31c0000000"],
+        [
+            "[Mon Jan  6 10:02:11 2025] amdgpu 0000:83:00.0: amdgpu: [gfxhub] page fault "
+            "(src_id:0 ring:40 vmid:8 pasid:32771)",
+            "[Mon Jan  6 10:02:11 2025] amdgpu 0000:83:00.0: amdgpu: "
+            "VM_L2_PROTECTION_FAULT_STATUS:0x00800932",
+        ],
+        [
+            "kernel: NVRM: Xid (PCI:0000:41:00): 13, pid=9911, name=python3, Graphics "
+            "Exception: ESR 0x504224=0x80000 0x504228=0x0"
+        ],
+    ],
+)
+def test_a_crash_report_is_a_crash_wherever_the_log_stops(report: list[str]) -> None:
+    cause, _ = _read(["INFO 01-06 10:01:55 Loading model weights took 14.2 GiB", *report])
+    assert cause == Cause.RUNTIME_CRASH.value
+
+
+@pytest.mark.parametrize(
+    ("line", "family"),
+    [
+        ("Error: llama runner process has terminated: exit status 127", Cause.IMPORT_ERROR),
+        ("/opt/app/start.sh: line 9: tritonserver: command not found", Cause.IMPORT_ERROR),
+        ("worker exited with exit code 134", Cause.RUNTIME_CRASH),
+        ("error: the server process exited with status 135", Cause.RUNTIME_CRASH),
+        ("llama runner process has terminated: exit status 0xc0000135", Cause.IMPORT_ERROR),
+    ],
+)
+def test_an_exit_status_names_its_family_by_what_it_means(line: str, family: Cause) -> None:
+    cause, _ = _read(["time=2025-01-06T10:01:55Z level=INFO msg=\"starting runner\"", line])
+    assert cause == family.value
+
+
+def test_a_model_table_showing_ready_means_the_server_came_up() -> None:
+    lines = [
+        "I0106 10:01:50.101 1 model_lifecycle.cc:835] successfully loaded 'ensemble'",
+        "I0106 10:01:50.102 1 server.cc:677]",
+        "+----------------+---------+--------+",
+        "| Model          | Version | Status |",
+        "+----------------+---------+--------+",
+        "| ensemble       | 1       | READY  |",
+        "| tensorrt_llm   | 1       | READY  |",
+        "+----------------+---------+--------+",
+        "Signal (11) received.",
+        " 0# 0x000055d1c2a8f3a5 in tritonserver",
+    ]
+    cause, phase = _read(lines)
+    assert (cause, phase) == (Cause.RUNTIME_CRASH.value, Phase.BENCHMARK.value)
+
+
+def test_a_table_showing_a_model_unavailable_is_not_ready() -> None:
+    lines = [
+        "| Model        | Version | Status                                  |",
+        "| tensorrt_llm | 1       | UNAVAILABLE: Internal: unable to load   |",
+        "error: creating server: Internal - failed to load all models",
+    ]
+    _, phase = _read(lines)
+    assert phase != Phase.BENCHMARK.value

@@ -121,7 +121,7 @@ def test_a_crash_report_is_a_crash_wherever_the_log_stops(report: list[str]) -> 
     ],
 )
 def test_an_exit_status_names_its_family_by_what_it_means(line: str, family: Cause) -> None:
-    cause, _ = _read(["time=2025-01-06T10:01:55Z level=INFO msg=\"starting runner\"", line])
+    cause, _ = _read(['time=2025-01-06T10:01:55Z level=INFO msg="starting runner"', line])
     assert cause == family.value
 
 

@@ -150,3 +150,21 @@ def test_a_table_showing_a_model_unavailable_is_not_ready() -> None:
     ]
     _, phase = _read(lines)
     assert phase != Phase.BENCHMARK.value
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ["INFO 01-06 10:01:55 loading weights", "Exception: this build has no fused MoE kernel"],
+        [
+            "[2025-01-06 10:01:55 TP0] Load weight begin. avail mem=70.1 GB",
+            "Exception: Unsupported quantization method fp4_x for this model",
+        ],
+        ["Exception('scheduler hit an unrecoverable state')"],
+    ],
+)
+def test_a_bare_exception_line_is_the_failure_not_a_hang(lines: list[str]) -> None:
+    failure = diagnose_text("\n".join(lines)).failure
+    assert failure is not None
+    assert failure.cause != Cause.STARTUP_TIMEOUT
+    assert any("Exception" in line for line in failure.evidence)

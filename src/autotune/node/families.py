@@ -622,7 +622,7 @@ _TYPES: tuple[tuple[re.Pattern[str], Cause | None, float], ...] = tuple(
     )
 )
 _EXC_TYPE = re.compile(
-    r"^(?:[\w.]*[.:])?(?P<type>[A-Z]\w*(?:Error|Exception|Exit|Failure|Timeout|OutOfMemory))\b"
+    r"^(?:[\w.]*[.:])?(?P<type>(?:[A-Z]\w*)?(?:Error|Exception|Exit|Failure|Timeout|OutOfMemory))\b"
 )
 # Generic families: an internal check or a crash says *that* something failed; a more specific
 # family named in the same words is the cause (an assertion that a file opens, a crash that

@@ -168,3 +168,54 @@ def test_a_bare_exception_line_is_the_failure_not_a_hang(lines: list[str]) -> No
     assert failure is not None
     assert failure.cause != Cause.STARTUP_TIMEOUT
     assert any("Exception" in line for line in failure.evidence)
+
+
+# Native stack dumps, as each runtime prints them when a process dies in native code; the
+# message that would say why is cut off (the excerpt stops in the dump).
+NATIVE_DUMPS = {
+    "tvm": [
+        "Stack trace:",
+        "  0: tvm::runtime::Module::LoadFromFile(std::string const&)",
+        "  1: main",
+    ],
+    "ucx": [
+        "==== backtrace (tid:   8812) ====",
+        " 0 0x0000000000042520 __sigaction()  ???:0",
+        " 1 0x00000000010d475f createInferRuntime_INTERNAL()  ???:0",
+    ],
+    "boost": [" 0# 0x000055d1c2a8f3a5 in tritonserver", " 1# 0x00007f0a4b2e2520 in /lib/libc.so.6"],
+    "go": [
+        "goroutine 24 [running]:",
+        "github.com/ollama/ollama/runner.(*Server).loadModel(0xc000037d40, {0x1e, 0x0})",
+        "\tgithub.com/ollama/ollama/runner/runner.go:851 +0x375",
+    ],
+    "rust": ["stack backtrace:", "   0: rust_begin_unwind", "   1: core::panicking::panic_fmt"],
+    "gdb": [
+        "#0  0x00007f3e9c8e89fc in pthread_kill () from /lib/x86_64-linux-gnu/libc.so.6",
+        "#1  0x00007f3e9c894476 in raise () from /lib/x86_64-linux-gnu/libc.so.6",
+    ],
+    "windows": [
+        "Unhandled exception caught in c10/util/AbortHandler.h",
+        "00007FFE12AE1DE400007FFE12AC2070 torch_python.dll!THPGenerator_initDefaultGenerator",
+    ],
+}
+
+
+@pytest.mark.parametrize("runtime", sorted(NATIVE_DUMPS))
+def test_a_log_that_stops_in_a_native_stack_dump_is_no_hang(runtime: str) -> None:
+    dump = NATIVE_DUMPS[runtime]
+    failure = diagnose_text("\n".join(["INFO 01-06 10:01:55 loading the model", *dump])).failure
+    assert failure is not None
+    assert failure.cause != Cause.STARTUP_TIMEOUT, failure.message
+    assert any(line.strip() in {d.strip() for d in dump} for line in failure.evidence)
+
+
+@pytest.mark.parametrize("runtime", sorted(NATIVE_DUMPS))
+def test_a_native_stack_dump_after_ready_is_a_crash_while_serving(runtime: str) -> None:
+    ready = [
+        "INFO:     Application startup complete.",
+        "INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)",
+        'INFO:     10.0.0.7:5512 - "POST /v1/completions HTTP/1.1" 200 OK',
+    ]
+    cause, phase = _read([*ready, *NATIVE_DUMPS[runtime]])
+    assert (cause, phase) == (Cause.RUNTIME_CRASH.value, Phase.BENCHMARK.value)

@@ -182,7 +182,23 @@ _ECHO = re.compile(
     r"Engine loop has died|died unexpectedly|CalledProcessError|^SystemExit|KeyboardInterrupt|"
     r"ChildProcessError|RayTaskError|ActorDiedError|Failed core proc|Server error: transport"
 )
-_FRAME = re.compile(r'^\s*File "|^\s*File \'|^\s+at |^\s*frame #\d+|^\d+\s+0x[0-9a-f]+ |^│')
+_FRAME = re.compile(
+    r'^\s*File "|^\s*File \'|^\s+at |^\s*frame #\d+|^\s*\d+\s+0x[0-9a-fA-F]+ |^│|'
+    # native frames: gdb's ("#0  0x... in raise ()"), boost's (" 0# 0x... in tritonserver"),
+    # TVM's and Rust's numbered symbols ("  0: rust_begin_unwind"), Go's ("pkg.(*T).f(0xc0)"
+    # then "\tpath/file.go:851 +0x375"), Windows' ("00007FFE12AE1DE4 torch_python.dll!f")
+    r"^\s*#\d+\s+0x[0-9a-fA-F]+ in |^\s*\d+# |^\s+\d+: [\w:<>~(*&]|"
+    r"^\s*\S+\.(?:go|s):\d+ \+0x[0-9a-f]+|^(?:[\w.-]+/)+[\w.]+\.(?:\(\*?\w+\)\.)?\w+\(.*\)$|"
+    r"^[0-9A-F]{16}(?:[0-9A-F]{16})? \S+!\S"
+)
+# The header of a native stack dump: a process died in native code (a signal handler's report,
+# a Go or Rust panic, a C++ exception's trace, Windows' abort handler); a log that stops in one
+# was cut in a crash report, not in a hang.
+_STACK_HEADER = re.compile(
+    r"^(?:Stack trace:|stack backtrace:|Backtrace:|=+ ?backtrace \(tid: *\d+\) ?=+|"
+    r"goroutine \d+ \[[\w ,]+\]:|Unhandled exception caught in |\*\*\* Begin stack trace|"
+    r"Exception raised from \S+ at \S+ \(most recent call first\):)"
+)
 
 _CAPTURE_RUNNING = re.compile(
     r"Capturing CUDA graph|Capture cuda graph begin|Capturing batches|Capturing cudagraphs|"
@@ -653,6 +669,8 @@ def _in_trace(text: str) -> bool:
         not text.strip()
         or text[0].isspace()
         or bool(_TRACE_LINE.match(text))
+        or bool(_FRAME.match(text))
+        or bool(_STACK_HEADER.match(text))
         or _is_exception(text)
     )
 
@@ -850,7 +868,11 @@ def _signals(log: _Log, milestones: Sequence[Milestone], reached: Phase | None =
     )
     traceback = None
     for i in range(len(log.text) - 1, -1, -1):
-        if _TRACEBACK in log.text[i] or _FRAME.match(log.text[i]):
+        if (
+            _TRACEBACK in log.text[i]
+            or _FRAME.match(log.text[i])
+            or _STACK_HEADER.match(log.text[i])
+        ):
             traceback = i
             break
     if reached is None:

@@ -219,3 +219,72 @@ def test_a_native_stack_dump_after_ready_is_a_crash_while_serving(runtime: str) 
     ]
     cause, phase = _read([*ready, *NATIVE_DUMPS[runtime]])
     assert (cause, phase) == (Cause.RUNTIME_CRASH.value, Phase.BENCHMARK.value)
+
+
+# Status and error-code vocabularies (CUDA runtime and driver, cuDNN, cuBLAS, HIP, Vulkan,
+# SYCL / Level Zero, errno, HTTP and gRPC statuses): the family is in the code's meaning, the
+# same whichever library or engine reports it.
+STATUS_CODES = [
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_ALLOC_FAILED", Cause.CUDA_OOM),
+    (
+        "RuntimeError: Native API failed. Native API returns: -5 (PI_ERROR_OUT_OF_RESOURCES)",
+        Cause.CUDA_OOM,
+    ),
+    ("ze_result: ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY in zeMemAllocDevice", Cause.CUDA_OOM),
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_EXECUTION_FAILED", Cause.RUNTIME_CRASH),
+    ("RuntimeError: HIP error: hipErrorIllegalAddress", Cause.RUNTIME_CRASH),
+    ("vk::Queue::submit: ErrorDeviceLost", Cause.RUNTIME_CRASH),
+    (
+        "RuntimeError: Native API failed. Native API returns: 20 (UR_RESULT_ERROR_DEVICE_LOST)",
+        Cause.RUNTIME_CRASH,
+    ),
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_ARCH_MISMATCH", Cause.ARCH_UNSUPPORTED),
+    ("RuntimeError: CUDA driver error: CUDA_ERROR_STUB_LIBRARY", Cause.IMPORT_ERROR),
+    (
+        "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: system has unsupported display driver / cuda driver "
+        "combination",
+        Cause.IMPORT_ERROR,
+    ),
+    ("RuntimeError: Found no NVIDIA driver on your system.", Cause.IMPORT_ERROR),
+    ("RuntimeError: CUDA error: invalid device ordinal", Cause.INVALID_ARGUMENT),
+    (
+        "PermissionError: [Errno 13] Permission denied: '/models/m/config.json'",
+        Cause.INVALID_ARGUMENT,
+    ),
+    (
+        "requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: "
+        "https://huggingface.co/api/models/org/model",
+        Cause.INVALID_ARGUMENT,
+    ),
+    (
+        "grpc._channel._InactiveRpcError: <_InactiveRpcError of RPC that terminated with: "
+        'status = StatusCode.UNAVAILABLE details = "failed to connect to all addresses">',
+        Cause.BENCHMARK_ERRORS,
+    ),
+    (
+        "openai.InternalServerError: Error code: 500 - {'message': 'Internal Server Error'}",
+        Cause.BENCHMARK_ERRORS,
+    ),
+    (
+        "aiohttp.client_exceptions.ClientPayloadError: Response payload is not completed",
+        Cause.BENCHMARK_ERRORS,
+    ),
+    ("Failed requests:                         412", Cause.BENCHMARK_ERRORS),
+]
+
+
+@pytest.mark.parametrize(("line", "family"), STATUS_CODES)
+def test_a_status_code_names_its_family_by_its_meaning(line: str, family: Cause) -> None:
+    cause, _ = _read(["INFO 01-06 10:01:55 loading the model", line])
+    assert cause == family.value
+
+
+def test_a_benchmark_that_lost_no_request_is_not_an_error() -> None:
+    lines = [
+        "============ Serving Benchmark Result ============",
+        "Successful requests:                     1000",
+        "Failed requests:                         0",
+        "Benchmark duration (s):                  23.73",
+    ]
+    failure = diagnose_text("\n".join(lines)).failure
+    assert failure is None or failure.cause != Cause.BENCHMARK_ERRORS

@@ -514,14 +514,57 @@ WORDS: tuple[_Clue, ...] = _clues(
         2.5,
         r"ConnectionRefusedError|[Ee]rrno 111\b|ClientConnectorError|ServerDisconnectedError|"
         r"RemoteDisconnected|Max retries exceeded|Failed to establish a new connection|"
-        r"Cannot connect to host|ClientResponseError",
+        r"Cannot connect to host|ClientResponseError|StatusCode\.UNAVAILABLE|"
+        r"failed to connect to all addresses",
     ),
     # a client library's own exception types: the benchmark's requests failed or timed out
     (
         Cause.BENCHMARK_ERRORS,
         3.0,
         r"\b(?:ReadTimeout|ConnectTimeout|ConnectError|APIConnectionError|APITimeoutError|"
-        r"RemoteProtocolError)\b",
+        r"RemoteProtocolError|ClientPayloadError|ClientOSError|ServerTimeoutError|"
+        r"APIStatusError)\b|\bopenai\.\w+Error\b|\bError code: [45]\d\d\b",
+    ),
+    # a benchmark's own summary that some of its requests failed
+    (Cause.BENCHMARK_ERRORS, 3.0, r"^\s*Failed requests:\s+[1-9]\d*\s*$"),
+    # --- status codes ---------------------------------------------------------------------------
+    # An error code's meaning is the same whichever library reports it (CUDA runtime and
+    # driver, cuDNN, cuBLAS, HIP, Vulkan, SYCL and Level Zero): an allocation that failed, a
+    # device that faulted or was lost, a build or library that does not fit this machine.
+    (
+        Cause.CUDA_OOM,
+        3.0,
+        r"\b[A-Z]+(?:_[A-Z]+)*_(?:ALLOC(?:ATION)?_FAILED|OUT_OF_(?:DEVICE_)?MEMORY|"
+        r"OUT_OF_RESOURCES)\b|(?:cuda|hip)ErrorMemoryAllocation|ErrorOutOfDeviceMemory",
+    ),
+    (
+        Cause.RUNTIME_CRASH,
+        3.0,
+        r"\b[A-Z]+(?:_[A-Z]+)*_(?:EXECUTION_FAILED|DEVICE_LOST|ILLEGAL_ADDRESS|LAUNCH_FAIL\w*|"
+        r"MISALIGNED_ADDRESS|HARDWARE_STACK_ERROR|ECC_UNCORRECTABLE)\b|ErrorDeviceLost\b|"
+        r"(?:cuda|hip)Error(?:IllegalAddress|LaunchFailure|MisalignedAddress|IllegalInstruction|"
+        r"HardwareStackError|Assert|ECCUncorrectable)\b",
+    ),
+    (
+        Cause.ARCH_UNSUPPORTED,
+        3.0,
+        r"\b[A-Z]+(?:_[A-Z]+)*_(?:STATUS|ERROR)_(?:ARCH_MISMATCH|NOT_SUPPORTED)\b",
+    ),
+    # the GPU driver's own library missing, a stub, or at another version than the toolkit
+    (
+        Cause.IMPORT_ERROR,
+        3.5,
+        r"CUDA_ERROR_(?:STUB_LIBRARY|SYSTEM_DRIVER_MISMATCH)|cudaError(?:StubLibrary|"
+        r"SystemDriverMismatch)|unsupported display driver / cuda driver combination|"
+        r"[Ff]ound no NVIDIA driver|NVIDIA driver (?:is )?not (?:installed|loaded|found)",
+    ),
+    # a device index beyond those visible (CUDA_VISIBLE_DEVICES, --device), a file the process
+    # may not read, a hub that refuses the token: settings, not the engine
+    (
+        Cause.INVALID_ARGUMENT,
+        3.5,
+        r"invalid device ordinal|cudaErrorInvalidDevice\b|PermissionError|[Ee]rrno 13\]? "
+        r"Permission denied|\b40[13] Client Error\b",
     ),
     # --- Ray ------------------------------------------------------------------------------------
     (
@@ -718,7 +761,8 @@ _DECISIVE_ANY = re.compile(
     r"rendezvous|barrier|peer|collective|start|ready|init|boot|health|warm|captur|graph|assert|"
     r"check|fault|sigsegv|sigbus|sigabrt|sigfpe|core dumped|fatal|panick|terminate|exception|"
     r"probability|double free|corrupted|launch|cublas|exhausted|tried|exit|busy|acquire|"
-    r"unbalanced|usage of each|allocated|panic|gfx|runtime|loader|linker|field|variant|given"
+    r"unbalanced|usage of each|allocated|panic|gfx|runtime|loader|linker|field|variant|given|"
+    r"fail"
 )
 
 

@@ -288,3 +288,39 @@ def test_a_benchmark_that_lost_no_request_is_not_an_error() -> None:
     ]
     failure = diagnose_text("\n".join(lines)).failure
     assert failure is None or failure.cause != Cause.BENCHMARK_ERRORS
+
+
+@pytest.mark.parametrize(
+    ("line", "family"),
+    [
+        # an exception class named for what failed, not "...Error"
+        ("[rank0]: torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:", None),
+        # a C++ runtime's report of an uncaught exception (libc++, as libstdc++'s "terminate
+        # called after throwing"), its message naming the family
+        (
+            "libc++abi: terminating due to uncaught exception of type std::runtime_error: "
+            "CUDA error: out of memory",
+            Cause.CUDA_OOM,
+        ),
+        (
+            "libc++abi: terminating due to uncaught exception of type std::runtime_error: "
+            "unable to load model",
+            None,
+        ),
+        # a canonical status code (absl, gRPC, XLA) opening the line
+        ("INTERNAL: Mosaic failed to compile TPU kernel: unexpected layout", None),
+        ("FAILED_PRECONDITION: the compiled program needs 3 devices, 2 are attached", None),
+        # the hub could not be reached and the file is not cached: the model given cannot load
+        (
+            "OSError: We couldn't connect to 'https://huggingface.co' to load this file, "
+            "couldn't find it in the cached files",
+            Cause.INVALID_ARGUMENT,
+        ),
+    ],
+)
+def test_a_failure_in_a_runtimes_own_words_is_no_hang(line: str, family: Cause | None) -> None:
+    failure = diagnose_text("\n".join(["INFO 01-06 10:01:55 loading the model", line])).failure
+    assert failure is not None
+    assert failure.cause != Cause.STARTUP_TIMEOUT, failure.message
+    if family is not None:
+        assert failure.cause == family

@@ -116,7 +116,7 @@ _GENERIC_HINTS: dict[Cause, str] = {
 
 _TRACEBACK = "Traceback (most recent call last):"
 _EXC_LINE = re.compile(
-    r"^(?:[A-Za-z_][\w.]*\.)?(?:[A-Za-z_]\w*)?(?:Error|Exception|Exit|Interrupt|Failure)"
+    r"^(?:[A-Za-z_][\w.]*\.)?(?:[A-Za-z_]\w*)?(?:Error|Exception|Exit|Interrupt|Failure|Failed)"
     r"(?::.*|\(.*)?$"
     r"|^what\(\):\s+\S|^thread '[^']*' panicked at|^Error: \S"
 )

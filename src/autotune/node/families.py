@@ -473,6 +473,7 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"[Ss]ignal \(?(?:11|6|7|8)\)? received|"
         r"[Cc]aught signal (?:11|6|7|8)\b|signal (?:11|6|7|8)\b|core dumped|Fatal Python error|"
         r"panicked at|^panic: |terminate called|Floating point exception|"
+        r"terminating (?:due to|with) uncaught exception|"
         r"probability tensor contains|"
         r"Memory access fault|double free|corrupted (?:size|double)|cudaErrorLaunchFailure|"
         # a signal handler's crash report (OpenMPI, UCX, Triton) and the kernel's report of a
@@ -564,7 +565,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         Cause.INVALID_ARGUMENT,
         3.5,
         r"invalid device ordinal|cudaErrorInvalidDevice\b|PermissionError|[Ee]rrno 13\]? "
-        r"Permission denied|\b40[13] Client Error\b",
+        r"Permission denied|\b40[13] Client Error\b|couldn't connect to '?https?://huggingface"
+        r"\.co|outgoing traffic has been disabled",
     ),
     # --- Ray ------------------------------------------------------------------------------------
     (
@@ -665,7 +667,8 @@ _TYPES: tuple[tuple[re.Pattern[str], Cause | None, float], ...] = tuple(
     )
 )
 _EXC_TYPE = re.compile(
-    r"^(?:[\w.]*[.:])?(?P<type>(?:[A-Z]\w*)?(?:Error|Exception|Exit|Failure|Timeout|OutOfMemory))\b"
+    r"^(?:[\w.]*[.:])?(?P<type>(?:[A-Z]\w*)?(?:Error|Exception|Exit|Failure|Failed|Timeout|"
+    r"OutOfMemory))\b"
 )
 # Generic families: an internal check or a crash says *that* something failed; a more specific
 # family named in the same words is the cause (an assertion that a file opens, a crash that
@@ -739,7 +742,12 @@ _FATAL_SIGN = re.compile(
     # a signal handler's crash report, the kernel's report of a GPU fault, a Windows status
     r"^\s*(?:\[[^\]]*\] )?Signal code: |Failing at address|VM_L2_PROTECTION_FAULT|"
     r"amdgpu\b.{0,80}\bpage fault|NVRM: Xid|(?i:exit (?:status|code))[:= ]+0x[0-9a-fA-F]{8}\b|"
-    r": command not found\b"
+    r": command not found\b|"
+    # a C++ runtime's report of an uncaught exception (libc++; libstdc++'s is above), a
+    # canonical status code (absl, gRPC, XLA) opening a line
+    r"terminating (?:due to|with) uncaught exception|^(?:INTERNAL|UNIMPLEMENTED|"
+    r"FAILED_PRECONDITION|NOT_FOUND|UNAVAILABLE|ABORTED|DATA_LOSS|DEADLINE_EXCEEDED|"
+    r"PERMISSION_DENIED|OUT_OF_RANGE|RESOURCE_EXHAUSTED|INVALID_ARGUMENT|UNKNOWN): \S"
 )
 
 

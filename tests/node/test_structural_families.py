@@ -324,3 +324,20 @@ def test_a_failure_in_a_runtimes_own_words_is_no_hang(line: str, family: Cause |
     assert failure.cause != Cause.STARTUP_TIMEOUT, failure.message
     if family is not None:
         assert failure.cause == family
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "/root/.triton/llvm/llvm+mlir-17.0.0-x86_64/include/llvm/Support/Casting.h:566: "
+        "decltype(auto) llvm::cast(const From&) [with To = mlir::triton::gpu::BlockedEncodingAttr;"
+        " From = mlir::Attribute]: Assertion `isa<To>(Val) && \"cast<Ty>() argument of "
+        "incompatible type!\"' failed.",
+        "LLVM ERROR: Cannot select: intrinsic %llvm.nvvm.cp.async.cg.shared.global.16",
+    ],
+)
+def test_a_kernel_compiler_that_cannot_lower_for_the_gpu_is_the_gpus(line: str) -> None:
+    """A check that fails inside the kernel compiler (Triton's MLIR and LLVM) is the compiler
+    refusing this GPU, not a check of the engine's: its hint is another kernel backend."""
+    cause, _ = _read(["INFO 01-06 10:01:55 compiling kernels", line])
+    assert cause == Cause.ARCH_UNSUPPORTED.value

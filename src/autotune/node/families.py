@@ -217,6 +217,13 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"support|\bAVX\w*\b.{0,40}not supported|"
         r"(?:GPU|device|gpu) arch(?:itecture)? ['\"`]?\w+['\"`]? is not supported",
     ),
+    # the kernel compiler (Triton's MLIR and LLVM) cannot lower a kernel for this GPU: an
+    # instruction it cannot select, a check of its own that fails
+    (
+        Cause.ARCH_UNSUPPORTED,
+        3.0,
+        r"LLVM ERROR: Cannot select|mlir::triton|\.triton/llvm/|triton::gpu::\w+Attr",
+    ),
     # a GPU refused in compute-capability words ("compute capability below 8.0 is not
     # supported", "needs compute capability >= 8.9"); a device report that merely states it
     # ("Device 0: ..., compute capability 8.6, VMM: yes", printed before every CUDA error of

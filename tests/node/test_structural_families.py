@@ -341,3 +341,25 @@ def test_a_kernel_compiler_that_cannot_lower_for_the_gpu_is_the_gpus(line: str) 
     refusing this GPU, not a check of the engine's: its hint is another kernel backend."""
     cause, _ = _read(["INFO 01-06 10:01:55 compiling kernels", line])
     assert cause == Cause.ARCH_UNSUPPORTED.value
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        [
+            'time=2025-01-06T10:01:50Z level=INFO source=server.go:405 msg="starting llama server"',
+            'time=2025-01-06T10:01:53Z level=INFO source=server.go:619 msg="llama runner started '
+            'in 3.02 seconds"',
+        ],
+        [
+            "INFO 01-06 10:01:50 [gpu_model_runner.py:1] Model loading took 14.3 GiB",
+            "INFO 01-06 10:01:55 [api_server.py:1024] Starting vLLM API server 0 on "
+            "http://0.0.0.0:8000",
+        ],
+        [
+            "I0106 10:01:51.2 1 grpc_server.cc:2451] Started GRPCInferenceService at 0.0.0.0:8001",
+        ],
+    ],
+)
+def test_a_start_that_ends_on_a_ready_line_in_other_words_is_healthy(lines: list[str]) -> None:
+    assert diagnose_text("\n".join(lines)).failure is None

@@ -329,7 +329,11 @@ GENERIC_MILESTONES: tuple[Milestone, ...] = (
         r"server is listening on|HTTP server listening|Serving on http|Started HTTPService|"
         r"Listening on \[?[\w:.]+\]?:\d+|text_generation_router[\w:]*: .*Connected|"
         r"init engine \(profile, create kv cache, warmup model\) took|Starting HTTP server|"
-        r"Starting \w+ server on https?://|Available routes are",
+        r"Starting \w+ server on https?://|Available routes are|"
+        # any server's own words for "up" ("Starting vLLM API server 0 on http://...", Ollama's
+        # "llama runner started in 3.02 seconds", Triton's gRPC endpoint)
+        r"Starting [\w-]+(?: [\w-]+){0,2} server(?: \d+)? on https?://|runner started in [\d.]+ ?s|"
+        r"Started GRPCInferenceService",
         label="ready",
     ),
     Milestone(

@@ -331,7 +331,7 @@ def test_a_failure_in_a_runtimes_own_words_is_no_hang(line: str, family: Cause |
     [
         "/root/.triton/llvm/llvm+mlir-17.0.0-x86_64/include/llvm/Support/Casting.h:566: "
         "decltype(auto) llvm::cast(const From&) [with To = mlir::triton::gpu::BlockedEncodingAttr;"
-        " From = mlir::Attribute]: Assertion `isa<To>(Val) && \"cast<Ty>() argument of "
+        ' From = mlir::Attribute]: Assertion `isa<To>(Val) && "cast<Ty>() argument of '
         "incompatible type!\"' failed.",
         "LLVM ERROR: Cannot select: intrinsic %llvm.nvvm.cp.async.cg.shared.global.16",
     ],
@@ -363,3 +363,17 @@ def test_a_kernel_compiler_that_cannot_lower_for_the_gpu_is_the_gpus(line: str) 
 )
 def test_a_start_that_ends_on_a_ready_line_in_other_words_is_healthy(lines: list[str]) -> None:
     assert diagnose_text("\n".join(lines)).failure is None
+
+
+def test_a_server_that_answered_requests_was_serving_whatever_it_answered() -> None:
+    """An access-log line with any status (a 500 too) proves the server was up: a traceback
+    cut after it is a crash while serving, not a start-up failure."""
+    lines = [
+        'INFO:     10.0.0.9:5512 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error',
+        'INFO:     10.0.0.9:5514 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error',
+        "(EngineCore_DP0 pid=279) Process EngineCore_DP0:",
+        "(EngineCore_DP0 pid=279) Traceback (most recent call last):",
+        '(EngineCore_DP0 pid=279)   File "/srv/engine/core.py", line 712, in run_engine_core',
+        "(EngineCore_DP0 pid=279)     raise e",
+    ]
+    assert _read(lines) == (Cause.RUNTIME_CRASH.value, Phase.BENCHMARK.value)

@@ -338,7 +338,8 @@ GENERIC_MILESTONES: tuple[Milestone, ...] = (
     ),
     Milestone(
         phase=Phase.BENCHMARK,
-        pattern=r"Prefill batch|Decode batch|POST /(?:v1/|generate)[^\"]*\"? 2\d\d\b|"
+        # an access-log line with any status: the server was up and answering (a 500 too)
+        pattern=r"Prefill batch|Decode batch|POST /(?:v1/|generate)[^\"]*\"? [1-5]\d\d\b|"
         r"batch\{batch_size=\d+\}:(?:prefill|decode)|"
         r"Avg prompt throughput|"
         r"#running-req",

@@ -377,3 +377,23 @@ def test_a_server_that_answered_requests_was_serving_whatever_it_answered() -> N
         "(EngineCore_DP0 pid=279)     raise e",
     ]
     assert _read(lines) == (Cause.RUNTIME_CRASH.value, Phase.BENCHMARK.value)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[ERROR] The requested model does not fit in the available VRAM: need 18.3 GiB, have 15.7",
+        "Error: model requires more memory than is available on the GPU",
+        "NotEnoughMemoryError: cannot place the weights on device 0",
+        "InsufficientMemoryException: the accelerator has 2 GiB left",
+    ],
+)
+def test_a_device_memory_shortage_in_any_words_is_an_out_of_memory(line: str) -> None:
+    cause, _ = _read(["INFO 01-06 10:01:55 loading the model", line])
+    assert cause == Cause.CUDA_OOM.value
+
+
+def test_a_host_memory_shortage_stays_the_hosts() -> None:
+    line = "Error: model requires more system memory (17.4 GiB) than is available (9.1 GiB)"
+    cause, _ = _read(["INFO 01-06 10:01:55 loading the model", line])
+    assert cause == Cause.HOST_OOM.value

@@ -180,6 +180,14 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"insufficient (?:GPU |device |VRAM )?memory|exceeds? (?:the )?(?:available |allowed )?"
         r"(?:GPU |device )?memory|memory (?:is )?(?:insufficient|exhausted)",
     ),
+    # a device's memory (VRAM, GPU memory) too small for what was asked, in any words: "does
+    # not fit in the available VRAM", "requires more memory than is available on the GPU"
+    (
+        Cause.CUDA_OOM,
+        3.0,
+        rf"^(?=.*(?:\bVRAM\b|\bvram\b|\bGPU\b|\bgpu\b|[Dd]evice memory|[Vv]ideo memory))"
+        rf"(?=.*(?i:memory|vram))(?=.*{_SHORT})(?!.*{_HOST})",
+    ),
     # an allocation of a device buffer (or one of a given size) that failed
     (
         Cause.CUDA_OOM,
@@ -659,7 +667,11 @@ _TYPES: tuple[tuple[re.Pattern[str], Cause | None, float], ...] = tuple(
     (re.compile(p), cause, w)
     for p, cause, w in (
         (r"(?:ModuleNotFound|Import)Error$", Cause.IMPORT_ERROR, 3.5),
-        (r"OutOfMemoryError$|OutOfMemory$", Cause.CUDA_OOM, 3.0),
+        (
+            r"OutOfMemoryError$|OutOfMemory$|(?:NotEnough|Insufficient)Memory(?:Error|Exception)$",
+            Cause.CUDA_OOM,
+            3.0,
+        ),
         (r"^MemoryError$", Cause.HOST_OOM, 3.5),
         (r"AssertionError$", Cause.ASSERTION, 3.0),
         (

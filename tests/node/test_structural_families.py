@@ -397,3 +397,18 @@ def test_a_host_memory_shortage_stays_the_hosts() -> None:
     line = "Error: model requires more system memory (17.4 GiB) than is available (9.1 GiB)"
     cause, _ = _read(["INFO 01-06 10:01:55 loading the model", line])
     assert cause == Cause.HOST_OOM.value
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Error: unknown flag: --num-ctx",  # Go's flag parsers (cobra, pflag)
+        "ERROR: Could not consume arg: --tp-size",  # python-fire
+        'error while handling argument "--ctx-size": stoi',  # llama.cpp's own parser
+        "ValueError: invalid literal for int() with base 10: 'auto'",
+        "error: model file not found: /models/x.gguf",
+    ],
+)
+def test_a_command_line_refused_by_any_parser_is_an_invalid_argument(line: str) -> None:
+    cause, _ = _read([line])
+    assert cause == Cause.INVALID_ARGUMENT.value

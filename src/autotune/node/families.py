@@ -358,6 +358,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"arguments|ambiguous option|unexpected argument)|unrecognized arguments|"
         r"^\s*usage: \S+ \[|validation errors? for \w+|^\s*Value error,|No such option|"
         r"\b(?:Invalid argument|INVALID_ARGUMENT): \S|"
+        # any parser's refusal: Go's ("unknown flag: --x"), python-fire's, llama.cpp's own
+        r"\bunknown (?:shorthand )?flag: -|Could not consume arg|error while handling argument|"
         r"Invalid value for|unexpected extra argument|must be divisible|not divisible by|"
         r"must (?:evenly )?divide|"
         r"mutually exclusive|HFValidationError|RepositoryNotFoundError|GatedRepoError|"
@@ -371,6 +373,7 @@ WORDS: tuple[_Clue, ...] = _clues(
         3.0,
         r"No such file or directory|does not exist|FileNotFoundError|[Ee]rror opening .{0,80}"
         r"(?:file|engine|config)|does not appear to have (?:a )?files? named|"
+        r"\b(?:[Mm]odel |[Cc]onfig |[Ww]eights? |[Cc]heckpoint )?[Ff]ile not found\b|"
         r"\b(?:path|directory|folder|file|dir) ['\"`]?[\w./~:\\-]+['\"`]? (?:is )?not found|"
         r"(?:[Cc]ould not|[Cc]annot|[Cc]an't|[Uu]nable to|[Ff]ailed to) "
         r"(?:open|find|"
@@ -380,6 +383,7 @@ WORDS: tuple[_Clue, ...] = _clues(
     (
         Cause.INVALID_ARGUMENT,
         2.5,
+        r"invalid literal for \w+\(\)|"
         r"(?:is|are) not a valid|(?:[Cc]ouldn't|[Cc]ould not|[Cc]annot|[Uu]nable to|[Ff]ailed "
         r"to) parse (?:the )?(?:\w+ )?(?:parameter|argument|option|flag|value)|in (?:a |the )?"
         r"wrong format|"

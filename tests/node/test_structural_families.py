@@ -412,3 +412,33 @@ def test_a_host_memory_shortage_stays_the_hosts() -> None:
 def test_a_command_line_refused_by_any_parser_is_an_invalid_argument(line: str) -> None:
     cause, _ = _read([line])
     assert cause == Cause.INVALID_ARGUMENT.value
+
+
+def test_torchs_c10_log_prefix_without_a_stamp_gives_the_level() -> None:
+    """PyTorch's C++ log prefix comes with or without a stamp: "[E1206 18:44:12.7 x.cpp:1]",
+    "[E socket.cpp:472]", "[W ProcessGroupNCCL.cpp:1]"; the letter is the level either way."""
+    from autotune.node.logparse import parse_log
+
+    lines = [
+        "[E ProcessGroupGloo.cpp:138] Gloo connectFullMesh failed with [pair.cc:144] no error",
+        "[W socket.cpp:436] [c10d] The server socket has failed to bind to [::]:29500.",
+        "[I ProcessGroupNCCL.cpp:2000] [PG 0 Rank 0] ProcessGroupNCCL initialization options",
+    ]
+    assert [r.level for r in parse_log(lines)] == ["error", "warning", "info"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[E ProcessGroupGloo.cpp:138] Gloo connectFullMesh failed with [pair.cc:144] no error",
+        "RuntimeError: CUDA error: peer access is not supported between these two devices",
+        "custom_all_reduce.cuh:120: P2P is not supported between the GPUs of this node",
+        "[UCX ERROR] ibv_create_qp(RC) failed: Cannot allocate memory",
+    ],
+)
+def test_a_transport_between_ranks_that_fails_is_a_collectives_error(line: str) -> None:
+    """Gloo's mesh, peer-to-peer access and RDMA verbs carry the ranks' traffic: their failure
+    is the collectives' (NCCL_P2P_DISABLE, --disable-custom-all-reduce, the IB settings), even
+    in memory words (RDMA's locked-memory limit)."""
+    cause, _ = _read(["INFO 01-06 10:01:55 init distributed", line])
+    assert cause == Cause.NCCL_ERROR.value

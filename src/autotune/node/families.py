@@ -423,6 +423,16 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"fail|unhandled (?:cuda|system) error|Test NCCL failure|ncclCommInit\w* failed|"
         r"(?i:got completion with error)|NET/IB.*[Ee]rror|Transport init error|MPI_ABORT|MPI error",
     ),
+    # the transports that carry the ranks' traffic failing: Gloo's mesh, peer-to-peer access
+    # between GPUs, RDMA verbs and UCX (whose "Cannot allocate memory" is the locked-memory
+    # limit, not the host running out); weighed above the memory words
+    (
+        Cause.NCCL_ERROR,
+        4.0,
+        r"connectFullMesh failed|[Gg]loo\b.{0,60}\b(?:failed|error)|peer access is not "
+        r"supported|cudaErrorPeerAccessUnsupported|P2P is not supported|\bibv_\w+\b.{0,60}"
+        r"(?:failed|error)|\[UCX ERROR\]|\bUCX\b.{0,40}(?:failed|error)",
+    ),
     (
         Cause.NCCL_ERROR,
         3.0,

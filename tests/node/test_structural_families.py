@@ -442,3 +442,25 @@ def test_a_transport_between_ranks_that_fails_is_a_collectives_error(line: str) 
     in memory words (RDMA's locked-memory limit)."""
     cause, _ = _read(["INFO 01-06 10:01:55 init distributed", line])
     assert cause == Cause.NCCL_ERROR.value
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ["RuntimeError: Insufficient blocks in the block pool: requested 512, free 0"],
+        ["AssertionError: num_gpu_blocks must be > 0"],
+        # a line an engine prints when its pool is sized, here sized at nothing: not "ready"
+        ["[2025-01-06 10:01:55 TP0] max_total_num_tokens=0, please increase mem-fraction-static"],
+    ],
+)
+def test_a_cache_sized_at_nothing_is_the_kv_pools_whatever_says_it(lines: list[str]) -> None:
+    cause, _ = _read(lines)
+    assert cause == Cause.KV_POOL_OOM.value
+
+
+def test_a_pool_sized_normally_is_still_ready() -> None:
+    line = (
+        "[2025-01-06 10:01:55 TP0] max_total_num_tokens=491520, chunked_prefill_size=8192, "
+        "max_prefill_tokens=16384, max_running_requests=0, context_len=32768"
+    )
+    assert diagnose_text(line).failure is None

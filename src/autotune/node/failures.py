@@ -923,7 +923,11 @@ def _ready_line(log: _Log, milestones: Sequence[Milestone]) -> int | None:
     ]
     last = first_serving = None
     for i, text in enumerate(log.raw):
-        if log.records[i].level == "error" or _FAILURE_WORDS.search(log.text[i]):
+        if (
+            log.records[i].level == "error"
+            or _FAILURE_WORDS.search(log.text[i])
+            or decisive(log.text[i])
+        ):
             continue  # a line that reports a failure proves no readiness
         if any(r.search(text) for r in ready):
             last = i
@@ -1525,6 +1529,8 @@ def phase_reached(lines: Iterable[str], milestones: Sequence[Milestone]) -> tupl
         head = line[:MILESTONE_HEAD]
         for milestone, regex in compiled:
             if milestone.label not in labels and regex.search(head):
+                if milestone.phase == Phase.READY and decisive(line):
+                    continue  # "ready" in words that say the start failed (a pool of 0)
                 labels.append(milestone.label)
                 if order.index(milestone.phase) > order.index(reached):
                     reached = milestone.phase

@@ -90,14 +90,14 @@ _SHORT = (
     r"does(?: not|n't) fit|but only|only [\d.]+ ?\w* (?:\w+ )?(?:available|free|left))|OOM\b|"
     r"is (?:0|zero|negative|empty)\b|(?i:(?:cannot|can't|unable to) (?:hold|store|serve))|"
     r"(?i:more \w+(?: \w+)?(?: \([^)]*\))? than (?:is )?available)|"
-    r"<= ?0\b|(?:^|[\s=:(\[])-\d)"
+    r"<= ?0\b|(?:^|[\s=:(\[])-\d|must be (?:> ?0|positive|greater than (?:0|zero))\b)"
 )
 _CACHE = (
     r"(?:\b[Kk][Vv][ _-]?[Cc]ache|kv_cache|cache blocks?|(?:GPU|gpu|cuda) blocks|num_gpu_blocks|"
     r"(?:memory|token|KV) pool|max_total_num_tokens|mem[-_]fraction[-_]static|"
     r"gpu[-_]memory[-_]utilization|prefill tokens|batch[-_](?:prefill|total)[-_]tokens|"
     r"cache[-_]max[-_]entry|free_gpu_memory_fraction|paged KV|tokens in (?:the )?cache|"
-    r"cache entries|free blocks|blocks? (?:from|in) the pool)"
+    r"cache entries|free blocks|blocks? (?:from|in) the pool|block pool)"
 )
 _HOST = r"(?:\b(?:host|CPU|cpu|RAM|system|swap|pinned)\b)"
 
@@ -105,6 +105,13 @@ _HOST = r"(?:\b(?:host|CPU|cpu|RAM|system|swap|pinned)\b)"
 WORDS: tuple[_Clue, ...] = _clues(
     # --- memory ---------------------------------------------------------------------------------
     (Cause.KV_POOL_OOM, 3.5, rf"^(?=.*{_CACHE})(?=.*{_SHORT})"),
+    # the pool's size reported as nothing ("max_total_num_tokens=0", "num_gpu_blocks: 0")
+    (
+        Cause.KV_POOL_OOM,
+        3.5,
+        r"\b(?:max_total_num_tokens|num_gpu_blocks|gpu_blocks|max_num_tokens|kv_cache_tokens|"
+        r"(?:GPU|gpu) blocks)\s?[=:]\s?0\b",
+    ),
     (Cause.HOST_OOM, 3.5, rf"^(?=.*{_HOST}.{{0,40}}memory)(?=.*{_SHORT})"),
     (
         Cause.HOST_OOM,
@@ -803,7 +810,7 @@ _DECISIVE_ANY = re.compile(
     r"check|fault|sigsegv|sigbus|sigabrt|sigfpe|core dumped|fatal|panick|terminate|exception|"
     r"probability|double free|corrupted|launch|cublas|exhausted|tried|exit|busy|acquire|"
     r"unbalanced|usage of each|allocated|panic|gfx|runtime|loader|linker|field|variant|given|"
-    r"fail"
+    r"fail|token|blocks"
 )
 
 

@@ -464,3 +464,23 @@ def test_a_pool_sized_normally_is_still_ready() -> None:
         "max_prefill_tokens=16384, max_running_requests=0, context_len=32768"
     )
     assert diagnose_text(line).failure is None
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "KeyError: 'model.layers.0.self_attn.q_proj.weight'",
+        "Exception: Model arch Qwen3ForCausalLM not supported in this version of the server",
+        "ValueError: Model Qwen3-Coder not supported",
+        "ValueError: GGUF model with architecture qwen3moe is not supported yet.",
+    ],
+)
+def test_a_model_refused_in_any_words_is_the_models(line: str) -> None:
+    cause, _ = _read(["INFO 01-06 10:01:55 loading the model", line])
+    assert cause == Cause.MODEL_UNSUPPORTED.value
+
+
+def test_a_gpu_architecture_refused_stays_the_gpus() -> None:
+    line = "RuntimeError: model kernels for architecture sm_61 are not supported"
+    cause, _ = _read(["INFO 01-06 10:01:55 loading the model", line])
+    assert cause == Cause.ARCH_UNSUPPORTED.value

@@ -469,7 +469,6 @@ def test_a_pool_sized_normally_is_still_ready() -> None:
 @pytest.mark.parametrize(
     "line",
     [
-        "KeyError: 'model.layers.0.self_attn.q_proj.weight'",
         "Exception: Model arch Qwen3ForCausalLM not supported in this version of the server",
         "ValueError: Model Qwen3-Coder not supported",
         "ValueError: GGUF model with architecture qwen3moe is not supported yet.",

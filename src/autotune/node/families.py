@@ -300,16 +300,14 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"(?i:unsupported|unknown|unrecognized) model(?: \w+)?: ['\"`]?[A-Z]\w+",
     ),
     # a model refused in other words: its "arch" or name not supported, an architecture name
-    # (not a GPU's: sm_XX, gfx...) the loader does not support, a weight the loader looks up by
-    # its name and does not find
+    # (not a GPU's: sm_XX, gfx...) the loader does not support
     (
         Cause.MODEL_UNSUPPORTED,
         3.0,
         r"[Mm]odel arch\w*\b.{0,80}\bnot (?:yet )?supported|"
         r"\b[Mm]odel ['\"`]?[\w./:-]+['\"`]? (?:is )?not (?:yet )?supported\b|"
         r"^(?=.*[Mm]odel).*\barchitecture ['\"`]?(?!sm_|gfx|compute)[\w.-]+['\"`]? (?:is |are )?"
-        r"not (?:yet )?supported|"
-        r"KeyError: ['\"](?:[\w-]+\.)+(?:weight|bias|qweight|scales?|qzeros|g_idx)['\"]",
+        r"not (?:yet )?supported",
     ),
     # a model's config that the loader cannot deserialise (serde's words, any Rust server):
     # a field it needs is missing, or holds a type or variant it does not know

@@ -483,3 +483,40 @@ def test_a_gpu_architecture_refused_stays_the_gpus() -> None:
     line = "RuntimeError: model kernels for architecture sm_61 are not supported"
     cause, _ = _read(["INFO 01-06 10:01:55 loading the model", line])
     assert cause == Cause.ARCH_UNSUPPORTED.value
+
+
+@pytest.mark.parametrize(
+    ("frames", "family"),
+    [
+        (
+            [
+                '  File "/work/bench/backend_request_func.py", line 121, in '
+                "async_request_openai_completions",
+                "    async with session.post(url=api_url, json=payload) as response:",
+                '  File "/venv/lib/python3.12/site-packages/aiohttp/client.py", line 1510, in '
+                "__aenter__",
+                "    self._resp = await self._coro",
+            ],
+            Cause.BENCHMARK_ERRORS,
+        ),
+        (
+            [
+                '  File "/venv/lib/python3.12/site-packages/triton/compiler/compiler.py", line '
+                "300, in compile",
+                "    next_module = compile_ir(module, metadata)",
+                '  File "/venv/lib/python3.12/site-packages/triton/backends/nvidia/compiler.py", '
+                "line 390, in make_cubin",
+                "    raise RuntimeError(f'{error}\\n'",
+            ],
+            Cause.ARCH_UNSUPPORTED,
+        ),
+    ],
+)
+def test_a_traceback_cut_in_a_clients_or_a_compilers_frames_is_theirs(
+    frames: list[str], family: Cause
+) -> None:
+    """A traceback cut before its exception, in the frames of a benchmark client's request or
+    of a kernel compiler's build for this GPU: where it stopped says whose failure it is."""
+    lines = ["INFO 01-06 10:01:55 starting", "Traceback (most recent call last):", *frames]
+    cause, _ = _read(lines)
+    assert cause == family.value

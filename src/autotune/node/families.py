@@ -657,10 +657,29 @@ FRAMES: tuple[_Clue, ...] = _clues(
         r"PyNcclCommunicator|NCCL_CHECK|pynccl|ncclCommInit",
     ),
     (Cause.NCCL_ERROR, 1.5, r"\binit_device\b|init_\w*distributed"),
+    # a benchmark client's request (vLLM's and SGLang's benchmark scripts, aiohttp, httpx)
+    (
+        Cause.BENCHMARK_ERRORS,
+        3.5,
+        r"backend_request_func\.py|benchmark_serving\.py|bench_serving\.py|"
+        r"\bin async_request_\w+$|\bin _?send_request\w*$",
+    ),
+    # a kernel compiler building for this GPU (Triton's backends, PTX to cubin)
+    (
+        Cause.ARCH_UNSUPPORTED,
+        3.0,
+        r"triton/backends/\w+/compiler\.py|\bin make_cubin$|\bin (?:_?compile_ptx|ptx_to_cubin)\w*$",
+    ),
 )
 
 # The deepest code lines of such a traceback: the check, the lookup or the import that failed.
 DEEPEST: tuple[_Clue, ...] = _clues(
+    # the kernel compiler's build for this GPU was the last thing running
+    (
+        Cause.ARCH_UNSUPPORTED,
+        2.5,
+        r"triton/backends/\w+/compiler\.py|\bin make_cubin$|\bin (?:_?compile_ptx|ptx_to_cubin)\w*$",
+    ),
     (
         Cause.MODEL_UNSUPPORTED,
         2.5,

@@ -668,7 +668,8 @@ FRAMES: tuple[_Clue, ...] = _clues(
     (
         Cause.ARCH_UNSUPPORTED,
         3.0,
-        r"triton/backends/\w+/compiler\.py|\bin make_cubin$|\bin (?:_?compile_ptx|ptx_to_cubin)\w*$",
+        r"triton/backends/\w+/compiler\.py|\bin make_cubin$|"
+        r"\bin (?:_?compile_ptx|ptx_to_cubin)\w*$",
     ),
 )
 
@@ -678,7 +679,8 @@ DEEPEST: tuple[_Clue, ...] = _clues(
     (
         Cause.ARCH_UNSUPPORTED,
         2.5,
-        r"triton/backends/\w+/compiler\.py|\bin make_cubin$|\bin (?:_?compile_ptx|ptx_to_cubin)\w*$",
+        r"triton/backends/\w+/compiler\.py|\bin make_cubin$|"
+        r"\bin (?:_?compile_ptx|ptx_to_cubin)\w*$",
     ),
     (
         Cause.MODEL_UNSUPPORTED,

@@ -117,7 +117,8 @@ _GENERIC_HINTS: dict[Cause, str] = {
 
 _TRACEBACK = "Traceback (most recent call last):"
 _EXC_LINE = re.compile(
-    r"^(?:[A-Za-z_][\w.]*\.)?[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure)(?::.*|\(.*)?$"
+    r"^(?:[A-Za-z_][\w.]*\.)?(?:[A-Za-z_]\w*)?(?:Error|Exception|Exit|Interrupt|Failure|Failed)"
+    r"(?::.*|\(.*)?$"
     r"|^what\(\):\s+\S|^thread '[^']*' panicked at|^Error: \S"
 )
 _ERROR_LINE = re.compile(
@@ -182,7 +183,23 @@ _ECHO = re.compile(
     r"Engine loop has died|died unexpectedly|CalledProcessError|^SystemExit|KeyboardInterrupt|"
     r"ChildProcessError|RayTaskError|ActorDiedError|Failed core proc|Server error: transport"
 )
-_FRAME = re.compile(r'^\s*File "|^\s*File \'|^\s+at |^\s*frame #\d+|^\d+\s+0x[0-9a-f]+ |^│')
+_FRAME = re.compile(
+    r'^\s*File "|^\s*File \'|^\s+at |^\s*frame #\d+|^\s*\d+\s+0x[0-9a-fA-F]+ |^│|'
+    # native frames: gdb's ("#0  0x... in raise ()"), boost's (" 0# 0x... in tritonserver"),
+    # TVM's and Rust's numbered symbols ("  0: rust_begin_unwind"), Go's ("pkg.(*T).f(0xc0)"
+    # then "\tpath/file.go:851 +0x375"), Windows' ("00007FFE12AE1DE4 torch_python.dll!f")
+    r"^\s*#\d+\s+0x[0-9a-fA-F]+ in |^\s*\d+# |^\s+\d+: [\w:<>~(*&]|"
+    r"^\s*\S+\.(?:go|s):\d+ \+0x[0-9a-f]+|^(?:[\w.-]+/)+[\w.]+\.(?:\(\*?\w+\)\.)?\w+\(.*\)$|"
+    r"^[0-9A-F]{16}(?:[0-9A-F]{16})? \S+!\S"
+)
+# The header of a native stack dump: a process died in native code (a signal handler's report,
+# a Go or Rust panic, a C++ exception's trace, Windows' abort handler); a log that stops in one
+# was cut in a crash report, not in a hang.
+_STACK_HEADER = re.compile(
+    r"^(?:Stack trace:|stack backtrace:|Backtrace:|=+ ?backtrace \(tid: *\d+\) ?=+|"
+    r"goroutine \d+ \[[\w ,]+\]:|Unhandled exception caught in |\*\*\* Begin stack trace|"
+    r"Exception raised from \S+ at \S+ \(most recent call first\):)"
+)
 
 _CAPTURE_RUNNING = re.compile(
     r"Capturing CUDA graph|Capture cuda graph begin|Capturing batches|Capturing cudagraphs|"
@@ -313,12 +330,17 @@ GENERIC_MILESTONES: tuple[Milestone, ...] = (
         r"server is listening on|HTTP server listening|Serving on http|Started HTTPService|"
         r"Listening on \[?[\w:.]+\]?:\d+|text_generation_router[\w:]*: .*Connected|"
         r"init engine \(profile, create kv cache, warmup model\) took|Starting HTTP server|"
-        r"Starting \w+ server on https?://|Available routes are",
+        r"Starting \w+ server on https?://|Available routes are|"
+        # any server's own words for "up" ("Starting vLLM API server 0 on http://...", Ollama's
+        # "llama runner started in 3.02 seconds", Triton's gRPC endpoint)
+        r"Starting [\w-]+(?: [\w-]+){0,2} server(?: \d+)? on https?://|runner started in [\d.]+ ?s|"
+        r"Started GRPCInferenceService",
         label="ready",
     ),
     Milestone(
         phase=Phase.BENCHMARK,
-        pattern=r"Prefill batch|Decode batch|POST /(?:v1/|generate)[^\"]*\"? 2\d\d\b|"
+        # an access-log line with any status: the server was up and answering (a 500 too)
+        pattern=r"Prefill batch|Decode batch|POST /(?:v1/|generate)[^\"]*\"? [1-5]\d\d\b|"
         r"batch\{batch_size=\d+\}:(?:prefill|decode)|"
         r"Avg prompt throughput|"
         r"#running-req",
@@ -679,6 +701,8 @@ def _in_trace(text: str) -> bool:
         not text.strip()
         or text[0].isspace()
         or bool(_TRACE_LINE.match(text))
+        or bool(_FRAME.match(text))
+        or bool(_STACK_HEADER.match(text))
         or _is_exception(text)
     )
 
@@ -876,7 +900,11 @@ def _signals(log: _Log, milestones: Sequence[Milestone], reached: Phase | None =
     )
     traceback = None
     for i in range(len(log.text) - 1, -1, -1):
-        if _TRACEBACK in log.text[i] or _FRAME.match(log.text[i]):
+        if (
+            _TRACEBACK in log.text[i]
+            or _FRAME.match(log.text[i])
+            or _STACK_HEADER.match(log.text[i])
+        ):
             traceback = i
             break
     if reached is None:
@@ -922,7 +950,11 @@ def _ready_line(log: _Log, milestones: Sequence[Milestone]) -> int | None:
     ]
     last = first_serving = None
     for i, text in enumerate(log.raw):
-        if log.records[i].level == "error" or _FAILURE_WORDS.search(log.text[i]):
+        if (
+            log.records[i].level == "error"
+            or _FAILURE_WORDS.search(log.text[i])
+            or decisive(log.text[i])
+        ):
             continue  # a line that reports a failure proves no readiness
         if any(r.search(text) for r in ready):
             last = i
@@ -1524,6 +1556,8 @@ def phase_reached(lines: Iterable[str], milestones: Sequence[Milestone]) -> tupl
         head = line[:MILESTONE_HEAD]
         for milestone, regex in compiled:
             if milestone.label not in labels and regex.search(head):
+                if milestone.phase == Phase.READY and decisive(line):
+                    continue  # "ready" in words that say the start failed (a pool of 0)
                 labels.append(milestone.label)
                 if order.index(milestone.phase) > order.index(reached):
                     reached = milestone.phase

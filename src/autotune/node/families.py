@@ -90,14 +90,14 @@ _SHORT = (
     r"does(?: not|n't) fit|but only|only [\d.]+ ?\w* (?:\w+ )?(?:available|free|left))|OOM\b|"
     r"is (?:0|zero|negative|empty)\b|(?i:(?:cannot|can't|unable to) (?:hold|store|serve))|"
     r"(?i:more \w+(?: \w+)?(?: \([^)]*\))? than (?:is )?available)|"
-    r"<= ?0\b|(?:^|[\s=:(\[])-\d)"
+    r"<= ?0\b|(?:^|[\s=:(\[])-\d|must be (?:> ?0|positive|greater than (?:0|zero))\b)"
 )
 _CACHE = (
     r"(?:\b[Kk][Vv][ _-]?[Cc]ache|kv_cache|cache blocks?|(?:GPU|gpu|cuda) blocks|num_gpu_blocks|"
     r"(?:memory|token|KV) pool|max_total_num_tokens|mem[-_]fraction[-_]static|"
     r"gpu[-_]memory[-_]utilization|prefill tokens|batch[-_](?:prefill|total)[-_]tokens|"
     r"cache[-_]max[-_]entry|free_gpu_memory_fraction|paged KV|tokens in (?:the )?cache|"
-    r"cache entries|free blocks|blocks? (?:from|in) the pool)"
+    r"cache entries|free blocks|blocks? (?:from|in) the pool|block pool)"
 )
 _HOST = r"(?:\b(?:host|CPU|cpu|RAM|system|swap|pinned)\b)"
 
@@ -105,6 +105,13 @@ _HOST = r"(?:\b(?:host|CPU|cpu|RAM|system|swap|pinned)\b)"
 WORDS: tuple[_Clue, ...] = _clues(
     # --- memory ---------------------------------------------------------------------------------
     (Cause.KV_POOL_OOM, 3.5, rf"^(?=.*{_CACHE})(?=.*{_SHORT})"),
+    # the pool's size reported as nothing ("max_total_num_tokens=0", "num_gpu_blocks: 0")
+    (
+        Cause.KV_POOL_OOM,
+        3.5,
+        r"\b(?:max_total_num_tokens|num_gpu_blocks|gpu_blocks|max_num_tokens|kv_cache_tokens|"
+        r"(?:GPU|gpu) blocks)\s?[=:]\s?0\b",
+    ),
     (Cause.HOST_OOM, 3.5, rf"^(?=.*{_HOST}.{{0,40}}memory)(?=.*{_SHORT})"),
     (
         Cause.HOST_OOM,
@@ -152,11 +159,19 @@ WORDS: tuple[_Clue, ...] = _clues(
     (
         Cause.RUNTIME_CRASH,
         3.0,
-        r"(?i:exit(?:ed)?[ _](?:with )?(?:status|code))[:= (]+(?:139|-11)\b|"
+        r"(?i:exit(?:ed)?[ _](?:with )?(?:status|code))[:= (]+(?:139|-11|134|-6|135|-7|136|-8)\b|"
         # Windows: an access violation, a fail-fast abort, a corrupted heap
         r"\b0x[Cc]0000(?:005|409|374)\b",
     ),
     (Cause.ARCH_UNSUPPORTED, 3.0, r"\b0x[Cc]000001[Dd]\b"),  # Windows: an illegal instruction
+    # a program or library that is not there: a shell's 127 ("command not found") and
+    # Windows' STATUS_DLL_NOT_FOUND, STATUS_ENTRYPOINT_NOT_FOUND, STATUS_DLL_INIT_FAILED
+    (
+        Cause.IMPORT_ERROR,
+        3.0,
+        r"(?i:exit(?:ed)?[ _]?(?: with)?(?: status| ?code)?)[:= (]+127\b|: command not found\b|"
+        r"\b0x[Cc]00001(?:35|39|42)\b",
+    ),
     (
         Cause.CUDA_OOM,
         3.0,
@@ -171,6 +186,14 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"could not (?:be )?allocated?|not enough (?:GPU |device |VRAM |video )?memory|"
         r"insufficient (?:GPU |device |VRAM )?memory|exceeds? (?:the )?(?:available |allowed )?"
         r"(?:GPU |device )?memory|memory (?:is )?(?:insufficient|exhausted)",
+    ),
+    # a device's memory (VRAM, GPU memory) too small for what was asked, in any words: "does
+    # not fit in the available VRAM", "requires more memory than is available on the GPU"
+    (
+        Cause.CUDA_OOM,
+        3.0,
+        rf"^(?=.*(?:\bVRAM\b|\bvram\b|\bGPU\b|\bgpu\b|[Dd]evice memory|[Vv]ideo memory))"
+        rf"(?=.*(?i:memory|vram))(?=.*{_SHORT})(?!.*{_HOST})",
     ),
     # an allocation of a device buffer (or one of a given size) that failed
     (
@@ -196,7 +219,7 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"cudaErrorNotSupported|"
         r"\bptxas\b.{0,80}\berror\b|requires? \.target sm_\d+|"
         r"[Uu]nsupported (?:gpu |GPU |CUDA |cuda |SM |sm )?architecture"
-        r"(?!s?:? ?\[?['\"]?\w*(?:For|Model|LM))|[Cc]ompute [Cc]apability|\bSIGILL\b|"
+        r"(?!s?:? ?\[?['\"]?\w*(?:For|Model|LM))|\bSIGILL\b|"
         r"[Ii]llegal instruction(?! was encountered)|signal 4\b|(?:un|not )supported (?:on|by|"
         r"for) (?:this|the current"
         r"|your) (?:GPU|device|hardware|platform)|only supports? (?:Ampere|Hopper|Blackwell|"
@@ -209,6 +232,25 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"support|\bAVX\w*\b.{0,40}not supported|"
         r"(?:GPU|device|gpu) arch(?:itecture)? ['\"`]?\w+['\"`]? is not supported",
     ),
+    # the kernel compiler (Triton's MLIR and LLVM) cannot lower a kernel for this GPU: an
+    # instruction it cannot select, a check of its own that fails
+    (
+        Cause.ARCH_UNSUPPORTED,
+        3.0,
+        r"LLVM ERROR: Cannot select|mlir::triton|\.triton/llvm/|triton::gpu::\w+Attr",
+    ),
+    # a GPU refused in compute-capability words ("compute capability below 8.0 is not
+    # supported", "needs compute capability >= 8.9"); a device report that merely states it
+    # ("Device 0: ..., compute capability 8.6, VMM: yes", printed before every CUDA error of
+    # llama.cpp and Ollama) refuses nothing and is a hint only
+    (
+        Cause.ARCH_UNSUPPORTED,
+        3.5,
+        r"^(?=.*[Cc]ompute [Cc]apability)(?=.*(?:not supported|unsupported|not compatible|"
+        r"incompatible|requires?\b|required|needs?\b|at least|[Mm]inimum|below|lower than|"
+        r"less than|too (?:low|old)|>=|does not|doesn't|cannot|can't|only\b|[Mm]in\b))",
+    ),
+    (Cause.ARCH_UNSUPPORTED, 1.0, r"[Cc]ompute [Cc]apability"),
     # a library or kernel file missing for the GPU architecture it names ("no
     # TensileLibrary_gfx90a.dat", "kernels for sm_61 not found")
     (
@@ -256,6 +298,16 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"(?:[Cc]ould not|[Cc]annot|[Uu]nable to) (?:find|locate) (?:key |weight |tensor )?"
         r"['\"`]?(?:model\.)?(?:layers|h|blocks|transformer)\.\d+\.|"
         r"(?i:unsupported|unknown|unrecognized) model(?: \w+)?: ['\"`]?[A-Z]\w+",
+    ),
+    # a model refused in other words: its "arch" or name not supported, an architecture name
+    # (not a GPU's: sm_XX, gfx...) the loader does not support
+    (
+        Cause.MODEL_UNSUPPORTED,
+        3.0,
+        r"[Mm]odel arch\w*\b.{0,80}\bnot (?:yet )?supported|"
+        r"\b[Mm]odel ['\"`]?[\w./:-]+['\"`]? (?:is )?not (?:yet )?supported\b|"
+        r"^(?=.*[Mm]odel).*\barchitecture ['\"`]?(?!sm_|gfx|compute)[\w.-]+['\"`]? (?:is |are )?"
+        r"not (?:yet )?supported",
     ),
     # a model's config that the loader cannot deserialise (serde's words, any Rust server):
     # a field it needs is missing, or holds a type or variant it does not know
@@ -323,6 +375,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"arguments|ambiguous option|unexpected argument)|unrecognized arguments|"
         r"^\s*usage: \S+ \[|validation errors? for \w+|^\s*Value error,|No such option|"
         r"\b(?:Invalid argument|INVALID_ARGUMENT): \S|"
+        # any parser's refusal: Go's ("unknown flag: --x"), python-fire's, llama.cpp's own
+        r"\bunknown (?:shorthand )?flag: -|Could not consume arg|error while handling argument|"
         r"Invalid value for|unexpected extra argument|must be divisible|not divisible by|"
         r"must (?:evenly )?divide|"
         r"mutually exclusive|HFValidationError|RepositoryNotFoundError|GatedRepoError|"
@@ -336,6 +390,7 @@ WORDS: tuple[_Clue, ...] = _clues(
         3.0,
         r"No such file or directory|does not exist|FileNotFoundError|[Ee]rror opening .{0,80}"
         r"(?:file|engine|config)|does not appear to have (?:a )?files? named|"
+        r"\b(?:[Mm]odel |[Cc]onfig |[Ww]eights? |[Cc]heckpoint )?[Ff]ile not found\b|"
         r"\b(?:path|directory|folder|file|dir) ['\"`]?[\w./~:\\-]+['\"`]? (?:is )?not found|"
         r"(?:[Cc]ould not|[Cc]annot|[Cc]an't|[Uu]nable to|[Ff]ailed to) "
         r"(?:open|find|"
@@ -345,6 +400,7 @@ WORDS: tuple[_Clue, ...] = _clues(
     (
         Cause.INVALID_ARGUMENT,
         2.5,
+        r"invalid literal for \w+\(\)|"
         r"(?:is|are) not a valid|(?:[Cc]ouldn't|[Cc]ould not|[Cc]annot|[Uu]nable to|[Ff]ailed "
         r"to) parse (?:the )?(?:\w+ )?(?:parameter|argument|option|flag|value)|in (?:a |the )?"
         r"wrong format|"
@@ -383,6 +439,16 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"ncclSystem|ncclInvalid|ncclRemote|DistBackendError|HCCL\w* ?(?:error|fail)|hccl\w* "
         r"fail|unhandled (?:cuda|system) error|Test NCCL failure|ncclCommInit\w* failed|"
         r"(?i:got completion with error)|NET/IB.*[Ee]rror|Transport init error|MPI_ABORT|MPI error",
+    ),
+    # the transports that carry the ranks' traffic failing: Gloo's mesh, peer-to-peer access
+    # between GPUs, RDMA verbs and UCX (whose "Cannot allocate memory" is the locked-memory
+    # limit, not the host running out); weighed above the memory words
+    (
+        Cause.NCCL_ERROR,
+        4.0,
+        r"connectFullMesh failed|[Gg]loo\b.{0,60}\b(?:failed|error)|peer access is not "
+        r"supported|cudaErrorPeerAccessUnsupported|P2P is not supported|\bibv_\w+\b.{0,60}"
+        r"(?:failed|error)|\[UCX ERROR\]|\bUCX\b.{0,40}(?:failed|error)",
     ),
     (
         Cause.NCCL_ERROR,
@@ -453,8 +519,13 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"[Ss]ignal \(?(?:11|6|7|8)\)? received|"
         r"[Cc]aught signal (?:11|6|7|8)\b|signal (?:11|6|7|8)\b|core dumped|Fatal Python error|"
         r"panicked at|^panic: |terminate called|Floating point exception|"
+        r"terminating (?:due to|with) uncaught exception|"
         r"probability tensor contains|"
         r"Memory access fault|double free|corrupted (?:size|double)|cudaErrorLaunchFailure|"
+        # a signal handler's crash report (OpenMPI, UCX, Triton) and the kernel's report of a
+        # GPU page fault (amdgpu) or of a GPU error (NVIDIA's Xid, above)
+        r"^\s*(?:\[[^\]]*\] )?Signal code: |Failing at address|VM_L2_PROTECTION_FAULT|"
+        r"amdgpu\b.{0,80}\bpage fault|GPU reset (?:begin|failed)|"
         r"CUBLAS_STATUS_EXECUTION_FAILED|CUDA error: (?!out of memory)",
     ),
     (Cause.RUNTIME_CRASH, 1.5, r"\bAborted\b|\bsegfault|[Cc]rash(?:ed)?\b"),
@@ -490,14 +561,58 @@ WORDS: tuple[_Clue, ...] = _clues(
         2.5,
         r"ConnectionRefusedError|[Ee]rrno 111\b|ClientConnectorError|ServerDisconnectedError|"
         r"RemoteDisconnected|Max retries exceeded|Failed to establish a new connection|"
-        r"Cannot connect to host|ClientResponseError",
+        r"Cannot connect to host|ClientResponseError|StatusCode\.UNAVAILABLE|"
+        r"failed to connect to all addresses",
     ),
     # a client library's own exception types: the benchmark's requests failed or timed out
     (
         Cause.BENCHMARK_ERRORS,
         3.0,
         r"\b(?:ReadTimeout|ConnectTimeout|ConnectError|APIConnectionError|APITimeoutError|"
-        r"RemoteProtocolError)\b",
+        r"RemoteProtocolError|ClientPayloadError|ClientOSError|ServerTimeoutError|"
+        r"APIStatusError)\b|\bopenai\.\w+Error\b|\bError code: [45]\d\d\b",
+    ),
+    # a benchmark's own summary that some of its requests failed
+    (Cause.BENCHMARK_ERRORS, 3.0, r"^\s*Failed requests:\s+[1-9]\d*\s*$"),
+    # --- status codes ---------------------------------------------------------------------------
+    # An error code's meaning is the same whichever library reports it (CUDA runtime and
+    # driver, cuDNN, cuBLAS, HIP, Vulkan, SYCL and Level Zero): an allocation that failed, a
+    # device that faulted or was lost, a build or library that does not fit this machine.
+    (
+        Cause.CUDA_OOM,
+        3.0,
+        r"\b[A-Z]+(?:_[A-Z]+)*_(?:ALLOC(?:ATION)?_FAILED|OUT_OF_(?:DEVICE_)?MEMORY|"
+        r"OUT_OF_RESOURCES)\b|(?:cuda|hip)ErrorMemoryAllocation|ErrorOutOfDeviceMemory",
+    ),
+    (
+        Cause.RUNTIME_CRASH,
+        3.0,
+        r"\b[A-Z]+(?:_[A-Z]+)*_(?:EXECUTION_FAILED|DEVICE_LOST|ILLEGAL_ADDRESS|LAUNCH_FAIL\w*|"
+        r"MISALIGNED_ADDRESS|HARDWARE_STACK_ERROR|ECC_UNCORRECTABLE)\b|ErrorDeviceLost\b|"
+        r"(?:cuda|hip)Error(?:IllegalAddress|LaunchFailure|MisalignedAddress|IllegalInstruction|"
+        r"HardwareStackError|Assert|ECCUncorrectable)\b",
+    ),
+    (
+        Cause.ARCH_UNSUPPORTED,
+        3.0,
+        r"\b[A-Z]+(?:_[A-Z]+)*_(?:STATUS|ERROR)_(?:ARCH_MISMATCH|NOT_SUPPORTED)\b",
+    ),
+    # the GPU driver's own library missing, a stub, or at another version than the toolkit
+    (
+        Cause.IMPORT_ERROR,
+        3.5,
+        r"CUDA_ERROR_(?:STUB_LIBRARY|SYSTEM_DRIVER_MISMATCH)|cudaError(?:StubLibrary|"
+        r"SystemDriverMismatch)|unsupported display driver / cuda driver combination|"
+        r"[Ff]ound no NVIDIA driver|NVIDIA driver (?:is )?not (?:installed|loaded|found)",
+    ),
+    # a device index beyond those visible (CUDA_VISIBLE_DEVICES, --device), a file the process
+    # may not read, a hub that refuses the token: settings, not the engine
+    (
+        Cause.INVALID_ARGUMENT,
+        3.5,
+        r"invalid device ordinal|cudaErrorInvalidDevice\b|PermissionError|[Ee]rrno 13\]? "
+        r"Permission denied|\b40[13] Client Error\b|couldn't connect to '?https?://huggingface"
+        r"\.co|outgoing traffic has been disabled",
     ),
     # --- Ray ------------------------------------------------------------------------------------
     (
@@ -542,10 +657,31 @@ FRAMES: tuple[_Clue, ...] = _clues(
         r"PyNcclCommunicator|NCCL_CHECK|pynccl|ncclCommInit",
     ),
     (Cause.NCCL_ERROR, 1.5, r"\binit_device\b|init_\w*distributed"),
+    # a benchmark client's request (vLLM's and SGLang's benchmark scripts, aiohttp, httpx)
+    (
+        Cause.BENCHMARK_ERRORS,
+        3.5,
+        r"backend_request_func\.py|benchmark_serving\.py|bench_serving\.py|"
+        r"\bin async_request_\w+$|\bin _?send_request\w*$",
+    ),
+    # a kernel compiler building for this GPU (Triton's backends, PTX to cubin)
+    (
+        Cause.ARCH_UNSUPPORTED,
+        3.0,
+        r"triton/backends/\w+/compiler\.py|\bin make_cubin$|"
+        r"\bin (?:_?compile_ptx|ptx_to_cubin)\w*$",
+    ),
 )
 
 # The deepest code lines of such a traceback: the check, the lookup or the import that failed.
 DEEPEST: tuple[_Clue, ...] = _clues(
+    # the kernel compiler's build for this GPU was the last thing running
+    (
+        Cause.ARCH_UNSUPPORTED,
+        2.5,
+        r"triton/backends/\w+/compiler\.py|\bin make_cubin$|"
+        r"\bin (?:_?compile_ptx|ptx_to_cubin)\w*$",
+    ),
     (
         Cause.MODEL_UNSUPPORTED,
         2.5,
@@ -583,7 +719,11 @@ _TYPES: tuple[tuple[re.Pattern[str], Cause | None, float], ...] = tuple(
     (re.compile(p), cause, w)
     for p, cause, w in (
         (r"(?:ModuleNotFound|Import)Error$", Cause.IMPORT_ERROR, 3.5),
-        (r"OutOfMemoryError$|OutOfMemory$", Cause.CUDA_OOM, 3.0),
+        (
+            r"OutOfMemoryError$|OutOfMemory$|(?:NotEnough|Insufficient)Memory(?:Error|Exception)$",
+            Cause.CUDA_OOM,
+            3.0,
+        ),
         (r"^MemoryError$", Cause.HOST_OOM, 3.5),
         (r"AssertionError$", Cause.ASSERTION, 3.0),
         (
@@ -598,7 +738,8 @@ _TYPES: tuple[tuple[re.Pattern[str], Cause | None, float], ...] = tuple(
     )
 )
 _EXC_TYPE = re.compile(
-    r"^(?:[\w.]*[.:])?(?P<type>[A-Z]\w*(?:Error|Exception|Exit|Failure|Timeout|OutOfMemory))\b"
+    r"^(?:[\w.]*[.:])?(?P<type>(?:[A-Z]\w*)?(?:Error|Exception|Exit|Failure|Failed|Timeout|"
+    r"OutOfMemory))\b"
 )
 # Generic families: an internal check or a crash says *that* something failed; a more specific
 # family named in the same words is the cause (an assertion that a file opens, a crash that
@@ -668,7 +809,16 @@ _FATAL_SIGN = re.compile(
     r"(?i:exit(?:ed)?(?: with)?(?: exit)? ?(?:status|code)|return ?code|returncode)[:= (]+"
     r"(?!(?:-?0|-15|143|-2|130)\b)-?\d+\b|(?i:non-zero exit)|\bstatus=[1-9]\d*/[A-Z]+|"
     # an abort reported on its own line (SIGABRT), as a shell reports a kill
-    r"(?:^|[\s\]|])Aborted\s*$"
+    r"(?:^|[\s\]|])Aborted\s*$|"
+    # a signal handler's crash report, the kernel's report of a GPU fault, a Windows status
+    r"^\s*(?:\[[^\]]*\] )?Signal code: |Failing at address|VM_L2_PROTECTION_FAULT|"
+    r"amdgpu\b.{0,80}\bpage fault|NVRM: Xid|(?i:exit (?:status|code))[:= ]+0x[0-9a-fA-F]{8}\b|"
+    r": command not found\b|"
+    # a C++ runtime's report of an uncaught exception (libc++; libstdc++'s is above), a
+    # canonical status code (absl, gRPC, XLA) opening a line
+    r"terminating (?:due to|with) uncaught exception|^(?:INTERNAL|UNIMPLEMENTED|"
+    r"FAILED_PRECONDITION|NOT_FOUND|UNAVAILABLE|ABORTED|DATA_LOSS|DEADLINE_EXCEEDED|"
+    r"PERMISSION_DENIED|OUT_OF_RANGE|RESOURCE_EXHAUSTED|INVALID_ARGUMENT|UNKNOWN): \S"
 )
 
 
@@ -690,7 +840,8 @@ _DECISIVE_ANY = re.compile(
     r"rendezvous|barrier|peer|collective|start|ready|init|boot|health|warm|captur|graph|assert|"
     r"check|fault|sigsegv|sigbus|sigabrt|sigfpe|core dumped|fatal|panick|terminate|exception|"
     r"probability|double free|corrupted|launch|cublas|exhausted|tried|exit|busy|acquire|"
-    r"unbalanced|usage of each|allocated|panic|gfx|runtime|loader|linker|field|variant|given"
+    r"unbalanced|usage of each|allocated|panic|gfx|runtime|loader|linker|field|variant|given|"
+    r"fail|token|blocks"
 )
 
 

@@ -101,7 +101,8 @@ _PREFIXES: tuple[re.Pattern[str], ...] = tuple(
     )
 )
 _TAG_LEVEL = re.compile(
-    r"^(?P<lvl>[IWEF])\d{3,4}\b|"
+    # glog's "E0101" and PyTorch's C++ prefix without a stamp: "[E socket.cpp:472]"
+    r"^(?P<lvl>[IWEF])(?:\d{3,4}\b| [\w./-]+\.(?:cpp|cc|cu|c|h|hpp):\d+$)|"
     r"^(?P<word>(?i:error|err|critical|fatal|warning|warn|info|debug|trace)|E|W|I|F)$"
 )
 _SOURCE_TAG = re.compile(r"\b((?:DP|TP|EP|PP)\d+(?: (?:DP|TP|EP|PP)\d+)*)\]?$|^(rank\d+)$")

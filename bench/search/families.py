@@ -35,10 +35,10 @@ from bench.search.landscapes import Landscape, Point, crash, ok
 # Chosen before any default was tuned (commit "bench: search families and their manifest").
 MANIFEST = {
     "tuning": ["interact", "condint", "coupled", "mixed7"],
-    "held_out": ["mixed11", "loadcrash", "plateau", "hidden2b", "ridge11", "paired10"],
+    "held_out": ["mixed11", "loadcrash", "plateau", "hidden2b", "ridge11", "paired10", "tangle9"],
 }
-# ``ridge11`` (issue 52, session r3) and ``paired10`` (session r5) were added to the held-out
-# set when they were written, before any strategy had run on them.
+# ``ridge11`` (issue 52, session r3), ``paired10`` (session r5) and ``tangle9`` (session r6)
+# were added to the held-out set when they were written, before any strategy had run on them.
 INSTANCES = 4  # instances per family in the default runs (more with --instances)
 
 Config = dict[str, Any]
@@ -745,6 +745,86 @@ def paired10(rng: random.Random) -> Shape:
     return Shape("", params, base, value, crashes, _noise(rng), {"tok_threads", "log_level"})
 
 
+def tangle9(rng: random.Random) -> Shape:
+    """Nine settings whose choices meet through numbers: an attention kernel and a scheduler
+    whose best pair depends on the prefill chunk (each pair peaks at its own chunk size),
+    CUDA graphs and overlap scheduling that pay only together (overlap alone stalls and loses
+    8-15%), a quantisation choice with a group size that exists only when it is on and is
+    best inside its range, a batch size that saturates, a crash under load where chunk and
+    batch together fill the activation memory (earlier with 4-bit weights), and a setting
+    that does nothing."""
+    kernels, scheds = ["a0", "a1", "a2"], ["s0", "s1", "s2"]
+    amp = {(a, s): rng.uniform(0.0, 0.35) for a in kernels for s in scheds}
+    amp["a0", "s0"] = rng.uniform(0.1, 0.2)
+    mu = {(a, s): rng.uniform(0.1, 0.9) for a in kernels for s in scheds}
+    lv = {"a0": 1.0, "a1": rng.uniform(0.92, 1.1), "a2": rng.uniform(0.92, 1.1)}
+    o_alone, g_alone, both = (
+        rng.uniform(0.08, 0.15),
+        rng.uniform(0.0, 0.03),
+        rng.uniform(0.12, 0.25),
+    )
+    q_cost = {"w8": rng.uniform(0.03, 0.08), "w4": rng.uniform(0.05, 0.1)}
+    q_amp = {"w8": rng.uniform(0.1, 0.25), "w4": rng.uniform(0.15, 0.35)}
+    q_mu = rng.uniform(0.2, 0.8)
+    params = [
+        p_cat("attn", kernels),
+        p_cat("sched", scheds),
+        p_int("chunk", 256, 16384, log=True),
+        p_bool("graphs"),
+        p_bool("overlap", env=True),
+        p_cat("quant", ["none", "w8", "w4"]),
+        p_int("group", 16, 512, log=True, when="quant != 'none'"),
+        p_int("batch", 8, 512, log=True),
+        p_int("log_interval", 1, 100, env=True),
+    ]
+    pc, pg, pb = params[2], params[6], params[7]
+    bat = saturate(rng.uniform(0.3, 0.6), rng.uniform(0.5, 0.9))
+    limit, w4_less = rng.uniform(1.15, 1.45), rng.uniform(0.1, 0.2)
+
+    def value(c: Config) -> float:
+        pair = (c["attn"], c["sched"])
+        v = 100.0 * lv[c["attn"]] * bat(pos(pb, c["batch"]))
+        v *= 1 + amp[pair] * math.exp(-0.5 * ((pos(pc, c["chunk"]) - mu[pair]) / 0.15) ** 2)
+        if c["graphs"] and c["overlap"]:
+            v *= 1 + both
+        elif c["overlap"]:
+            v *= 1 - o_alone
+        elif c["graphs"]:
+            v *= 1 + g_alone
+        q = c["quant"]
+        if q != "none":
+            u = pos(pg, c["group"])
+            v *= (1 - q_cost[q]) * (1 + q_amp[q] * math.exp(-0.5 * ((u - q_mu) / 0.15) ** 2))
+        return v
+
+    def load(c: Config) -> float:
+        return pos(pc, c["chunk"]) + pos(pb, c["batch"]) + (w4_less if c["quant"] == "w4" else 0)
+
+    crashes = [(lambda c: load(c) > limit, LOAD)]
+    base = {
+        "attn": "a0",
+        "sched": "s0",
+        "chunk": 2048,
+        "graphs": False,
+        "overlap": False,
+        "quant": "none",
+        "batch": 32,
+        "log_interval": 10,
+    }
+    while any(hit(base) for hit, _ in crashes):
+        limit += 0.05
+    return Shape(
+        "",
+        params,
+        base,
+        value,
+        crashes,
+        _noise(rng),
+        {"log_interval"},
+        {"group": lambda c: c["quant"] != "none"},
+    )
+
+
 FAMILIES: dict[str, Callable[[random.Random], Shape]] = {
     "interact": interact,
     "condint": condint,
@@ -756,6 +836,7 @@ FAMILIES: dict[str, Callable[[random.Random], Shape]] = {
     "hidden2b": hidden2b,
     "ridge11": ridge11,
     "paired10": paired10,
+    "tangle9": tangle9,
 }
 _SALT = {name: k for k, name in enumerate(FAMILIES)}
 

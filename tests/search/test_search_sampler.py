@@ -245,3 +245,21 @@ def test_a_baseline_whose_chosen_values_the_ranges_hold_is_the_start_itself() ->
     assert start not in moves, moves
     for moved in moves[:3]:
         assert sum(moved[k] != start[k] for k in start) == 1, (start, moved)
+
+
+def test_every_pair_of_flags_is_screened_together_whatever_each_did_alone() -> None:
+    """Four flags that do nothing alone (two of them pay only together): the screen of pairs
+    meets every pair of them switched on together, in its own launches (rows of a covering
+    array), not only the pairs of settings that moved the objective alone."""
+    names = ["f0", "f1", "f2", "f3"]
+
+    def flags(trial: optuna.Trial) -> float:
+        on = {n: trial.suggest_categorical(n, [False, True]) for n in names}
+        return 100.0 * (1.3 if on["f1"] and on["f3"] else 1.0)
+
+    study = optuna.create_study(direction="maximize", sampler=Sampler(seed=0))
+    study.enqueue_trial({n: False for n in names})
+    study.optimize(flags, n_trials=16)
+    rows = [t.params for t in study.trials if t.user_attrs.get(KIND) == "pairs"]
+    met = {(a, b) for r in rows for a in names for b in names if a < b and r[a] and r[b]}
+    assert met == {(a, b) for a in names for b in names if a < b}, rows

@@ -15,17 +15,19 @@ and nothing else, so a study resumed after its driver was killed proposes what i
 - **Lines** (after the screen): a second point on each move's line through the numbers it
   moved: halfway back where it crashed (the edge lies between) or gained more than the
   noise, halfway to the other end where one number moved and lost more than the noise.
-- **Pairs of choices** (``pairs`` launches at most): the first configuration with two choices
-  moved to values no launch had together (a flag that pays only with another), those of
-  settings that both moved the objective alone first, the one the model is least sure of
-  where pairs of effects may matter as much as each alone.
+- **Pairs of choices** (``pairs`` launches at most): rows of a strength-2 covering array
+  over the choices, built greedily (as AETG builds one): the first configuration with up to
+  half of its choices moved, so that as many pairs of moved values as one launch can meet
+  are met that no launch had together, whatever each did alone (a flag that pays only with
+  another, a choice's later values), weighed by the chance of not crashing.
 - **The model** after them: the additive Gaussian process (``model.py``) over every launch that
   served, with the configurations still running given the value it predicts (a constant
   liar: parallel workers do not propose the same thing); the crash model (``crashes.py``)
   over every crash and refusal. Candidates are the best configuration with one or two
-  settings moved, the best few moved at random, random configurations, and the best of those
-  moved again; the proposal is the one whose expected improvement, times the chance of not
-  crashing to the power ``risk``, is largest. It is never a configuration a trial already
+  settings moved, the best few moved at random, the choices of one of the best with the
+  numbers of another, random configurations, and the best of those moved again; the
+  proposal is the one whose expected improvement, times the chance of not crashing to the
+  power ``risk``, is largest. It is never a configuration a trial already
   had, one ``feasible`` refuses, or one every explanation of some crash or refusal covers.
 
 A trial tells the sampler it crashed, or was refused before launch, through a user
@@ -35,6 +37,7 @@ trial without either (an interrupted launch) is ignored.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -68,9 +71,9 @@ MOVE = "search:move"  # user attribute: which move of the screen a design trial 
 # user attribute of an enqueued trial that leaves settings unset: the values the system chose
 # for them (an engine's own defaults, read from its log); the screen starts from them
 DEFAULTS = "search:defaults"
-DESIGN = 12  # the most one-at-a-time launches of the screen
+DESIGN = 9  # the most one-at-a-time launches of the screen
 RISK = 2.0  # how much a chance of crashing weighs against the expected improvement
-PAIRS = 6  # the most proposals that screen pairs of choices
+PAIRS = 6  # the most proposals that screen pairs of choices (rows of a covering array)
 MOST = 150  # the most launches the objective's model is fitted on
 
 Feasible = Callable[[Mapping[str, Any]], bool]
@@ -210,8 +213,8 @@ class Sampler(BaseSampler):
         design: the most one-at-a-time launches at the start (0: none).
         risk: the exponent of the chance of not crashing that weighs expected improvement
             (0: crashes are not avoided).
-        pairs: the most proposals that screen two choices together, after the one-at-a-time
-            screen (every other proposal until they are made).
+        pairs: the most proposals that screen choices together (rows of a covering array of
+            their pairs), after the one-at-a-time screen.
     """
 
     def __init__(
@@ -322,7 +325,7 @@ class Sampler(BaseSampler):
                     if label not in h.moves and self._allowed(h, move):
                         return "line", move, label
             if start is not None and h.kinds.get("pairs", 0) < self._pairs:
-                plan = self._pair(h, start, fit)
+                plan = self._cover(h, start, fit, rng)
                 if plan is not None:
                     return "pairs", plan, None
             plan = self._model(h, rng, fit)
@@ -484,66 +487,65 @@ class Sampler(BaseSampler):
         out = np.log(gain + 1e-12) + self._risk * np.log1p(-np.minimum(p, 0.999))
         return np.where(fit.crashes.certain(x), -np.inf, out)
 
-    def _pair(self, h: History, start: Config, fit: Fit) -> Config | None:
-        """The screen of pairs: ``start`` with two choices moved to values no run had
-        together, the one whose value is most uncertain where pairs of effects may matter as
-        much as each alone (None: none left)."""
+    def _cover(
+        self, h: History, start: Config, fit: Fit, rng: np.random.Generator
+    ) -> Config | None:
+        """The screen of pairs, by design: ``start`` with at most half of its choices moved,
+        so as to cover as many pairs of moved values that no launch had together as one
+        launch can (rows of a strength-2 covering array, built greedily as in AETG: every
+        pair of moved values is met once, whatever each did alone), weighed by the chance of
+        not crashing to the power ``risk`` (None: every pair covered, or no row is safe)."""
         names = [n for n, p in h.params.items() if n in start and p.choices]
-        ran = {(a, repr(c[a]), b, repr(c[b])) for c in h.ran for a in c for b in c}
-        moved = self._effects(h, start)
-        enough = 2.0 * max(fit.gp.noise, 0.01)
-        pool, tier = [], []
-        for i, a in enumerate(names):
-            for b in names[i + 1 :]:
-                # how many of the two moved the objective alone: a pair of settings that both
-                # did nothing alone is left out, one of which did is screened after those
-                # that both did
-                did = (moved.get(a, 0.0) > enough) + (moved.get(b, 0.0) > enough)
-                for x in h.params[a].choices:
-                    for y in h.params[b].choices:
-                        if did and (a, repr(x), b, repr(y)) not in ran:
-                            pool.append({**start, a: x, b: y})
-                            tier.append(did)
-        tiers: dict[Any, tuple[int, Config]] = {}
-        for did, c in zip(tier, pool, strict=True):
-            c = self._complete(h, c)
-            if self._allowed(h, c) and did > tiers.get(key(c), (0, c))[0]:
-                tiers[key(c)] = (did, c)
-        if not tiers:
+        done = [c for c, _ in h.launches] + h.pending
+        had = {(a, repr(c[a]), b, repr(c[b])) for c in done for a in c for b in c}
+        # a moved value whose move alone looks as likely to crash as not is left out
+        alone = [(n, v) for n in names for v in self._far(h.params[n], start[n])]
+        x = encode(fit.params, [self._complete(h, {**start, n: v}) for n, v in alone])
+        risky = fit.crashes.probability(x) >= 0.5 if alone else np.zeros(0, bool)
+        moves: dict[str, list[Any]] = {n: [] for n in names}
+        for (n, v), bad in zip(alone, risky, strict=True):
+            if not bad:
+                moves[n].append(v)
+        missing = {
+            (a, repr(u), b, repr(w))
+            for i, a in enumerate(names)
+            for b in names[i + 1 :]
+            for u in moves[a]
+            for w in moves[b]
+            if (a, repr(u), b, repr(w)) not in had
+        }
+        if not missing:
             return None
-        pool = [c for _, c in tiers.values()]
-        theta = fit.gp.theta.copy()
-        theta[-2] = max(theta[-2], 0.0)
-        gp = AdditiveGP(fit.gp.x, fit.gp.y * fit.gp.scale + fit.gp.mean, fit.gp.numeric, theta)
-        x = encode(fit.params, pool)
-        # a screen is for what it tells: not one as likely to crash as not
-        score = np.where(
-            fit.crashes.probability(x) < 0.5, self._weigh(fit, gp.predict(x)[1], x), -np.inf
+        most = max(2, (len(names) + 1) // 2)
+        rows: list[Config] = []
+        for _ in range(30):
+            row, moved = dict(start), list[str]()
+            for k in rng.permutation(len(names)):
+                a, gains = names[k], list[float]()
+                for v in moves[a]:
+                    now = sum(_met(missing, a, v, b, row[b]) for b in moved)
+                    ahead = sum(_met(missing, a, v, b, y) for b in names for y in moves[b])
+                    gains.append(now + ahead / 1e3)
+                if gains and len(moved) < most and max(gains) > 0:
+                    row[a] = moves[a][int(np.argmax(gains))]
+                    moved.append(a)
+            rows.append(row)
+        rows = self._unique(h, rows)
+        if not rows:
+            return None
+        x = encode(fit.params, rows)
+        new = np.array(
+            [
+                sum(
+                    _met(missing, a, c.get(a), b, c.get(b))
+                    for a, b in itertools.combinations(names, 2)
+                )
+                for c in rows
+            ]
         )
-        # the pairs of settings that both moved the objective alone first
-        score = score + 1e3 * np.array([t for t, _ in tiers.values()])
-        return pool[int(np.argmax(score))] if np.isfinite(score.max()) else None
-
-    def _effects(self, h: History, start: Config) -> dict[str, float]:
-        """How much moving each setting alone from ``start`` changed the objective (log; a
-        crash: infinitely)."""
-        values: dict[Any, list[float]] = {}
-        for c, y in zip(h.ran, h.y, strict=True):
-            values.setdefault(key(c), []).append(y)
-        crashed = {key(c) for c, s in h.launches if s is not None}
-        base = values.get(key(start))
-        out: dict[str, float] = {}
-        for label, config in h.moves.items():
-            name = label.split("=")[0]
-            if "/" in label or name not in start:
-                continue
-            k = key(config)
-            if k in crashed:
-                out[name] = math.inf
-            elif base and k in values:
-                change = abs(float(np.mean(values[k])) - float(np.mean(base)))
-                out[name] = max(out.get(name, 0.0), change)
-        return out
+        score = self._weigh(fit, new.astype(float), x)
+        score = np.where((fit.crashes.probability(x) < 0.5) & (new > 0), score, -np.inf)
+        return rows[int(np.argmax(score))] if np.isfinite(score.max()) else None
 
     def _model(self, h: History, rng: np.random.Generator, fit: Fit) -> Config | None:
         """The candidate with the largest expected improvement times the chance of not
@@ -551,7 +553,7 @@ class Sampler(BaseSampler):
         mean, _ = fit.gp.predict(encode(fit.params, h.ran))
         best = int(np.argmax(mean))
         incumbent, level = h.ran[best], float(mean[best])
-        tops = [h.ran[i] for i in np.argsort(mean)[::-1][:5]]
+        tops = [h.ran[i] for i in np.argsort(mean)[::-1][:8]]
 
         def score(cs: list[Config]) -> np.ndarray:
             x = encode(fit.params, cs)
@@ -580,7 +582,8 @@ class Sampler(BaseSampler):
         self, h: History, incumbent: Config, tops: list[Config], rng: np.random.Generator
     ) -> list[Config]:
         """The best configuration with one setting moved, or two; the best few moved at
-        random; random configurations."""
+        random; random configurations; the choices of one of the best with the numbers of
+        another."""
         names = [n for n in h.params if n in incumbent]
         out = self._neighbours(h, incumbent, rng)
         for i, a in enumerate(names):
@@ -600,6 +603,10 @@ class Sampler(BaseSampler):
             out.append(c)
         for _ in range(150):
             out.append({n: self._draw(p, rng) for n, p in h.params.items()})
+        # what the screens found for the choices and for the numbers, together
+        for numbers in tops:
+            for chosen in tops:
+                out.append({**numbers, **{n: v for n, v in chosen.items() if h.params[n].choices}})
         return self._unique(h, out)
 
     def _neighbours(self, h: History, config: Config, rng: np.random.Generator) -> list[Config]:
@@ -629,6 +636,11 @@ class Sampler(BaseSampler):
                 keys.add(k)
                 out.append(c)
         return out
+
+
+def _met(missing: set[tuple[str, str, str, str]], a: str, x: Any, b: str, y: Any) -> bool:
+    """Whether values ``x`` of ``a`` and ``y`` of ``b`` are a pair no launch had together."""
+    return (a, repr(x), b, repr(y)) in missing or (b, repr(y), a, repr(x)) in missing
 
 
 __all__ = ["CRASH", "DESIGN", "KIND", "MOVE", "REFUSED", "RISK", "History", "Sampler", "read"]

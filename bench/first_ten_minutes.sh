@@ -28,10 +28,10 @@ install() {
     # --isolated: no pip config, no PIP_* variables (the local mirror and find-links); the
     # torch CPU wheel is still taken from TORCH_WHEELS (default /opt/wheels) when it exists.
     local links=${TORCH_WHEELS:-/opt/wheels}
-    PIP_CACHE_DIR="$work/pip-cache" .venv/bin/pip --isolated install -q --no-compile \
+    PIP_CACHE_DIR="$work/pip-cache" .venv/bin/pip --isolated install -q \
       ${links:+--find-links "$links"} 'torch==2.13.0' -e ".[$1]"
   else
-    .venv/bin/pip install -q --no-compile 'torch==2.13.0' -e ".[$1]"
+    .venv/bin/pip install -q 'torch==2.13.0' -e ".[$1]"
   fi
 }
 

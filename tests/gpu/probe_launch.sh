@@ -44,6 +44,7 @@ for flags in "$@"; do
     sleep 2
   done
   echo "probe $n: ${extra[*]}: $state after $((SECONDS - t0)) s"
+  # (head closes the pipe early: under pipefail that must not end the loop)
   python3 -m autotune.cli diagnose "$log" ${code:+--exit-code "$code"} 2>&1 | head -8 \
-    | sed 's/^/  /'
+    | sed 's/^/  /' || true
 done

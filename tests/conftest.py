@@ -20,6 +20,13 @@ import pytest
 # the process that starts the workers, before they import numpy; the tests' subprocesses
 # inherit it. An explicit setting is kept.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# pytest rewrites the asserts of every test module as it imports it, and keeps the result in
+# __pycache__ unless bytecode writing is off (PYTHONDONTWRITEBYTECODE, set on some machines):
+# then each xdist worker parsed, rewrote and compiled all 120 test modules again on every run,
+# about 4 s of CPU a worker. The test session writes them (and the project's own modules it
+# imports, which the tests' subprocesses then read instead of compiling them each); the
+# variable itself is left as it is for those subprocesses.
+sys.dont_write_bytecode = False
 
 ROOT = Path(__file__).resolve().parents[1]
 AUTOTUNE = [sys.executable, "-m", "autotune.cli"]

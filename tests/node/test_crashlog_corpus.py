@@ -27,7 +27,7 @@ FIRST, SECOND, THIRD, FOURTH = "2026-11-30", "2026-12-06", "2026-12-06b", "2026-
 FIFTH, SIXTH, SEVENTH = "2026-12-06d", "2026-12-06e", "2026-12-06f"
 EIGHTH, NINTH, TENTH = "2026-12-06g", "2026-12-06h", "2026-12-06i"
 ELEVENTH, TWELFTH, THIRTEENTH = "2026-12-06j", "2026-12-06k", "2026-12-06l"
-FOURTEENTH, FIFTEENTH = "2026-12-06m", "2026-12-06n"
+FOURTEENTH, FIFTEENTH, SIXTEENTH = "2026-12-06m", "2026-12-06n", "2026-12-06o"
 # Measured 2026-12-06 (bench/diagnosis.py, issue 51 third round, commit aec6f41): tuning
 # 95.7%, held out 78.5%. Per batch, held out: 48/51 (2026-11-30), 26/30 (2026-12-06), 9/12 (b),
 # 2/7 (c), 15/17 (d), 5/7 (e), 13/16 (f), 9/14 (g), 7/10 (h), 5/7 (i), 4/7 (j), 3/8 (k). Batches
@@ -111,7 +111,10 @@ def test_labels_are_well_formed(rows: list[dict[str, str]]) -> None:
             THIRTEENTH,
             FOURTEENTH,
             FIFTEENTH,
+            SIXTEENTH,
         }, row
+        # The exit status where the thread gives it (-9: killed by SIGKILL), passed to diagnose.
+        assert re.fullmatch(r"(-?\d+)?", row.get("exit_code", "")), row
     files = {p.stem for p in CORPUS.glob("*.log")}
     assert files == set(ids), "every log has a label and every label a log"
 

@@ -338,6 +338,27 @@ GENERIC_MILESTONES: tuple[Milestone, ...] = (
         label="ready",
     ),
     Milestone(
+        phase=Phase.READY,
+        # "up" in any server's words: an address it listens or runs on, a server, service or
+        # application that is ready, started or up, an idle request loop, a hint to open it;
+        # not words that wait for readiness or ask about it ("to be ready", "not ready yet",
+        # "whether ... ready"), nor uvicorn's "Started server process" before its start-up
+        pattern=r"^(?!.*\b(?:not|never|wait\w*|until|unless|whether|if|before|to be|to become|"
+        r"fail\w*|unable|cannot|could not|timed? ?out)\b)(?:"
+        r".*\b(?:[Ll]istening|[Rr]unning|[Ss]erving) (?:on|at) (?:local URL: +)?https?://|"
+        r".*\b(?:[Ss]erver|[Ss]ervice|API|[Aa]pp(?:lication)?|[Ee]ndpoint)\b(?: '[^']*')?"
+        r"(?: is| now)* (?:ready|up and running)\b|"
+        # (an address with a port: a shard's internal server on a unix socket is no server up)
+        r".*\b(?:[Ss]erver|[Ss]ervice) (?:ready|started)"
+        r"(?: (?:on|at) (?:port \d+|(?:https?://)?[\w.\[\]:-]*:\d+))?\.?$|"
+        r".*\bsuccessfully started\b.*\bEndpoint: https?://|"
+        r".*\bDeployed app '[^']*' successfully|"
+        r".*: Ready\.?$|"
+        r".*\ball slots are idle\b|"
+        r".*\bPlease (?:connect to|open)\b.{0,40}https?://)",
+        label="up",
+    ),
+    Milestone(
         phase=Phase.BENCHMARK,
         # an access-log line with any status: the server was up and answering (a 500 too)
         pattern=r"Prefill batch|Decode batch|POST /(?:v1/|generate)[^\"]*\"? [1-5]\d\d\b|"

@@ -159,6 +159,9 @@ def _json_message(value: object) -> tuple[str, str | None] | None:
             break
     else:
         return None
+    target = value.get("target")
+    if holder is fields and isinstance(target, str) and target:
+        message = f"{target}: {message}"  # as tracing's text format writes it
     level = value.get("level")
     if isinstance(level, int):
         return message, _JSON_LEVELS.get(level)
@@ -167,11 +170,18 @@ def _json_message(value: object) -> tuple[str, str | None] | None:
     return message, None
 
 
+_BOXED_JSON = re.compile(r"[\w.-]+\s+\|\s?(?=\{\")")
+
+
 def _unwrap_json(line: str) -> tuple[str, str | None]:
     """The message of a JSON log line (and the level it names), or the line as it is."""
     stripped = line.strip()
     if not stripped.startswith("{"):
-        return line, None
+        # a record behind a container's prefix (compose's "svc-1  | {...}")
+        boxed = _BOXED_JSON.match(stripped)
+        if boxed is None:
+            return line, None
+        stripped = stripped[boxed.end() :]
     try:
         found = _json_message(json.loads(stripped))
     except ValueError:  # a json line cut short in a thread: take its log field by hand

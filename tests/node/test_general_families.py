@@ -1,0 +1,117 @@
+"""Families every engine shares, read by what they are (issue 51, eighth round).
+
+Each case is written for this test, in the shape such logs take, not copied from the corpus:
+
+- a server says it is **up** in many words (a URL it listens on, "ready", "started", an idle
+  slot loop, a browser hint); words that *wait* for readiness or report a failure are no
+  ready line; a log that reaches a ready line with warnings and deprecation notes only is
+  healthy;
+- a structured (JSON) log record is read as its message even behind a container's prefix;
+- a **benchmark client's** log is the client's: requests it lost (a report with fewer
+  successes than requests, error statuses in its responses) are ``benchmark_errors``, and a
+  client log that stops is no server hang;
+- a **SIGKILL** that nothing in the log explains is the host's OOM killer, whether the log or
+  only the exit status tells it; a kill after an error is the engine ending itself (``killed``,
+  the error above is the lead);
+- a model **refused by a registry that lists it** as supported was not refused for its
+  architecture: its class failed to load (an installation problem, ``import_error``).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from autotune.diagnosis import diagnose_text
+
+
+def _answer(lines: list[str], exit_code: int | None = None) -> str:
+    failure = diagnose_text("\n".join(lines), exit_code=exit_code).failure
+    return "ok" if failure is None else failure.cause.value
+
+
+START = [
+    "2025-03-02 09:14:11 INFO starting the inference server, model /srv/models/qwen-7b",
+    "2025-03-02 09:14:12 WARNING option `rope_scaling.type` is deprecated, use `rope_type`",
+    "/opt/venv/lib/python3.11/site-packages/pydantic/_internal/_config.py:341: UserWarning: "
+    "field name shadows an attribute in parent",
+    "  warnings.warn(message, UserWarning)",
+    "2025-03-02 09:14:40 INFO weights loaded in 27.9 s (14.2 GiB)",
+]
+
+
+@pytest.mark.parametrize(
+    "ready",
+    [
+        "2025-03-02 09:14:41 INFO Listening on http://0.0.0.0:9000",
+        "2025-03-02 09:14:41 INFO serving at http://[::]:8080/v1",
+        "Running on local URL:  http://127.0.0.1:7861",
+        "2025-03-02 09:14:41 INFO The API server is ready.",
+        "2025-03-02 09:14:41 INFO Server ready on port 9000",
+        "2025-03-02 09:14:41 INFO server started on 0.0.0.0:9000",
+        "2025-03-02 09:14:41 [INFO] Server started.",
+        "Model loaded, server is up and running",
+        "Service successfully started. Endpoint: http://10.0.0.5:9997",
+        "INFO 2025-03-02 09:14:41 serve: Application 'llm' is ready at http://127.0.0.1:8000/.",
+        "INFO 2025-03-02 09:14:41 serve: Deployed app 'llm' successfully.",
+        "2025-03-02T09:14:41.118Z  INFO embeddings_router: router/src/lib.rs:301: Ready",
+        "srv  update_slots: all slots are idle",
+        "Please connect to custom endpoint at http://localhost:5001",
+        "HINT:    Please open http://0.0.0.0:23333 in a browser for detailed api usage!!!",
+    ],
+)
+def test_a_ready_line_in_any_servers_words_makes_a_healthy_start(ready: str) -> None:
+    assert _answer([*START, ready]) == "ok"
+
+
+@pytest.mark.parametrize(
+    "waiting",
+    [
+        "2025-03-02 09:14:41 INFO waiting for the API server to be ready ...",
+        "2025-03-02 09:14:41 INFO server not ready yet, retrying in 5 s",
+        "INFO:     Started server process [4242]",
+        "2025-03-02 09:14:41 INFO checking whether the server is ready",
+        # a shard's own server on a unix socket: the front server is not up yet
+        "2025-03-02 09:14:41 INFO launcher: Server started at unix:///tmp/llm-shard-0",
+    ],
+)
+def test_words_that_wait_for_readiness_are_no_ready_line(waiting: str) -> None:
+    assert _answer([*START, waiting]) == "startup_timeout"
+
+
+def test_a_failure_after_a_ready_line_in_other_words_is_still_a_failure() -> None:
+    lines = [
+        *START,
+        "2025-03-02 09:14:41 INFO Server ready on port 9000",
+        "Traceback (most recent call last):",
+        '  File "/srv/app/engine.py", line 88, in step',
+        "    out = self.model(batch)",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.10 GiB",
+    ]
+    assert _answer(lines) == "cuda_oom"
+
+
+def _tracing(level: str, target: str, message: str) -> str:
+    record = {
+        "timestamp": "2025-03-02T09:14:41.118Z",
+        "level": level,
+        "fields": {"message": message},
+        "target": target,
+    }
+    return "inference-1  | " + json.dumps(record)
+
+
+def test_structured_records_behind_a_container_prefix_are_read_as_their_message() -> None:
+    lines = [
+        _tracing("INFO", "text_generation_launcher", "Starting shard"),
+        _tracing("INFO", "text_generation_launcher", "Shard ready in 21.4s"),
+        _tracing("INFO", "text_generation_router::server", "Connected"),
+    ]
+    assert _answer(lines) == "ok"
+    failed = [
+        _tracing("INFO", "text_generation_launcher", "Starting shard"),
+        _tracing("ERROR", "text_generation_launcher", "Shard 0 failed to start"),
+        _tracing("ERROR", "text_generation_launcher", "torch.OutOfMemoryError: CUDA out of memory"),
+    ]
+    assert _answer(failed) == "cuda_oom"

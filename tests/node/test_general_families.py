@@ -115,3 +115,71 @@ def test_structured_records_behind_a_container_prefix_are_read_as_their_message(
         _tracing("ERROR", "text_generation_launcher", "torch.OutOfMemoryError: CUDA out of memory"),
     ]
     assert _answer(failed) == "cuda_oom"
+
+
+CLIENT_START = [
+    "Namespace(backend='openai', host='127.0.0.1', port=8000, endpoint='/v1/completions', "
+    "dataset_name='random', num_prompts=200, request_rate=inf, max_concurrency=16)",
+    "Starting initial single prompt test run...",
+    "Initial test run completed. Starting main benchmark run...",
+]
+
+
+def _report(done: int, total: int) -> list[str]:
+    return [
+        f"100%|##########| {total}/{total} [00:07<00:00, 27.40it/s]",
+        "============ Serving Benchmark Result ============",
+        f"Successful requests:                     {done}",
+        "Benchmark duration (s):                  7.30",
+        "Total input tokens:                      204800",
+    ]
+
+
+def test_a_benchmark_report_with_fewer_successes_than_requests_is_a_benchmark_error() -> None:
+    assert _answer([*CLIENT_START, *_report(3, 200)]) == "benchmark_errors"
+
+
+def test_a_benchmark_report_where_every_request_succeeded_is_no_benchmark_error() -> None:
+    # (nor proof that the server's run was healthy: the report may follow a server's log)
+    assert _answer([*CLIENT_START, *_report(200, 200)]) != "benchmark_errors"
+
+
+def test_a_benchmark_report_that_counts_failed_requests_is_a_benchmark_error() -> None:
+    report = [
+        "============ Serving Benchmark Result ============",
+        "Successful requests:                     180",
+        "Failed requests:                         20",
+    ]
+    assert _answer(report) == "benchmark_errors"
+
+
+def test_a_client_whose_requests_get_error_statuses_is_a_benchmark_error() -> None:
+    lines = [
+        "2025-03-02 10:00:01,220 - INFO - sending request 17",
+        "2025-03-02 10:00:01,912 - INFO - HTTP Request: POST http://10.1.2.3:8000/v1/chat/"
+        'completions "HTTP/1.1 200 OK"',
+        *[
+            "2025-03-02 10:00:09,004 - INFO - HTTP Request: POST http://10.1.2.3:8000/v1/chat/"
+            'completions "HTTP/1.1 503 Service Unavailable"'
+        ]
+        * 3,
+        "2025-03-02 10:00:09,005 - INFO - Retrying request to /chat/completions in 0.42 seconds",
+    ]
+    assert _answer(lines) == "benchmark_errors"
+
+
+def test_a_client_answered_200_was_talking_to_a_serving_server() -> None:
+    lines = [
+        "2025-03-02 10:00:01,912 - INFO - HTTP Request: POST http://10.1.2.3:8000/v1/chat/"
+        'completions "HTTP/1.1 200 OK"',
+    ] * 3
+    assert _answer(lines) == "ok"
+
+
+def test_a_benchmark_client_that_stops_before_its_report_is_no_server_hang() -> None:
+    lines = [
+        "$ python3 -m sglang.bench_serving --backend sglang --num-prompts 300",
+        "benchmark_args=Namespace(backend='sglang', host='10.0.0.9', port=30000, "
+        "dataset_name='sharegpt', num_prompts=300, request_rate=inf)",
+    ]
+    assert _answer(lines) == "benchmark_errors"

@@ -364,7 +364,9 @@ GENERIC_MILESTONES: tuple[Milestone, ...] = (
         pattern=r"Prefill batch|Decode batch|POST /(?:v1/|generate)[^\"]*\"? [1-5]\d\d\b|"
         r"batch\{batch_size=\d+\}:(?:prefill|decode)|"
         r"Avg prompt throughput|"
-        r"#running-req",
+        r"#running-req|"
+        # a client's record of a response (httpx) or a benchmark's report: the server answered
+        r"HTTP Request: [A-Z]+ https?://\S+ \"HTTP/[\d.]+ [1-5]\d\d\b",
         label="serving",
     ),
 )
@@ -954,6 +956,57 @@ def _signals(log: _Log, milestones: Sequence[Milestone], reached: Phase | None =
     return _Signals(exception, error, traceback, ready, reached, capture, progress)
 
 
+# A benchmark client's own lines: its argument dump, its phases, its report, its HTTP library's
+# record of each response.
+_CLIENT = re.compile(
+    r"\bNamespace\(backend=|benchmark_args=|Serving Benchmark Result|Successful requests:|"
+    r"Starting (?:main|initial) \w* ?(?:benchmark|test) run|Traffic request rate:|"
+    r"HTTP Request: [A-Z]+ https?://|\b(?:bench_serving|benchmark_serving|vllm bench serve)\b"
+)
+_CLIENT_STATUS = re.compile(r"HTTP Request: [A-Z]+ https?://\S+ \"HTTP/[\d.]+ [45]\d\d\b")
+_CLIENT_OK = re.compile(r"HTTP Request: [A-Z]+ https?://\S+ \"HTTP/[\d.]+ 2\d\d\b")
+_LOST = re.compile(r"^\s*Failed requests:\s+[1-9]\d*\s*$")
+_SUCCEEDED = re.compile(r"Successful requests:\s+(\d+)\s*$")
+_REQUESTS = re.compile(r"\b(\d+)/(\1) \[|\bnum_prompts=(\d+)")
+
+
+def _client_failure(log: _Log) -> tuple[int, str] | None:
+    """When the log is a benchmark client's: the line that says its requests failed (error
+    statuses in its responses, a report with fewer successes than requests) or, when it stops
+    before its report, its last line; None when it is no client's or every request succeeded.
+    """
+    lines = [i for i, text in enumerate(log.text) if _CLIENT.search(text[:HEAD])]
+    if not lines:
+        return None
+    for i in lines:
+        if _CLIENT_STATUS.search(log.text[i]):
+            return i, "the server answered the client's requests with errors: " + _message(log, i)
+    report = next((i for i in lines if _SUCCEEDED.search(log.text[i])), None)
+    if report is None:
+        if any(_SERVED.search(text) or _CLIENT_OK.search(text) for text in log.text):
+            return None  # requests were answered: a client (or a server) seen serving
+        last = _last_line(log)
+        return (
+            (last, "the benchmark client's log stops before its report: " + _message(log, last))
+            if last is not None
+            else None
+        )
+    for i in range(report, min(report + 12, len(log.text))):
+        if _LOST.search(log.text[i]):
+            return i, "the benchmark's report counts failed requests: " + _message(log, i)
+    done = int(_SUCCEEDED.search(log.text[report]).group(1))  # type: ignore[union-attr]
+    if done == 0:
+        return report, "no request succeeded: " + _message(log, report)
+    asked = [
+        int(m.group(1) or m.group(3))
+        for text in log.text[: report + 1]
+        for m in _REQUESTS.finditer(text)
+    ]
+    if asked and done < asked[-1]:
+        return report, f"{done} of {asked[-1]} requests succeeded: " + _message(log, report)
+    return None
+
+
 def _last_line(log: _Log) -> int | None:
     """Index of the last line with a message, if any."""
     return next((i for i in range(len(log.text) - 1, -1, -1) if log.text[i].strip()), None)
@@ -1257,7 +1310,7 @@ def _classify(
     milestones: Sequence[Milestone],
 ) -> tuple[Failure, bool]:
     """The failure, and whether the log is healthy (nothing in it says the run failed)."""
-    log = _Log.read(lines)
+    log = whole = _Log.read(lines)
     tail = [_trim(line) for line in lines[-TAIL:]]
     ends = (
         lines if len(lines) <= 2 * ENGINE_LINES else [*lines[:ENGINE_LINES], *lines[-ENGINE_LINES:]]
@@ -1450,6 +1503,22 @@ def _classify(
                 hint=KILLED_HINT,
                 evidence=_evidence(log.raw, [at]),
                 message=message,
+            ),
+            False,
+        )
+    client = _client_failure(whole) if at is None else None
+    if client is not None:
+        # A benchmark client's log: its requests failed, or it stopped before its report.
+        hint, permanent = _cause_hint(Cause.BENCHMARK_ERRORS, Phase.BENCHMARK, rules)
+        return (
+            _make(
+                ctx,
+                cause=Cause.BENCHMARK_ERRORS,
+                phase=Phase.BENCHMARK,
+                hint=hint,
+                permanent=permanent,
+                evidence=_evidence(whole.raw, [client[0]]),
+                message=client[1],
             ),
             False,
         )

@@ -183,3 +183,36 @@ def test_a_benchmark_client_that_stops_before_its_report_is_no_server_hang() -> 
         "dataset_name='sharegpt', num_prompts=300, request_rate=inf)",
     ]
     assert _answer(lines) == "benchmark_errors"
+
+
+LOADING = [
+    "2025-03-02 09:14:11 INFO starting the inference server, model /srv/models/qwen-32b",
+    "2025-03-02 09:14:20 INFO loading safetensors shard 3 of 14",
+]
+
+
+@pytest.mark.parametrize(
+    ("lines", "exit_code"),
+    [
+        (LOADING, -9),
+        (LOADING, 137),
+        ([*LOADING, "launcher: worker process 4711 exits with return code = -9"], None),
+        ([*LOADING, "launcher: worker process 4711 exits with return code = -9"], -9),
+    ],
+)
+def test_a_sigkill_nothing_explains_is_the_hosts_oom_killer(
+    lines: list[str], exit_code: int | None
+) -> None:
+    # The same evidence gives the same answer, from the log or from the exit status alone.
+    assert _answer(lines, exit_code) == "host_oom"
+
+
+def test_a_sigkill_after_an_error_is_the_engine_ending_itself() -> None:
+    lines = [
+        *LOADING,
+        "Traceback (most recent call last):",
+        '  File "/srv/app/loader.py", line 40, in load',
+        "    raise LoaderFault(name)",
+        "LoaderFault: shard 3 has an unexpected layout",
+    ]
+    assert _answer(lines, -9) == "killed"

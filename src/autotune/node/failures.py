@@ -1483,14 +1483,18 @@ def _classify(
     block = phase_in_block(log.text, at) if at is not None else None
     where = _later(reached, block)
     if at is None and exit_code in (-9, 137):
+        # A SIGKILL that nothing in the log explains: its usual sender is the kernel's OOM
+        # killer, as when the log itself says so ("return code = -9", a shell's "Killed").
+        oom_hint, permanent = _cause_hint(Cause.HOST_OOM, where, rules)
         return (
             _make(
                 ctx,
-                cause=Cause.KILLED,
+                cause=Cause.HOST_OOM,
                 phase=where,
-                hint=KILLED_HINT,
+                hint=oom_hint,
+                permanent=permanent,
                 evidence=tail[-5:],
-                message="killed by SIGKILL",
+                message="killed by SIGKILL with no error before it",
             ),
             False,
         )

@@ -216,3 +216,24 @@ def test_a_sigkill_after_an_error_is_the_engine_ending_itself() -> None:
         "LoaderFault: shard 3 has an unexpected layout",
     ]
     assert _answer(lines, -9) == "killed"
+
+
+def _refusal(refused: str) -> list[str]:
+    return [
+        "INFO 03-02 09:14:11 [config.py:520] resolved architecture from config.json",
+        "Traceback (most recent call last):",
+        '  File "/opt/venv/lib/python3.12/site-packages/engine/model_loader.py", line 61, in '
+        "resolve",
+        "    raise ValueError(msg)",
+        f"ValueError: Model architectures ['{refused}'] are not supported for now. Supported "
+        "architectures: ['GPT2LMHeadModel', 'MistralForCausalLM', 'Qwen2ForCausalLM', "
+        "'GemmaForCausalLM']",
+    ]
+
+
+def test_a_model_refused_by_a_registry_that_lists_it_failed_to_load_its_class() -> None:
+    assert _answer(_refusal("MistralForCausalLM")) == "import_error"
+
+
+def test_a_model_the_registry_does_not_list_is_the_models() -> None:
+    assert _answer(_refusal("MambaHybridForCausalLM")) == "model_unsupported"

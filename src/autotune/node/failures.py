@@ -1298,7 +1298,62 @@ def engine_advice(message: str) -> str:
     return ""
 
 
+# A registry's refusal that prints what it supports: "Model architectures ['X'] are not
+# supported ... Supported architectures: ['A', 'X', ...]".
+_REFUSED = re.compile(r"architectures? \[([^\]]*)\][^\[]*?[Ss]upported architectures:? \[([^\]]*)")
+_LISTED_HINT = (
+    "The engine refused a model architecture that its own registry lists as supported: the "
+    "model's implementation failed to import or to be inspected (a missing or mismatched "
+    "dependency, e.g. numpy, transformers or a compiled extension). Read the lines above the "
+    "refusal or import the engine's model module by hand; reinstall the engine's requirements."
+)
+
+
+def _listed_refusal(lines: Sequence[str]) -> int | None:
+    """The line where a model is refused by a registry that lists it as supported, if any: it
+    was not refused for its architecture, its class failed to load (an installation error)."""
+    for i, line in enumerate(lines):
+        if "upported architectures" not in line:
+            continue
+        text = line if i + 1 == len(lines) else line + lines[i + 1]  # a list wrapped once
+        found = _REFUSED.search(text)
+        if found is None:
+            continue
+        refused = set(re.findall(r"[\w.]+", found.group(1)))
+        if refused and refused <= set(re.findall(r"[\w.]+", found.group(2))):
+            return i
+    return None
+
+
 def _classify(
+    lines: Sequence[str],
+    rules: Sequence[Rule],
+    *,
+    phase: Phase,
+    exit_code: int | None,
+    argv: Sequence[str],
+    env: dict[str, str],
+    engine: str | None,
+    milestones: Sequence[Milestone],
+) -> tuple[Failure, bool]:
+    """The failure, and whether the log is healthy (nothing in it says the run failed)."""
+    failure, healthy = _classify_log(
+        lines,
+        rules,
+        phase=phase,
+        exit_code=exit_code,
+        argv=argv,
+        env=env,
+        engine=engine,
+        milestones=milestones,
+    )
+    if failure.cause == Cause.MODEL_UNSUPPORTED and _listed_refusal(lines) is not None:
+        update = {"cause": Cause.IMPORT_ERROR, "hint": _LISTED_HINT, "phase": Phase.LAUNCH}
+        failure = failure.model_copy(update=update)
+    return failure, healthy
+
+
+def _classify_log(
     lines: Sequence[str],
     rules: Sequence[Rule],
     *,

@@ -237,3 +237,15 @@ def test_a_model_refused_by_a_registry_that_lists_it_failed_to_load_its_class() 
 
 def test_a_model_the_registry_does_not_list_is_the_models() -> None:
     assert _answer(_refusal("MambaHybridForCausalLM")) == "model_unsupported"
+
+
+def test_an_error_level_after_a_stamp_and_a_pid_is_an_error_line() -> None:
+    # "<stamp>:  <pid>  ERROR ||<component>||: ..." (a compiler wrapper's logger): the log
+    # stops on an error, not in a hang.
+    lines = [
+        *START,
+        "2025-03-02 09:15:02.004411:  51234  INFO ||GRAPH_COMPILER||: compiling 3 graphs",
+        "2025-03-02 09:15:40.000866:  51234  ERROR ||GRAPH_COMPILER||: Failed compilation with "
+        "['gcc-x', 'compile', '--target=acc2', '--framework=XLA']",
+    ]
+    assert _answer(lines) not in ("ok", "startup_timeout")

@@ -249,3 +249,28 @@ def test_an_error_level_after_a_stamp_and_a_pid_is_an_error_line() -> None:
         "['gcc-x', 'compile', '--target=acc2', '--framework=XLA']",
     ]
     assert _answer(lines) not in ("ok", "startup_timeout")
+
+
+def test_an_implementation_missing_while_loading_is_the_models() -> None:
+    # The engine lacks what this model needs (a layer, an attention kind, a mode): the model is
+    # not supported by this engine or backend, whatever words the message uses.
+    lines = [
+        "INFO 03-02 09:14:20 [loader.py:88] building the model (encoder-decoder)",
+        "Traceback (most recent call last):",
+        '  File "/opt/venv/lib/python3.12/site-packages/engine/layers/attn.py", line 301, in '
+        "__init__",
+        "    raise NotImplementedError(msg)",
+        "NotImplementedError: Cross-attention layers are not implemented for the PagedDecodeImpl "
+        "backend",
+    ]
+    assert _answer(lines) == "model_unsupported"
+
+
+def test_a_missing_implementation_whose_words_name_another_family_is_that_family() -> None:
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/opt/venv/lib/python3.12/site-packages/engine/layers/attn.py", line 12, in '
+        "<module>",
+        "NotImplementedError: the fused kernel is unavailable: No module named 'fused_attn_ext'",
+    ]
+    assert _answer(lines) == "import_error"

@@ -725,6 +725,8 @@ _TYPES: tuple[tuple[re.Pattern[str], Cause | None, float], ...] = tuple(
             3.0,
         ),
         (r"^MemoryError$", Cause.HOST_OOM, 3.5),
+        # the engine lacks an implementation the model (or its mode) needs
+        (r"NotImplementedError$", Cause.MODEL_UNSUPPORTED, 2.0),
         (r"AssertionError$", Cause.ASSERTION, 3.0),
         (
             r"ValidationError$|ArgumentError$|ArgumentTypeError$|ConfigError$|UsageError$|"

@@ -274,3 +274,29 @@ def test_a_missing_implementation_whose_words_name_another_family_is_that_family
         "NotImplementedError: the fused kernel is unavailable: No module named 'fused_attn_ext'",
     ]
     assert _answer(lines) == "import_error"
+
+
+def test_a_log_that_stops_inside_the_first_request_before_any_ready_line_is_no_healthy_run() -> (
+    None
+):
+    # Engines send themselves a request before they say they are ready (their warmup): one
+    # prefill with no ready line and nothing answered is still the start-up, not serving.
+    lines = [
+        "[2025-03-02 09:20:01] Receive: obj=GenerateReqInput(rid='5f0c', text='warm me up', "
+        "sampling_params={'max_new_tokens': 4})",
+        "[2025-03-02 09:20:01 TP0] Prefill batch. #new-seq: 1, #new-token: 4, #cached-token: 0, "
+        "token usage: 0.00, #running-req: 0, #queue-req: 0",
+        "[2025-03-02 09:20:04 TP0] [req 0] extend finished, next step: decode",
+    ]
+    assert _answer(lines) == "startup_timeout"
+
+
+def test_a_log_that_answered_requests_without_a_ready_line_was_serving() -> None:
+    lines = [
+        "[2025-03-02 09:20:01 TP0] Prefill batch. #new-seq: 1, #new-token: 4, #cached-token: 0, "
+        "token usage: 0.00, #running-req: 0, #queue-req: 0",
+        "[2025-03-02 09:20:02 TP0] Decode batch. #running-req: 1, #token: 40, token usage: 0.00, "
+        "gen throughput (token/s): 61.20, #queue-req: 0",
+        '[2025-03-02 09:20:02] INFO:     127.0.0.1:51234 - "POST /generate HTTP/1.1" 200 OK',
+    ]
+    assert _answer(lines) == "ok"

@@ -1007,6 +1007,29 @@ def _client_failure(log: _Log) -> tuple[int, str] | None:
     return None
 
 
+_PREFILL = re.compile(r"[Pp]refill batch|\bprefill\b")
+_ANSWERED = re.compile(r"[Dd]ecode batch|\bdecode\b.*#running-req|gen throughput|\" [1-5]\d\d\b")
+
+
+def _first_request_only(log: _Log, milestones: Sequence[Milestone]) -> int | None:
+    """The prefill line, when the only sign of serving is one prefill of one request, no line
+    says the server was ready and nothing was answered: engines send themselves a request
+    before they say they are ready (their warmup), so such a log stops in start-up."""
+    ready = [_compile(m.pattern) for m in milestones if m.phase == Phase.READY]
+    serving = [_compile(m.pattern) for m in milestones if m.phase in _RUNNING[1:]]
+    seen: list[int] = []
+    for i, raw in enumerate(log.raw):
+        head = raw[:MILESTONE_HEAD]
+        if any(r.search(head) for r in ready) or _ANSWERED.search(log.text[i]):
+            return None
+        if any(r.search(head) for r in serving):
+            seen.append(i)
+    # (the same line written by every rank counts once)
+    if len({log.text[i] for i in seen}) != 1 or not _PREFILL.search(log.text[seen[0]]):
+        return None
+    return seen[0]
+
+
 def _last_line(log: _Log) -> int | None:
     """Index of the last line with a message, if any."""
     return next((i for i in range(len(log.text) - 1, -1, -1) if log.text[i].strip()), None)
@@ -1614,6 +1637,20 @@ def _classify_log(
                 ),
                 sig.ready or not lines,
             )
+    first = _first_request_only(whole, milestones) if at is None and exit_code is None else None
+    if first is not None:
+        return (
+            _make(
+                ctx,
+                cause=Cause.STARTUP_TIMEOUT,
+                phase=Phase.WARMUP,
+                hint=STOPPED_HINT,
+                evidence=_evidence(whole.raw, [first]),
+                message="the log stops inside the first request and no line says the server "
+                "was ready (an engine's own warmup request): " + _message(whole, first),
+            ),
+            False,
+        )
     stall = _stalled(log) if at is None and sig.ready and not bad_exit else None
     if stall is not None:
         hint, permanent = _cause_hint(Cause.WATCHDOG_TIMEOUT, Phase.BENCHMARK, rules)

@@ -300,3 +300,33 @@ def test_a_log_that_answered_requests_without_a_ready_line_was_serving() -> None
         '[2025-03-02 09:20:02] INFO:     127.0.0.1:51234 - "POST /generate HTTP/1.1" 200 OK',
     ]
     assert _answer(lines) == "ok"
+
+
+def test_a_traceback_cut_in_the_serving_loops_frames_is_a_crash_while_serving() -> None:
+    # The logger's prefix ate the frames' indentation ("ERROR:    "), and the traceback is cut
+    # before its exception: its frames still say the engine's step loop was running.
+    lines = [
+        "ERROR:    Exception in callback _on_loop_done(task=<Task finished ...>)",
+        "ERROR:    Traceback (most recent call last):",
+        'ERROR:      File "/srv/venv/lib/python3.11/site-packages/engine/async_loop.py", line 40, '
+        "in run_engine_loop",
+        "ERROR:        outputs = await self.engine_step()",
+        'ERROR:      File "/srv/venv/lib/python3.11/site-packages/engine/async_loop.py", line 88, '
+        "in engine_step",
+        "ERROR:        return await self.engine.step_async()",
+        'ERROR:      File "/srv/venv/lib/python3.11/site-packa',
+    ]
+    failure = diagnose_text("\n".join(lines)).failure
+    assert failure is not None
+    assert (failure.cause.value, failure.phase.value) == ("runtime_crash", "benchmark")
+
+
+def test_native_frames_that_place_nothing_leave_the_error_lines_words_to_place_it() -> None:
+    lines = [
+        "[Engine][ERROR] Encountered an error in forwardAsync function: vector::_M_range_check",
+        "1       0x7f00aa11bb22 /opt/engine/lib/libengine.so(+0x11bb22) [0x7f00aa11bb22]",
+        "2       0x7f00aa22cc33 /opt/engine/lib/libengine.so(+0x22cc33) [0x7f00aa22cc33]",
+    ]
+    failure = diagnose_text("\n".join(lines)).failure
+    assert failure is not None
+    assert (failure.cause.value, failure.phase.value) == ("runtime_crash", "benchmark")

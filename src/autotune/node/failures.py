@@ -741,7 +741,13 @@ def _in_trace(text: str) -> bool:
 def _block_span(stripped: Sequence[str], at: int) -> tuple[int, int]:
     """[start, end) of the traceback (or stack dump) around index ``at``."""
     start = at
-    while start > 0 and at - start < BLOCK_BEFORE and _in_trace(stripped[start - 1]):
+    while (
+        start > 0
+        and at - start < BLOCK_BEFORE
+        # a frame's code line (or the rest of a wrapped frame line) belongs to its frame, even
+        # when a logger's prefix ate its indentation
+        and (_in_trace(stripped[start - 1]) or (start > 1 and _FRAME.match(stripped[start - 2])))
+    ):
         start -= 1
     end = at + 1
     while end < len(stripped) and end - at < BLOCK_AFTER and _in_trace(stripped[end]):
@@ -1559,6 +1565,9 @@ def _classify_log(
         evidence = [sig.capture_running, *evidence]
         hint = None
     block = phase_in_block(log.text, at) if at is not None else None
+    if block is None and at is not None and sig.error is not None and sig.error < at:
+        # frames that place nothing (native addresses): the first error line's words may
+        block = phase_in_block(log.text, sig.error)
     where = _later(reached, block)
     if at is None and exit_code in (-9, 137):
         # A SIGKILL that nothing in the log explains: its usual sender is the kernel's OOM

@@ -330,3 +330,20 @@ def test_native_frames_that_place_nothing_leave_the_error_lines_words_to_place_i
     failure = diagnose_text("\n".join(lines)).failure
     assert failure is not None
     assert (failure.cause.value, failure.phase.value) == ("runtime_crash", "benchmark")
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        "ERROR: this card's architecture (Maxwell) is not supported by the installed build",
+        "fatal: GPU architecture 'Volta' unsupported, rebuild with the matching arch list",
+        "RuntimeError: device architecture gfx1010 is not supported",
+    ],
+)
+def test_a_gpu_architecture_refused_in_plain_words_is_the_gpus(refusal: str) -> None:
+    assert _answer(["INFO loading model /models/x", refusal]) == "arch_unsupported"
+
+
+def test_a_model_architecture_refused_in_plain_words_stays_the_models() -> None:
+    line = "ERROR: model architecture 'JambaForCausalLM' is not supported by this build"
+    assert _answer(["INFO loading model /models/x", line]) == "model_unsupported"

@@ -251,6 +251,14 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"less than|too (?:low|old)|>=|does not|doesn't|cannot|can't|only\b|[Mm]in\b))",
     ),
     (Cause.ARCH_UNSUPPORTED, 1.0, r"[Cc]ompute [Cc]apability"),
+    # the hardware's architecture refused in plain words ("GPU architecture 'Volta'
+    # unsupported", "this card's architecture (Maxwell) is not supported")
+    (
+        Cause.ARCH_UNSUPPORTED,
+        3.0,
+        r"(?i:\b(?:GPU|device|card|hardware|accelerator)(?:'s)? arch(?:itecture)?)\b.{0,40}"
+        r"(?:not (?:yet )?supported|unsupported|not compatible|incompatible)",
+    ),
     # a library or kernel file missing for the GPU architecture it names ("no
     # TensileLibrary_gfx90a.dat", "kernels for sm_61 not found")
     (

@@ -347,3 +347,17 @@ def test_a_gpu_architecture_refused_in_plain_words_is_the_gpus(refusal: str) -> 
 def test_a_model_architecture_refused_in_plain_words_stays_the_models() -> None:
     line = "ERROR: model architecture 'JambaForCausalLM' is not supported by this build"
     assert _answer(["INFO loading model /models/x", line]) == "model_unsupported"
+
+
+def test_colour_codes_that_lost_their_escape_byte_are_no_part_of_the_message() -> None:
+    # Pasted from a terminal: "[2m", "[0m", "[31m" left behind, some followed by a space.
+    lines = [
+        "[2m2025-03-02T09:14:11.000Z[0m [32m INFO[0m [2mlauncher[0m[2m:[0m Starting shard",
+        "[2m2025-03-02T09:14:40.000Z[0m [31mERROR[0m [2mlauncher[0m[2m:[0m Shard complete "
+        "standard error output:",
+        "[2m2025-03-02T09:14:40.000Z[0m [31mERROR[0m RuntimeError: CUDA error: no kernel image "
+        "is available for execution on the device",
+    ]
+    assert _answer(lines) == "arch_unsupported"
+    failure = diagnose_text("\n".join(lines)).failure
+    assert failure is not None and "[0m" not in failure.message

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 MAX_PREFIXES = 8
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\\u001b\[[0-9;]*m|\[(?:\d{1,3};)*\d{1,3}m(?=\S)")
+# (a colour code whose escape byte was lost in a paste, "[0m", "[1;31m", before anything)
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\\u001b\[[0-9;]*m|\[(?:\d{1,3};)*\d{1,3}m")
 _LEVELS = {
     "E": "error",
     "ERROR": "error",

@@ -361,3 +361,50 @@ def test_colour_codes_that_lost_their_escape_byte_are_no_part_of_the_message() -
     assert _answer(lines) == "arch_unsupported"
     failure = diagnose_text("\n".join(lines)).failure
     assert failure is not None and "[0m" not in failure.message
+
+
+def _cut(*frames: tuple[str, str, str]) -> list[str]:
+    lines = ["INFO starting the server", "Traceback (most recent call last):"]
+    for path, function, code in frames:
+        lines += [
+            f'  File "/srv/venv/lib/python3.11/site-packages/{path}", line 77, in {function}',
+            f"    {code}",
+        ]
+    return lines
+
+
+@pytest.mark.parametrize(
+    ("frames", "family"),
+    [
+        # the device allocator was the last thing running: an allocation that failed
+        (
+            [
+                ("engine/weights.py", "place", "buf = torch.empty(n, device=dev)"),
+                ("torch/cuda/memory.py", "caching_allocator_alloc", "return _alloc(size)"),
+            ],
+            "cuda_oom",
+        ),
+        # the dummy batch run at the largest size to measure peak memory
+        (
+            [
+                ("engine/worker.py", "measure_free_memory", "self.runner.profile_run()"),
+                ("engine/runner.py", "profile_run", "self._dummy_run(self.max_tokens)"),
+            ],
+            "cuda_oom",
+        ),
+        # cut at the code line that calls it
+        ([("engine/worker.py", "measure_free_memory", "self.runner.profile_run()")], "cuda_oom"),
+        # the command-line parser refusing the command
+        (
+            [
+                ("engine/cli.py", "main", "args = parser.parse_args()"),
+                ("argparse.py", "parse_args", "self.error(msg % ' '.join(argv))"),
+            ],
+            "invalid_argument",
+        ),
+    ],
+)
+def test_the_frames_of_a_cut_traceback_name_what_was_being_done(
+    frames: list[tuple[str, str, str]], family: str
+) -> None:
+    assert _answer(_cut(*frames)) == family

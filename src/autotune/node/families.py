@@ -665,6 +665,14 @@ FRAMES: tuple[_Clue, ...] = _clues(
         r"PyNcclCommunicator|NCCL_CHECK|pynccl|ncclCommInit",
     ),
     (Cause.NCCL_ERROR, 1.5, r"\binit_device\b|init_\w*distributed"),
+    # the device allocator (an allocation that failed), the run of the largest dummy batch that
+    # measures peak memory (it fails when activations do not fit)
+    (
+        Cause.CUDA_OOM,
+        3.0,
+        r"caching_allocator|CachingAllocator|_cuda_\w*[Aa]lloc\w*|\bin \w*(?:raw_)?malloc\w*$|"
+        r"cudaMalloc",
+    ),
     # a benchmark client's request (vLLM's and SGLang's benchmark scripts, aiohttp, httpx)
     (
         Cause.BENCHMARK_ERRORS,
@@ -683,6 +691,14 @@ FRAMES: tuple[_Clue, ...] = _clues(
 
 # The deepest code lines of such a traceback: the check, the lookup or the import that failed.
 DEEPEST: tuple[_Clue, ...] = _clues(
+    # the device allocator, or the largest dummy batch that measures peak memory, was the last
+    # thing running: an allocation that failed
+    (
+        Cause.CUDA_OOM,
+        3.0,
+        r"caching_allocator|CachingAllocator|_cuda_\w*[Aa]lloc\w*|\bin \w*(?:raw_)?malloc\w*$|"
+        r"cudaMalloc|\bin profile_run$|\.profile_run\(",
+    ),
     # the kernel compiler's build for this GPU was the last thing running
     (
         Cause.ARCH_UNSUPPORTED,

@@ -1213,7 +1213,7 @@ def _focus(log: _Log, sig: _Signals, exc: int | None) -> list[Focus]:
             lines.append(Focus(after, log.text[after], EXCEPTION_LINE, raw=log.raw[after]))
         lines += [Focus(i, log.text[i], FRAME_LINE, "frame") for i in block]
         code = [i for i in block if log.text[i].strip() and not _is_exception(log.text[i])]
-        lines += [Focus(i, log.text[i], DEEP_LINE, "deepest") for i in code[-3:]]
+        lines += [Focus(i, log.text[i], DEEP_LINE, "cut") for i in code[-3:]]
         # The error lines around it often name the method that failed ("Error executing
         # method initialize_cache").
         lines += [

@@ -61,7 +61,7 @@ CONTEXT_LINE = 0.3  # a progress line just before the first failure: what was be
 PHASE_PRIOR = 1.5  # the phase reached, when the traceback is cut before its exception
 # What one kind of line may add to a family at most: many frames of one call chain, or many
 # progress lines of one activity, are one fact.
-CAPS = {"frame": 2.5, "deepest": 2.5, "context": 1.2}
+CAPS = {"frame": 2.5, "deepest": 2.5, "cut": 2.5, "context": 1.2}
 
 DECIDES = 2.0  # the least score that names a family
 DECISIVE = 3.0  # a clue this strong names its family wherever it stands in a message
@@ -665,14 +665,6 @@ FRAMES: tuple[_Clue, ...] = _clues(
         r"PyNcclCommunicator|NCCL_CHECK|pynccl|ncclCommInit",
     ),
     (Cause.NCCL_ERROR, 1.5, r"\binit_device\b|init_\w*distributed"),
-    # the device allocator (an allocation that failed), the run of the largest dummy batch that
-    # measures peak memory (it fails when activations do not fit)
-    (
-        Cause.CUDA_OOM,
-        3.0,
-        r"caching_allocator|CachingAllocator|_cuda_\w*[Aa]lloc\w*|\bin \w*(?:raw_)?malloc\w*$|"
-        r"cudaMalloc",
-    ),
     # a benchmark client's request (vLLM's and SGLang's benchmark scripts, aiohttp, httpx)
     (
         Cause.BENCHMARK_ERRORS,
@@ -691,14 +683,6 @@ FRAMES: tuple[_Clue, ...] = _clues(
 
 # The deepest code lines of such a traceback: the check, the lookup or the import that failed.
 DEEPEST: tuple[_Clue, ...] = _clues(
-    # the device allocator, or the largest dummy batch that measures peak memory, was the last
-    # thing running: an allocation that failed
-    (
-        Cause.CUDA_OOM,
-        3.0,
-        r"caching_allocator|CachingAllocator|_cuda_\w*[Aa]lloc\w*|\bin \w*(?:raw_)?malloc\w*$|"
-        r"cudaMalloc|\bin profile_run$|\.profile_run\(",
-    ),
     # the kernel compiler's build for this GPU was the last thing running
     (
         Cause.ARCH_UNSUPPORTED,
@@ -724,6 +708,22 @@ DEEPEST: tuple[_Clue, ...] = _clues(
         Cause.IMPORT_ERROR,
         2.5,
         r"^\s*(?:from [\w.]+ import |import [\w.]+)|_find_and_load|_gcd_import|import_module\(",
+    ),
+)
+
+# The deepest code lines of a traceback cut before its exception, read with DEEPEST: there,
+# with no exception to say why, what was running says it too. The device allocator, or the
+# largest dummy batch run to measure peak memory, was the last thing running: an allocation
+# failed (a traceback that ends in its exception says why, whatever frames it went through).
+CUT_DEEPEST: tuple[_Clue, ...] = (
+    *DEEPEST,
+    *_clues(
+        (
+            Cause.CUDA_OOM,
+            3.0,
+            r"caching_allocator|CachingAllocator|_cuda_\w*[Aa]lloc\w*|"
+            r"\bin \w*(?:raw_)?malloc\w*$|cudaMalloc|\bin profile_run$|\.profile_run\(",
+        ),
     ),
 )
 
@@ -892,7 +892,8 @@ class Focus:
         weight: how much the line tells (``EXCEPTION_LINE`` ... ``CONTEXT_LINE``).
         raw: the line as written, read too (a prefix may hold words: ``[Errno 98]``).
         kind: ``message`` (words), ``frame`` (frame names), ``deepest`` (the last code lines
-            of a cut traceback), ``context`` (activity words) or ``phase`` (the phase reached,
+            of the traceback that ends in the exception), ``cut`` (those of a traceback cut
+            before its exception), ``context`` (activity words) or ``phase`` (the phase reached,
             its name as text).
     """
 
@@ -927,6 +928,7 @@ def _line_scores(focus: Focus) -> dict[Cause | str, float]:
         "message": WORDS,
         "frame": FRAMES,
         "deepest": DEEPEST,
+        "cut": CUT_DEEPEST,
         "context": ACTIVITY,
         "phase": PHASES,
     }[focus.kind]

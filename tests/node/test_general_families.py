@@ -408,3 +408,23 @@ def test_the_frames_of_a_cut_traceback_name_what_was_being_done(
     frames: list[tuple[str, str, str]], family: str
 ) -> None:
     assert _answer(_cut(*frames)) == family
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # a check that fails because a package is missing: the installation, not the check
+        "AssertionError: the fast tokenizer needs the tokenizers package, which is not installed",
+        # the toolkit the runtime finds is not the one its framework was built with
+        "RuntimeError: The detected CUDA version (12.4) mismatches the version that was used to "
+        "compile PyTorch (12.1). Please make sure to use the same CUDA versions.",
+        # compiled operators missing from the installed build
+        "AttributeError: '_OpNamespace' '_C' object has no attribute 'fused_add_norm'",
+        # an install that never finished
+        "  error: subprocess-exited-with-error",
+        # the program names the package to install, and stops there
+        "To use the paged kernels, please install kernels-ext: pip install kernels-ext",
+    ],
+)
+def test_an_installation_problem_in_any_words_is_an_import_error(line: str) -> None:
+    assert _answer(["INFO starting the server", line]) == "import_error"

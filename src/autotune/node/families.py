@@ -356,7 +356,18 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"(?:not compatible|incompatible) with (?:this|the (?:current|installed|running)) "
         r"version|[Vv]ersion(?: [\w.+-]+)? (?:tag )?(?:does not|doesn't|do not) match|"
         r"[Vv]ersion mismatch|Mismatch(?:Exception|Error)\b|"
-        r"(?:built|compiled) (?:against|with) (?:a )?different|mismatched versions?",
+        r"(?:built|compiled) (?:against|with) (?:a )?different|mismatched versions?|"
+        # a toolkit that is not the one the framework was built with
+        r"mismatches the version that was used to compile",
+    ),
+    # a package named as missing, compiled operators missing from the build, an install that
+    # never finished: the installation, whatever failed because of it (a check, a lookup)
+    (
+        Cause.IMPORT_ERROR,
+        3.0,
+        r"(?i:\b(?:package|library|module|extension)s?\b[^.]{0,30}\b(?:is|are) not installed)|"
+        r"[Pp]lease install\b.{0,80}\bpip install \S|_OpNamespace\b.{0,40}has no attribute|"
+        r"subprocess-exited-with-error|Failed building wheel",
     ),
     # a runtime or loader that cannot find what it needs: built for another runtime's version
     (

@@ -428,3 +428,19 @@ def test_the_frames_of_a_cut_traceback_name_what_was_being_done(
 )
 def test_an_installation_problem_in_any_words_is_an_import_error(line: str) -> None:
     assert _answer(["INFO starting the server", line]) == "import_error"
+
+
+@pytest.mark.parametrize(
+    ("report", "family"),
+    [
+        # a shell's report of how its job ended: the process died of that signal
+        ("zsh: abort      ./bin/server --model m.gguf --port 8080", "runtime_crash"),
+        ("zsh: segmentation fault  python -m engine.serve --model m", "runtime_crash"),
+        ("bash: line 1:  4242 Segmentation fault      python -m engine.serve", "runtime_crash"),
+        ("zsh: killed     python -m engine.serve --model m", "host_oom"),
+        ("zsh: illegal hardware instruction  ./bin/server --model m.gguf", "arch_unsupported"),
+    ],
+)
+def test_a_shells_report_that_its_job_died_is_that_death(report: str, family: str) -> None:
+    lines = [*START, "2025-03-02 09:14:41 INFO Listening on http://0.0.0.0:9000", report]
+    assert _answer(lines) == family

@@ -101,6 +101,9 @@ _CACHE = (
 )
 _HOST = r"(?:\b(?:host|CPU|cpu|RAM|system|swap|pinned)\b)"
 
+# A shell's job report: "zsh: ", "bash: line 1:  4242 " before how the job ended.
+_SHELL_JOB = r"(?i:(?:zsh|bash|sh|ksh|dash): (?:line \d+: +)?(?:\d+ +)?)"
+
 # The vocabulary of each family in the message of an exception or an error line.
 WORDS: tuple[_Clue, ...] = _clues(
     # --- memory ---------------------------------------------------------------------------------
@@ -172,6 +175,17 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"(?i:exit(?:ed)?[ _]?(?: with)?(?: status| ?code)?)[:= (]+127\b|: command not found\b|"
         r"\b0x[Cc]00001(?:35|39|42)\b",
     ),
+    # a shell's report of how its job ended names the signal's family: an abort, a segfault or
+    # a bus error a crash, a kill the OOM killer (docs/failures.md), an illegal instruction a
+    # build for another CPU
+    (
+        Cause.RUNTIME_CRASH,
+        3.0,
+        r"^" + _SHELL_JOB + r"(?:abort(?:ed)?|segmentation fault|bus error|"
+        r"floating point exception)\b",
+    ),
+    (Cause.HOST_OOM, 3.0, r"^" + _SHELL_JOB + r"killed\b"),
+    (Cause.ARCH_UNSUPPORTED, 3.0, r"^" + _SHELL_JOB + r"illegal (?:hardware )?instruction\b"),
     (
         Cause.CUDA_OOM,
         3.0,
@@ -847,6 +861,9 @@ _FATAL_SIGN = re.compile(
     r"(?!(?:-?0|-15|143|-2|130)\b)-?\d+\b|(?i:non-zero exit)|\bstatus=[1-9]\d*/[A-Z]+|"
     # an abort reported on its own line (SIGABRT), as a shell reports a kill
     r"(?:^|[\s\]|])Aborted\s*$|"
+    # a shell's report of how its job ended ("zsh: abort  ./server", "zsh: killed  python")
+    r"^" + _SHELL_JOB + r"(?:abort(?:ed)?|segmentation fault|killed|bus error|"
+    r"illegal (?:hardware )?instruction|floating point exception)\b|"
     # a signal handler's crash report, the kernel's report of a GPU fault, a Windows status
     r"^\s*(?:\[[^\]]*\] )?Signal code: |Failing at address|VM_L2_PROTECTION_FAULT|"
     r"amdgpu\b.{0,80}\bpage fault|NVRM: Xid|(?i:exit (?:status|code))[:= ]+0x[0-9a-fA-F]{8}\b|"

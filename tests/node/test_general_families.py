@@ -444,3 +444,17 @@ def test_an_installation_problem_in_any_words_is_an_import_error(line: str) -> N
 def test_a_shells_report_that_its_job_died_is_that_death(report: str, family: str) -> None:
     lines = [*START, "2025-03-02 09:14:41 INFO Listening on http://0.0.0.0:9000", report]
     assert _answer(lines) == family
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # a cache that cannot hold one sequence of the longest length the server must accept
+        "RuntimeError: KV cache capacity (4096 tokens) is smaller than max_model_len (8192)",
+        "ValueError: the paged cache holds fewer tokens (3000) than the max sequence length 4096",
+        # the pool's token budget refused as too small (any engine's name for it)
+        "ValueError: max_total_token_num is too small, please raise it",
+    ],
+)
+def test_a_cache_too_small_for_one_sequence_is_the_kv_pools(line: str) -> None:
+    assert _answer(["INFO weights loaded in 40 s", line]) == "kv_pool_oom"

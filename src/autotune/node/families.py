@@ -86,6 +86,7 @@ _SHORT = (
     r"(?:(?i:out of memory|not enough|no enough|cannot get \d+|insufficient|failed to allocate|"
     r"cannot allocate|"
     r"unable to allocate|could not allocate|exceed|larger than|too (?:small|large|few)|"
+    r"smaller than|fewer \w+(?: \([^)]*\))? than|"
     r"\bno (?:\w+ ){0,2}(?:memory|room|space)\b|\bleaves? no\b|cannot fit|can't fit|"
     r"does(?: not|n't) fit|but only|only [\d.]+ ?\w* (?:\w+ )?(?:available|free|left))|OOM\b|"
     r"is (?:0|zero|negative|empty)\b|(?i:(?:cannot|can't|unable to) (?:hold|store|serve))|"
@@ -97,7 +98,8 @@ _CACHE = (
     r"(?:memory|token|KV) pool|max_total_num_tokens|mem[-_]fraction[-_]static|"
     r"gpu[-_]memory[-_]utilization|prefill tokens|batch[-_](?:prefill|total)[-_]tokens|"
     r"cache[-_]max[-_]entry|free_gpu_memory_fraction|paged KV|tokens in (?:the )?cache|"
-    r"cache entries|free blocks|blocks? (?:from|in) the pool|block pool)"
+    r"cache entries|free blocks|blocks? (?:from|in) the pool|block pool|paged cache|"
+    r"cache capacity|max_total_token_num)"
 )
 _HOST = r"(?:\b(?:host|CPU|cpu|RAM|system|swap|pinned)\b)"
 

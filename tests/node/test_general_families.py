@@ -458,3 +458,22 @@ def test_a_shells_report_that_its_job_died_is_that_death(report: str, family: st
 )
 def test_a_cache_too_small_for_one_sequence_is_the_kv_pools(line: str) -> None:
     assert _answer(["INFO weights loaded in 40 s", line]) == "kv_pool_oom"
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # a traceback cut right after the frame whose code line is an assert statement
+        [
+            "Traceback (most recent call last):",
+            '  File "/srv/venv/lib/python3.11/site-packages/engine/sched.py", line 9, in merge',
+            "    assert len(outputs) == len(batch.reqs), (len(outputs), len(batch.reqs))",
+        ],
+        # a C++ check of the framework, in its own words
+        ["RuntimeError: Expected lens.size(0) == num_seqs + 1 to be true, but got false."],
+        ['RuntimeError: slots.size() > 0 INTERNAL ASSERT FAILED at "/src/engine/cache.cpp":88'],
+    ],
+)
+def test_a_failed_check_in_any_words_is_an_assertion(lines: list[str]) -> None:
+    ready = ["INFO:     Application startup complete.", "INFO:     Uvicorn running on :8000"]
+    assert _answer([*ready, *lines]) == "assertion"

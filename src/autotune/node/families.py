@@ -542,7 +542,9 @@ WORDS: tuple[_Clue, ...] = _clues(
         Cause.ASSERTION,
         3.0,
         r"(?i:assertion)\b.{0,200}(?i:fail)|[A-Z]+_ASSERT\b|GGML_ASSERT|Check failed:|TORCH_CHECK|"
-        r"[Aa]ssert(?:ion)? (?:error|failure)",
+        r"[Aa]ssert(?:ion)? (?:error|failure)|"
+        # the framework's own checks in their words (PyTorch's TORCH_CHECK and internal asserts)
+        r"\bINTERNAL ASSERT FAILED\b|to be true, but got false",
     ),
     # --- crashes --------------------------------------------------------------------------------
     (
@@ -751,6 +753,8 @@ CUT_DEEPEST: tuple[_Clue, ...] = (
             r"caching_allocator|CachingAllocator|_cuda_\w*[Aa]lloc\w*|"
             r"\bin \w*(?:raw_)?malloc\w*$|cudaMalloc|\bin profile_run$|\.profile_run\(",
         ),
+        # the deepest code line is an assert statement: the check is what raised
+        (Cause.ASSERTION, 3.0, r"^\s*assert\b"),
     ),
 )
 

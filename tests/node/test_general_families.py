@@ -477,3 +477,29 @@ def test_a_cache_too_small_for_one_sequence_is_the_kv_pools(line: str) -> None:
 def test_a_failed_check_in_any_words_is_an_assertion(lines: list[str]) -> None:
     ready = ["INFO:     Application startup complete.", "INFO:     Uvicorn running on :8000"]
     assert _answer([*ready, *lines]) == "assertion"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # an exception no family names, in a benchmark client's log: the client's failure
+        "requests.exceptions.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
+        "ValueError: Initial test run failed - check the benchmark arguments. Error: Not Found",
+        # a timeout in a client is the client's requests timing out, not a start-up
+        "asyncio.exceptions.TimeoutError",
+    ],
+)
+def test_a_failure_in_a_benchmark_clients_log_is_the_clients(line: str) -> None:
+    assert _answer([*CLIENT_START[:2], line]) == "benchmark_errors"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "requests.exceptions.HTTPError: 502 Server Error: Bad Gateway for url: http://h:8000/v1",
+        "Error: 429 Too Many Requests",
+        "client: request 17 failed with status code 503",
+    ],
+)
+def test_an_http_error_status_seen_by_a_client_is_a_benchmark_error(line: str) -> None:
+    assert _answer([line]) == "benchmark_errors"

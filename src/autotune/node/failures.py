@@ -976,6 +976,11 @@ _SUCCEEDED = re.compile(r"Successful requests:\s+(\d+)\s*$")
 _REQUESTS = re.compile(r"\b(\d+)/(\1) \[|\bnum_prompts=(\d+)")
 
 
+def _is_client(log: _Log) -> bool:
+    """Whether the log is a benchmark client's (its marks, and no server's progress)."""
+    return any(_CLIENT.search(text[:HEAD]) for text in log.text)
+
+
 def _client_failure(log: _Log) -> tuple[int, str] | None:
     """When the log is a benchmark client's: the line that says its requests failed (error
     statuses in its responses, a report with fewer successes than requests) or, when it stops
@@ -1697,6 +1702,10 @@ def _classify_log(
             not bad_exit and sig.ready,
         )
     running = where in (Phase.READY, Phase.WARMUP, Phase.BENCHMARK)
+    timed_out = cause == Cause.STARTUP_TIMEOUT and hint != STOPPED_HINT  # words, not a stop
+    if (cause == Cause.UNKNOWN or timed_out) and _is_client(whole):
+        # A benchmark client's log: what failed, or timed out, is the client's requests.
+        cause, where, hint = Cause.BENCHMARK_ERRORS, Phase.BENCHMARK, None
     if cause == Cause.UNKNOWN and running:
         cause = Cause.RUNTIME_CRASH
     if cause == Cause.UNKNOWN:

@@ -609,6 +609,13 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"RemoteProtocolError|ClientPayloadError|ClientOSError|ServerTimeoutError|"
         r"APIStatusError)\b|\bopenai\.\w+Error\b|\bError code: [45]\d\d\b",
     ),
+    # an HTTP error status as a client sees it (requests', httpx's, a script's own words)
+    (
+        Cause.BENCHMARK_ERRORS,
+        3.0,
+        r"\b[45]\d\d (?:Server|Client) Error\b|\b(?:429 Too Many Requests|502 Bad Gateway|"
+        r"503 Service Unavailable|504 Gateway Time-?out)\b|\bstatus(?: code)?:? [45]\d\d\b",
+    ),
     # a benchmark's own summary that some of its requests failed
     (Cause.BENCHMARK_ERRORS, 3.0, r"^\s*Failed requests:\s+[1-9]\d*\s*$"),
     # --- status codes ---------------------------------------------------------------------------

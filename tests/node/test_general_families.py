@@ -503,3 +503,22 @@ def test_a_failure_in_a_benchmark_clients_log_is_the_clients(line: str) -> None:
 )
 def test_an_http_error_status_seen_by_a_client_is_a_benchmark_error(line: str) -> None:
     assert _answer([line]) == "benchmark_errors"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # a key the loader needs for this architecture is not in the model file (older build)
+        "llama_model_load: error loading model: error loading model hyperparameters: key not "
+        "found in model: newarch.rope.dimension_count",
+        # a tensor stored in a type this build does not know
+        "gguf_init: tensor 'blk.3.ffn_up.weight' has invalid ggml type 41 (NONE)",
+        # a weight the model's code looks up and the checkpoint does not hold
+        "KeyError: 'model.layers.0.mlp.gate_up_proj.weight'",
+        # an engine naming the model class it does not support
+        "RuntimeError: this backend does not support MixtralVisionForCausalLM; use the other "
+        "backend",
+    ],
+)
+def test_a_model_file_or_class_this_build_cannot_load_is_the_models(line: str) -> None:
+    assert _answer(["INFO loading model /models/x", line]) == "model_unsupported"

@@ -333,6 +333,16 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"^(?=.*[Mm]odel).*\barchitecture ['\"`]?(?!sm_|gfx|compute)[\w.-]+['\"`]? (?:is |are )?"
         r"not (?:yet )?supported",
     ),
+    # a model file or class this build cannot load: a key its architecture needs missing from
+    # the file, a tensor type it does not know, a layer's weight the code looks up and the
+    # checkpoint lacks, a model class an engine names as one it does not support
+    (
+        Cause.MODEL_UNSUPPORTED,
+        3.0,
+        r"key not found in model|(?:invalid|unknown|unsupported) ggml type|"
+        r"KeyError: '(?:model\.)?(?:layers|h|blocks|transformer\.h)\.\d+\.[\w.]+'|"
+        r"does(?: not|n't) support (?:the )?\w+(?:For[A-Z]\w*|LMHeadModel)\b",
+    ),
     # a model's config that the loader cannot deserialise (serde's words, any Rust server):
     # a field it needs is missing, or holds a type or variant it does not know
     (

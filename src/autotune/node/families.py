@@ -334,13 +334,12 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"not (?:yet )?supported",
     ),
     # a model file or class this build cannot load: a key its architecture needs missing from
-    # the file, a tensor type it does not know, a layer's weight the code looks up and the
-    # checkpoint lacks, a model class an engine names as one it does not support
+    # the file, a tensor type it does not know, a model class an engine names as one it does
+    # not support (a KeyError on a weight's name alone decides nothing: see the vocabulary test)
     (
         Cause.MODEL_UNSUPPORTED,
         3.0,
         r"key not found in model|(?:invalid|unknown|unsupported) ggml type|"
-        r"KeyError: '(?:model\.)?(?:layers|h|blocks|transformer\.h)\.\d+\.[\w.]+'|"
         r"does(?: not|n't) support (?:the )?\w+(?:For[A-Z]\w*|LMHeadModel)\b",
     ),
     # a model's config that the loader cannot deserialise (serde's words, any Rust server):

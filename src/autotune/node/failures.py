@@ -1066,15 +1066,18 @@ def _ready_line(log: _Log, milestones: Sequence[Milestone]) -> int | None:
     ]
     last = first_serving = None
     for i, text in enumerate(log.raw):
+        is_ready = any(r.search(text) for r in ready)
+        if not is_ready and (first_serving is not None or not any(r.search(text) for r in serving)):
+            continue
         if (
             log.records[i].level == "error"
             or _FAILURE_WORDS.search(log.text[i])
             or decisive(log.text[i])
         ):
             continue  # a line that reports a failure proves no readiness
-        if any(r.search(text) for r in ready):
+        if is_ready:
             last = i
-        elif first_serving is None and any(r.search(text) for r in serving):
+        else:
             first_serving = i
     return last if last is not None else first_serving
 

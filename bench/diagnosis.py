@@ -5,7 +5,8 @@ file splits it into a tuning part (rules and vocabulary may be learnt from it) a
 part (never looked at while writing them), in batches gathered on different dates
 (tests/data/crashlogs/MANIFEST.md: each later batch was classified once, fresh, before anything
 was learnt from it). Each log is diagnosed exactly as ``autotune diagnose LOG`` does (engine
-guessed from the log, no exit code), in this process. Prints, per split: cause accuracy, phase
+guessed from the log; the exit status too where the labels give one, as
+``--exit-code``), in this process. Prints, per split: cause accuracy, phase
 accuracy among the right causes, ``ok`` answers for logs of failed runs, per-cause precision
 and recall, and the confusion matrix.
 

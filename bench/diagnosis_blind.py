@@ -1,4 +1,4 @@
-"""Accuracy of `autotune diagnose` on the blind set (tests/data/crashlogs-blind): real logs
+"""Accuracy of `autotune diagnose` on the blind set (tests/data/crashlogs-blind2): real logs
 collected from public issue threads by an engineer who never saw the classifier's rules, and
 never used to write one. Prints accuracy with its standard error, recall per cause, and how
 many failed runs were answered ``ok``.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from autotune.diagnosis import diagnose_text
 
-BLIND = Path(__file__).resolve().parents[1] / "tests" / "data" / "crashlogs-blind"
+BLIND = Path(__file__).resolve().parents[1] / "tests" / "data" / "crashlogs-blind2"
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -42,6 +42,12 @@ def load_labels(corpus: Path = CORPUS) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
+def exit_code(row: dict[str, str]) -> int | None:
+    """The exit status a labels row gives (optional ``exit_code`` column), None if not given."""
+    code = (row.get("exit_code") or "").strip()
+    return int(code) if code.lstrip("-").isdigit() else None
+
+
 def diagnose_all(
     corpus: Path = CORPUS, *, generic: bool = False, no_rules: bool = False
 ) -> list[Verdict]:
@@ -53,10 +59,11 @@ def diagnose_all(
     for row in load_labels(corpus):
         text = (corpus / f"{row['id']}.log").read_text(encoding="utf-8", errors="replace")
         if generic or no_rules:
-            failure = diagnose_lines(text.splitlines(), [] if no_rules else common)
+            rules = [] if no_rules else common
+            failure = diagnose_lines(text.splitlines(), rules, exit_code=exit_code(row))
             engine = ""
         else:
-            found = diagnose_text(text)
+            found = diagnose_text(text, exit_code=exit_code(row))
             failure, engine = found.failure, found.engine or ""
         out.append(
             Verdict(
@@ -98,11 +105,12 @@ def dress_changes(
     rows = [r for r in load_labels(corpus) if split in ("all", r["split"])]
     for n, row in enumerate(sorted(rows, key=lambda r: r["id"])):
         lines = (corpus / f"{row['id']}.log").read_text(encoding="utf-8").splitlines()
-        plain = diagnose_text("\n".join(lines)).failure
+        code = exit_code(row)
+        plain = diagnose_text("\n".join(lines), exit_code=code).failure
         want = "ok" if plain is None else plain.cause.value
         dresses = list(DRESSES.items())
         for name, dress in dresses if every else [dresses[n % len(dresses)]]:
-            got = diagnose_text("\n".join(dress(lines))).failure
+            got = diagnose_text("\n".join(dress(lines)), exit_code=code).failure
             if ("ok" if got is None else got.cause.value) != want:
                 changed[name].append(row["id"])
     return changed
@@ -179,6 +187,7 @@ __all__ = [
     "confusion_table",
     "diagnose_all",
     "dress_changes",
+    "exit_code",
     "load_labels",
     "ok_on_failed",
     "precision_recall",

@@ -307,7 +307,7 @@ CASES: list[tuple[str, str, str, list[str], Phase, Cause, Phase, str]] = [
         "vllm",
         "model_unsupported",
         "default",
-        _corpus("vllm-007"),
+        _corpus("vllm-008"),  # (vllm-007's refused architecture is in the printed list)
         Phase.LAUNCH,
         Cause.MODEL_UNSUPPORTED,
         Phase.LOAD,

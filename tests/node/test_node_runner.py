@@ -83,7 +83,7 @@ def test_orphans_are_killed(make_spec: SpecMaker) -> None:
         ("argparse", Outcome.CRASHED, Cause.INVALID_ARGUMENT, Phase.LAUNCH, 2),
         ("argparse_other", Outcome.CRASHED, Cause.INVALID_ARGUMENT, Phase.LAUNCH, 2),
         ("unbalanced", Outcome.INFRA, Cause.GPU_NOT_CLEAN, Phase.MEMORY_POOL, -9),
-        ("plain_kill", Outcome.CRASHED, Cause.KILLED, Phase.LOAD, -9),
+        ("plain_kill", Outcome.CRASHED, Cause.HOST_OOM, Phase.LOAD, -9),  # SIGKILL, no error
         ("unknown_traceback", Outcome.CRASHED, Cause.UNKNOWN, Phase.LOAD, 1),
         ("exit0_early", Outcome.CRASHED, Cause.UNKNOWN, Phase.LOAD, 0),
     ],

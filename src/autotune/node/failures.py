@@ -338,12 +338,35 @@ GENERIC_MILESTONES: tuple[Milestone, ...] = (
         label="ready",
     ),
     Milestone(
+        phase=Phase.READY,
+        # "up" in any server's words: an address it listens or runs on, a server, service or
+        # application that is ready, started or up, an idle request loop, a hint to open it;
+        # not words that wait for readiness or ask about it ("to be ready", "not ready yet",
+        # "whether ... ready"), nor uvicorn's "Started server process" before its start-up
+        pattern=r"^(?!.*\b(?:not|never|wait\w*|until|unless|whether|if|before|to be|to become|"
+        r"fail\w*|unable|cannot|could not|timed? ?out)\b)(?:"
+        r".*\b(?:[Ll]istening|[Rr]unning|[Ss]erving) (?:on|at) (?:local URL: +)?https?://|"
+        r".*\b(?:[Ss]erver|[Ss]ervice|API|[Aa]pp(?:lication)?|[Ee]ndpoint)\b(?: '[^']*')?"
+        r"(?: is| now)* (?:ready|up and running)\b|"
+        # (an address with a port: a shard's internal server on a unix socket is no server up)
+        r".*\b(?:[Ss]erver|[Ss]ervice) (?:ready|started)"
+        r"(?: (?:on|at) (?:port \d+|(?:https?://)?[\w.\[\]:-]*:\d+))?\.?$|"
+        r".*\bsuccessfully started\b.*\bEndpoint: https?://|"
+        r".*\bDeployed app '[^']*' successfully|"
+        r".*: Ready\.?$|"
+        r".*\ball slots are idle\b|"
+        r".*\bPlease (?:connect to|open)\b.{0,40}https?://)",
+        label="up",
+    ),
+    Milestone(
         phase=Phase.BENCHMARK,
         # an access-log line with any status: the server was up and answering (a 500 too)
         pattern=r"Prefill batch|Decode batch|POST /(?:v1/|generate)[^\"]*\"? [1-5]\d\d\b|"
         r"batch\{batch_size=\d+\}:(?:prefill|decode)|"
         r"Avg prompt throughput|"
-        r"#running-req",
+        r"#running-req|"
+        # a client's record of a response (httpx) or a benchmark's report: the server answered
+        r"HTTP Request: [A-Z]+ https?://\S+ \"HTTP/[\d.]+ [1-5]\d\d\b",
         label="serving",
     ),
 )
@@ -718,7 +741,13 @@ def _in_trace(text: str) -> bool:
 def _block_span(stripped: Sequence[str], at: int) -> tuple[int, int]:
     """[start, end) of the traceback (or stack dump) around index ``at``."""
     start = at
-    while start > 0 and at - start < BLOCK_BEFORE and _in_trace(stripped[start - 1]):
+    while (
+        start > 0
+        and at - start < BLOCK_BEFORE
+        # a frame's code line (or the rest of a wrapped frame line) belongs to its frame, even
+        # when a logger's prefix ate its indentation
+        and (_in_trace(stripped[start - 1]) or (start > 1 and _FRAME.match(stripped[start - 2])))
+    ):
         start -= 1
     end = at + 1
     while end < len(stripped) and end - at < BLOCK_AFTER and _in_trace(stripped[end]):
@@ -933,6 +962,85 @@ def _signals(log: _Log, milestones: Sequence[Milestone], reached: Phase | None =
     return _Signals(exception, error, traceback, ready, reached, capture, progress)
 
 
+# A benchmark client's own lines: its argument dump, its phases, its report, its HTTP library's
+# record of each response.
+_CLIENT = re.compile(
+    r"\bNamespace\(backend=|benchmark_args=|Serving Benchmark Result|Successful requests:|"
+    r"Starting (?:main|initial) \w* ?(?:benchmark|test) run|Traffic request rate:|"
+    r"HTTP Request: [A-Z]+ https?://|\b(?:bench_serving|benchmark_serving|vllm bench serve)\b"
+)
+_CLIENT_STATUS = re.compile(r"HTTP Request: [A-Z]+ https?://\S+ \"HTTP/[\d.]+ [45]\d\d\b")
+_CLIENT_OK = re.compile(r"HTTP Request: [A-Z]+ https?://\S+ \"HTTP/[\d.]+ 2\d\d\b")
+_LOST = re.compile(r"^\s*Failed requests:\s+[1-9]\d*\s*$")
+_SUCCEEDED = re.compile(r"Successful requests:\s+(\d+)\s*$")
+_REQUESTS = re.compile(r"\b(\d+)/(\1) \[|\bnum_prompts=(\d+)")
+
+
+def _is_client(log: _Log) -> bool:
+    """Whether the log is a benchmark client's (its marks, and no server's progress)."""
+    return any(_CLIENT.search(text[:HEAD]) for text in log.text)
+
+
+def _client_failure(log: _Log) -> tuple[int, str] | None:
+    """When the log is a benchmark client's: the line that says its requests failed (error
+    statuses in its responses, a report with fewer successes than requests) or, when it stops
+    before its report, its last line; None when it is no client's or every request succeeded.
+    """
+    lines = [i for i, text in enumerate(log.text) if _CLIENT.search(text[:HEAD])]
+    if not lines:
+        return None
+    for i in lines:
+        if _CLIENT_STATUS.search(log.text[i]):
+            return i, "the server answered the client's requests with errors: " + _message(log, i)
+    report = next((i for i in lines if _SUCCEEDED.search(log.text[i])), None)
+    if report is None:
+        if any(_SERVED.search(text) or _CLIENT_OK.search(text) for text in log.text):
+            return None  # requests were answered: a client (or a server) seen serving
+        last = _last_line(log)
+        return (
+            (last, "the benchmark client's log stops before its report: " + _message(log, last))
+            if last is not None
+            else None
+        )
+    for i in range(report, min(report + 12, len(log.text))):
+        if _LOST.search(log.text[i]):
+            return i, "the benchmark's report counts failed requests: " + _message(log, i)
+    done = int(_SUCCEEDED.search(log.text[report]).group(1))  # type: ignore[union-attr]
+    if done == 0:
+        return report, "no request succeeded: " + _message(log, report)
+    asked = [
+        int(m.group(1) or m.group(3))
+        for text in log.text[: report + 1]
+        for m in _REQUESTS.finditer(text)
+    ]
+    if asked and done < asked[-1]:
+        return report, f"{done} of {asked[-1]} requests succeeded: " + _message(log, report)
+    return None
+
+
+_PREFILL = re.compile(r"[Pp]refill batch|\bprefill\b")
+_ANSWERED = re.compile(r"[Dd]ecode batch|\bdecode\b.*#running-req|gen throughput|\" [1-5]\d\d\b")
+
+
+def _first_request_only(log: _Log, milestones: Sequence[Milestone]) -> int | None:
+    """The prefill line, when the only sign of serving is one prefill of one request, no line
+    says the server was ready and nothing was answered: engines send themselves a request
+    before they say they are ready (their warmup), so such a log stops in start-up."""
+    ready = [_compile(m.pattern) for m in milestones if m.phase == Phase.READY]
+    serving = [_compile(m.pattern) for m in milestones if m.phase in _RUNNING[1:]]
+    seen: list[int] = []
+    for i, raw in enumerate(log.raw):
+        head = raw[:MILESTONE_HEAD]
+        if any(r.search(head) for r in ready) or _ANSWERED.search(log.text[i]):
+            return None
+        if any(r.search(head) for r in serving):
+            seen.append(i)
+    # (the same line written by every rank counts once)
+    if len({log.text[i] for i in seen}) != 1 or not _PREFILL.search(log.text[seen[0]]):
+        return None
+    return seen[0]
+
+
 def _last_line(log: _Log) -> int | None:
     """Index of the last line with a message, if any."""
     return next((i for i in range(len(log.text) - 1, -1, -1) if log.text[i].strip()), None)
@@ -958,15 +1066,18 @@ def _ready_line(log: _Log, milestones: Sequence[Milestone]) -> int | None:
     ]
     last = first_serving = None
     for i, text in enumerate(log.raw):
+        is_ready = any(r.search(text) for r in ready)
+        if not is_ready and (first_serving is not None or not any(r.search(text) for r in serving)):
+            continue
         if (
             log.records[i].level == "error"
             or _FAILURE_WORDS.search(log.text[i])
             or decisive(log.text[i])
         ):
             continue  # a line that reports a failure proves no readiness
-        if any(r.search(text) for r in ready):
+        if is_ready:
             last = i
-        elif first_serving is None and any(r.search(text) for r in serving):
+        else:
             first_serving = i
     return last if last is not None else first_serving
 
@@ -1110,7 +1221,7 @@ def _focus(log: _Log, sig: _Signals, exc: int | None) -> list[Focus]:
             lines.append(Focus(after, log.text[after], EXCEPTION_LINE, raw=log.raw[after]))
         lines += [Focus(i, log.text[i], FRAME_LINE, "frame") for i in block]
         code = [i for i in block if log.text[i].strip() and not _is_exception(log.text[i])]
-        lines += [Focus(i, log.text[i], DEEP_LINE, "deepest") for i in code[-3:]]
+        lines += [Focus(i, log.text[i], DEEP_LINE, "cut") for i in code[-3:]]
         # The error lines around it often name the method that failed ("Error executing
         # method initialize_cache").
         lines += [
@@ -1224,6 +1335,33 @@ def engine_advice(message: str) -> str:
     return ""
 
 
+# A registry's refusal that prints what it supports: "Model architectures ['X'] are not
+# supported ... Supported architectures: ['A', 'X', ...]".
+_REFUSED = re.compile(r"architectures? \[([^\]]*)\][^\[]*?[Ss]upported architectures:? \[([^\]]*)")
+_LISTED_HINT = (
+    "The engine refused a model architecture that its own registry lists as supported: the "
+    "model's implementation failed to import or to be inspected (a missing or mismatched "
+    "dependency, e.g. numpy, transformers or a compiled extension). Read the lines above the "
+    "refusal or import the engine's model module by hand; reinstall the engine's requirements."
+)
+
+
+def _listed_refusal(lines: Sequence[str]) -> int | None:
+    """The line where a model is refused by a registry that lists it as supported, if any: it
+    was not refused for its architecture, its class failed to load (an installation error)."""
+    for i, line in enumerate(lines):
+        if "upported architectures" not in line:
+            continue
+        text = line if i + 1 == len(lines) else line + lines[i + 1]  # a list wrapped once
+        found = _REFUSED.search(text)
+        if found is None:
+            continue
+        refused = set(re.findall(r"[\w.]+", found.group(1)))
+        if refused and refused <= set(re.findall(r"[\w.]+", found.group(2))):
+            return i
+    return None
+
+
 def _classify(
     lines: Sequence[str],
     rules: Sequence[Rule],
@@ -1236,7 +1374,35 @@ def _classify(
     milestones: Sequence[Milestone],
 ) -> tuple[Failure, bool]:
     """The failure, and whether the log is healthy (nothing in it says the run failed)."""
-    log = _Log.read(lines)
+    failure, healthy = _classify_log(
+        lines,
+        rules,
+        phase=phase,
+        exit_code=exit_code,
+        argv=argv,
+        env=env,
+        engine=engine,
+        milestones=milestones,
+    )
+    if failure.cause == Cause.MODEL_UNSUPPORTED and _listed_refusal(lines) is not None:
+        update = {"cause": Cause.IMPORT_ERROR, "hint": _LISTED_HINT, "phase": Phase.LAUNCH}
+        failure = failure.model_copy(update=update)
+    return failure, healthy
+
+
+def _classify_log(
+    lines: Sequence[str],
+    rules: Sequence[Rule],
+    *,
+    phase: Phase,
+    exit_code: int | None,
+    argv: Sequence[str],
+    env: dict[str, str],
+    engine: str | None,
+    milestones: Sequence[Milestone],
+) -> tuple[Failure, bool]:
+    """The failure, and whether the log is healthy (nothing in it says the run failed)."""
+    log = whole = _Log.read(lines)
     tail = [_trim(line) for line in lines[-TAIL:]]
     ends = (
         lines if len(lines) <= 2 * ENGINE_LINES else [*lines[:ENGINE_LINES], *lines[-ENGINE_LINES:]]
@@ -1407,16 +1573,23 @@ def _classify(
         evidence = [sig.capture_running, *evidence]
         hint = None
     block = phase_in_block(log.text, at) if at is not None else None
+    if block is None and at is not None and sig.error is not None and sig.error < at:
+        # frames that place nothing (native addresses): the first error line's words may
+        block = phase_in_block(log.text, sig.error)
     where = _later(reached, block)
     if at is None and exit_code in (-9, 137):
+        # A SIGKILL that nothing in the log explains: its usual sender is the kernel's OOM
+        # killer, as when the log itself says so ("return code = -9", a shell's "Killed").
+        oom_hint, permanent = _cause_hint(Cause.HOST_OOM, where, rules)
         return (
             _make(
                 ctx,
-                cause=Cause.KILLED,
+                cause=Cause.HOST_OOM,
                 phase=where,
-                hint=KILLED_HINT,
+                hint=oom_hint,
+                permanent=permanent,
                 evidence=tail[-5:],
-                message="killed by SIGKILL",
+                message="killed by SIGKILL with no error before it",
             ),
             False,
         )
@@ -1429,6 +1602,22 @@ def _classify(
                 hint=KILLED_HINT,
                 evidence=_evidence(log.raw, [at]),
                 message=message,
+            ),
+            False,
+        )
+    client = _client_failure(whole) if at is None else None
+    if client is not None:
+        # A benchmark client's log: its requests failed, or it stopped before its report.
+        hint, permanent = _cause_hint(Cause.BENCHMARK_ERRORS, Phase.BENCHMARK, rules)
+        return (
+            _make(
+                ctx,
+                cause=Cause.BENCHMARK_ERRORS,
+                phase=Phase.BENCHMARK,
+                hint=hint,
+                permanent=permanent,
+                evidence=_evidence(whole.raw, [client[0]]),
+                message=client[1],
             ),
             False,
         )
@@ -1465,6 +1654,20 @@ def _classify(
                 ),
                 sig.ready or not lines,
             )
+    first = _first_request_only(whole, milestones) if at is None and exit_code is None else None
+    if first is not None:
+        return (
+            _make(
+                ctx,
+                cause=Cause.STARTUP_TIMEOUT,
+                phase=Phase.WARMUP,
+                hint=STOPPED_HINT,
+                evidence=_evidence(whole.raw, [first]),
+                message="the log stops inside the first request and no line says the server "
+                "was ready (an engine's own warmup request): " + _message(whole, first),
+            ),
+            False,
+        )
     stall = _stalled(log) if at is None and sig.ready and not bad_exit else None
     if stall is not None:
         hint, permanent = _cause_hint(Cause.WATCHDOG_TIMEOUT, Phase.BENCHMARK, rules)
@@ -1502,6 +1705,10 @@ def _classify(
             not bad_exit and sig.ready,
         )
     running = where in (Phase.READY, Phase.WARMUP, Phase.BENCHMARK)
+    timed_out = cause == Cause.STARTUP_TIMEOUT and hint != STOPPED_HINT  # words, not a stop
+    if (cause == Cause.UNKNOWN or timed_out) and _is_client(whole):
+        # A benchmark client's log: what failed, or timed out, is the client's requests.
+        cause, where, hint = Cause.BENCHMARK_ERRORS, Phase.BENCHMARK, None
     if cause == Cause.UNKNOWN and running:
         cause = Cause.RUNTIME_CRASH
     if cause == Cause.UNKNOWN:

@@ -61,7 +61,7 @@ CONTEXT_LINE = 0.3  # a progress line just before the first failure: what was be
 PHASE_PRIOR = 1.5  # the phase reached, when the traceback is cut before its exception
 # What one kind of line may add to a family at most: many frames of one call chain, or many
 # progress lines of one activity, are one fact.
-CAPS = {"frame": 2.5, "deepest": 2.5, "context": 1.2}
+CAPS = {"frame": 2.5, "deepest": 2.5, "cut": 2.5, "context": 1.2}
 
 DECIDES = 2.0  # the least score that names a family
 DECISIVE = 3.0  # a clue this strong names its family wherever it stands in a message
@@ -86,6 +86,7 @@ _SHORT = (
     r"(?:(?i:out of memory|not enough|no enough|cannot get \d+|insufficient|failed to allocate|"
     r"cannot allocate|"
     r"unable to allocate|could not allocate|exceed|larger than|too (?:small|large|few)|"
+    r"smaller than|fewer \w+(?: \([^)]*\))? than|"
     r"\bno (?:\w+ ){0,2}(?:memory|room|space)\b|\bleaves? no\b|cannot fit|can't fit|"
     r"does(?: not|n't) fit|but only|only [\d.]+ ?\w* (?:\w+ )?(?:available|free|left))|OOM\b|"
     r"is (?:0|zero|negative|empty)\b|(?i:(?:cannot|can't|unable to) (?:hold|store|serve))|"
@@ -97,9 +98,13 @@ _CACHE = (
     r"(?:memory|token|KV) pool|max_total_num_tokens|mem[-_]fraction[-_]static|"
     r"gpu[-_]memory[-_]utilization|prefill tokens|batch[-_](?:prefill|total)[-_]tokens|"
     r"cache[-_]max[-_]entry|free_gpu_memory_fraction|paged KV|tokens in (?:the )?cache|"
-    r"cache entries|free blocks|blocks? (?:from|in) the pool|block pool)"
+    r"cache entries|free blocks|blocks? (?:from|in) the pool|block pool|paged cache|"
+    r"cache capacity|max_total_token_num)"
 )
 _HOST = r"(?:\b(?:host|CPU|cpu|RAM|system|swap|pinned)\b)"
+
+# A shell's job report: "zsh: ", "bash: line 1:  4242 " before how the job ended.
+_SHELL_JOB = r"(?i:(?:zsh|bash|sh|ksh|dash): (?:line \d+: +)?(?:\d+ +)?)"
 
 # The vocabulary of each family in the message of an exception or an error line.
 WORDS: tuple[_Clue, ...] = _clues(
@@ -172,6 +177,17 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"(?i:exit(?:ed)?[ _]?(?: with)?(?: status| ?code)?)[:= (]+127\b|: command not found\b|"
         r"\b0x[Cc]00001(?:35|39|42)\b",
     ),
+    # a shell's report of how its job ended names the signal's family: an abort, a segfault or
+    # a bus error a crash, a kill the OOM killer (docs/failures.md), an illegal instruction a
+    # build for another CPU
+    (
+        Cause.RUNTIME_CRASH,
+        3.0,
+        r"^" + _SHELL_JOB + r"(?:abort(?:ed)?|segmentation fault|bus error|"
+        r"floating point exception)\b",
+    ),
+    (Cause.HOST_OOM, 3.0, r"^" + _SHELL_JOB + r"killed\b"),
+    (Cause.ARCH_UNSUPPORTED, 3.0, r"^" + _SHELL_JOB + r"illegal (?:hardware )?instruction\b"),
     (
         Cause.CUDA_OOM,
         3.0,
@@ -251,6 +267,14 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"less than|too (?:low|old)|>=|does not|doesn't|cannot|can't|only\b|[Mm]in\b))",
     ),
     (Cause.ARCH_UNSUPPORTED, 1.0, r"[Cc]ompute [Cc]apability"),
+    # the hardware's architecture refused in plain words ("GPU architecture 'Volta'
+    # unsupported", "this card's architecture (Maxwell) is not supported")
+    (
+        Cause.ARCH_UNSUPPORTED,
+        3.0,
+        r"(?i:\b(?:GPU|device|card|hardware|accelerator)(?:'s)? arch(?:itecture)?)\b.{0,40}"
+        r"(?:not (?:yet )?supported|unsupported|not compatible|incompatible)",
+    ),
     # a library or kernel file missing for the GPU architecture it names ("no
     # TensileLibrary_gfx90a.dat", "kernels for sm_61 not found")
     (
@@ -309,6 +333,15 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"^(?=.*[Mm]odel).*\barchitecture ['\"`]?(?!sm_|gfx|compute)[\w.-]+['\"`]? (?:is |are )?"
         r"not (?:yet )?supported",
     ),
+    # a model file or class this build cannot load: a key its architecture needs missing from
+    # the file, a tensor type it does not know, a model class an engine names as one it does
+    # not support (a KeyError on a weight's name alone decides nothing: see the vocabulary test)
+    (
+        Cause.MODEL_UNSUPPORTED,
+        3.0,
+        r"key not found in model|(?:invalid|unknown|unsupported) ggml type|"
+        r"does(?: not|n't) support (?:the )?\w+(?:For[A-Z]\w*|LMHeadModel)\b",
+    ),
     # a model's config that the loader cannot deserialise (serde's words, any Rust server):
     # a field it needs is missing, or holds a type or variant it does not know
     (
@@ -348,7 +381,18 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"(?:not compatible|incompatible) with (?:this|the (?:current|installed|running)) "
         r"version|[Vv]ersion(?: [\w.+-]+)? (?:tag )?(?:does not|doesn't|do not) match|"
         r"[Vv]ersion mismatch|Mismatch(?:Exception|Error)\b|"
-        r"(?:built|compiled) (?:against|with) (?:a )?different|mismatched versions?",
+        r"(?:built|compiled) (?:against|with) (?:a )?different|mismatched versions?|"
+        # a toolkit that is not the one the framework was built with
+        r"mismatches the version that was used to compile",
+    ),
+    # a package named as missing, compiled operators missing from the build, an install that
+    # never finished: the installation, whatever failed because of it (a check, a lookup)
+    (
+        Cause.IMPORT_ERROR,
+        3.0,
+        r"(?i:\b(?:package|library|module|extension)s?\b[^.]{0,30}\b(?:is|are) not installed)|"
+        r"[Pp]lease install\b.{0,80}\bpip install \S|_OpNamespace\b.{0,40}has no attribute|"
+        r"subprocess-exited-with-error|Failed building wheel",
     ),
     # a runtime or loader that cannot find what it needs: built for another runtime's version
     (
@@ -507,7 +551,9 @@ WORDS: tuple[_Clue, ...] = _clues(
         Cause.ASSERTION,
         3.0,
         r"(?i:assertion)\b.{0,200}(?i:fail)|[A-Z]+_ASSERT\b|GGML_ASSERT|Check failed:|TORCH_CHECK|"
-        r"[Aa]ssert(?:ion)? (?:error|failure)",
+        r"[Aa]ssert(?:ion)? (?:error|failure)|"
+        # the framework's own checks in their words (PyTorch's TORCH_CHECK and internal asserts)
+        r"\bINTERNAL ASSERT FAILED\b|to be true, but got false",
     ),
     # --- crashes --------------------------------------------------------------------------------
     (
@@ -571,6 +617,13 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"\b(?:ReadTimeout|ConnectTimeout|ConnectError|APIConnectionError|APITimeoutError|"
         r"RemoteProtocolError|ClientPayloadError|ClientOSError|ServerTimeoutError|"
         r"APIStatusError)\b|\bopenai\.\w+Error\b|\bError code: [45]\d\d\b",
+    ),
+    # an HTTP error status as a client sees it (requests', httpx's, a script's own words)
+    (
+        Cause.BENCHMARK_ERRORS,
+        3.0,
+        r"\b[45]\d\d (?:Server|Client) Error\b|\b(?:429 Too Many Requests|502 Bad Gateway|"
+        r"503 Service Unavailable|504 Gateway Time-?out)\b|\bstatus(?: code)?:? [45]\d\d\b",
     ),
     # a benchmark's own summary that some of its requests failed
     (Cause.BENCHMARK_ERRORS, 3.0, r"^\s*Failed requests:\s+[1-9]\d*\s*$"),
@@ -703,6 +756,24 @@ DEEPEST: tuple[_Clue, ...] = _clues(
     ),
 )
 
+# The deepest code lines of a traceback cut before its exception, read with DEEPEST: there,
+# with no exception to say why, what was running says it too. The device allocator, or the
+# largest dummy batch run to measure peak memory, was the last thing running: an allocation
+# failed (a traceback that ends in its exception says why, whatever frames it went through).
+CUT_DEEPEST: tuple[_Clue, ...] = (
+    *DEEPEST,
+    *_clues(
+        (
+            Cause.CUDA_OOM,
+            3.0,
+            r"caching_allocator|CachingAllocator|_cuda_\w*[Aa]lloc\w*|"
+            r"\bin \w*(?:raw_)?malloc\w*$|cudaMalloc|\bin profile_run$|\.profile_run\(",
+        ),
+        # the deepest code line is an assert statement: the check is what raised
+        (Cause.ASSERTION, 3.0, r"^\s*assert\b"),
+    ),
+)
+
 # Lines before the first failure: what the program was doing.
 ACTIVITY: tuple[_Clue, ...] = _clues(
     (Cause.NCCL_ERROR, 2.0, r"\bNCCL\b|\bnccl\b|\bHCCL\b|pynccl|init_process_group|rendezvous"),
@@ -725,6 +796,8 @@ _TYPES: tuple[tuple[re.Pattern[str], Cause | None, float], ...] = tuple(
             3.0,
         ),
         (r"^MemoryError$", Cause.HOST_OOM, 3.5),
+        # the engine lacks an implementation the model (or its mode) needs
+        (r"NotImplementedError$", Cause.MODEL_UNSUPPORTED, 2.0),
         (r"AssertionError$", Cause.ASSERTION, 3.0),
         (
             r"ValidationError$|ArgumentError$|ArgumentTypeError$|ConfigError$|UsageError$|"
@@ -810,6 +883,9 @@ _FATAL_SIGN = re.compile(
     r"(?!(?:-?0|-15|143|-2|130)\b)-?\d+\b|(?i:non-zero exit)|\bstatus=[1-9]\d*/[A-Z]+|"
     # an abort reported on its own line (SIGABRT), as a shell reports a kill
     r"(?:^|[\s\]|])Aborted\s*$|"
+    # a shell's report of how its job ended ("zsh: abort  ./server", "zsh: killed  python")
+    r"^" + _SHELL_JOB + r"(?:abort(?:ed)?|segmentation fault|killed|bus error|"
+    r"illegal (?:hardware )?instruction|floating point exception)\b|"
     # a signal handler's crash report, the kernel's report of a GPU fault, a Windows status
     r"^\s*(?:\[[^\]]*\] )?Signal code: |Failing at address|VM_L2_PROTECTION_FAULT|"
     r"amdgpu\b.{0,80}\bpage fault|NVRM: Xid|(?i:exit (?:status|code))[:= ]+0x[0-9a-fA-F]{8}\b|"
@@ -866,7 +942,8 @@ class Focus:
         weight: how much the line tells (``EXCEPTION_LINE`` ... ``CONTEXT_LINE``).
         raw: the line as written, read too (a prefix may hold words: ``[Errno 98]``).
         kind: ``message`` (words), ``frame`` (frame names), ``deepest`` (the last code lines
-            of a cut traceback), ``context`` (activity words) or ``phase`` (the phase reached,
+            of the traceback that ends in the exception), ``cut`` (those of a traceback cut
+            before its exception), ``context`` (activity words) or ``phase`` (the phase reached,
             its name as text).
     """
 
@@ -901,6 +978,7 @@ def _line_scores(focus: Focus) -> dict[Cause | str, float]:
         "message": WORDS,
         "frame": FRAMES,
         "deepest": DEEPEST,
+        "cut": CUT_DEEPEST,
         "context": ACTIVITY,
         "phase": PHASES,
     }[focus.kind]

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 MAX_PREFIXES = 8
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\\u001b\[[0-9;]*m|\[(?:\d{1,3};)*\d{1,3}m(?=\S)")
+# (a colour code whose escape byte was lost in a paste, "[0m", "[1;31m", before anything)
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\\u001b\[[0-9;]*m|\[(?:\d{1,3};)*\d{1,3}m")
 _LEVELS = {
     "E": "error",
     "ERROR": "error",
@@ -70,7 +71,8 @@ _PREFIXES: tuple[re.Pattern[str], ...] = tuple(
         + r"[ \t]+-[ \t]+",
         # ISO timestamp, with what loggers put after it: a level, a logger and pid, a bar
         r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,:]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
-        r"(?:[ \t]+[a-z_][\w.]*(?:\[\d+\])?[ \t]+\d+(?=[ \t]+[A-Z]))?"
+        r"(?:[ \t]+[a-z_][\w.]*(?:\[\d+\])?[ \t]+\d+(?=[ \t]+[A-Z])|"
+        r":?[ \t]+\d+(?=[ \t]+(?:INFO|WARNING|WARN|ERROR|CRITICAL|FATAL|DEBUG)\b))?"
         r"(?:[ \t]*[-|]?[ \t]*" + _LEVEL + r"\b:?(?:[ \t]*[|-])?[ \t]*|[ \t]*\|[ \t]?|[ \t]?)",
         # lmdeploy: "01/19 15:19:51 - turbomind - WARNING - "
         r"\d\d/\d\d \d\d:\d\d:\d\d - [\w.]+ - " + _LEVEL + r" - ",
@@ -159,6 +161,9 @@ def _json_message(value: object) -> tuple[str, str | None] | None:
             break
     else:
         return None
+    target = value.get("target")
+    if holder is fields and isinstance(target, str) and target:
+        message = f"{target}: {message}"  # as tracing's text format writes it
     level = value.get("level")
     if isinstance(level, int):
         return message, _JSON_LEVELS.get(level)
@@ -167,11 +172,18 @@ def _json_message(value: object) -> tuple[str, str | None] | None:
     return message, None
 
 
+_BOXED_JSON = re.compile(r"[\w.-]+\s+\|\s?(?=\{\")")
+
+
 def _unwrap_json(line: str) -> tuple[str, str | None]:
     """The message of a JSON log line (and the level it names), or the line as it is."""
     stripped = line.strip()
     if not stripped.startswith("{"):
-        return line, None
+        # a record behind a container's prefix (compose's "svc-1  | {...}")
+        boxed = _BOXED_JSON.match(stripped)
+        if boxed is None:
+            return line, None
+        stripped = stripped[boxed.end() :]
     try:
         found = _json_message(json.loads(stripped))
     except ValueError:  # a json line cut short in a thread: take its log field by hand

@@ -1,0 +1,522 @@
+"""Families every engine shares, read by what they are (issue 51, eighth round).
+
+Each case is written for this test, in the shape such logs take, not copied from the corpus:
+
+- a server says it is **up** in many words (a URL it listens on, "ready", "started", an idle
+  slot loop, a browser hint); words that *wait* for readiness or report a failure are no
+  ready line; a log that reaches a ready line with warnings and deprecation notes only is
+  healthy;
+- a structured (JSON) log record is read as its message even behind a container's prefix;
+- a **benchmark client's** log is the client's: requests it lost (a report with fewer
+  successes than requests, error statuses in its responses) are ``benchmark_errors``, and a
+  client log that stops is no server hang;
+- a **SIGKILL** that nothing in the log explains is the host's OOM killer, whether the log or
+  only the exit status tells it; a kill after an error is the engine ending itself (``killed``,
+  the error above is the lead);
+- a model **refused by a registry that lists it** as supported was not refused for its
+  architecture: its class failed to load (an installation problem, ``import_error``).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from autotune.diagnosis import diagnose_text
+
+
+def _answer(lines: list[str], exit_code: int | None = None) -> str:
+    failure = diagnose_text("\n".join(lines), exit_code=exit_code).failure
+    return "ok" if failure is None else failure.cause.value
+
+
+START = [
+    "2025-03-02 09:14:11 INFO starting the inference server, model /srv/models/qwen-7b",
+    "2025-03-02 09:14:12 WARNING option `rope_scaling.type` is deprecated, use `rope_type`",
+    "/opt/venv/lib/python3.11/site-packages/pydantic/_internal/_config.py:341: UserWarning: "
+    "field name shadows an attribute in parent",
+    "  warnings.warn(message, UserWarning)",
+    "2025-03-02 09:14:40 INFO weights loaded in 27.9 s (14.2 GiB)",
+]
+
+
+@pytest.mark.parametrize(
+    "ready",
+    [
+        "2025-03-02 09:14:41 INFO Listening on http://0.0.0.0:9000",
+        "2025-03-02 09:14:41 INFO serving at http://[::]:8080/v1",
+        "Running on local URL:  http://127.0.0.1:7861",
+        "2025-03-02 09:14:41 INFO The API server is ready.",
+        "2025-03-02 09:14:41 INFO Server ready on port 9000",
+        "2025-03-02 09:14:41 INFO server started on 0.0.0.0:9000",
+        "2025-03-02 09:14:41 [INFO] Server started.",
+        "Model loaded, server is up and running",
+        "Service successfully started. Endpoint: http://10.0.0.5:9997",
+        "INFO 2025-03-02 09:14:41 serve: Application 'llm' is ready at http://127.0.0.1:8000/.",
+        "INFO 2025-03-02 09:14:41 serve: Deployed app 'llm' successfully.",
+        "2025-03-02T09:14:41.118Z  INFO embeddings_router: router/src/lib.rs:301: Ready",
+        "srv  update_slots: all slots are idle",
+        "Please connect to custom endpoint at http://localhost:5001",
+        "HINT:    Please open http://0.0.0.0:23333 in a browser for detailed api usage!!!",
+    ],
+)
+def test_a_ready_line_in_any_servers_words_makes_a_healthy_start(ready: str) -> None:
+    assert _answer([*START, ready]) == "ok"
+
+
+@pytest.mark.parametrize(
+    "waiting",
+    [
+        "2025-03-02 09:14:41 INFO waiting for the API server to be ready ...",
+        "2025-03-02 09:14:41 INFO server not ready yet, retrying in 5 s",
+        "INFO:     Started server process [4242]",
+        "2025-03-02 09:14:41 INFO checking whether the server is ready",
+        # a shard's own server on a unix socket: the front server is not up yet
+        "2025-03-02 09:14:41 INFO launcher: Server started at unix:///tmp/llm-shard-0",
+    ],
+)
+def test_words_that_wait_for_readiness_are_no_ready_line(waiting: str) -> None:
+    assert _answer([*START, waiting]) == "startup_timeout"
+
+
+def test_a_failure_after_a_ready_line_in_other_words_is_still_a_failure() -> None:
+    lines = [
+        *START,
+        "2025-03-02 09:14:41 INFO Server ready on port 9000",
+        "Traceback (most recent call last):",
+        '  File "/srv/app/engine.py", line 88, in step',
+        "    out = self.model(batch)",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.10 GiB",
+    ]
+    assert _answer(lines) == "cuda_oom"
+
+
+def _tracing(level: str, target: str, message: str) -> str:
+    record = {
+        "timestamp": "2025-03-02T09:14:41.118Z",
+        "level": level,
+        "fields": {"message": message},
+        "target": target,
+    }
+    return "inference-1  | " + json.dumps(record)
+
+
+def test_structured_records_behind_a_container_prefix_are_read_as_their_message() -> None:
+    lines = [
+        _tracing("INFO", "text_generation_launcher", "Starting shard"),
+        _tracing("INFO", "text_generation_launcher", "Shard ready in 21.4s"),
+        _tracing("INFO", "text_generation_router::server", "Connected"),
+    ]
+    assert _answer(lines) == "ok"
+    failed = [
+        _tracing("INFO", "text_generation_launcher", "Starting shard"),
+        _tracing("ERROR", "text_generation_launcher", "Shard 0 failed to start"),
+        _tracing("ERROR", "text_generation_launcher", "torch.OutOfMemoryError: CUDA out of memory"),
+    ]
+    assert _answer(failed) == "cuda_oom"
+
+
+CLIENT_START = [
+    "Namespace(backend='openai', host='127.0.0.1', port=8000, endpoint='/v1/completions', "
+    "dataset_name='random', num_prompts=200, request_rate=inf, max_concurrency=16)",
+    "Starting initial single prompt test run...",
+    "Initial test run completed. Starting main benchmark run...",
+]
+
+
+def _report(done: int, total: int) -> list[str]:
+    return [
+        f"100%|##########| {total}/{total} [00:07<00:00, 27.40it/s]",
+        "============ Serving Benchmark Result ============",
+        f"Successful requests:                     {done}",
+        "Benchmark duration (s):                  7.30",
+        "Total input tokens:                      204800",
+    ]
+
+
+def test_a_benchmark_report_with_fewer_successes_than_requests_is_a_benchmark_error() -> None:
+    assert _answer([*CLIENT_START, *_report(3, 200)]) == "benchmark_errors"
+
+
+def test_a_benchmark_report_where_every_request_succeeded_is_no_benchmark_error() -> None:
+    # (nor proof that the server's run was healthy: the report may follow a server's log)
+    assert _answer([*CLIENT_START, *_report(200, 200)]) != "benchmark_errors"
+
+
+def test_a_benchmark_report_that_counts_failed_requests_is_a_benchmark_error() -> None:
+    report = [
+        "============ Serving Benchmark Result ============",
+        "Successful requests:                     180",
+        "Failed requests:                         20",
+    ]
+    assert _answer(report) == "benchmark_errors"
+
+
+def test_a_client_whose_requests_get_error_statuses_is_a_benchmark_error() -> None:
+    lines = [
+        "2025-03-02 10:00:01,220 - INFO - sending request 17",
+        "2025-03-02 10:00:01,912 - INFO - HTTP Request: POST http://10.1.2.3:8000/v1/chat/"
+        'completions "HTTP/1.1 200 OK"',
+        *[
+            "2025-03-02 10:00:09,004 - INFO - HTTP Request: POST http://10.1.2.3:8000/v1/chat/"
+            'completions "HTTP/1.1 503 Service Unavailable"'
+        ]
+        * 3,
+        "2025-03-02 10:00:09,005 - INFO - Retrying request to /chat/completions in 0.42 seconds",
+    ]
+    assert _answer(lines) == "benchmark_errors"
+
+
+def test_a_client_answered_200_was_talking_to_a_serving_server() -> None:
+    lines = [
+        "2025-03-02 10:00:01,912 - INFO - HTTP Request: POST http://10.1.2.3:8000/v1/chat/"
+        'completions "HTTP/1.1 200 OK"',
+    ] * 3
+    assert _answer(lines) == "ok"
+
+
+def test_a_benchmark_client_that_stops_before_its_report_is_no_server_hang() -> None:
+    lines = [
+        "$ python3 -m sglang.bench_serving --backend sglang --num-prompts 300",
+        "benchmark_args=Namespace(backend='sglang', host='10.0.0.9', port=30000, "
+        "dataset_name='sharegpt', num_prompts=300, request_rate=inf)",
+    ]
+    assert _answer(lines) == "benchmark_errors"
+
+
+LOADING = [
+    "2025-03-02 09:14:11 INFO starting the inference server, model /srv/models/qwen-32b",
+    "2025-03-02 09:14:20 INFO loading safetensors shard 3 of 14",
+]
+
+
+@pytest.mark.parametrize(
+    ("lines", "exit_code"),
+    [
+        (LOADING, -9),
+        (LOADING, 137),
+        ([*LOADING, "launcher: worker process 4711 exits with return code = -9"], None),
+        ([*LOADING, "launcher: worker process 4711 exits with return code = -9"], -9),
+    ],
+)
+def test_a_sigkill_nothing_explains_is_the_hosts_oom_killer(
+    lines: list[str], exit_code: int | None
+) -> None:
+    # The same evidence gives the same answer, from the log or from the exit status alone.
+    assert _answer(lines, exit_code) == "host_oom"
+
+
+def test_a_sigkill_after_an_error_is_the_engine_ending_itself() -> None:
+    lines = [
+        *LOADING,
+        "Traceback (most recent call last):",
+        '  File "/srv/app/loader.py", line 40, in load',
+        "    raise LoaderFault(name)",
+        "LoaderFault: shard 3 has an unexpected layout",
+    ]
+    assert _answer(lines, -9) == "killed"
+
+
+def _refusal(refused: str) -> list[str]:
+    return [
+        "INFO 03-02 09:14:11 [config.py:520] resolved architecture from config.json",
+        "Traceback (most recent call last):",
+        '  File "/opt/venv/lib/python3.12/site-packages/engine/model_loader.py", line 61, in '
+        "resolve",
+        "    raise ValueError(msg)",
+        f"ValueError: Model architectures ['{refused}'] are not supported for now. Supported "
+        "architectures: ['GPT2LMHeadModel', 'MistralForCausalLM', 'Qwen2ForCausalLM', "
+        "'GemmaForCausalLM']",
+    ]
+
+
+def test_a_model_refused_by_a_registry_that_lists_it_failed_to_load_its_class() -> None:
+    assert _answer(_refusal("MistralForCausalLM")) == "import_error"
+
+
+def test_a_model_the_registry_does_not_list_is_the_models() -> None:
+    assert _answer(_refusal("MambaHybridForCausalLM")) == "model_unsupported"
+
+
+def test_an_error_level_after_a_stamp_and_a_pid_is_an_error_line() -> None:
+    # "<stamp>:  <pid>  ERROR ||<component>||: ..." (a compiler wrapper's logger): the log
+    # stops on an error, not in a hang.
+    lines = [
+        *START,
+        "2025-03-02 09:15:02.004411:  51234  INFO ||GRAPH_COMPILER||: compiling 3 graphs",
+        "2025-03-02 09:15:40.000866:  51234  ERROR ||GRAPH_COMPILER||: Failed compilation with "
+        "['gcc-x', 'compile', '--target=acc2', '--framework=XLA']",
+    ]
+    assert _answer(lines) not in ("ok", "startup_timeout")
+
+
+def test_an_implementation_missing_while_loading_is_the_models() -> None:
+    # The engine lacks what this model needs (a layer, an attention kind, a mode): the model is
+    # not supported by this engine or backend, whatever words the message uses.
+    lines = [
+        "INFO 03-02 09:14:20 [loader.py:88] building the model (encoder-decoder)",
+        "Traceback (most recent call last):",
+        '  File "/opt/venv/lib/python3.12/site-packages/engine/layers/attn.py", line 301, in '
+        "__init__",
+        "    raise NotImplementedError(msg)",
+        "NotImplementedError: Cross-attention layers are not implemented for the PagedDecodeImpl "
+        "backend",
+    ]
+    assert _answer(lines) == "model_unsupported"
+
+
+def test_a_missing_implementation_whose_words_name_another_family_is_that_family() -> None:
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/opt/venv/lib/python3.12/site-packages/engine/layers/attn.py", line 12, in '
+        "<module>",
+        "NotImplementedError: the fused kernel is unavailable: No module named 'fused_attn_ext'",
+    ]
+    assert _answer(lines) == "import_error"
+
+
+def test_a_log_that_stops_inside_the_first_request_before_any_ready_line_is_no_healthy_run() -> (
+    None
+):
+    # Engines send themselves a request before they say they are ready (their warmup): one
+    # prefill with no ready line and nothing answered is still the start-up, not serving.
+    lines = [
+        "[2025-03-02 09:20:01] Receive: obj=GenerateReqInput(rid='5f0c', text='warm me up', "
+        "sampling_params={'max_new_tokens': 4})",
+        "[2025-03-02 09:20:01 TP0] Prefill batch. #new-seq: 1, #new-token: 4, #cached-token: 0, "
+        "token usage: 0.00, #running-req: 0, #queue-req: 0",
+        "[2025-03-02 09:20:04 TP0] [req 0] extend finished, next step: decode",
+    ]
+    assert _answer(lines) == "startup_timeout"
+
+
+def test_a_log_that_answered_requests_without_a_ready_line_was_serving() -> None:
+    lines = [
+        "[2025-03-02 09:20:01 TP0] Prefill batch. #new-seq: 1, #new-token: 4, #cached-token: 0, "
+        "token usage: 0.00, #running-req: 0, #queue-req: 0",
+        "[2025-03-02 09:20:02 TP0] Decode batch. #running-req: 1, #token: 40, token usage: 0.00, "
+        "gen throughput (token/s): 61.20, #queue-req: 0",
+        '[2025-03-02 09:20:02] INFO:     127.0.0.1:51234 - "POST /generate HTTP/1.1" 200 OK',
+    ]
+    assert _answer(lines) == "ok"
+
+
+def test_a_traceback_cut_in_the_serving_loops_frames_is_a_crash_while_serving() -> None:
+    # The logger's prefix ate the frames' indentation ("ERROR:    "), and the traceback is cut
+    # before its exception: its frames still say the engine's step loop was running.
+    lines = [
+        "ERROR:    Exception in callback _on_loop_done(task=<Task finished ...>)",
+        "ERROR:    Traceback (most recent call last):",
+        'ERROR:      File "/srv/venv/lib/python3.11/site-packages/engine/async_loop.py", line 40, '
+        "in run_engine_loop",
+        "ERROR:        outputs = await self.engine_step()",
+        'ERROR:      File "/srv/venv/lib/python3.11/site-packages/engine/async_loop.py", line 88, '
+        "in engine_step",
+        "ERROR:        return await self.engine.step_async()",
+        'ERROR:      File "/srv/venv/lib/python3.11/site-packa',
+    ]
+    failure = diagnose_text("\n".join(lines)).failure
+    assert failure is not None
+    assert (failure.cause.value, failure.phase.value) == ("runtime_crash", "benchmark")
+
+
+def test_native_frames_that_place_nothing_leave_the_error_lines_words_to_place_it() -> None:
+    lines = [
+        "[Engine][ERROR] Encountered an error in forwardAsync function: vector::_M_range_check",
+        "1       0x7f00aa11bb22 /opt/engine/lib/libengine.so(+0x11bb22) [0x7f00aa11bb22]",
+        "2       0x7f00aa22cc33 /opt/engine/lib/libengine.so(+0x22cc33) [0x7f00aa22cc33]",
+    ]
+    failure = diagnose_text("\n".join(lines)).failure
+    assert failure is not None
+    assert (failure.cause.value, failure.phase.value) == ("runtime_crash", "benchmark")
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        "ERROR: this card's architecture (Maxwell) is not supported by the installed build",
+        "fatal: GPU architecture 'Volta' unsupported, rebuild with the matching arch list",
+        "RuntimeError: device architecture gfx1010 is not supported",
+    ],
+)
+def test_a_gpu_architecture_refused_in_plain_words_is_the_gpus(refusal: str) -> None:
+    assert _answer(["INFO loading model /models/x", refusal]) == "arch_unsupported"
+
+
+def test_a_model_architecture_refused_in_plain_words_stays_the_models() -> None:
+    line = "ERROR: model architecture 'JambaForCausalLM' is not supported by this build"
+    assert _answer(["INFO loading model /models/x", line]) == "model_unsupported"
+
+
+def test_colour_codes_that_lost_their_escape_byte_are_no_part_of_the_message() -> None:
+    # Pasted from a terminal: "[2m", "[0m", "[31m" left behind, some followed by a space.
+    lines = [
+        "[2m2025-03-02T09:14:11.000Z[0m [32m INFO[0m [2mlauncher[0m[2m:[0m Starting shard",
+        "[2m2025-03-02T09:14:40.000Z[0m [31mERROR[0m [2mlauncher[0m[2m:[0m Shard complete "
+        "standard error output:",
+        "[2m2025-03-02T09:14:40.000Z[0m [31mERROR[0m RuntimeError: CUDA error: no kernel image "
+        "is available for execution on the device",
+    ]
+    assert _answer(lines) == "arch_unsupported"
+    failure = diagnose_text("\n".join(lines)).failure
+    assert failure is not None and "[0m" not in failure.message
+
+
+def _cut(*frames: tuple[str, str, str]) -> list[str]:
+    lines = ["INFO starting the server", "Traceback (most recent call last):"]
+    for path, function, code in frames:
+        lines += [
+            f'  File "/srv/venv/lib/python3.11/site-packages/{path}", line 77, in {function}',
+            f"    {code}",
+        ]
+    return lines
+
+
+@pytest.mark.parametrize(
+    ("frames", "family"),
+    [
+        # the device allocator was the last thing running: an allocation that failed
+        (
+            [
+                ("engine/weights.py", "place", "buf = torch.empty(n, device=dev)"),
+                ("torch/cuda/memory.py", "caching_allocator_alloc", "return _alloc(size)"),
+            ],
+            "cuda_oom",
+        ),
+        # the dummy batch run at the largest size to measure peak memory
+        (
+            [
+                ("engine/worker.py", "measure_free_memory", "self.runner.profile_run()"),
+                ("engine/runner.py", "profile_run", "self._dummy_run(self.max_tokens)"),
+            ],
+            "cuda_oom",
+        ),
+        # cut at the code line that calls it
+        ([("engine/worker.py", "measure_free_memory", "self.runner.profile_run()")], "cuda_oom"),
+        # the command-line parser refusing the command
+        (
+            [
+                ("engine/cli.py", "main", "args = parser.parse_args()"),
+                ("argparse.py", "parse_args", "self.error(msg % ' '.join(argv))"),
+            ],
+            "invalid_argument",
+        ),
+    ],
+)
+def test_the_frames_of_a_cut_traceback_name_what_was_being_done(
+    frames: list[tuple[str, str, str]], family: str
+) -> None:
+    assert _answer(_cut(*frames)) == family
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # a check that fails because a package is missing: the installation, not the check
+        "AssertionError: the fast tokenizer needs the tokenizers package, which is not installed",
+        # the toolkit the runtime finds is not the one its framework was built with
+        "RuntimeError: The detected CUDA version (12.4) mismatches the version that was used to "
+        "compile PyTorch (12.1). Please make sure to use the same CUDA versions.",
+        # compiled operators missing from the installed build
+        "AttributeError: '_OpNamespace' '_C' object has no attribute 'fused_add_norm'",
+        # an install that never finished
+        "  error: subprocess-exited-with-error",
+        # the program names the package to install, and stops there
+        "To use the paged kernels, please install kernels-ext: pip install kernels-ext",
+    ],
+)
+def test_an_installation_problem_in_any_words_is_an_import_error(line: str) -> None:
+    assert _answer(["INFO starting the server", line]) == "import_error"
+
+
+@pytest.mark.parametrize(
+    ("report", "family"),
+    [
+        # a shell's report of how its job ended: the process died of that signal
+        ("zsh: abort      ./bin/server --model m.gguf --port 8080", "runtime_crash"),
+        ("zsh: segmentation fault  python -m engine.serve --model m", "runtime_crash"),
+        ("bash: line 1:  4242 Segmentation fault      python -m engine.serve", "runtime_crash"),
+        ("zsh: killed     python -m engine.serve --model m", "host_oom"),
+        ("zsh: illegal hardware instruction  ./bin/server --model m.gguf", "arch_unsupported"),
+    ],
+)
+def test_a_shells_report_that_its_job_died_is_that_death(report: str, family: str) -> None:
+    lines = [*START, "2025-03-02 09:14:41 INFO Listening on http://0.0.0.0:9000", report]
+    assert _answer(lines) == family
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # a cache that cannot hold one sequence of the longest length the server must accept
+        "RuntimeError: KV cache capacity (4096 tokens) is smaller than max_model_len (8192)",
+        "ValueError: the paged cache holds fewer tokens (3000) than the max sequence length 4096",
+        # the pool's token budget refused as too small (any engine's name for it)
+        "ValueError: max_total_token_num is too small, please raise it",
+    ],
+)
+def test_a_cache_too_small_for_one_sequence_is_the_kv_pools(line: str) -> None:
+    assert _answer(["INFO weights loaded in 40 s", line]) == "kv_pool_oom"
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # a traceback cut right after the frame whose code line is an assert statement
+        [
+            "Traceback (most recent call last):",
+            '  File "/srv/venv/lib/python3.11/site-packages/engine/sched.py", line 9, in merge',
+            "    assert len(outputs) == len(batch.reqs), (len(outputs), len(batch.reqs))",
+        ],
+        # a C++ check of the framework, in its own words
+        ["RuntimeError: Expected lens.size(0) == num_seqs + 1 to be true, but got false."],
+        ['RuntimeError: slots.size() > 0 INTERNAL ASSERT FAILED at "/src/engine/cache.cpp":88'],
+    ],
+)
+def test_a_failed_check_in_any_words_is_an_assertion(lines: list[str]) -> None:
+    ready = ["INFO:     Application startup complete.", "INFO:     Uvicorn running on :8000"]
+    assert _answer([*ready, *lines]) == "assertion"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # an exception no family names, in a benchmark client's log: the client's failure
+        "requests.exceptions.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
+        "ValueError: Initial test run failed - check the benchmark arguments. Error: Not Found",
+        # a timeout in a client is the client's requests timing out, not a start-up
+        "asyncio.exceptions.TimeoutError",
+    ],
+)
+def test_a_failure_in_a_benchmark_clients_log_is_the_clients(line: str) -> None:
+    assert _answer([*CLIENT_START[:2], line]) == "benchmark_errors"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "requests.exceptions.HTTPError: 502 Server Error: Bad Gateway for url: http://h:8000/v1",
+        "Error: 429 Too Many Requests",
+        "client: request 17 failed with status code 503",
+    ],
+)
+def test_an_http_error_status_seen_by_a_client_is_a_benchmark_error(line: str) -> None:
+    assert _answer([line]) == "benchmark_errors"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # a key the loader needs for this architecture is not in the model file (older build)
+        "llama_model_load: error loading model: error loading model hyperparameters: key not "
+        "found in model: newarch.rope.dimension_count",
+        # a tensor stored in a type this build does not know
+        "gguf_init: tensor 'blk.3.ffn_up.weight' has invalid ggml type 41 (NONE)",
+        # an engine naming the model class it does not support
+        "RuntimeError: this backend does not support MixtralVisionForCausalLM; use the other "
+        "backend",
+    ],
+)
+def test_a_model_file_or_class_this_build_cannot_load_is_the_models(line: str) -> None:
+    assert _answer(["INFO loading model /models/x", line]) == "model_unsupported"

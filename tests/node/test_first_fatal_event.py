@@ -610,3 +610,36 @@ def test_a_traceback_cut_in_a_call_that_sets_up_the_kv_cache_is_the_caches() -> 
 )
 def test_capture_state_dict_and_gpu_words(lines: list[str], family: str) -> None:
     assert _no_rules(lines) == family
+
+
+# Issue 51, GPU round: what real SGLang 0.5.17 logs taught (tests/data/gpu-crashlogs), in the
+# shape of those logs and of other parsers', written for this test.
+
+
+IGNORED = "[2026-01-02 10:00:01] Ignore import error when loading pkg.models.x: No module named 'y'"
+
+
+def test_sglangs_capture_milestones_read_its_old_and_new_words() -> None:
+    from autotune.node.failures import phase_reached
+
+    milestones = rules_for("sglang")[1]
+    for begin in ("Capture cuda graph begin. This can take up to several minutes.",
+                  "Capture target prefill CUDA graph begin. backend=breakable"):  # fmt: skip
+        reached, labels = phase_reached(["Memory pool end. avail mem=9 GB", begin], milestones)
+        assert reached.value == "graph_capture" and "graph_capture_begin" in labels
+    _, labels = phase_reached(["Capture target decode CUDA graph end. elapsed=7 s"], milestones)
+    assert labels == ["graph_captured"]
+
+
+def test_an_architecture_the_engine_has_not_registered_is_the_models() -> None:
+    log = [
+        IGNORED,
+        "[2026-01-02 10:00:02] Scheduler hit an exception: " + TB,
+        '  File "/x/model_loader/utils.py", line 7, in resolve_arch',
+        "ValueError: Cannot find model module. 'BazForCausalLM' is not a registered model in "
+        "the Transformers library and 'AutoModel' is not present in the config's 'auto_map'.",
+    ]
+    failure = diagnose_lines(log, rules_for("sglang")[0], milestones=rules_for("sglang")[1])
+    assert failure is not None
+    assert (failure.cause, failure.phase.value) == (Cause.MODEL_UNSUPPORTED, "load")
+    assert "not a registered model" in failure.message

@@ -619,6 +619,21 @@ def test_capture_state_dict_and_gpu_words(lines: list[str], family: str) -> None
 IGNORED = "[2026-01-02 10:00:01] Ignore import error when loading pkg.models.x: No module named 'y'"
 
 
+def test_an_error_the_program_says_it_ignored_is_never_the_cause() -> None:
+    stalled = [
+        "[2026-01-02 10:00:00] Load weight begin. avail mem=70.00 GB",
+        IGNORED,
+        "[2026-01-02 10:00:02] Load weight end. elapsed=0.1 s",
+    ]
+    failure = diagnose_lines(stalled, rules_for("sglang")[0], milestones=rules_for("sglang")[1])
+    assert failure is not None
+    assert (failure.cause, failure.phase.value) == (Cause.STARTUP_TIMEOUT, "memory_pool")
+    assert not any("Ignore import error" in line for line in failure.evidence)
+    # Before a real exception it weighs nothing either: the exception says what failed.
+    raised = [IGNORED, TB, '  File "x.py", line 1, in f', "ValueError: unknown thing"]
+    assert _common(raised) != "import_error"
+
+
 def test_sglangs_capture_milestones_read_its_old_and_new_words() -> None:
     from autotune.node.failures import phase_reached
 

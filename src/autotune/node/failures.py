@@ -176,6 +176,10 @@ _ERROR_WORDS = (
     "exception in thread",
 )
 _ARGPARSE = re.compile(r"(?:^|\s)error: (?:argument |the following arguments|unrecognized|invalid)")
+_IGNORED = re.compile(
+    r"^(?:Ignor(?:e|ed|ing)|Skip(?:ped|ping)?)\b[\w .-]{0,40}?\b(?:errors?|exceptions?)\b|"
+    r"\b(?:[Ee]rror|[Ee]xception)s? (?:was |were |is |are )?(?:ignored|skipped)\b(?! in: )"
+)
 # Exceptions that only echo another process's failure: the first fatal event is elsewhere.
 _ECHO = re.compile(
     r"EngineDeadError|Engine core initialization failed|Engine process failed to start|"
@@ -401,7 +405,13 @@ class _Log:
 
     @classmethod
     def read(cls, lines: Sequence[str]) -> _Log:
-        records = tuple(_one_per_rank(parse_log(lines)))
+        # A line that reports an error the program ignored ("Ignore import error when loading
+        # X: No module named 'y'", written by every healthy SGLang start) is no event of the
+        # run: read as an empty line, it is never the cause, the evidence or an error.
+        records = tuple(
+            LogLine(raw="", text="") if _IGNORED.search(r.text[:HEAD]) else r
+            for r in _one_per_rank(parse_log(lines))
+        )
         return cls(
             records=records,
             raw=tuple(r.raw for r in records),

@@ -646,6 +646,41 @@ def test_sglangs_capture_milestones_read_its_old_and_new_words() -> None:
     assert labels == ["graph_captured"]
 
 
+def test_a_rank_that_died_before_another_was_ready_is_the_first_fatal_event() -> None:
+    log = [
+        "[2026-01-02 10:00:00 DP0] Load weight begin. avail mem=70.00 GB",
+        "[2026-01-02 10:00:01 DP0] Load weight end. elapsed=0.1 s",
+        "[2026-01-02 10:00:02 DP0] Memory pool end. avail mem=9.00 GB",
+        "[2026-01-02 10:00:03 DP1] Scheduler hit an exception: " + TB,
+        '  File "/x/tp_worker.py", line 2, in __init__',
+        "    self.model_runner = ModelRunner(",
+        '  File "/x/model_runner.py", line 3, in __init__',
+        "    torch.cuda.set_device(gpu_id)",
+        "RuntimeError: CUDA error: invalid device ordinal",
+        "[2026-01-02 10:01:00 DP0] max_total_num_tokens=1000, chunked_prefill_size=8192",
+        "[2026-01-02 10:01:01 DP0] Scheduler hit an exception: " + TB,
+        '  File "/x/connection.py", line 9, in send',
+        "BrokenPipeError: [Errno 32] Broken pipe",
+    ]
+    failure = diagnose_lines(log, rules_for("sglang")[0], milestones=rules_for("sglang")[1])
+    assert failure is not None
+    assert (failure.cause, failure.phase.value) == (Cause.INVALID_ARGUMENT, "load")
+    assert "invalid device ordinal" in failure.message
+
+
+def test_a_server_that_could_not_bind_its_port_was_never_ready() -> None:
+    log = [
+        "INFO:     Waiting for application startup.",
+        "INFO:     Application startup complete.",
+        "ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): "
+        "address already in use",
+        "INFO:     Waiting for application shutdown.",
+    ]
+    failure = diagnose_text("\n".join(log)).failure
+    assert failure is not None
+    assert (failure.cause, failure.phase.value) == (Cause.PORT_IN_USE, "launch")
+
+
 def test_an_architecture_the_engine_has_not_registered_is_the_models() -> None:
     log = [
         IGNORED,

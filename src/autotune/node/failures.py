@@ -783,6 +783,10 @@ def _resolve_phase(
     if rule_phase is not None:
         return rule_phase
     phase = _later(reached, block)
+    if phase == Phase.READY and cause == Cause.PORT_IN_USE:
+        # A server that could not bind its port never served: the lines that said it was ready
+        # (a scheduler's, uvicorn's "startup complete") came before the listening socket.
+        return Phase.LAUNCH
     if phase == Phase.READY:
         # A failure after the ready line happened while serving (the ready line is a moment,
         # not a phase anything runs in).
@@ -979,6 +983,23 @@ def _ready_line(log: _Log, milestones: Sequence[Milestone]) -> int | None:
         elif first_serving is None and any(r.search(text) for r in serving):
             first_serving = i
     return last if last is not None else first_serving
+
+
+def _rank_died_before(log: _Log, ready_at: int) -> str | None:
+    """The rank (or process) whose traceback, ended by an exception, is the last it wrote
+    before another rank wrote the ready line at ``ready_at``: it died there, and the server
+    could not be ready without it (a data-parallel rank that could not take its GPU)."""
+    ready_source = log.records[ready_at].source
+    if ready_source is None:
+        return None
+    for i in range(ready_at):
+        source = log.records[i].source
+        if source is None or source == ready_source or _TRACEBACK not in log.text[i]:
+            continue
+        end = _exception_after(log, i + 1, limit=ready_at - i - 1)
+        if end is not None and not any(r.source == source for r in log.records[i + 1 : ready_at]):
+            return source
+    return None
 
 
 _WARNED_IMPORT = re.compile(
@@ -1256,6 +1277,14 @@ def _classify(
         engine = found_engine[0]  # what the log says wins over the name it was launched as
     sig = _signals(log, milestones)
     ready_at = _ready_line(log, milestones)
+    dead = _rank_died_before(log, ready_at) if ready_at is not None else None
+    if dead is not None and ready_at is not None:
+        # One rank died before another was ready: that death is the first fatal event, and
+        # how far it got is its own progress, not the survivor's.
+        log = log.until(ready_at)
+        own = [rec.raw for rec in log.records if rec.source == dead]
+        sig = _signals(log, milestones, phase_reached(own, milestones)[0])
+        ready_at = None
     if ready_at is not None:
         # What failed before the server became ready did not stop it: only what follows counts.
         log = log.since(ready_at + 1)

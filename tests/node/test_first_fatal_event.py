@@ -616,6 +616,54 @@ def test_capture_state_dict_and_gpu_words(lines: list[str], family: str) -> None
 # shape of those logs and of other parsers', written for this test.
 
 
+@pytest.mark.parametrize(
+    ("lines", "refused", "accepts"),
+    [
+        (  # argparse: a value not among the choices
+            [
+                "usage: serve [-h] [--kv-dtype {auto,fp8}]",
+                "serve: error: argument --kv-dtype: invalid choice: 'fp4' (choose from 'auto', "
+                "'fp8')",
+            ],
+            "--kv-dtype 'fp4'",
+            "'auto', 'fp8'",
+        ),
+        (  # argparse: a value of the wrong type, the flag given with its short form
+            ["srv: error: argument --max-batch/-b: invalid int value: 'many'"],
+            "--max-batch 'many'",
+            "int",
+        ),
+        (  # click
+            ["Error: Invalid value for '--quantize': 'q3' is not one of 'awq', 'gptq'."],
+            "--quantize 'q3'",
+            "'awq', 'gptq'",
+        ),
+        (  # pydantic: the field refused and what it must be
+            [
+                "pydantic_core._pydantic_core.ValidationError: 1 validation error for EngineArgs",
+                "block_size",
+                "  Input should be a multiple of 16 [type=value_error, input_value=10]",
+            ],
+            "block_size (--block-size)",
+            "Input should be a multiple of 16",
+        ),
+    ],
+)
+def test_a_flag_a_parser_refused_is_named_in_the_hint(
+    lines: list[str], refused: str, accepts: str
+) -> None:
+    failure = diagnose_text("\n".join(lines)).failure
+    assert failure is not None and failure.cause == Cause.INVALID_ARGUMENT
+    assert f"refused {refused}" in failure.hint, failure.hint
+    assert accepts in failure.hint, failure.hint
+
+
+def test_a_hint_names_no_flag_when_no_parser_named_one() -> None:
+    failure = diagnose_text("ValueError: invalid literal for int() with base 10: 'auto'").failure
+    assert failure is not None and failure.cause == Cause.INVALID_ARGUMENT
+    assert "refused" not in failure.hint
+
+
 IGNORED = "[2026-01-02 10:00:01] Ignore import error when loading pkg.models.x: No module named 'y'"
 
 

@@ -866,14 +866,18 @@ class _Context:
     exit_code: int | None
     tail: list[str]
     engine: str | None
+    refused: str = ""  # the flag an argument parser refused, in words (:func:`refused_flag`)
 
 
 def _make(ctx: _Context, **fields: Any) -> Failure:
     """A failure of the log; the engine's own remedy, where its message states one, leads the
-    hint (it is computed from this launch, so it comes before the family's general advice)."""
+    hint (it is computed from this launch, so it comes before the family's general advice),
+    and so does the flag its argument parser refused, with what it accepts."""
     advice = engine_advice(fields.get("message", ""))
     if advice and fields.get("cause") != Cause.UNKNOWN:
         fields["hint"] = f"The engine says: {advice} {fields.get('hint', '')}"
+    if ctx.refused and fields.get("cause") == Cause.INVALID_ARGUMENT:
+        fields["hint"] = f"{ctx.refused} {fields.get('hint', '')}"
     return Failure(exit_code=ctx.exit_code, log_tail=ctx.tail, engine=ctx.engine, **fields)
 
 
@@ -1255,6 +1259,58 @@ def engine_advice(message: str) -> str:
     return ""
 
 
+# An argument parser's refusal that names the flag (or field) and, where it says, the value and
+# what is accepted: argparse's "argument --x/-x: invalid choice: 'v' (choose from 'a', 'b')" and
+# "invalid int value: 'v'", click's "Invalid value for '--x': 'v' is not one of 'a', 'b'.",
+# pydantic's "1 validation error for M: field Input should be ..." (as :func:`_message` reads it).
+_REFUSALS = (
+    re.compile(
+        r"\bargument (?P<flag>--[\w-]+)(?:/-\w+)?: invalid choice: (?P<value>'[^']*') "
+        r"\(choose from (?P<accepts>.*?)\)?$"
+    ),
+    re.compile(
+        r"\bargument (?P<flag>--[\w-]+)(?:/-\w+)?: invalid (?P<type>\w+) value: (?P<value>'[^']*')"
+    ),
+    re.compile(
+        r"Invalid value for '(?P<flag>--[\w-]+)'(?: / '-\w+')?: (?P<value>'[^']*') is not one of "
+        r"(?P<accepts>.*?)\.?$"
+    ),
+    re.compile(
+        r"validation errors? for \w+: (?P<field>[a-z_][a-z0-9_]*) (?!Value error)(?P<accepts>\S.*)"
+    ),
+)
+_REFUSAL_ANY = re.compile(r"argument --|Invalid value for '--|validation errors? for ")
+
+
+def refused_flag(message: str) -> str:
+    """Which flag (or config field) an argument parser's ``message`` refused and what it
+    accepts, as the first sentence of a hint; '' when the message names none."""
+    for regex in _REFUSALS:
+        m = regex.search(message)
+        if m is None:
+            continue
+        found = m.groupdict()
+        if found.get("field"):
+            flag = f"{found['field']} (--{found['field'].replace('_', '-')})"
+            return _trim(f"The engine refused {flag}: {found['accepts'].rstrip(' .')}.")
+        flag = f"{found['flag']} {found['value']}"
+        accepts = found.get("accepts") or f"a{'n' if found['type'][0] in 'aeiou' else ''} " + (
+            f"{found['type']} value"
+        )
+        return _trim(f"The engine refused {flag}; it accepts: {accepts.rstrip(' .)')}.")
+    return ""
+
+
+def _refusal(log: _Log) -> str:
+    """The first refusal of a flag an argument parser wrote in the log, in words, or ''."""
+    for i, text in enumerate(log.text):
+        if _REFUSAL_ANY.search(text):
+            said = refused_flag(_message(log, i) if "validation error" in text else text)
+            if said:
+                return said
+    return ""
+
+
 def _classify(
     lines: Sequence[str],
     rules: Sequence[Rule],
@@ -1312,7 +1368,7 @@ def _classify(
     if found is not None:
         found = _memory_first(found, rules, log, sources)
         found = _killed_after_progress(found, rules, log, sources, milestones)
-    ctx = _Context(exit_code=exit_code, tail=tail, engine=engine)
+    ctx = _Context(exit_code=exit_code, tail=tail, engine=engine, refused=_refusal(log))
 
     if found is not None and found[0].cause != Cause.UNKNOWN:
         rule, hits = found

@@ -610,3 +610,134 @@ def test_a_traceback_cut_in_a_call_that_sets_up_the_kv_cache_is_the_caches() -> 
 )
 def test_capture_state_dict_and_gpu_words(lines: list[str], family: str) -> None:
     assert _no_rules(lines) == family
+
+
+# Issue 51, GPU round: what real SGLang 0.5.17 logs taught (tests/data/gpu-crashlogs), in the
+# shape of those logs and of other parsers', written for this test.
+
+
+@pytest.mark.parametrize(
+    ("lines", "refused", "accepts"),
+    [
+        (  # argparse: a value not among the choices
+            [
+                "usage: serve [-h] [--kv-dtype {auto,fp8}]",
+                "serve: error: argument --kv-dtype: invalid choice: 'fp4' (choose from 'auto', "
+                "'fp8')",
+            ],
+            "--kv-dtype 'fp4'",
+            "'auto', 'fp8'",
+        ),
+        (  # argparse: a value of the wrong type, the flag given with its short form
+            ["srv: error: argument --max-batch/-b: invalid int value: 'many'"],
+            "--max-batch 'many'",
+            "int",
+        ),
+        (  # click
+            ["Error: Invalid value for '--quantize': 'q3' is not one of 'awq', 'gptq'."],
+            "--quantize 'q3'",
+            "'awq', 'gptq'",
+        ),
+        (  # pydantic: the field refused and what it must be
+            [
+                "pydantic_core._pydantic_core.ValidationError: 1 validation error for EngineArgs",
+                "block_size",
+                "  Input should be a multiple of 16 [type=value_error, input_value=10]",
+            ],
+            "block_size (--block-size)",
+            "Input should be a multiple of 16",
+        ),
+    ],
+)
+def test_a_flag_a_parser_refused_is_named_in_the_hint(
+    lines: list[str], refused: str, accepts: str
+) -> None:
+    failure = diagnose_text("\n".join(lines)).failure
+    assert failure is not None and failure.cause == Cause.INVALID_ARGUMENT
+    assert f"refused {refused}" in failure.hint, failure.hint
+    assert accepts in failure.hint, failure.hint
+
+
+def test_a_hint_names_no_flag_when_no_parser_named_one() -> None:
+    failure = diagnose_text("ValueError: invalid literal for int() with base 10: 'auto'").failure
+    assert failure is not None and failure.cause == Cause.INVALID_ARGUMENT
+    assert "refused" not in failure.hint
+
+
+IGNORED = "[2026-01-02 10:00:01] Ignore import error when loading pkg.models.x: No module named 'y'"
+
+
+def test_an_error_the_program_says_it_ignored_is_never_the_cause() -> None:
+    stalled = [
+        "[2026-01-02 10:00:00] Load weight begin. avail mem=70.00 GB",
+        IGNORED,
+        "[2026-01-02 10:00:02] Load weight end. elapsed=0.1 s",
+    ]
+    failure = diagnose_lines(stalled, rules_for("sglang")[0], milestones=rules_for("sglang")[1])
+    assert failure is not None
+    assert (failure.cause, failure.phase.value) == (Cause.STARTUP_TIMEOUT, "memory_pool")
+    assert not any("Ignore import error" in line for line in failure.evidence)
+    # Before a real exception it weighs nothing either: the exception says what failed.
+    raised = [IGNORED, TB, '  File "x.py", line 1, in f', "ValueError: unknown thing"]
+    assert _common(raised) != "import_error"
+
+
+def test_sglangs_capture_milestones_read_its_old_and_new_words() -> None:
+    from autotune.node.failures import phase_reached
+
+    milestones = rules_for("sglang")[1]
+    for begin in ("Capture cuda graph begin. This can take up to several minutes.",
+                  "Capture target prefill CUDA graph begin. backend=breakable"):  # fmt: skip
+        reached, labels = phase_reached(["Memory pool end. avail mem=9 GB", begin], milestones)
+        assert reached.value == "graph_capture" and "graph_capture_begin" in labels
+    _, labels = phase_reached(["Capture target decode CUDA graph end. elapsed=7 s"], milestones)
+    assert labels == ["graph_captured"]
+
+
+def test_a_rank_that_died_before_another_was_ready_is_the_first_fatal_event() -> None:
+    log = [
+        "[2026-01-02 10:00:00 DP0] Load weight begin. avail mem=70.00 GB",
+        "[2026-01-02 10:00:01 DP0] Load weight end. elapsed=0.1 s",
+        "[2026-01-02 10:00:02 DP0] Memory pool end. avail mem=9.00 GB",
+        "[2026-01-02 10:00:03 DP1] Scheduler hit an exception: " + TB,
+        '  File "/x/tp_worker.py", line 2, in __init__',
+        "    self.model_runner = ModelRunner(",
+        '  File "/x/model_runner.py", line 3, in __init__',
+        "    torch.cuda.set_device(gpu_id)",
+        "RuntimeError: CUDA error: invalid device ordinal",
+        "[2026-01-02 10:01:00 DP0] max_total_num_tokens=1000, chunked_prefill_size=8192",
+        "[2026-01-02 10:01:01 DP0] Scheduler hit an exception: " + TB,
+        '  File "/x/connection.py", line 9, in send',
+        "BrokenPipeError: [Errno 32] Broken pipe",
+    ]
+    failure = diagnose_lines(log, rules_for("sglang")[0], milestones=rules_for("sglang")[1])
+    assert failure is not None
+    assert (failure.cause, failure.phase.value) == (Cause.INVALID_ARGUMENT, "load")
+    assert "invalid device ordinal" in failure.message
+
+
+def test_a_server_that_could_not_bind_its_port_was_never_ready() -> None:
+    log = [
+        "INFO:     Waiting for application startup.",
+        "INFO:     Application startup complete.",
+        "ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): "
+        "address already in use",
+        "INFO:     Waiting for application shutdown.",
+    ]
+    failure = diagnose_text("\n".join(log)).failure
+    assert failure is not None
+    assert (failure.cause, failure.phase.value) == (Cause.PORT_IN_USE, "launch")
+
+
+def test_an_architecture_the_engine_has_not_registered_is_the_models() -> None:
+    log = [
+        IGNORED,
+        "[2026-01-02 10:00:02] Scheduler hit an exception: " + TB,
+        '  File "/x/model_loader/utils.py", line 7, in resolve_arch',
+        "ValueError: Cannot find model module. 'BazForCausalLM' is not a registered model in "
+        "the Transformers library and 'AutoModel' is not present in the config's 'auto_map'.",
+    ]
+    failure = diagnose_lines(log, rules_for("sglang")[0], milestones=rules_for("sglang")[1])
+    assert failure is not None
+    assert (failure.cause, failure.phase.value) == (Cause.MODEL_UNSUPPORTED, "load")
+    assert "not a registered model" in failure.message

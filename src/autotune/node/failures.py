@@ -176,6 +176,10 @@ _ERROR_WORDS = (
     "exception in thread",
 )
 _ARGPARSE = re.compile(r"(?:^|\s)error: (?:argument |the following arguments|unrecognized|invalid)")
+_IGNORED = re.compile(
+    r"^(?:Ignor(?:e|ed|ing)|Skip(?:ped|ping)?)\b[\w .-]{0,40}?\b(?:errors?|exceptions?)\b|"
+    r"\b(?:[Ee]rror|[Ee]xception)s? (?:was |were |is |are )?(?:ignored|skipped)\b(?! in: )"
+)
 # Exceptions that only echo another process's failure: the first fatal event is elsewhere.
 _ECHO = re.compile(
     r"EngineDeadError|Engine core initialization failed|Engine process failed to start|"
@@ -424,7 +428,13 @@ class _Log:
 
     @classmethod
     def read(cls, lines: Sequence[str]) -> _Log:
-        records = tuple(_one_per_rank(parse_log(lines)))
+        # A line that reports an error the program ignored ("Ignore import error when loading
+        # X: No module named 'y'", written by every healthy SGLang start) is no event of the
+        # run: read as an empty line, it is never the cause, the evidence or an error.
+        records = tuple(
+            LogLine(raw="", text="") if _IGNORED.search(r.text[:HEAD]) else r
+            for r in _one_per_rank(parse_log(lines))
+        )
         return cls(
             records=records,
             raw=tuple(r.raw for r in records),
@@ -802,6 +812,10 @@ def _resolve_phase(
     if rule_phase is not None:
         return rule_phase
     phase = _later(reached, block)
+    if phase == Phase.READY and cause == Cause.PORT_IN_USE:
+        # A server that could not bind its port never served: the lines that said it was ready
+        # (a scheduler's, uvicorn's "startup complete") came before the listening socket.
+        return Phase.LAUNCH
     if phase == Phase.READY:
         # A failure after the ready line happened while serving (the ready line is a moment,
         # not a phase anything runs in).
@@ -881,14 +895,18 @@ class _Context:
     exit_code: int | None
     tail: list[str]
     engine: str | None
+    refused: str = ""  # the flag an argument parser refused, in words (:func:`refused_flag`)
 
 
 def _make(ctx: _Context, **fields: Any) -> Failure:
     """A failure of the log; the engine's own remedy, where its message states one, leads the
-    hint (it is computed from this launch, so it comes before the family's general advice)."""
+    hint (it is computed from this launch, so it comes before the family's general advice),
+    and so does the flag its argument parser refused, with what it accepts."""
     advice = engine_advice(fields.get("message", ""))
     if advice and fields.get("cause") != Cause.UNKNOWN:
         fields["hint"] = f"The engine says: {advice} {fields.get('hint', '')}"
+    if ctx.refused and fields.get("cause") == Cause.INVALID_ARGUMENT:
+        fields["hint"] = f"{ctx.refused} {fields.get('hint', '')}"
     return Failure(exit_code=ctx.exit_code, log_tail=ctx.tail, engine=ctx.engine, **fields)
 
 
@@ -1080,6 +1098,23 @@ def _ready_line(log: _Log, milestones: Sequence[Milestone]) -> int | None:
         else:
             first_serving = i
     return last if last is not None else first_serving
+
+
+def _rank_died_before(log: _Log, ready_at: int) -> str | None:
+    """The rank (or process) whose traceback, ended by an exception, is the last it wrote
+    before another rank wrote the ready line at ``ready_at``: it died there, and the server
+    could not be ready without it (a data-parallel rank that could not take its GPU)."""
+    ready_source = log.records[ready_at].source
+    if ready_source is None:
+        return None
+    for i in range(ready_at):
+        source = log.records[i].source
+        if source is None or source == ready_source or _TRACEBACK not in log.text[i]:
+            continue
+        end = _exception_after(log, i + 1, limit=ready_at - i - 1)
+        if end is not None and not any(r.source == source for r in log.records[i + 1 : ready_at]):
+            return source
+    return None
 
 
 _WARNED_IMPORT = re.compile(
@@ -1362,6 +1397,58 @@ def _listed_refusal(lines: Sequence[str]) -> int | None:
     return None
 
 
+# An argument parser's refusal that names the flag (or field) and, where it says, the value and
+# what is accepted: argparse's "argument --x/-x: invalid choice: 'v' (choose from 'a', 'b')" and
+# "invalid int value: 'v'", click's "Invalid value for '--x': 'v' is not one of 'a', 'b'.",
+# pydantic's "1 validation error for M: field Input should be ..." (as :func:`_message` reads it).
+_REFUSALS = (
+    re.compile(
+        r"\bargument (?P<flag>--[\w-]+)(?:/-\w+)?: invalid choice: (?P<value>'[^']*') "
+        r"\(choose from (?P<accepts>.*?)\)?$"
+    ),
+    re.compile(
+        r"\bargument (?P<flag>--[\w-]+)(?:/-\w+)?: invalid (?P<type>\w+) value: (?P<value>'[^']*')"
+    ),
+    re.compile(
+        r"Invalid value for '(?P<flag>--[\w-]+)'(?: / '-\w+')?: (?P<value>'[^']*') is not one of "
+        r"(?P<accepts>.*?)\.?$"
+    ),
+    re.compile(
+        r"validation errors? for \w+: (?P<field>[a-z_][a-z0-9_]*) (?!Value error)(?P<accepts>\S.*)"
+    ),
+)
+_REFUSAL_ANY = re.compile(r"argument --|Invalid value for '--|validation errors? for ")
+
+
+def refused_flag(message: str) -> str:
+    """Which flag (or config field) an argument parser's ``message`` refused and what it
+    accepts, as the first sentence of a hint; '' when the message names none."""
+    for regex in _REFUSALS:
+        m = regex.search(message)
+        if m is None:
+            continue
+        found = m.groupdict()
+        if found.get("field"):
+            flag = f"{found['field']} (--{found['field'].replace('_', '-')})"
+            return _trim(f"The engine refused {flag}: {found['accepts'].rstrip(' .')}.")
+        flag = f"{found['flag']} {found['value']}"
+        accepts = found.get("accepts") or f"a{'n' if found['type'][0] in 'aeiou' else ''} " + (
+            f"{found['type']} value"
+        )
+        return _trim(f"The engine refused {flag}; it accepts: {accepts.rstrip(' .)')}.")
+    return ""
+
+
+def _refusal(log: _Log) -> str:
+    """The first refusal of a flag an argument parser wrote in the log, in words, or ''."""
+    for i, text in enumerate(log.text):
+        if _REFUSAL_ANY.search(text):
+            said = refused_flag(_message(log, i) if "validation error" in text else text)
+            if said:
+                return said
+    return ""
+
+
 def _classify(
     lines: Sequence[str],
     rules: Sequence[Rule],
@@ -1412,6 +1499,14 @@ def _classify_log(
         engine = found_engine[0]  # what the log says wins over the name it was launched as
     sig = _signals(log, milestones)
     ready_at = _ready_line(log, milestones)
+    dead = _rank_died_before(log, ready_at) if ready_at is not None else None
+    if dead is not None and ready_at is not None:
+        # One rank died before another was ready: that death is the first fatal event, and
+        # how far it got is its own progress, not the survivor's.
+        log = log.until(ready_at)
+        own = [rec.raw for rec in log.records if rec.source == dead]
+        sig = _signals(log, milestones, phase_reached(own, milestones)[0])
+        ready_at = None
     if ready_at is not None:
         # What failed before the server became ready did not stop it: only what follows counts.
         log = log.since(ready_at + 1)
@@ -1439,7 +1534,7 @@ def _classify_log(
     if found is not None:
         found = _memory_first(found, rules, log, sources)
         found = _killed_after_progress(found, rules, log, sources, milestones)
-    ctx = _Context(exit_code=exit_code, tail=tail, engine=engine)
+    ctx = _Context(exit_code=exit_code, tail=tail, engine=engine, refused=_refusal(log))
 
     if found is not None and found[0].cause != Cause.UNKNOWN:
         rule, hits = found

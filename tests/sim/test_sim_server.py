@@ -151,7 +151,12 @@ def test_measured_baseline_throughput_matches_the_model(launch_sim) -> None:  # 
         {"model": "m", "prompt": "p" * 256, "max_tokens": 60, "stream": True, "ignore_eos": True},
     )
     times = [t for t, e in events[:-1] if e["choices"]]
-    measured = (len(times) - 1) / (times[-1] - times[0])
+    # The server keeps an absolute schedule, but this process reads the chunks late when the
+    # machine is loaded: a line through the arrival times, robust to a few late ones (Theil-Sen),
+    # not the first and last arrivals alone (one late end moved that by 10% at load 10).
+    from scipy.stats import theilslopes
+
+    measured = 1.0 / theilslopes(times).slope
     assert abs(measured - modelled) / modelled < 0.10
 
 

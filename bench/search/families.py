@@ -35,9 +35,18 @@ from bench.search.landscapes import Landscape, Point, crash, ok
 # Chosen before any default was tuned (commit "bench: search families and their manifest").
 MANIFEST = {
     "tuning": ["interact", "condint", "coupled", "mixed7"],
-    "held_out": ["mixed11", "loadcrash", "plateau", "hidden2b", "ridge11", "paired10", "tangle9"],
+    "held_out": [
+        "mixed11",
+        "loadcrash",
+        "plateau",
+        "hidden2b",
+        "ridge11",
+        "paired10",
+        "tangle9",
+        "curve10",
+    ],
 }
-# ``ridge11`` (issue 52, session r3), ``paired10`` (session r5) and ``tangle9`` (session r6)
+# ``ridge11`` (issue 52, session r3), ``paired10`` (r5), ``tangle9`` (r6) and ``curve10`` (r7)
 # were added to the held-out set when they were written, before any strategy had run on them.
 INSTANCES = 4  # instances per family in the default runs (more with --instances)
 
@@ -825,6 +834,77 @@ def tangle9(rng: random.Random) -> Shape:
     )
 
 
+def curve10(rng: random.Random) -> Shape:
+    """Ten settings whose numbers lie on a curve and whose choice decides which number
+    matters: the best batch size and the best prefetch window each follow a curve in the
+    worker count (the batch rising with its square, the window peaking in the middle: a
+    curved ridge across three numbers, higher along it with more workers), a crash under
+    load where workers and batch together pass an edge (the ridge runs into it), a policy
+    under which a split ratio has an interior optimum, another under which a cache size
+    saturates (and fills memory with the batch: out of memory past an edge), a third a level
+    apart, pinning that costs with few workers and pays with many, compilation that pays a
+    little and crashes with a large window, and two settings that do nothing."""
+    policies = ["p0", "p1", "p2"]
+    lv = {"p0": 1.0, "p1": rng.uniform(0.9, 1.1), "p2": rng.uniform(0.95, 1.15)}
+    b0, b1, bk = rng.uniform(0.1, 0.3), rng.uniform(0.3, 0.55), rng.uniform(1.6, 2.6)
+    w0, w1 = rng.uniform(0.1, 0.3), rng.uniform(0.3, 0.6)
+    r_amp = rng.uniform(0.35, 0.7)
+    s_mu, s_amp = rng.uniform(0.15, 0.85), rng.uniform(0.15, 0.35)
+    c_amp, c_knee = rng.uniform(0.15, 0.35), rng.uniform(0.4, 0.8)
+    pin_g, cg, w_cut = rng.uniform(0.1, 0.2), rng.uniform(0.04, 0.1), rng.uniform(0.6, 0.85)
+    load, memory = rng.uniform(1.3, 1.6), rng.uniform(1.2, 1.5)
+    params = [
+        p_cat("policy", policies),
+        p_int("workers", 1, 64, log=True, env=True),
+        p_int("batch", 4, 512, log=True),
+        p_int("window", 1, 64),
+        p_float("split", 0.0, 1.0, 0.05),
+        p_int("cache_mb", 64, 4096, log=True),
+        p_bool("pin", env=True),
+        p_bool("compile"),
+        p_int("log_every", 1, 100, env=True),
+        p_cat("color", ["a", "b"]),
+    ]
+    pw, pb, pn, pc = params[1], params[2], params[3], params[5]
+    cache = saturate(c_amp, c_knee)
+
+    def value(c: Config) -> float:
+        uw, ub, un = pos(pw, c["workers"]), pos(pb, c["batch"]), pos(pn, c["window"])
+        d2 = ((ub - (b0 + b1 * uw**bk)) / 0.1) ** 2
+        d2 += ((un - (w0 + w1 * math.sin(math.pi * uw))) / 0.12) ** 2
+        v = 100.0 * lv[c["policy"]] * (1 + r_amp * (0.3 + 0.7 * uw) * math.exp(-0.5 * d2))
+        if c["policy"] == "p0":
+            v *= 1 + s_amp * math.exp(-0.5 * ((c["split"] - s_mu) / 0.12) ** 2)
+        elif c["policy"] == "p1":
+            v *= cache(pos(pc, c["cache_mb"]))
+        if c["pin"]:
+            v *= 1 + pin_g * (uw - 0.4)
+        if c["compile"]:
+            v *= 1 + cg
+        return v
+
+    crashes = [
+        (lambda c: pos(pw, c["workers"]) + pos(pb, c["batch"]) > load, LOAD),
+        (lambda c: pos(pc, c["cache_mb"]) + pos(pb, c["batch"]) > memory, OOM),
+        (lambda c: bool(c["compile"]) and pos(pn, c["window"]) > w_cut, GRAPH),
+    ]
+    base = {
+        "policy": "p0",
+        "workers": 4,
+        "batch": 32,
+        "window": 8,
+        "split": 0.5,
+        "cache_mb": 256,
+        "pin": False,
+        "compile": False,
+        "log_every": 10,
+        "color": "a",
+    }
+    while any(hit(base) for hit, _ in crashes):
+        load += 0.05
+    return Shape("", params, base, value, crashes, _noise(rng), {"log_every", "color"})
+
+
 FAMILIES: dict[str, Callable[[random.Random], Shape]] = {
     "interact": interact,
     "condint": condint,
@@ -837,6 +917,7 @@ FAMILIES: dict[str, Callable[[random.Random], Shape]] = {
     "ridge11": ridge11,
     "paired10": paired10,
     "tangle9": tangle9,
+    "curve10": curve10,
 }
 _SALT = {name: k for k, name in enumerate(FAMILIES)}
 

@@ -255,6 +255,7 @@ class RayExecutor(Executor):
         self._closed = False
         self._hooks: dict[str, WindowHook] = {}  # trial key -> the driver's window hook
         self._relay: Any = None  # the _WindowRelay actor, made with the first hook
+        self._relay_thread: threading.Thread | None = None  # hands windows to their hooks
         self._unreachable_since: float | None = None  # Ray has not answered since then
         self._wake = threading.Event()
         self._loop = threading.Thread(target=self._place_loop, name="autotune-ray", daemon=True)
@@ -619,7 +620,9 @@ class RayExecutor(Executor):
             except Exception as exc:  # a Ray client has no node of its own: anywhere will do
                 _logger.debug("window relay placed by Ray: %s", _first_line(exc))
             self._relay = self._ray.remote(_WindowRelay).options(**options).remote()
-        threading.Thread(target=self._relay_loop, name="autotune-ray-windows", daemon=True).start()
+        thread = threading.Thread(target=self._relay_loop, name="autotune-ray-windows", daemon=True)
+        self._relay_thread = thread
+        thread.start()
 
     def _relay_loop(self) -> None:
         """Hand each window to its trial's hook, here in the driver, and post the decision."""
@@ -627,7 +630,8 @@ class RayExecutor(Executor):
         while not self._closed:
             try:
                 windows = self._ray.get(relay.take.remote(1.0), timeout=30.0)
-            except Exception as exc:  # Ray gone or the actor lost: trials go on unpruned
+            except (Exception, SystemExit) as exc:  # Ray gone or the actor lost: trials go on
+                # unpruned (Ray ends a thread blocked in `get` with SystemExit as it shuts down)
                 if not self._closed:
                     _logger.warning("the window relay stopped: %s", _first_line(exc))
                 return
@@ -730,6 +734,10 @@ class RayExecutor(Executor):
             except Exception as exc:  # Ray gone: the actor went with it
                 _logger.info("could not stop the window relay: %s", _first_line(exc))
             self._relay = None
+        if self._relay_thread is not None and self._relay_thread is not threading.current_thread():
+            # Its `get` ends as the actor dies: let it return before Ray goes away under it.
+            self._relay_thread.join(timeout=10.0)
+            self._relay_thread = None
         if self._started:
             self._ray.shutdown()
             self._started = False

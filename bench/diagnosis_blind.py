@@ -11,10 +11,14 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import sys
 from collections import Counter
 from pathlib import Path
 
 from autotune.diagnosis import diagnose_text
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
+from tests.node.corpus_helpers import exit_code  # noqa: E402  (the labels' exit status)
 
 BLIND = Path(__file__).resolve().parents[1] / "tests" / "data" / "crashlogs-blind2"
 
@@ -30,9 +34,7 @@ def main(argv: list[str] | None = None) -> None:
     hit: Counter[str] = Counter()
     for row in rows:
         text = (BLIND / f"{row['id']}.log").read_text(encoding="utf-8", errors="replace")
-        code = row["exit_code"].strip()
-        exit_code = int(code) if code.lstrip("-").isdigit() else None
-        failure = diagnose_text(text, exit_code=exit_code).failure
+        failure = diagnose_text(text, exit_code=exit_code(row)).failure
         got = "ok" if failure is None else failure.cause.value
         total[row["cause"]] += 1
         if got == row["cause"]:

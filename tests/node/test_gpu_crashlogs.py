@@ -15,6 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
+from autotune.cli.app import app
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "gpu-crashlogs"
 with (CORPUS / "labels.csv").open(encoding="utf-8", newline="") as fh:
@@ -31,10 +34,6 @@ def test_every_log_is_labelled_with_its_source() -> None:
 def test_diagnose_names_the_cause_and_the_flag_that_fixes_it(row: dict[str, str]) -> None:
     # In process, through the command's own code (the remedy test below runs the real entry
     # point in a subprocess): a Python start per log would be most of this file's time.
-    from typer.testing import CliRunner
-
-    from autotune.cli.app import app
-
     log = str(CORPUS / f"{row['id']}.log")
     result = CliRunner().invoke(app, ["diagnose", log, "--engine", row["engine"], "--json"])
     answer = json.loads(result.stdout)

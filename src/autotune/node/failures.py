@@ -1460,7 +1460,8 @@ def _classify(
     engine: str | None,
     milestones: Sequence[Milestone],
 ) -> tuple[Failure, bool]:
-    """The failure, and whether the log is healthy (nothing in it says the run failed)."""
+    """What :func:`_classify_log` answers, but a model refused by a registry that lists it
+    as supported is an installation problem, whichever of its many answers named the model."""
     failure, healthy = _classify_log(
         lines,
         rules,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,17 @@ def test_local_workers_keep_the_drivers_path(monkeypatch: pytest.MonkeyPatch) ->
     assert parts[0].endswith("src") and parts[1] == "/tmp/carry/node"
     monkeypatch.delenv("PYTHONPATH")
     assert worker_pythonpath().endswith("src")
+
+
+@pytest.mark.slow  # a local Ray instance
+def test_shutdown_returns_after_the_window_relay_thread_has_ended(local_ray: LocalRay) -> None:
+    """Regression: the relay's thread was still inside ``ray.get`` when shutdown stopped Ray
+    under it, and Ray ended the thread with SystemExit (an error in a test's teardown)."""
+    ex = RayExecutor(0)
+    try:
+        ex._start_relay()  # what the first trial with a window hook does
+        relay = [t for t in threading.enumerate() if t.name == "autotune-ray-windows"]
+        assert relay and relay[0].is_alive()
+    finally:
+        ex.shutdown()
+    assert not relay[0].is_alive()

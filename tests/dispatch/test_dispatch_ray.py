@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -81,3 +83,33 @@ def test_shutdown_returns_after_the_window_relay_thread_has_ended(local_ray: Loc
     finally:
         ex.shutdown()
     assert not relay[0].is_alive()
+
+
+@pytest.mark.slow  # a local Ray instance
+def test_a_trial_shutdown_stops_is_not_reported_lost(
+    local_ray: LocalRay, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Regression (the SGLang study on an H100): Ctrl-C tore the running trial down and the log
+    said "WARNING: trial 10 lost on <node>: " with nothing after the colon, as if the node had
+    died; the study had stopped it on purpose."""
+    started = tmp_path / "started"
+    sleeper = f"import pathlib, time; pathlib.Path({str(started)!r}).touch(); time.sleep(60)"
+    ex = RayExecutor(0)
+    try:
+        running = ex.submit(job(tmp_path, 0).model_copy(
+            update={"argv": [sys.executable, "-c", sleeper]}))  # fmt: skip
+        deadline = time.monotonic() + WAIT_S
+        while not started.exists():
+            assert time.monotonic() < deadline, "the trial never started"
+            time.sleep(0.2)
+        caplog.set_level(logging.INFO, logger=ray_dispatch.__name__)
+    finally:
+        ex.shutdown()
+    deadline = time.monotonic() + WAIT_S
+    while not running.done():  # its settle callback has run (or shutdown cancelled it)
+        assert time.monotonic() < deadline, "the trial's future never settled"
+        time.sleep(0.2)
+    time.sleep(1.0)
+    ours = [r for r in caplog.records if r.name == ray_dispatch.__name__]
+    assert not [r.getMessage() for r in ours if r.levelno >= logging.WARNING]
+    assert any("stopped" in r.getMessage() for r in ours), [r.getMessage() for r in ours]

@@ -571,8 +571,15 @@ class RayExecutor(Executor):
                 ),
             )
             return
-        except Exception as exc:  # the node or the worker died under the trial
-            _logger.warning("trial %d lost on %s: %s", ask.spec.number, node.name, exc)
+        except Exception as exc:  # the node or the worker died under the trial, or shutdown
+            if self._closed:  # cancelled it: the study is stopping, nothing was lost
+                _logger.info(
+                    "trial %d stopped on %s as the study stops", ask.spec.number, node.name
+                )
+            else:
+                _logger.warning(
+                    "trial %d lost on %s: %s", ask.spec.number, node.name, _first_line(exc)
+                )
             _resolve(
                 ask.out,
                 infra_result(ask.spec, f"{type(exc).__name__}: {_first_line(exc)}", node=node.name),
@@ -673,10 +680,11 @@ class RayExecutor(Executor):
         return text if isinstance(text, str) else None
 
     def reap_orphans(
-        self, log_dir: str | None = None, timeout_s: float = 60.0
+        self, log_dir: str | None = None, timeout_s: float = 60.0, expected: bool = False
     ) -> list[dict[str, Any]]:
         """Kill trial servers left on any alive node: those whose launcher died and, given the
-        study's ``log_dir``, those an earlier driver run of this study launched.
+        study's ``log_dir``, those an earlier driver run of this study launched. ``expected``:
+        the caller cancelled their launchers itself (shutdown), so finding them is no warning.
 
         One tiny task per node (no CPU asked, so it runs beside busy trials).
 
@@ -702,7 +710,8 @@ class RayExecutor(Executor):
                 _logger.info("no reaper answer from %s: %s", name, _first_line(exc))
                 continue
         for orphan in found:
-            _logger.warning(
+            _logger.log(
+                logging.INFO if expected else logging.WARNING,
                 "killed leftover trial server pid %s on %s (log %s)",
                 orphan.get("pid"),
                 orphan.get("node"),
@@ -725,7 +734,7 @@ class RayExecutor(Executor):
                 _logger.info("could not cancel a running trial: %s", _first_line(exc))
         if running:
             try:
-                self.reap_orphans(timeout_s=30.0)
+                self.reap_orphans(timeout_s=30.0, expected=True)
             except Exception as exc:  # Ray gone: each node's next trial reaps what is left
                 _logger.warning("could not reap trial servers at shutdown: %s", _first_line(exc))
         if self._relay is not None:

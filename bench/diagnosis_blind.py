@@ -1,7 +1,8 @@
-"""Accuracy of `autotune diagnose` on the blind set (tests/data/crashlogs-blind2): real logs
+"""Accuracy of `autotune diagnose` on the blind set (tests/data/crashlogs-blind3): real logs
 collected from public issue threads by an engineer who never saw the classifier's rules, and
-never used to write one. Prints accuracy with its standard error, recall per cause, and how
-many failed runs were answered ``ok``.
+never used to write one. Prints accuracy with its standard error, recall per cause, how many
+failed runs were answered ``ok``, and, where the labels say whether the pasted text shows its
+cause at all (``in_log``), accuracy on each part.
 
     python bench/diagnosis_blind.py [--misses]
 """
@@ -20,7 +21,7 @@ from autotune.diagnosis import diagnose_text
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
 from tests.node.corpus_helpers import exit_code  # noqa: E402  (the labels' exit status)
 
-BLIND = Path(__file__).resolve().parents[1] / "tests" / "data" / "crashlogs-blind2"
+BLIND = Path(__file__).resolve().parents[1] / "tests" / "data" / "crashlogs-blind3"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -32,8 +33,10 @@ def main(argv: list[str] | None = None) -> None:
     right, ok_for_failed = 0, 0
     total: Counter[str] = Counter()
     hit: Counter[str] = Counter()
+    by_trace: dict[str, list[int]] = {}  # in_log -> [right, logs]
     for row in rows:
-        text = (BLIND / f"{row['id']}.log").read_text(encoding="utf-8", errors="replace")
+        name = row["id"] if row["id"].endswith(".log") else f"{row['id']}.log"
+        text = (BLIND / name).read_text(encoding="utf-8", errors="replace")
         failure = diagnose_text(text, exit_code=exit_code(row)).failure
         got = "ok" if failure is None else failure.cause.value
         total[row["cause"]] += 1
@@ -44,11 +47,17 @@ def main(argv: list[str] | None = None) -> None:
             said = "" if failure is None else failure.message[:70]
             print(f"{row['id']:22} label {row['cause']:20} answer {got:20} {said}")
         ok_for_failed += got == "ok" and row["cause"] != "ok"
+        if row.get("in_log"):
+            part = by_trace.setdefault(row["in_log"], [0, 0])
+            part[0] += got == row["cause"]
+            part[1] += 1
     n = len(rows)
     p = right / n
     se = 100 * math.sqrt(p * (1 - p) / n)
     print(f"blind set: {right}/{n} right ({100 * p:.1f}%, SE {se:.1f}); failed runs answered ok: "
           f"{ok_for_failed}")  # fmt: skip
+    for trace, (r, m) in sorted(by_trace.items(), reverse=True):
+        print(f"  cause shown in the log: {trace:3}  {r}/{m} right ({100 * r / m:.1f}%)")
     for cause in sorted(total):
         print(f"  {cause:20} {hit[cause]:3d}/{total[cause]}")
 

@@ -520,3 +520,37 @@ def test_an_http_error_status_seen_by_a_client_is_a_benchmark_error(line: str) -
 )
 def test_a_model_file_or_class_this_build_cannot_load_is_the_models(line: str) -> None:
     assert _answer(["INFO loading model /models/x", line]) == "model_unsupported"
+
+
+# --- tenth round: mechanisms from the second blind set (batch p), each with lines of its own --
+
+
+def test_an_error_before_the_first_served_request_of_an_excerpt_that_starts_serving_counts() -> (
+    None
+):
+    """An excerpt that starts while the server serves (no start-up line in it) and shows the
+    engine dead: the access-log line after it is a request answered before the death was
+    noticed, not the moment the server became ready."""
+    lines = [
+        "(Frontend pid=77) ERROR 01-02 10:00:00 [api.py:88]   File \"/srv/eng/client.py\", line 4"
+        ", in next_output",
+        "(Frontend pid=77) ERROR 01-02 10:00:00 [api.py:88]     raise self._dead_error()",
+        "(Frontend pid=77) ERROR 01-02 10:00:00 [api.py:88] eng.errors.EngineDeadError: the "
+        "engine core died; see its log for the cause",
+        '(Frontend pid=77) INFO:     10.1.2.3:5511 - "POST /v1/completions HTTP/1.1" 200 OK',
+    ]
+    assert _answer(lines) == "runtime_crash"
+
+
+def test_an_error_before_the_first_served_request_after_start_up_lines_did_not_stop_it() -> None:
+    """The control: start-up lines, an optional part's traceback, then requests answered: the
+    server came up despite it (healthy)."""
+    lines = [
+        *START,
+        "Traceback (most recent call last):",
+        '  File "/srv/eng/plugins.py", line 3, in <module>',
+        "ModuleNotFoundError: No module named 'optional_metrics'",
+        '10.1.2.3:5511 - "POST /v1/completions HTTP/1.1" 200 OK',
+        '10.1.2.3:5512 - "POST /v1/completions HTTP/1.1" 200 OK',
+    ]
+    assert _answer(lines) == "ok"

@@ -1100,6 +1100,22 @@ def _ready_line(log: _Log, milestones: Sequence[Milestone]) -> int | None:
     return last if last is not None else first_serving
 
 
+def _began_serving(log: _Log, milestones: Sequence[Milestone], ready_at: int) -> bool:
+    """Whether the readiness at ``ready_at`` is only a served request (no line says the server
+    is ready) that follows a failure the excerpt begins with (nothing but the failure's own
+    traceback lines before it): the excerpt begins while the server serves, and the failure
+    happened while it served."""
+    ready = [_compile(m.pattern) for m in milestones if m.phase == Phase.READY]
+    if any(r.search(log.raw[ready_at]) for r in ready):
+        return False
+    before = log.until(ready_at)
+    sig = _signals(before, milestones)
+    first = min((i for i in (sig.exception, sig.error) if i is not None), default=None)
+    if first is None:
+        return False
+    return all(_in_trace(text) or not text.strip() for text in before.text[:first])
+
+
 def _rank_died_before(log: _Log, ready_at: int) -> str | None:
     """The rank (or process) whose traceback, ended by an exception, is the last it wrote
     before another rank wrote the ready line at ``ready_at``: it died there, and the server
@@ -1500,6 +1516,10 @@ def _classify_log(
         engine = found_engine[0]  # what the log says wins over the name it was launched as
     sig = _signals(log, milestones)
     ready_at = _ready_line(log, milestones)
+    if ready_at is not None and _began_serving(log, milestones, ready_at):
+        # The excerpt starts while the server serves: what failed before its first answered
+        # request failed while serving (that answer was under way when the engine died).
+        ready_at = None
     dead = _rank_died_before(log, ready_at) if ready_at is not None else None
     if dead is not None and ready_at is not None:
         # One rank died before another was ready: that death is the first fatal event, and

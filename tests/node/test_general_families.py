@@ -554,3 +554,61 @@ def test_an_error_before_the_first_served_request_after_start_up_lines_did_not_s
         '10.1.2.3:5512 - "POST /v1/completions HTTP/1.1" 200 OK',
     ]
     assert _answer(lines) == "ok"
+
+
+@pytest.mark.parametrize(
+    "frames",
+    [
+        [
+            "ERROR:    Exception in ASGI application",
+            "ERROR:    Traceback (most recent call last):",
+            'ERROR:      File "/usr/lib/python3/site-packages/starlette/routing.py", line 70, in app',
+            "ERROR:        response = await func(request)",
+            'ERROR:      File "/srv/eng/entrypoints/openai/server.py", line 210, in create_chat_'
+            "completion",
+            "ERROR:        gen = await handler.create_chat_completion(req, raw)",
+        ],
+        [
+            "Traceback (most recent call last):",
+            '  File "/usr/lib/python3/site-packages/aiohttp/web_protocol.py", line 452, in '
+            "_handle_request",
+            "    resp = await request_handler(request)",
+            '  File "/srv/eng/api.py", line 55, in completion_stream_generator',
+            "    async for out in results:",
+        ],
+    ],
+)
+def test_a_traceback_cut_in_a_request_handler_is_a_crash_while_serving(frames: list[str]) -> None:
+    """The frames of an HTTP request's handler say the server was up and serving, whatever
+    was (or was not) logged of its start: a crash after ready, not a start-up failure."""
+    failure = diagnose_text("\n".join(frames)).failure
+    assert failure is not None
+    assert (failure.cause.value, failure.phase.value) == ("runtime_crash", "benchmark")
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "ValueError: this accelerator build serves prompts of at most 4096 tokens (received a "
+        "prompt with 9120 tokens)",
+        "ValueError: This model's maximum context length is 8192 tokens. However, you requested "
+        "12000 tokens in the messages.",
+        "ValueError: Input is too long for the model: 33000 > 32768",
+        "ValueError: prompt is longer than the model supports (40960 > 32768)",
+    ],
+)
+def test_a_request_that_does_not_fit_while_serving_is_a_benchmark_error(message: str) -> None:
+    """A request refused for its size by a server that stays up: the requests failed, the
+    server did not (docs/failures.md: 4xx, the request does not fit the server)."""
+    lines = [
+        "ERROR 01-02 10:00:00 [chat.py:90] Traceback (most recent call last):",
+        'ERROR 01-02 10:00:00 [chat.py:90]   File "/srv/eng/entrypoints/chat.py", line 40, in '
+        "chat_completion_stream_generator",
+        "ERROR 01-02 10:00:00 [chat.py:90]     async for res in result_generator:",
+        f"ERROR 01-02 10:00:00 [chat.py:90] {message}",
+    ]
+    failure = diagnose_text("\n".join(lines)).failure
+    assert failure is not None
+    assert (failure.cause.value, failure.phase.value) == ("benchmark_errors", "benchmark")
+    # the same words with no sign of serving say nothing of a request
+    assert _answer(["INFO loading model /models/x", message]) != "benchmark_errors"

@@ -373,6 +373,16 @@ GENERIC_MILESTONES: tuple[Milestone, ...] = (
         r"HTTP Request: [A-Z]+ https?://\S+ \"HTTP/[\d.]+ [1-5]\d\d\b",
         label="serving",
     ),
+    Milestone(
+        phase=Phase.BENCHMARK,
+        # the frames of an HTTP request's handler (ASGI, aiohttp, an OpenAI-style endpoint): a
+        # request was being answered, so the server was up, whatever its log kept of its start
+        pattern=r"Exception in ASGI application|\bin run_asgi$|"
+        r"/(?:starlette|fastapi)/routing\.py\", line \d+, in |"
+        r"/aiohttp/web_protocol\.py\", line \d+, in _handle_request|"
+        r"\", line \d+, in (?:create_(?:chat_)?completion|(?:chat_)?completion_stream_generator)$",
+        label="request",
+    ),
 )
 
 

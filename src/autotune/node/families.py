@@ -68,6 +68,8 @@ DECISIVE = 3.0  # a clue this strong names its family wherever it stands in a me
 REFINE = 1.2  # the least score of a family that says which kind of a broader one it was
 
 _TIMEOUT = "timeout"  # timeout words: a watchdog while serving, a start-up timeout before
+_TOO_LONG = "too long"  # a request longer than the server takes: while serving, its requests
+# failed and it stayed up (benchmark_errors); before the server was up, no request was sent
 
 
 @dataclass(frozen=True)
@@ -627,6 +629,14 @@ WORDS: tuple[_Clue, ...] = _clues(
     ),
     # a benchmark's own summary that some of its requests failed
     (Cause.BENCHMARK_ERRORS, 3.0, r"^\s*Failed requests:\s+[1-9]\d*\s*$"),
+    # a request refused for its length: a prompt or input longer than the model or build takes
+    (
+        _TOO_LONG,
+        3.5,
+        r"(?i:\bprompts? (?:\w+ ){0,3}(?:longer than|of at most|too long)|maximum context "
+        r"length is \d+|\binput (?:is )?too long\b|(?:prompt|input|request) (?:\w+ )?exceeds? "
+        r"(?:the )?(?:model'?s? )?(?:maximum|max|context))",
+    ),
     # --- status codes ---------------------------------------------------------------------------
     # An error code's meaning is the same whichever library reports it (CUDA runtime and
     # driver, cuDNN, cuBLAS, HIP, Vulkan, SYCL and Level Zero): an allocation that failed, a
@@ -1060,6 +1070,10 @@ def _scores(lines: Sequence[Focus], *, running: bool) -> dict[Cause, _Score]:
         for family, weight in _line_scores(focus).items():
             if family == _TIMEOUT:
                 cause = Cause.WATCHDOG_TIMEOUT if running else Cause.STARTUP_TIMEOUT
+            elif family == _TOO_LONG:
+                if not running:
+                    continue
+                cause = Cause.BENCHMARK_ERRORS
             else:
                 assert isinstance(family, Cause)
                 cause = family

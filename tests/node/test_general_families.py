@@ -612,3 +612,18 @@ def test_a_request_that_does_not_fit_while_serving_is_a_benchmark_error(message:
     assert (failure.cause.value, failure.phase.value) == ("benchmark_errors", "benchmark")
     # the same words with no sign of serving say nothing of a request
     assert _answer(["INFO loading model /models/x", message]) != "benchmark_errors"
+
+
+def test_an_engine_that_dies_with_requests_running_crashed_while_serving() -> None:
+    """A scheduler's dump with requests running says the server was serving when its engine
+    reported a fatal error: a crash after ready (nothing names a narrower family)."""
+    lines = [
+        "(Core pid=31) ERROR 01-02 10:00:00 [dump.py:70] Dumping scheduler output: new_reqs=[], "
+        "finished_req_ids=[]",
+        "(Core pid=31) ERROR 01-02 10:00:00 [dump.py:79] Dumping scheduler stats: "
+        "SchedulerStats(num_running_reqs=5, num_waiting_reqs=2, kv_cache_usage=0.4)",
+        "(Core pid=31) ERROR 01-02 10:00:00 [core.py:700] The engine core hit a fatal error.",
+    ]
+    failure = diagnose_text("\n".join(lines)).failure
+    assert failure is not None
+    assert (failure.cause.value, failure.phase.value) == ("runtime_crash", "benchmark")

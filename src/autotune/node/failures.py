@@ -369,6 +369,8 @@ GENERIC_MILESTONES: tuple[Milestone, ...] = (
         r"batch\{batch_size=\d+\}:(?:prefill|decode)|"
         r"Avg prompt throughput|"
         r"#running-req|"
+        # a scheduler's own count (its stats, or their dump after a failure) of requests running
+        r"\b(?:num_)?running_reqs=[1-9]|"
         # a client's record of a response (httpx) or a benchmark's report: the server answered
         r"HTTP Request: [A-Z]+ https?://\S+ \"HTTP/[\d.]+ [1-5]\d\d\b",
         label="serving",

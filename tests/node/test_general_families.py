@@ -627,3 +627,24 @@ def test_an_engine_that_dies_with_requests_running_crashed_while_serving() -> No
     failure = diagnose_text("\n".join(lines)).failure
     assert failure is not None
     assert (failure.cause.value, failure.phase.value) == ("runtime_crash", "benchmark")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # the collective libraries of other accelerators, NCCL's counterparts, in their words
+        "RuntimeError: oneCCL: comm_selector.cpp:57 create: EXCEPTION: device node not found",
+        "RuntimeError: CNCL error: unhandled system error",
+        "RuntimeError: BKCL_ERROR: bkcl_init_rank failed with code 3",
+        "RuntimeError: MCCL error: remote process exited or there was a network error",
+    ],
+)
+def test_any_vendors_collective_library_failing_is_a_collective_error(line: str) -> None:
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/srv/eng/worker/dev_worker.py", line 80, in init_device',
+        "    torch.distributed.all_reduce(torch.zeros(1).to(self.device))",
+        line,
+    ]
+    assert _answer(lines) == "nccl_error"
+    assert _answer([line]) == "nccl_error"

@@ -486,6 +486,14 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"fail|unhandled (?:cuda|system) error|Test NCCL failure|ncclCommInit\w* failed|"
         r"(?i:got completion with error)|NET/IB.*[Ee]rror|Transport init error|MPI_ABORT|MPI error",
     ),
+    # the collective libraries of other accelerators (Intel's oneCCL, Cambricon's CNCL, Kunlun's
+    # BKCL, Moore Threads' MCCL, ...) failing, in their own words: NCCL's family by what they are
+    (
+        Cause.NCCL_ERROR,
+        3.5,
+        r"\b(?i:one ?ccl|torch[-_]ccl)\b.{0,80}(?i:error|fail|exception)|"
+        r"\b(?:CNCL|BKCL|MCCL|ECCL|XCCL|TCCL)(?:_| )?(?:error|ERROR|fail|FAIL)",
+    ),
     # the transports that carry the ranks' traffic failing: Gloo's mesh, peer-to-peer access
     # between GPUs, RDMA verbs and UCX (whose "Cannot allocate memory" is the locked-memory
     # limit, not the host running out); weighed above the memory words

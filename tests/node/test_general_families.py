@@ -648,3 +648,20 @@ def test_any_vendors_collective_library_failing_is_a_collective_error(line: str)
     ]
     assert _answer(lines) == "nccl_error"
     assert _answer([line]) == "nccl_error"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[TRT-LLM][ERROR] Assertion failed: Failed to deserialize cuda engine (/src/runtime/"
+        "rt.cpp:72)",
+        "E1203 10:00:00.1 model.cc:91] failed to load 'llm': Internal: unable to deserialize "
+        "the engine plan /models/llm/1/rank0.engine",
+        "RuntimeError: Deserialization of the serialized engine failed",
+    ],
+)
+def test_an_engine_file_that_will_not_deserialize_was_built_by_another_version(line: str) -> None:
+    """A serialised engine or plan the runtime cannot read back was built by another version
+    of it (docs/failures.md: two parts built for different versions, the ABI family), even
+    when the runtime words it as a failed check."""
+    assert _answer(["I1203 10:00:00.0 loading model 'llm'", line]) == "import_error"

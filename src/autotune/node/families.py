@@ -383,6 +383,10 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"(?:not compatible|incompatible) with (?:this|the (?:current|installed|running)) "
         r"version|[Vv]ersion(?: [\w.+-]+)? (?:tag )?(?:does not|doesn't|do not) match|"
         r"[Vv]ersion mismatch|Mismatch(?:Exception|Error)\b|"
+        # a serialised engine or plan the runtime cannot read back (built by another version)
+        r"(?i:(?:failed|unable|cannot|could not) to deserializ\w* (?:the |a |cuda |trt |"
+        r"tensorrt )*(?:engine|plan)|deserializ\w* of (?:the )?(?:serialized )?(?:cuda )?"
+        r"(?:engine|plan) failed)|"
         r"(?:built|compiled) (?:against|with) (?:a )?different|mismatched versions?|"
         # a toolkit that is not the one the framework was built with
         r"mismatches the version that was used to compile",

@@ -665,3 +665,20 @@ def test_an_engine_file_that_will_not_deserialize_was_built_by_another_version(l
     of it (docs/failures.md: two parts built for different versions, the ABI family), even
     when the runtime words it as a failed check."""
     assert _answer(["I1203 10:00:00.0 loading model 'llm'", line]) == "import_error"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "subprocess.CalledProcessError: Command '['/opt/venv/lib/python3.12/site-packages/"
+        "kernels/bin/ptxas', '--gpu-name=sm_120', '/tmp/k.ptx', '-o', '/tmp/k.o']' returned "
+        "non-zero exit status 255.",
+        "RuntimeError: command ['nvcc', '-arch=sm_103a', '-c', 'attn.cu'] exited with code 1",
+        "subprocess.CalledProcessError: Command '['hipcc', '--offload-arch=gfx1151', '-O3', "
+        "'k.hip']' returned non-zero exit status 1.",
+    ],
+)
+def test_a_kernel_compiler_failing_for_the_gpu_it_targets_refuses_the_gpu(line: str) -> None:
+    """A kernel compiler run for this GPU's architecture that exits with an error: the build
+    cannot make code for that GPU (its words are in the compiler's own output, not here)."""
+    assert _answer(["INFO compiling kernels for the first forward", line]) == "arch_unsupported"

@@ -250,6 +250,17 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"support|\bAVX\w*\b.{0,40}not supported|"
         r"(?:GPU|device|gpu) arch(?:itecture)? ['\"`]?\w+['\"`]? is not supported",
     ),
+    # a kernel compiler (ptxas, nvcc, hipcc, ...) run for a named GPU architecture that exits
+    # with an error: it cannot build code for that GPU
+    (
+        Cause.ARCH_UNSUPPORTED,
+        3.0,
+        r"^(?=.*\b(?:ptxas|nvcc|hipcc|clang\+\+|nvrtc)\b)"
+        r"(?=.*(?:--gpu-name|-arch|--offload-arch|--gpu-architecture)[= ]['\"]?(?:sm_|compute_|"
+        r"gfx)\d)"
+        r"(?=.*(?:non-zero exit|exit(?:ed)? (?:with )?(?:status|code) [1-9]|returned [1-9]|"
+        r"failed\b))",
+    ),
     # the kernel compiler (Triton's MLIR and LLVM) cannot lower a kernel for this GPU: an
     # instruction it cannot select, a check of its own that fails
     (

@@ -682,3 +682,27 @@ def test_a_kernel_compiler_failing_for_the_gpu_it_targets_refuses_the_gpu(line: 
     """A kernel compiler run for this GPU's architecture that exits with an error: the build
     cannot make code for that GPU (its words are in the compiler's own output, not here)."""
     assert _answer(["INFO compiling kernels for the first forward", line]) == "arch_unsupported"
+
+
+@pytest.mark.parametrize(
+    "warning",
+    [
+        "WARNING: unknown architecture: NovaForCausalLM, trying it as LlamaForCausalLM",
+        " !! Warning, unknown architecture: NovaForConditionalGeneration",
+        "[W] architecture NovaForCausalLM is not recognised; falling back to the Llama loader",
+    ],
+)
+def test_a_loader_warned_of_an_unknown_architecture_before_a_cut_load_traceback(
+    warning: str,
+) -> None:
+    """A loader that warns it does not know the model's architecture, then a traceback from
+    loading the model cut before its exception: the model is not supported."""
+    lines = [
+        warning,
+        "Traceback (most recent call last):",
+        '  File "/srv/app/main.py", line 40, in start',
+        "    await model.load_model(path)",
+        '  File "/srv/app/model.py", line 79, in load_model',
+        "    async for _ in load_model_gen(path):",
+    ]
+    assert _answer(lines) == "model_unsupported"

@@ -334,7 +334,12 @@ WORDS: tuple[_Clue, ...] = _clues(
         # a layer's weight the loader looks for and does not find ("model.layers.0.mlp.*")
         r"(?:[Cc]ould not|[Cc]annot|[Uu]nable to) (?:find|locate) (?:key |weight |tensor )?"
         r"['\"`]?(?:model\.)?(?:layers|h|blocks|transformer)\.\d+\.|"
-        r"(?i:unsupported|unknown|unrecognized) model(?: \w+)?: ['\"`]?[A-Z]\w+",
+        r"(?i:unsupported|unknown|unrecognized) model(?: \w+)?: ['\"`]?[A-Z]\w+|"
+        # a model's class (a name of the For/Model/LM shape, never a GPU's) its loader does
+        # not know: "unknown architecture: XForCausalLM", "architecture X is not recognised"
+        r"(?i:unknown|unsupported|unrecogni[sz]ed) architecture:? ['\"`]?\w+(?:For[A-Z]\w*|"
+        r"LMHeadModel)\b|\barchitecture ['\"`]?\w+(?:For[A-Z]\w*|LMHeadModel)['\"`]? (?:is )?"
+        r"not (?:recogni[sz]ed|known)",
     ),
     # a model refused in other words: its "arch" or name not supported, an architecture name
     # (not a GPU's: sm_XX, gfx...) the loader does not support

@@ -20,6 +20,7 @@ Each case is written for this test, in the shape such logs take, not copied from
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -706,3 +707,42 @@ def test_a_loader_warned_of_an_unknown_architecture_before_a_cut_load_traceback(
         "    async for _ in load_model_gen(path):",
     ]
     assert _answer(lines) == "model_unsupported"
+
+
+# SGLang 0.5.17's own capture lines, as recorded on the GPU test machine (tests/data/gpu-crashlogs)
+GPU_LOGS = Path(__file__).resolve().parents[1] / "data" / "gpu-crashlogs"
+
+
+def _gpu_lines(name: str, first: int, last: int) -> list[str]:
+    with (GPU_LOGS / f"sglang-0.5.17-{name}.log").open(encoding="utf-8", newline="") as fh:
+        lines = fh.read().split("\n")  # a progress bar's carriage returns stay in its line
+    return lines[first - 1 : last]
+
+
+def test_sglang_0_5_17s_capture_words_say_when_a_capture_runs_and_ends() -> None:
+    """"Capture target prefill CUDA graph begin" ... "Capture target decode CUDA graph end":
+    a log cut after a capture began and before it ended stops in the capture (a saved excerpt
+    that stops there: the capture's failure), one cut after it ended does not."""
+    running = _gpu_lines("healthy-baseline", 28, 33)  # the decode capture began, no end
+    assert running[-1].startswith("[2026-12-06 02:23:45] Capture target decode CUDA graph begin")
+    failure = diagnose_text("\n".join(running), engine="sglang").failure
+    assert failure is not None
+    assert (failure.cause.value, failure.phase.value) == ("cuda_graph_capture", "graph_capture")
+    ended = _gpu_lines("healthy-baseline", 28, 35)  # both captures ended
+    failure = diagnose_text("\n".join(ended), engine="sglang").failure
+    assert failure is not None and failure.cause.value == "startup_timeout"
+
+
+def test_a_capture_that_stalls_until_the_program_is_stopped_is_a_startup_timeout() -> None:
+    """The capture began, made no progress and raised nothing; the program was then stopped
+    from outside (the interpreter's shutdown report follows): a start-up that ran out of
+    time in the capture, not a capture that failed (tests/data/gpu-crashlogs: induced with
+    ``--max-total-tokens 64``, stopped at the probe's limit)."""
+    lines = _gpu_lines("max-total-tokens-64-capture-stall", 1, 33)
+    failure = diagnose_text("\n".join(lines), engine="sglang").failure
+    assert failure is not None
+    assert (failure.cause.value, failure.phase.value) == ("startup_timeout", "graph_capture")
+    # the same capture, the log cut before the shutdown report: it stops in the capture
+    assert "leaked semaphore" in lines[31] and "leaked" not in "".join(lines[:31])
+    failure = diagnose_text("\n".join(lines[:31]), engine="sglang").failure
+    assert failure is not None and failure.cause.value == "cuda_graph_capture"

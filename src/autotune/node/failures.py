@@ -206,13 +206,16 @@ _STACK_HEADER = re.compile(
 )
 
 _CAPTURE_RUNNING = re.compile(
-    r"Capturing CUDA graph|Capture cuda graph begin|Capturing batches|Capturing cudagraphs|"
-    r"Capturing the model for CUDA graphs"
+    r"Capturing CUDA graph|Capture (?:\w+ ){0,3}(?:cuda|CUDA) graph begin|Capturing batches|"
+    r"Capturing cudagraphs|Capturing the model for CUDA graphs|Capturing num tokens"
 )
 _CAPTURE_DONE = re.compile(
-    r"Capture cuda graph end|Graph capturing finished|graph capturing finished|"
-    r"Capturing[^|]*:\s*100%"
+    r"Capture (?:\w+ ){0,3}(?:cuda|CUDA) graph end|Graph capturing finished|"
+    r"graph capturing finished|Capturing[^|]*:\s*100%"
 )
+# The interpreter's report as it shuts down (multiprocessing's resource tracker): the program
+# ended; with no error before it, it was stopped from outside (a start-up limit), not crashed.
+_SHUTDOWN = re.compile(r"resource_tracker: There appear to be \d+ leaked|to clean up at shutdown")
 _SIZE = r"-?[\d.,]+\s?(?:[KMGT]i?B|bytes)"
 _SIZES = (
     re.compile(rf"Tried to allocate (?P<a>{_SIZE})"),
@@ -1751,7 +1754,10 @@ def _classify_log(
         )
     if at is None and not sig.ready and exit_code is None and reached not in _RUNNING:
         # The log stops during start-up with no error: a hang (or a capture that died).
-        if sig.capture_running is not None:
+        stopped = sig.capture_running is not None and any(
+            _SHUTDOWN.search(t) for t in log.text[sig.capture_running :]
+        )
+        if sig.capture_running is not None and not stopped:
             cause, at = Cause.CUDA_GRAPH_CAPTURE, sig.capture_running
             message = "the log stops while CUDA graphs are captured: " + _message(log, at)
             where = Phase.GRAPH_CAPTURE

@@ -533,7 +533,7 @@ def test_an_error_before_the_first_served_request_of_an_excerpt_that_starts_serv
     engine dead: the access-log line after it is a request answered before the death was
     noticed, not the moment the server became ready."""
     lines = [
-        "(Frontend pid=77) ERROR 01-02 10:00:00 [api.py:88]   File \"/srv/eng/client.py\", line 4"
+        '(Frontend pid=77) ERROR 01-02 10:00:00 [api.py:88]   File "/srv/eng/client.py", line 4'
         ", in next_output",
         "(Frontend pid=77) ERROR 01-02 10:00:00 [api.py:88]     raise self._dead_error()",
         "(Frontend pid=77) ERROR 01-02 10:00:00 [api.py:88] eng.errors.EngineDeadError: the "
@@ -563,7 +563,8 @@ def test_an_error_before_the_first_served_request_after_start_up_lines_did_not_s
         [
             "ERROR:    Exception in ASGI application",
             "ERROR:    Traceback (most recent call last):",
-            'ERROR:      File "/usr/lib/python3/site-packages/starlette/routing.py", line 70, in app',
+            'ERROR:      File "/usr/lib/python3/site-packages/starlette/routing.py", line 70, '
+            "in app",
             "ERROR:        response = await func(request)",
             'ERROR:      File "/srv/eng/entrypoints/openai/server.py", line 210, in create_chat_'
             "completion",
@@ -720,7 +721,7 @@ def _gpu_lines(name: str, first: int, last: int) -> list[str]:
 
 
 def test_sglang_0_5_17s_capture_words_say_when_a_capture_runs_and_ends() -> None:
-    """"Capture target prefill CUDA graph begin" ... "Capture target decode CUDA graph end":
+    """ "Capture target prefill CUDA graph begin" ... "Capture target decode CUDA graph end":
     a log cut after a capture began and before it ended stops in the capture (a saved excerpt
     that stops there: the capture's failure), one cut after it ended does not."""
     running = _gpu_lines("healthy-baseline", 28, 33)  # the decode capture began, no end
@@ -746,3 +747,39 @@ def test_a_capture_that_stalls_until_the_program_is_stopped_is_a_startup_timeout
     assert "leaked semaphore" in lines[31] and "leaked" not in "".join(lines[:31])
     failure = diagnose_text("\n".join(lines[:31]), engine="sglang").failure
     assert failure is not None and failure.cause.value == "cuda_graph_capture"
+
+
+@pytest.mark.parametrize(
+    ("lines", "want"),
+    [
+        # a supervisor that stops its own idle worker: the kill, then its word that the stop
+        # went as meant
+        (
+            [
+                "2024/01/02 10:00:00 runner.go:88: signal: killed",
+                "2024/01/02 10:00:00 runner.go:91: model runner stopped successfully",
+            ],
+            "ok",
+        ),
+        (
+            [
+                "worker 3 exited on signal 9 (SIGKILL)",
+                "worker pool: worker 3 shut down cleanly",
+            ],
+            "ok",
+        ),
+        # the kill alone, or followed by a failure, is still a kill
+        (["2024/01/02 10:00:00 runner.go:88: signal: killed"], "host_oom"),
+        (
+            [
+                "2024/01/02 10:00:00 runner.go:88: signal: killed",
+                '2024/01/02 10:00:00 sched.go:40: error loading model: "runner terminated"',
+            ],
+            "host_oom",
+        ),
+    ],
+)
+def test_a_kill_its_supervisor_reports_as_a_clean_stop_is_no_failure(
+    lines: list[str], want: str
+) -> None:
+    assert _answer(lines) == want

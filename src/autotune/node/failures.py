@@ -180,6 +180,13 @@ _IGNORED = re.compile(
     r"^(?:Ignor(?:e|ed|ing)|Skip(?:ped|ping)?)\b[\w .-]{0,40}?\b(?:errors?|exceptions?)\b|"
     r"\b(?:[Ee]rror|[Ee]xception)s? (?:was |were |is |are )?(?:ignored|skipped)\b(?! in: )"
 )
+# A kill its sender reports, on the next line, as a stop that went as meant ("signal: killed",
+# then "runner stopped successfully"): a supervisor stopping its own worker, no failure.
+_KILL = re.compile(r"(?i:signal:? killed|signal:? 9\b|\bSIGKILL\b|\bkilled\b)")
+_STOPPED_CLEANLY = re.compile(
+    r"(?i:\b(?:stopped|shut ?down|exited|terminated|unloaded) "
+    r"(?:successfully|cleanly|gracefully)\b)"
+)
 # Exceptions that only echo another process's failure: the first fatal event is elsewhere.
 _ECHO = re.compile(
     r"EngineDeadError|Engine core initialization failed|Engine process failed to start|"
@@ -440,6 +447,8 @@ class _Log:
     raw: tuple[str, ...]
     text: tuple[str, ...]
     warning: tuple[bool, ...]
+    # the log ends in a kill its sender called a clean stop (_stopped_on_purpose)
+    stopped: bool = False
 
     @classmethod
     def read(cls, lines: Sequence[str]) -> _Log:
@@ -450,11 +459,18 @@ class _Log:
             LogLine(raw="", text="") if _IGNORED.search(r.text[:HEAD]) else r
             for r in _one_per_rank(parse_log(lines))
         )
+        stops = [i for i in range(len(records)) if _stopped_on_purpose(records, i)]
+        last = max((i for i, r in enumerate(records) if r.text.strip()), default=None)
+        records = tuple(
+            LogLine(raw="", text="") if i in stops else r for i, r in enumerate(records)
+        )
         return cls(
             records=records,
             raw=tuple(r.raw for r in records),
             text=tuple(r.text for r in records),
             warning=tuple(r.is_warning for r in records),
+            # the clean stop is the log's last word
+            stopped=bool(stops) and last is not None and _next_message(records, stops[-1]) == last,
         )
 
     def since(self, start: int) -> _Log:
@@ -486,6 +502,20 @@ class _Log:
         text = tuple("" if k else t for t, k in zip(self.text, skip, strict=True))
         raw = tuple("" if k else r for r, k in zip(self.raw, skip, strict=True))
         return text, raw
+
+
+def _next_message(records: Sequence[LogLine], at: int) -> int | None:
+    """Index of the first record after ``at`` with a message."""
+    return next((i for i in range(at + 1, len(records)) if records[i].text.strip()), None)
+
+
+def _stopped_on_purpose(records: Sequence[LogLine], at: int) -> bool:
+    """Whether the record at ``at`` reports a kill that the next record with a message calls
+    a clean stop (the sender stopping its own worker, not a failure)."""
+    if not _KILL.search(records[at].text[:HEAD]):
+        return False
+    after = _next_message(records, at)
+    return after is not None and bool(_STOPPED_CLEANLY.search(records[after].text[:HEAD]))
 
 
 def _wrapped_match(
@@ -1752,6 +1782,10 @@ def _classify_log(
             ),
             False,
         )
+    if at is None and whole.stopped and not bad_exit:
+        # It ends in a kill its sender called a clean stop, and nothing failed before it.
+        quiet = _make(ctx, cause=Cause.UNKNOWN, phase=Phase.TEARDOWN, hint="", evidence=[])
+        return quiet, True
     if at is None and not sig.ready and exit_code is None and reached not in _RUNNING:
         # The log stops during start-up with no error: a hang (or a capture that died).
         stopped = sig.capture_running is not None and any(

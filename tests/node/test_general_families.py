@@ -783,3 +783,15 @@ def test_a_kill_its_supervisor_reports_as_a_clean_stop_is_no_failure(
     lines: list[str], want: str
 ) -> None:
     assert _answer(lines) == want
+
+
+def test_a_loggers_advice_after_an_exception_is_no_part_of_its_message() -> None:
+    """An exception's message goes on in lines without a logger's record of their own; an
+    INFO record after it is the engine's routine advice (which names the KV cache's knobs),
+    not what the exception said."""
+    lines = [
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 64.00 MiB. GPU",
+        "INFO 01-02 10:00:00 runner.py:80] Capturing graphs takes 1-3 GiB; if you run out of "
+        "memory, lower gpu_memory_utilization or the KV cache size.",
+    ]
+    assert _answer(lines) == "cuda_oom"

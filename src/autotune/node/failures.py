@@ -1209,10 +1209,13 @@ def _message_lines(log: _Log, at: int) -> list[Focus]:
     bare = bool(_BARE_EXCEPTION.match(log.text[at].strip()))
     indented = at + 1 < len(log.text) and log.text[at + 1][:1].isspace()
     longest = 8 if indented or bare else 3
+    level = log.records[at].level
     for j in range(at + 1, min(len(log.text), at + 1 + longest)):
         text = log.text[j]
         if not text.strip() or _FRAME.match(text) or _is_exception(text) or _TRACEBACK in text:
             break
+        if log.records[j].level not in (None, level):
+            break  # a logger's record of its own (an INFO line's advice), not the message
         lines.append(Focus(j, text, EXCEPTION_LINE, raw=log.raw[j]))
     # An error that tells its cause chain below it (Rust's "Caused by:", Go's wrapped errors):
     # the causes are the same message, read with it.

@@ -795,3 +795,25 @@ def test_a_loggers_advice_after_an_exception_is_no_part_of_its_message() -> None
         "memory, lower gpu_memory_utilization or the KV cache size.",
     ]
     assert _answer(lines) == "cuda_oom"
+
+
+@pytest.mark.parametrize(
+    ("record", "want"),
+    [
+        (
+            "future: <Task finished name='Task-3' coro=<Loop.run() done, defined at /srv/r.py:10> "
+            "exception=RuntimeError('CUDA error: an illegal memory access was encountered')>",
+            "runtime_crash",
+        ),
+        # Triton rejecting a kernel's source: the kernels were written for another Triton
+        (
+            "future: <Task finished name='Task-3' coro=<Loop.run() done, defined at /srv/r.py:10> "
+            "exception=CompilationError('at 12:4:\\ndef _attn_kernel(\\n    Q, K, V,\\n')>",
+            "import_error",
+        ),
+    ],
+)
+def test_an_asyncio_tasks_exception_record_is_its_exception(record: str, want: str) -> None:
+    """asyncio's report of a task that ended in an exception ("future: <Task finished ...
+    exception=X('...')>") is that exception, not a line to read past (the log then stops)."""
+    assert _answer(["INFO 01-02 10:00:00 router ready, waiting for requests", record]) == want

@@ -407,6 +407,9 @@ WORDS: tuple[_Clue, ...] = _clues(
         # a toolkit that is not the one the framework was built with
         r"mismatches the version that was used to compile",
     ),
+    # Triton's front end rejecting a kernel's source ("CompilationError: at 38:4: def _k(..."):
+    # the kernels were written for another version of the compiler than the one installed
+    (Cause.IMPORT_ERROR, 3.0, r"\bCompilationError: at \d+:\d+:"),
     # a package named as missing, compiled operators missing from the build, an install that
     # never finished: the installation, whatever failed because of it (a check, a lookup)
     (

@@ -52,7 +52,8 @@ SILENT_CRASHES = {"sglang-088", "sglang-089", "llamacpp-032"}
 # batch o 27/46 and 10/26. The whole-corpus floors went down with batch o, not with a rule.
 # Tenth round (issue-51-r10): the second blind set joined as batch p, all tuning (read whole
 # first), first measured at 33/81; the whole-corpus floors keep to the batches before it
-# (tuning 393/427 at the start of the round) and batch p has its own floor.
+# (tuning 393/427, held out 183/244, unmoved by the round) and batch p has its own floor:
+# 43/81 after the round's mechanisms (each tested with lines of its own).
 FLOORS = {
     ("tuning", None): 0.91,
     ("heldout", None): 0.74,
@@ -85,7 +86,7 @@ FLOORS = {
     ("heldout", FIFTEENTH): 0.8,
     ("tuning", SIXTEENTH): 0.55,
     ("heldout", SIXTEENTH): 0.35,
-    ("tuning", SEVENTEENTH): 0.4,
+    ("tuning", SEVENTEENTH): 0.5,
 }
 
 

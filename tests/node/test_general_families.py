@@ -20,6 +20,7 @@ Each case is written for this test, in the shape such logs take, not copied from
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -520,3 +521,299 @@ def test_an_http_error_status_seen_by_a_client_is_a_benchmark_error(line: str) -
 )
 def test_a_model_file_or_class_this_build_cannot_load_is_the_models(line: str) -> None:
     assert _answer(["INFO loading model /models/x", line]) == "model_unsupported"
+
+
+# --- tenth round: mechanisms from the second blind set (batch p), each with lines of its own --
+
+
+def test_an_error_before_the_first_served_request_of_an_excerpt_that_starts_serving_counts() -> (
+    None
+):
+    """An excerpt that starts while the server serves (no start-up line in it) and shows the
+    engine dead: the access-log line after it is a request answered before the death was
+    noticed, not the moment the server became ready."""
+    lines = [
+        '(Frontend pid=77) ERROR 01-02 10:00:00 [api.py:88]   File "/srv/eng/client.py", line 4'
+        ", in next_output",
+        "(Frontend pid=77) ERROR 01-02 10:00:00 [api.py:88]     raise self._dead_error()",
+        "(Frontend pid=77) ERROR 01-02 10:00:00 [api.py:88] eng.errors.EngineDeadError: the "
+        "engine core died; see its log for the cause",
+        '(Frontend pid=77) INFO:     10.1.2.3:5511 - "POST /v1/completions HTTP/1.1" 200 OK',
+    ]
+    assert _answer(lines) == "runtime_crash"
+
+
+def test_an_error_before_the_first_served_request_after_start_up_lines_did_not_stop_it() -> None:
+    """The control: start-up lines, an optional part's traceback, then requests answered: the
+    server came up despite it (healthy)."""
+    lines = [
+        *START,
+        "Traceback (most recent call last):",
+        '  File "/srv/eng/plugins.py", line 3, in <module>',
+        "ModuleNotFoundError: No module named 'optional_metrics'",
+        '10.1.2.3:5511 - "POST /v1/completions HTTP/1.1" 200 OK',
+        '10.1.2.3:5512 - "POST /v1/completions HTTP/1.1" 200 OK',
+    ]
+    assert _answer(lines) == "ok"
+
+
+@pytest.mark.parametrize(
+    "frames",
+    [
+        [
+            "ERROR:    Exception in ASGI application",
+            "ERROR:    Traceback (most recent call last):",
+            'ERROR:      File "/usr/lib/python3/site-packages/starlette/routing.py", line 70, '
+            "in app",
+            "ERROR:        response = await func(request)",
+            'ERROR:      File "/srv/eng/entrypoints/openai/server.py", line 210, in create_chat_'
+            "completion",
+            "ERROR:        gen = await handler.create_chat_completion(req, raw)",
+        ],
+        [
+            "Traceback (most recent call last):",
+            '  File "/usr/lib/python3/site-packages/aiohttp/web_protocol.py", line 452, in '
+            "_handle_request",
+            "    resp = await request_handler(request)",
+            '  File "/srv/eng/api.py", line 55, in completion_stream_generator',
+            "    async for out in results:",
+        ],
+    ],
+)
+def test_a_traceback_cut_in_a_request_handler_is_a_crash_while_serving(frames: list[str]) -> None:
+    """The frames of an HTTP request's handler say the server was up and serving, whatever
+    was (or was not) logged of its start: a crash after ready, not a start-up failure."""
+    failure = diagnose_text("\n".join(frames)).failure
+    assert failure is not None
+    assert (failure.cause.value, failure.phase.value) == ("runtime_crash", "benchmark")
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "ValueError: this accelerator build serves prompts of at most 4096 tokens (received a "
+        "prompt with 9120 tokens)",
+        "ValueError: This model's maximum context length is 8192 tokens. However, you requested "
+        "12000 tokens in the messages.",
+        "ValueError: Input is too long for the model: 33000 > 32768",
+        "ValueError: prompt is longer than the model supports (40960 > 32768)",
+    ],
+)
+def test_a_request_that_does_not_fit_while_serving_is_a_benchmark_error(message: str) -> None:
+    """A request refused for its size by a server that stays up: the requests failed, the
+    server did not (docs/failures.md: 4xx, the request does not fit the server)."""
+    lines = [
+        "ERROR 01-02 10:00:00 [chat.py:90] Traceback (most recent call last):",
+        'ERROR 01-02 10:00:00 [chat.py:90]   File "/srv/eng/entrypoints/chat.py", line 40, in '
+        "chat_completion_stream_generator",
+        "ERROR 01-02 10:00:00 [chat.py:90]     async for res in result_generator:",
+        f"ERROR 01-02 10:00:00 [chat.py:90] {message}",
+    ]
+    failure = diagnose_text("\n".join(lines)).failure
+    assert failure is not None
+    assert (failure.cause.value, failure.phase.value) == ("benchmark_errors", "benchmark")
+    # the same words with no sign of serving say nothing of a request
+    assert _answer(["INFO loading model /models/x", message]) != "benchmark_errors"
+
+
+def test_an_engine_that_dies_with_requests_running_crashed_while_serving() -> None:
+    """A scheduler's dump with requests running says the server was serving when its engine
+    reported a fatal error: a crash after ready (nothing names a narrower family)."""
+    lines = [
+        "(Core pid=31) ERROR 01-02 10:00:00 [dump.py:70] Dumping scheduler output: new_reqs=[], "
+        "finished_req_ids=[]",
+        "(Core pid=31) ERROR 01-02 10:00:00 [dump.py:79] Dumping scheduler stats: "
+        "SchedulerStats(num_running_reqs=5, num_waiting_reqs=2, kv_cache_usage=0.4)",
+        "(Core pid=31) ERROR 01-02 10:00:00 [core.py:700] The engine core hit a fatal error.",
+    ]
+    failure = diagnose_text("\n".join(lines)).failure
+    assert failure is not None
+    assert (failure.cause.value, failure.phase.value) == ("runtime_crash", "benchmark")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # the collective libraries of other accelerators, NCCL's counterparts, in their words
+        "RuntimeError: oneCCL: comm_selector.cpp:57 create: EXCEPTION: device node not found",
+        "RuntimeError: CNCL error: unhandled system error",
+        "RuntimeError: BKCL_ERROR: bkcl_init_rank failed with code 3",
+        "RuntimeError: MCCL error: remote process exited or there was a network error",
+    ],
+)
+def test_any_vendors_collective_library_failing_is_a_collective_error(line: str) -> None:
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/srv/eng/worker/dev_worker.py", line 80, in init_device',
+        "    torch.distributed.all_reduce(torch.zeros(1).to(self.device))",
+        line,
+    ]
+    assert _answer(lines) == "nccl_error"
+    assert _answer([line]) == "nccl_error"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[TRT-LLM][ERROR] Assertion failed: Failed to deserialize cuda engine (/src/runtime/"
+        "rt.cpp:72)",
+        "E1203 10:00:00.1 model.cc:91] failed to load 'llm': Internal: unable to deserialize "
+        "the engine plan /models/llm/1/rank0.engine",
+        "RuntimeError: Deserialization of the serialized engine failed",
+    ],
+)
+def test_an_engine_file_that_will_not_deserialize_was_built_by_another_version(line: str) -> None:
+    """A serialised engine or plan the runtime cannot read back was built by another version
+    of it (docs/failures.md: two parts built for different versions, the ABI family), even
+    when the runtime words it as a failed check."""
+    assert _answer(["I1203 10:00:00.0 loading model 'llm'", line]) == "import_error"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "subprocess.CalledProcessError: Command '['/opt/venv/lib/python3.12/site-packages/"
+        "kernels/bin/ptxas', '--gpu-name=sm_120', '/tmp/k.ptx', '-o', '/tmp/k.o']' returned "
+        "non-zero exit status 255.",
+        "RuntimeError: command ['nvcc', '-arch=sm_103a', '-c', 'attn.cu'] exited with code 1",
+        "subprocess.CalledProcessError: Command '['hipcc', '--offload-arch=gfx1151', '-O3', "
+        "'k.hip']' returned non-zero exit status 1.",
+    ],
+)
+def test_a_kernel_compiler_failing_for_the_gpu_it_targets_refuses_the_gpu(line: str) -> None:
+    """A kernel compiler run for this GPU's architecture that exits with an error: the build
+    cannot make code for that GPU (its words are in the compiler's own output, not here)."""
+    assert _answer(["INFO compiling kernels for the first forward", line]) == "arch_unsupported"
+
+
+@pytest.mark.parametrize(
+    "warning",
+    [
+        "WARNING: unknown architecture: NovaForCausalLM, trying it as LlamaForCausalLM",
+        " !! Warning, unknown architecture: NovaForConditionalGeneration",
+        "[W] architecture NovaForCausalLM is not recognised; falling back to the Llama loader",
+    ],
+)
+def test_a_loader_warned_of_an_unknown_architecture_before_a_cut_load_traceback(
+    warning: str,
+) -> None:
+    """A loader that warns it does not know the model's architecture, then a traceback from
+    loading the model cut before its exception: the model is not supported."""
+    lines = [
+        warning,
+        "Traceback (most recent call last):",
+        '  File "/srv/app/main.py", line 40, in start',
+        "    await model.load_model(path)",
+        '  File "/srv/app/model.py", line 79, in load_model',
+        "    async for _ in load_model_gen(path):",
+    ]
+    assert _answer(lines) == "model_unsupported"
+
+
+# SGLang 0.5.17's own capture lines, as recorded on the GPU test machine (tests/data/gpu-crashlogs)
+GPU_LOGS = Path(__file__).resolve().parents[1] / "data" / "gpu-crashlogs"
+
+
+def _gpu_lines(name: str, first: int, last: int) -> list[str]:
+    with (GPU_LOGS / f"sglang-0.5.17-{name}.log").open(encoding="utf-8", newline="") as fh:
+        lines = fh.read().split("\n")  # a progress bar's carriage returns stay in its line
+    return lines[first - 1 : last]
+
+
+def test_sglang_0_5_17s_capture_words_say_when_a_capture_runs_and_ends() -> None:
+    """ "Capture target prefill CUDA graph begin" ... "Capture target decode CUDA graph end":
+    a log cut after a capture began and before it ended stops in the capture (a saved excerpt
+    that stops there: the capture's failure), one cut after it ended does not."""
+    running = _gpu_lines("healthy-baseline", 28, 33)  # the decode capture began, no end
+    assert running[-1].startswith("[2026-12-06 02:23:45] Capture target decode CUDA graph begin")
+    failure = diagnose_text("\n".join(running), engine="sglang").failure
+    assert failure is not None
+    assert (failure.cause.value, failure.phase.value) == ("cuda_graph_capture", "graph_capture")
+    ended = _gpu_lines("healthy-baseline", 28, 35)  # both captures ended
+    failure = diagnose_text("\n".join(ended), engine="sglang").failure
+    assert failure is not None and failure.cause.value == "startup_timeout"
+
+
+def test_a_capture_that_stalls_until_the_program_is_stopped_is_a_startup_timeout() -> None:
+    """The capture began, made no progress and raised nothing; the program was then stopped
+    from outside (the interpreter's shutdown report follows): a start-up that ran out of
+    time in the capture, not a capture that failed (tests/data/gpu-crashlogs: induced with
+    ``--max-total-tokens 64``, stopped at the probe's limit)."""
+    lines = _gpu_lines("max-total-tokens-64-capture-stall", 1, 33)
+    failure = diagnose_text("\n".join(lines), engine="sglang").failure
+    assert failure is not None
+    assert (failure.cause.value, failure.phase.value) == ("startup_timeout", "graph_capture")
+    # the same capture, the log cut before the shutdown report: it stops in the capture
+    assert "leaked semaphore" in lines[31] and "leaked" not in "".join(lines[:31])
+    failure = diagnose_text("\n".join(lines[:31]), engine="sglang").failure
+    assert failure is not None and failure.cause.value == "cuda_graph_capture"
+
+
+@pytest.mark.parametrize(
+    ("lines", "want"),
+    [
+        # a supervisor that stops its own idle worker: the kill, then its word that the stop
+        # went as meant
+        (
+            [
+                "2024/01/02 10:00:00 runner.go:88: signal: killed",
+                "2024/01/02 10:00:00 runner.go:91: model runner stopped successfully",
+            ],
+            "ok",
+        ),
+        (
+            [
+                "worker 3 exited on signal 9 (SIGKILL)",
+                "worker pool: worker 3 shut down cleanly",
+            ],
+            "ok",
+        ),
+        # the kill alone, or followed by a failure, is still a kill
+        (["2024/01/02 10:00:00 runner.go:88: signal: killed"], "host_oom"),
+        (
+            [
+                "2024/01/02 10:00:00 runner.go:88: signal: killed",
+                '2024/01/02 10:00:00 sched.go:40: error loading model: "runner terminated"',
+            ],
+            "host_oom",
+        ),
+    ],
+)
+def test_a_kill_its_supervisor_reports_as_a_clean_stop_is_no_failure(
+    lines: list[str], want: str
+) -> None:
+    assert _answer(lines) == want
+
+
+def test_a_loggers_advice_after_an_exception_is_no_part_of_its_message() -> None:
+    """An exception's message goes on in lines without a logger's record of their own; an
+    INFO record after it is the engine's routine advice (which names the KV cache's knobs),
+    not what the exception said."""
+    lines = [
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 64.00 MiB. GPU",
+        "INFO 01-02 10:00:00 runner.py:80] Capturing graphs takes 1-3 GiB; if you run out of "
+        "memory, lower gpu_memory_utilization or the KV cache size.",
+    ]
+    assert _answer(lines) == "cuda_oom"
+
+
+@pytest.mark.parametrize(
+    ("record", "want"),
+    [
+        (
+            "future: <Task finished name='Task-3' coro=<Loop.run() done, defined at /srv/r.py:10> "
+            "exception=RuntimeError('CUDA error: an illegal memory access was encountered')>",
+            "runtime_crash",
+        ),
+        # Triton rejecting a kernel's source: the kernels were written for another Triton
+        (
+            "future: <Task finished name='Task-3' coro=<Loop.run() done, defined at /srv/r.py:10> "
+            "exception=CompilationError('at 12:4:\\ndef _attn_kernel(\\n    Q, K, V,\\n')>",
+            "import_error",
+        ),
+    ],
+)
+def test_an_asyncio_tasks_exception_record_is_its_exception(record: str, want: str) -> None:
+    """asyncio's report of a task that ended in an exception ("future: <Task finished ...
+    exception=X('...')>") is that exception, not a line to read past (the log then stops)."""
+    assert _answer(["INFO 01-02 10:00:00 router ready, waiting for requests", record]) == want

@@ -180,6 +180,13 @@ _IGNORED = re.compile(
     r"^(?:Ignor(?:e|ed|ing)|Skip(?:ped|ping)?)\b[\w .-]{0,40}?\b(?:errors?|exceptions?)\b|"
     r"\b(?:[Ee]rror|[Ee]xception)s? (?:was |were |is |are )?(?:ignored|skipped)\b(?! in: )"
 )
+# A kill its sender reports, on the next line, as a stop that went as meant ("signal: killed",
+# then "runner stopped successfully"): a supervisor stopping its own worker, no failure.
+_KILL = re.compile(r"(?i:signal:? killed|signal:? 9\b|\bSIGKILL\b|\bkilled\b)")
+_STOPPED_CLEANLY = re.compile(
+    r"(?i:\b(?:stopped|shut ?down|exited|terminated|unloaded) "
+    r"(?:successfully|cleanly|gracefully)\b)"
+)
 # Exceptions that only echo another process's failure: the first fatal event is elsewhere.
 _ECHO = re.compile(
     r"EngineDeadError|Engine core initialization failed|Engine process failed to start|"
@@ -206,13 +213,16 @@ _STACK_HEADER = re.compile(
 )
 
 _CAPTURE_RUNNING = re.compile(
-    r"Capturing CUDA graph|Capture cuda graph begin|Capturing batches|Capturing cudagraphs|"
-    r"Capturing the model for CUDA graphs"
+    r"Capturing CUDA graph|Capture (?:\w+ ){0,3}(?:cuda|CUDA) graph begin|Capturing batches|"
+    r"Capturing cudagraphs|Capturing the model for CUDA graphs|Capturing num tokens"
 )
 _CAPTURE_DONE = re.compile(
-    r"Capture cuda graph end|Graph capturing finished|graph capturing finished|"
-    r"Capturing[^|]*:\s*100%"
+    r"Capture (?:\w+ ){0,3}(?:cuda|CUDA) graph end|Graph capturing finished|"
+    r"graph capturing finished|Capturing[^|]*:\s*100%"
 )
+# The interpreter's report as it shuts down (multiprocessing's resource tracker): the program
+# ended; with no error before it, it was stopped from outside (a start-up limit), not crashed.
+_SHUTDOWN = re.compile(r"resource_tracker: There appear to be \d+ leaked|to clean up at shutdown")
 _SIZE = r"-?[\d.,]+\s?(?:[KMGT]i?B|bytes)"
 _SIZES = (
     re.compile(rf"Tried to allocate (?P<a>{_SIZE})"),
@@ -369,9 +379,21 @@ GENERIC_MILESTONES: tuple[Milestone, ...] = (
         r"batch\{batch_size=\d+\}:(?:prefill|decode)|"
         r"Avg prompt throughput|"
         r"#running-req|"
+        # a scheduler's own count (its stats, or their dump after a failure) of requests running
+        r"\b(?:num_)?running_reqs=[1-9]|"
         # a client's record of a response (httpx) or a benchmark's report: the server answered
         r"HTTP Request: [A-Z]+ https?://\S+ \"HTTP/[\d.]+ [1-5]\d\d\b",
         label="serving",
+    ),
+    Milestone(
+        phase=Phase.BENCHMARK,
+        # the frames of an HTTP request's handler (ASGI, aiohttp, an OpenAI-style endpoint): a
+        # request was being answered, so the server was up, whatever its log kept of its start
+        pattern=r"Exception in ASGI application|\bin run_asgi$|"
+        r"/(?:starlette|fastapi)/routing\.py\", line \d+, in |"
+        r"/aiohttp/web_protocol\.py\", line \d+, in _handle_request|"
+        r"\", line \d+, in (?:create_(?:chat_)?completion|(?:chat_)?completion_stream_generator)$",
+        label="request",
     ),
 )
 
@@ -425,6 +447,8 @@ class _Log:
     raw: tuple[str, ...]
     text: tuple[str, ...]
     warning: tuple[bool, ...]
+    # the log ends in a kill its sender called a clean stop (_stopped_on_purpose)
+    stopped: bool = False
 
     @classmethod
     def read(cls, lines: Sequence[str]) -> _Log:
@@ -435,11 +459,18 @@ class _Log:
             LogLine(raw="", text="") if _IGNORED.search(r.text[:HEAD]) else r
             for r in _one_per_rank(parse_log(lines))
         )
+        stops = [i for i in range(len(records)) if _stopped_on_purpose(records, i)]
+        last = max((i for i, r in enumerate(records) if r.text.strip()), default=None)
+        records = tuple(
+            LogLine(raw="", text="") if i in stops else r for i, r in enumerate(records)
+        )
         return cls(
             records=records,
             raw=tuple(r.raw for r in records),
             text=tuple(r.text for r in records),
             warning=tuple(r.is_warning for r in records),
+            # the clean stop is the log's last word
+            stopped=bool(stops) and last is not None and _next_message(records, stops[-1]) == last,
         )
 
     def since(self, start: int) -> _Log:
@@ -471,6 +502,20 @@ class _Log:
         text = tuple("" if k else t for t, k in zip(self.text, skip, strict=True))
         raw = tuple("" if k else r for r, k in zip(self.raw, skip, strict=True))
         return text, raw
+
+
+def _next_message(records: Sequence[LogLine], at: int) -> int | None:
+    """Index of the first record after ``at`` with a message."""
+    return next((i for i in range(at + 1, len(records)) if records[i].text.strip()), None)
+
+
+def _stopped_on_purpose(records: Sequence[LogLine], at: int) -> bool:
+    """Whether the record at ``at`` reports a kill that the next record with a message calls
+    a clean stop (the sender stopping its own worker, not a failure)."""
+    if not _KILL.search(records[at].text[:HEAD]):
+        return False
+    after = _next_message(records, at)
+    return after is not None and bool(_STOPPED_CLEANLY.search(records[after].text[:HEAD]))
 
 
 def _wrapped_match(
@@ -1100,6 +1145,22 @@ def _ready_line(log: _Log, milestones: Sequence[Milestone]) -> int | None:
     return last if last is not None else first_serving
 
 
+def _began_serving(log: _Log, milestones: Sequence[Milestone], ready_at: int) -> bool:
+    """Whether the readiness at ``ready_at`` is only a served request (no line says the server
+    is ready) that follows a failure the excerpt begins with (nothing but the failure's own
+    traceback lines before it): the excerpt begins while the server serves, and the failure
+    happened while it served."""
+    ready = [_compile(m.pattern) for m in milestones if m.phase == Phase.READY]
+    if any(r.search(log.raw[ready_at]) for r in ready):
+        return False
+    before = log.until(ready_at)
+    sig = _signals(before, milestones)
+    first = min((i for i in (sig.exception, sig.error) if i is not None), default=None)
+    if first is None:
+        return False
+    return all(_in_trace(text) or not text.strip() for text in before.text[:first])
+
+
 def _rank_died_before(log: _Log, ready_at: int) -> str | None:
     """The rank (or process) whose traceback, ended by an exception, is the last it wrote
     before another rank wrote the ready line at ``ready_at``: it died there, and the server
@@ -1148,10 +1209,13 @@ def _message_lines(log: _Log, at: int) -> list[Focus]:
     bare = bool(_BARE_EXCEPTION.match(log.text[at].strip()))
     indented = at + 1 < len(log.text) and log.text[at + 1][:1].isspace()
     longest = 8 if indented or bare else 3
+    level = log.records[at].level
     for j in range(at + 1, min(len(log.text), at + 1 + longest)):
         text = log.text[j]
         if not text.strip() or _FRAME.match(text) or _is_exception(text) or _TRACEBACK in text:
             break
+        if log.records[j].level not in (None, level):
+            break  # a logger's record of its own (an INFO line's advice), not the message
         lines.append(Focus(j, text, EXCEPTION_LINE, raw=log.raw[j]))
     # An error that tells its cause chain below it (Rust's "Caused by:", Go's wrapped errors):
     # the causes are the same message, read with it.
@@ -1500,6 +1564,10 @@ def _classify_log(
         engine = found_engine[0]  # what the log says wins over the name it was launched as
     sig = _signals(log, milestones)
     ready_at = _ready_line(log, milestones)
+    if ready_at is not None and _began_serving(log, milestones, ready_at):
+        # The excerpt starts while the server serves: what failed before its first answered
+        # request failed while serving (that answer was under way when the engine died).
+        ready_at = None
     dead = _rank_died_before(log, ready_at) if ready_at is not None else None
     if dead is not None and ready_at is not None:
         # One rank died before another was ready: that death is the first fatal event, and
@@ -1717,9 +1785,16 @@ def _classify_log(
             ),
             False,
         )
+    if at is None and whole.stopped and not bad_exit:
+        # It ends in a kill its sender called a clean stop, and nothing failed before it.
+        quiet = _make(ctx, cause=Cause.UNKNOWN, phase=Phase.TEARDOWN, hint="", evidence=[])
+        return quiet, True
     if at is None and not sig.ready and exit_code is None and reached not in _RUNNING:
         # The log stops during start-up with no error: a hang (or a capture that died).
-        if sig.capture_running is not None:
+        stopped = sig.capture_running is not None and any(
+            _SHUTDOWN.search(t) for t in log.text[sig.capture_running :]
+        )
+        if sig.capture_running is not None and not stopped:
             cause, at = Cause.CUDA_GRAPH_CAPTURE, sig.capture_running
             message = "the log stops while CUDA graphs are captured: " + _message(log, at)
             where = Phase.GRAPH_CAPTURE

@@ -68,6 +68,8 @@ DECISIVE = 3.0  # a clue this strong names its family wherever it stands in a me
 REFINE = 1.2  # the least score of a family that says which kind of a broader one it was
 
 _TIMEOUT = "timeout"  # timeout words: a watchdog while serving, a start-up timeout before
+_TOO_LONG = "too long"  # a request longer than the server takes: while serving, its requests
+# failed and it stayed up (benchmark_errors); before the server was up, no request was sent
 
 
 @dataclass(frozen=True)
@@ -248,6 +250,17 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"support|\bAVX\w*\b.{0,40}not supported|"
         r"(?:GPU|device|gpu) arch(?:itecture)? ['\"`]?\w+['\"`]? is not supported",
     ),
+    # a kernel compiler (ptxas, nvcc, hipcc, ...) run for a named GPU architecture that exits
+    # with an error: it cannot build code for that GPU
+    (
+        Cause.ARCH_UNSUPPORTED,
+        3.0,
+        r"^(?=.*\b(?:ptxas|nvcc|hipcc|clang\+\+|nvrtc)\b)"
+        r"(?=.*(?:--gpu-name|-arch|--offload-arch|--gpu-architecture)[= ]['\"]?(?:sm_|compute_|"
+        r"gfx)\d)"
+        r"(?=.*(?:non-zero exit|exit(?:ed)? (?:with )?(?:status|code) [1-9]|returned [1-9]|"
+        r"failed\b))",
+    ),
     # the kernel compiler (Triton's MLIR and LLVM) cannot lower a kernel for this GPU: an
     # instruction it cannot select, a check of its own that fails
     (
@@ -321,7 +334,12 @@ WORDS: tuple[_Clue, ...] = _clues(
         # a layer's weight the loader looks for and does not find ("model.layers.0.mlp.*")
         r"(?:[Cc]ould not|[Cc]annot|[Uu]nable to) (?:find|locate) (?:key |weight |tensor )?"
         r"['\"`]?(?:model\.)?(?:layers|h|blocks|transformer)\.\d+\.|"
-        r"(?i:unsupported|unknown|unrecognized) model(?: \w+)?: ['\"`]?[A-Z]\w+",
+        r"(?i:unsupported|unknown|unrecognized) model(?: \w+)?: ['\"`]?[A-Z]\w+|"
+        # a model's class (a name of the For/Model/LM shape, never a GPU's) its loader does
+        # not know: "unknown architecture: XForCausalLM", "architecture X is not recognised"
+        r"(?i:unknown|unsupported|unrecogni[sz]ed) architecture:? ['\"`]?\w+(?:For[A-Z]\w*|"
+        r"LMHeadModel)\b|\barchitecture ['\"`]?\w+(?:For[A-Z]\w*|LMHeadModel)['\"`]? (?:is )?"
+        r"not (?:recogni[sz]ed|known)",
     ),
     # a model refused in other words: its "arch" or name not supported, an architecture name
     # (not a GPU's: sm_XX, gfx...) the loader does not support
@@ -381,10 +399,17 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"(?:not compatible|incompatible) with (?:this|the (?:current|installed|running)) "
         r"version|[Vv]ersion(?: [\w.+-]+)? (?:tag )?(?:does not|doesn't|do not) match|"
         r"[Vv]ersion mismatch|Mismatch(?:Exception|Error)\b|"
+        # a serialised engine or plan the runtime cannot read back (built by another version)
+        r"(?i:(?:failed|unable|cannot|could not) to deserializ\w* (?:the |a |cuda |trt |"
+        r"tensorrt )*(?:engine|plan)|deserializ\w* of (?:the )?(?:serialized )?(?:cuda )?"
+        r"(?:engine|plan) failed)|"
         r"(?:built|compiled) (?:against|with) (?:a )?different|mismatched versions?|"
         # a toolkit that is not the one the framework was built with
         r"mismatches the version that was used to compile",
     ),
+    # Triton's front end rejecting a kernel's source ("CompilationError: at 38:4: def _k(..."):
+    # the kernels were written for another version of the compiler than the one installed
+    (Cause.IMPORT_ERROR, 3.0, r"\bCompilationError: at \d+:\d+:"),
     # a package named as missing, compiled operators missing from the build, an install that
     # never finished: the installation, whatever failed because of it (a check, a lookup)
     (
@@ -483,6 +508,14 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"ncclSystem|ncclInvalid|ncclRemote|DistBackendError|HCCL\w* ?(?:error|fail)|hccl\w* "
         r"fail|unhandled (?:cuda|system) error|Test NCCL failure|ncclCommInit\w* failed|"
         r"(?i:got completion with error)|NET/IB.*[Ee]rror|Transport init error|MPI_ABORT|MPI error",
+    ),
+    # the collective libraries of other accelerators (Intel's oneCCL, Cambricon's CNCL, Kunlun's
+    # BKCL, Moore Threads' MCCL, ...) failing, in their own words: NCCL's family by what they are
+    (
+        Cause.NCCL_ERROR,
+        3.5,
+        r"\b(?i:one ?ccl|torch[-_]ccl)\b.{0,80}(?i:error|fail|exception)|"
+        r"\b(?:CNCL|BKCL|MCCL|ECCL|XCCL|TCCL)(?:_| )?(?:error|ERROR|fail|FAIL)",
     ),
     # the transports that carry the ranks' traffic failing: Gloo's mesh, peer-to-peer access
     # between GPUs, RDMA verbs and UCX (whose "Cannot allocate memory" is the locked-memory
@@ -627,6 +660,14 @@ WORDS: tuple[_Clue, ...] = _clues(
     ),
     # a benchmark's own summary that some of its requests failed
     (Cause.BENCHMARK_ERRORS, 3.0, r"^\s*Failed requests:\s+[1-9]\d*\s*$"),
+    # a request refused for its length: a prompt or input longer than the model or build takes
+    (
+        _TOO_LONG,
+        3.5,
+        r"(?i:\bprompts? (?:\w+ ){0,3}(?:longer than|of at most|too long)|maximum context "
+        r"length is \d+|\binput (?:is )?too long\b|(?:prompt|input|request) (?:\w+ )?exceeds? "
+        r"(?:the )?(?:model'?s? )?(?:maximum|max|context))",
+    ),
     # --- status codes ---------------------------------------------------------------------------
     # An error code's meaning is the same whichever library reports it (CUDA runtime and
     # driver, cuDNN, cuBLAS, HIP, Vulkan, SYCL and Level Zero): an allocation that failed, a
@@ -1060,6 +1101,10 @@ def _scores(lines: Sequence[Focus], *, running: bool) -> dict[Cause, _Score]:
         for family, weight in _line_scores(focus).items():
             if family == _TIMEOUT:
                 cause = Cause.WATCHDOG_TIMEOUT if running else Cause.STARTUP_TIMEOUT
+            elif family == _TOO_LONG:
+                if not running:
+                    continue
+                cause = Cause.BENCHMARK_ERRORS
             else:
                 assert isinstance(family, Cause)
                 cause = family

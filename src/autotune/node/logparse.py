@@ -228,6 +228,21 @@ def _undress(line: str) -> tuple[str, str | None, str | None]:
     return text, level, source
 
 
+# asyncio's report of a task that ended in an exception, read as that exception ("X: message")
+_TASK_EXCEPTION = re.compile(
+    r"^(?:future|task): <Task finished .*? exception=(?P<type>[A-Za-z_][\w.]*)\((?P<q>['\"])"
+    r"(?P<message>.*?)(?:(?P=q)\)>?)?\s*$"
+)
+
+
+def _task_exception(text: str) -> str | None:
+    found = _TASK_EXCEPTION.match(text.strip())
+    if found is None:
+        return None
+    message = found.group("message").replace("\\n", " ").replace("\\t", " ")
+    return f"{found.group('type')}: {' '.join(message.split())}"
+
+
 def strip_prefix(line: str) -> str:
     """``line`` without the container, time, process, rank and logger prefixes before it."""
     return _undress(_ANSI.sub("", _unwrap_json(line)[0]))[0]
@@ -249,6 +264,9 @@ def parse_log(lines: Sequence[str]) -> list[LogLine]:
                 continue
             carry = ""
             level = level or json_level
+            told = _task_exception(text)
+            if told is not None:
+                text, level = told, "error"
             if level is None and _EXC_HEAD.match(text.strip()):
                 level = "error"
             out.append(LogLine(raw=segment.rstrip("\r\n"), text=text, level=level, source=source))

@@ -541,3 +541,66 @@ def test_a_study_whose_baseline_beat_every_candidate_says_why_nothing_was_confir
     html = (out / "report.html").read_text()
     assert "the baseline beat every candidate beyond noise" in html
     assert "Run with confirmation" not in html
+
+
+REAL_SGLANG = Path(__file__).parent.parent / "docs/gpu/2026-12-06-sglang-h100-seed7/study.db"
+
+
+def test_one_change_moves_read_the_real_sglang_study() -> None:
+    """On the SGLang 0.5.17 study of an H100 (docs/gpu-results.md): the screen's launches each
+    changed one setting of the baseline (SGLang's own choices included). The moves that hurt
+    most were pruned after one window, so the marginal effects, which read whole launches
+    only, never showed them; the moves do, with the crash and its cause."""
+    s = optuna.load_study(study_name="sglang-gpu", storage=f"sqlite:///{REAL_SGLANG}")
+    moves = {m.param: m for m in insights.one_change_moves(view(s))}
+    assert set(moves) >= {"attention_backend", "chunked_prefill_size", "cuda_graph",
+                          "cuda_graph_max_bs", "max_running_requests", "speculative",
+                          "mem_fraction_static", "schedule_policy"}  # fmt: skip
+    graphs_off = moves["cuda_graph"]
+    assert (graphs_off.before, graphs_off.after, graphs_off.trial) == (True, False, 4)
+    assert graphs_off.outcome == "pruned" and graphs_off.windows == 1
+    assert graphs_off.gain_pct == pytest.approx(-17.7, abs=0.2)  # 7,890 vs the median 9,589
+    assert moves["max_running_requests"].gain_pct == pytest.approx(-88.2, abs=0.2)
+    assert (moves["max_running_requests"].before, moves["max_running_requests"].after) == (4096, 8)
+    crash = moves["mem_fraction_static"]
+    assert crash.outcome == "crashed" and crash.cause == "kv_pool_oom" and crash.gain_pct is None
+    assert moves["schedule_policy"].after == "lpm" and moves["schedule_policy"].windows == 2
+    assert moves["speculative"].along == {"draft_tokens": 2}  # the draft length came with it
+    order = [m.param for m in insights.one_change_moves(view(s))]
+    assert order[0] in {"attention_backend", "chunked_prefill_size"}  # the least harm first
+    assert order[-1] == "mem_fraction_static"  # the crash last
+    # The baseline's own launches and the interrupted torch.compile launch are no move.
+    assert all(m.trial not in (0, 1, 10) for m in moves.values())
+
+
+def test_the_report_shows_the_real_studys_one_change_moves(tmp_path: Path) -> None:
+    from autotune.report.html import write_html
+
+    s = optuna.load_study(study_name="sglang-gpu", storage=f"sqlite:///{REAL_SGLANG}")
+    v = view(s)
+    page = write_html(v, {}, tmp_path, []).read_text()
+    section = page.split("One change at a time from the baseline", 1)[1].split("<h2>", 1)[0]
+    assert "4096 → 8" in section and "-88.2%" in section and "pruned after 1 window" in section
+    assert "none → ngram" in section and "draft_tokens=2" in section
+
+
+def test_without_the_engines_choices_only_a_launch_that_changed_one_setting_is_a_move(
+    tmp_path: Path,
+) -> None:
+    """No record of what the engine chose, no space: a launch that also set a setting the
+    baseline left unset changed two things, not one; the space's ``when`` says which
+    settings come and go with a switch, and then the switch alone is a move."""
+    s = _quickstart_like(tmp_path)
+    moves = {(m.param, m.trial) for m in insights.one_change_moves(view(s))}
+    # Trials 2, 8: attention changed alone; 4, 10: dtype alone; 6 is the baseline again; the
+    # last (the switch, with block in and attn out) is no move without the space.
+    assert moves == {("attn", 2), ("dtype", 4), ("attn", 8), ("dtype", 10)}
+    s.set_user_attr("space", {"parameters": [
+        {"name": "cb"}, {"name": "dtype"},
+        {"name": "attn", "when": "not cb"}, {"name": "block", "when": "cb"}]})  # fmt: skip
+    switch = [m for m in insights.one_change_moves(view(s)) if m.param == "cb"]
+    # The switch with any block size (block comes with it), never with dtype changed too.
+    assert [(m.trial, m.before, m.after) for m in switch] == [
+        (n, False, True) for n in (12, 11, 9, 5, 3)
+    ]
+    assert switch[0].gain_pct == pytest.approx(301.2, abs=0.1)  # 40.12 against 10.0

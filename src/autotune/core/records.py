@@ -69,6 +69,9 @@ class TrialRecord(_Record):
     blame: list[str] = Field(default_factory=list)  # "param=value" held responsible
     skip: SkipRecord | None = None
     baseline: bool = False
+    # What the engine chose for the settings this launch left unset, as the space writes them
+    # (read from the baseline's log: search.DEFAULTS); the search's screen starts there.
+    chosen: dict[str, Any] = Field(default_factory=dict)
     simulated: bool = False
     node: str = ""
     log_path: str | None = None

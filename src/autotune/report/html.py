@@ -21,7 +21,7 @@ from typing import Any
 
 from autotune.core import fmt
 from autotune.core.summary import Configuration, Figure, FigureKind, StudySummary, StudyView
-from autotune.report.insights import marginal_effects, trust_note
+from autotune.report.insights import marginal_effects, one_change_moves, trust_note
 from autotune.report.sweep import scenarios_html
 from autotune.report.tables import failure_groups
 
@@ -210,6 +210,35 @@ def _failures(view: StudyView) -> str:
     return _table(["cause", "phase", "count", "trials", "hints", "example"], body, {2})
 
 
+def _moves(view: StudyView) -> str:
+    moves = one_change_moves(view)
+    if not moves:
+        return ""
+    metric = view.record.metric
+    body = []
+    for m in moves:
+        if m.value is None:
+            measured = _e(m.cause or m.outcome)
+        elif m.outcome == "pruned":
+            measured = f"{_e(fmt.metric(m.value))} (pruned after {m.windows} window(s))"
+        else:
+            measured = _e(fmt.metric(m.value))
+        gain = "-" if m.gain_pct is None else f"{m.gain_pct:+.1f}%"
+        change = f"{_e(fmt.short(m.before))} → {_e(fmt.short(m.after))}"
+        if m.along:
+            change += f' <span class="muted small">({_e(fmt.config_text(m.along))})</span>'
+
+        body.append([_e(m.param), change, f"#{m.trial}", _e(m.outcome), measured, gain])
+    note = (
+        '<p class="muted">Each row is a search launch that changed one setting of the baseline '
+        "(what the engine chose for the settings the baseline leaves unset included) and "
+        "nothing else: one launch each, so the baseline's launch-to-launch noise applies; a "
+        "pruned launch shows the mean of the windows it ran.</p>"
+    )
+    head = ["setting", "baseline → this launch", "trial", "outcome", metric, "vs baseline"]
+    return _table(head, body, {4, 5}) + note
+
+
 def _importance(view: StudyView, importances: dict[str, float]) -> str:
     effects = marginal_effects(view)
     if not effects:
@@ -283,6 +312,9 @@ def write_html(view: StudyView, importances: dict[str, float], out: Path, pngs: 
         parts.append(_img(by_name["optimization_history.png"], "history by trial number"))
     else:
         parts.append("<p>No successful trial to plot.</p>")
+    moves = _moves(view)
+    if moves:
+        parts += ["<h2>One change at a time from the baseline</h2>", moves]
     parts += ["<h2>What the parameters are worth</h2>", _importance(view, importances)]
     if "param_importances.png" in by_name:
         parts.append(_img(by_name["param_importances.png"], "parameter effects"))

@@ -25,7 +25,7 @@ import optuna
 from optuna.trial import TrialState
 
 from autotune.core import fmt
-from autotune.core.records import TrialRecord
+from autotune.core.records import CRASHES, TrialRecord, gain_pct
 from autotune.core.summary import StudyView
 from autotune.models import Outcome
 
@@ -99,6 +99,72 @@ def marginal_effects(view: StudyView) -> list[Effect]:
     return sorted(effects, key=lambda e: -e.spread)
 
 
+@dataclass(frozen=True)
+class Move:
+    """A search launch that changed one setting of the baseline and nothing else."""
+
+    param: str
+    before: Any  # the baseline's value, the engine's own choice included (None: unset)
+    after: Any
+    trial: int
+    outcome: str
+    value: float | None  # what it measured; a pruned launch: the mean of the windows it ran
+    windows: int
+    gain_pct: float | None  # against the baseline's median launch; positive is better
+    cause: str | None
+    along: dict[str, Any]  # settings that came with the change (``when``), as launched
+
+
+_MOVED = frozenset({Outcome.OK, Outcome.SLO_VIOLATED, Outcome.PRUNED, *CRASHES})
+
+
+def one_change_moves(view: StudyView) -> list[Move]:
+    """What each one-setting change of the baseline did, best first, crashes last.
+
+    A screen moves one setting at a time from the baseline: these launches answer "what does
+    this knob do here" directly, pruned ones included (the largest harms are stopped after a
+    window, and the marginal effects, which read whole launches, never show them). The
+    baseline is its configuration plus what the engine chose for the settings it left unset
+    (``TrialRecord.chosen``); a setting that comes or goes with the change (``when`` in the
+    space) is part of it. Single launches: the baseline's launch-to-launch noise applies.
+    """
+    base = [r for r in view.trials if r.baseline and r.searched]
+    if not base:
+        return []
+    ref = {**next((r.chosen for r in base if r.chosen), {}), **base[0].config}
+    values = [r.value for r in base if r.value is not None]
+    median = statistics.median(values) if values else None
+    conditional = {p.get("name") for p in view.record.space.get("parameters", []) if p.get("when")}
+    metric, direction = view.record.metric, view.record.direction
+    moves = []
+    for r in view.trials:
+        if r.baseline or not r.searched or r.skip is not None or r.outcome not in _MOVED:
+            continue
+        changed = [k for k in {*ref, *r.config} if ref.get(k) != r.config.get(k)]
+        own = [k for k in changed if (k in ref and k in r.config) or k not in conditional]
+        if len(own) != 1:
+            continue
+        window = [w[metric] for w in r.windows if metric in w]
+        value = r.value
+        if value is None and r.outcome is Outcome.PRUNED and window:
+            value = statistics.fmean(window)
+        moves.append(
+            Move(
+                param=own[0],
+                before=ref.get(own[0]),
+                after=r.config.get(own[0]),
+                trial=r.number,
+                outcome=r.label,
+                value=value,
+                windows=len(window),
+                gain_pct=gain_pct(value, median, direction),
+                cause=r.cause,
+                along={k: r.config[k] for k in sorted(changed) if k != own[0] and k in r.config},
+            )
+        )
+    return sorted(moves, key=lambda m: (m.gain_pct is None, -(m.gain_pct or 0.0), m.trial))
+
+
 def ok_study(study: optuna.Study, view: StudyView) -> optuna.Study:
     """An in-memory copy of the study holding only its ok search trials, valued by the metric.
 
@@ -159,8 +225,10 @@ def trust_note(view: StudyView) -> str | None:
 __all__ = [
     "MIN_TRUSTED_TRIALS",
     "Effect",
+    "Move",
     "importances",
     "marginal_effects",
     "ok_study",
+    "one_change_moves",
     "trust_note",
 ]

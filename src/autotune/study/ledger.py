@@ -145,6 +145,9 @@ def decode_trial(trial: FrozenTrial, metric: str, *, study_simulated: bool = Fal
         if skip.kind is not SkipKind.REPEAT:
             data["cause"] = skip.kind.value
     data["constraints"] = dict(trial.constraints)
+    chosen = ua.get(DEFAULTS)
+    if isinstance(chosen, dict):
+        data["chosen"] = chosen
     record: TrialRecord = _validated(TrialRecord, data, f"trial {trial.number}")
     value: float | None = None
     if record.outcome in (Outcome.OK, Outcome.SLO_VIOLATED):

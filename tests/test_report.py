@@ -580,7 +580,8 @@ def test_the_report_shows_the_real_studys_one_change_moves(tmp_path: Path) -> No
     v = view(s)
     page = write_html(v, {}, tmp_path, []).read_text()
     section = page.split("One change at a time from the baseline", 1)[1].split("<h2>", 1)[0]
-    assert "4096 → 8" in section and "-88.2%" in section and "pruned after 1 window" in section
+    assert "4096 → 8" in section and "1,127.2 (pruned after 1 window" in section
+    assert "9,588.6 (median of 2 launches)" in section and "%" not in section  # no gain stated
     assert "none → ngram" in section and "draft_tokens=2" in section
 
 

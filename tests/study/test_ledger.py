@@ -61,6 +61,7 @@ FULL = TrialRecord(
     blame=["bs=8"],
     skip=SkipRecord(kind=SkipKind.REPEAT, reason="same as 3", same_as=3),
     baseline=True,
+    chosen={"mem": 0.83, "policy": "fcfs"},
     simulated=True,
     node="n1",
     log_path="/tmp/x.log",

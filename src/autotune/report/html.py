@@ -13,6 +13,8 @@ redacted where it was stored.
 
 from __future__ import annotations
 
+import statistics
+
 import base64
 import html
 from datetime import UTC, datetime
@@ -215,7 +217,11 @@ def _moves(view: StudyView) -> str:
     if not moves:
         return ""
     metric = view.record.metric
+    base = [r.value for r in view.trials if r.baseline and r.searched and r.value is not None]
     body = []
+    if base:
+        median = fmt.metric(statistics.median(base))
+        body.append(["(baseline)", "", "", "", f"{_e(median)} (median of {len(base)} launches)"])
     for m in moves:
         if m.value is None:
             measured = _e(m.cause or m.outcome)
@@ -223,20 +229,20 @@ def _moves(view: StudyView) -> str:
             measured = f"{_e(fmt.metric(m.value))} (pruned after {m.windows} window(s))"
         else:
             measured = _e(fmt.metric(m.value))
-        gain = "-" if m.gain_pct is None else f"{m.gain_pct:+.1f}%"
         change = f"{_e(fmt.short(m.before))} → {_e(fmt.short(m.after))}"
         if m.along:
             change += f' <span class="muted small">({_e(fmt.config_text(m.along))})</span>'
-
-        body.append([_e(m.param), change, f"#{m.trial}", _e(m.outcome), measured, gain])
+        body.append([_e(m.param), change, f"#{m.trial}", _e(m.outcome), measured])
     note = (
         '<p class="muted">Each row is a search launch that changed one setting of the baseline '
         "(what the engine chose for the settings the baseline leaves unset included) and "
-        "nothing else: one launch each, so the baseline's launch-to-launch noise applies; a "
-        "pruned launch shows the mean of the windows it ran.</p>"
+        "nothing else, best first: single launches, where to look, not gains (those are "
+        "stated only between confirmed figures); a pruned launch shows the mean of the "
+        "windows it ran.</p>"
     )
-    head = ["setting", "baseline → this launch", "trial", "outcome", metric, "vs baseline"]
-    return _table(head, body, {4, 5}) + note
+    return (
+        _table(["setting", "baseline → this launch", "trial", "outcome", metric], body, {4}) + note
+    )
 
 
 def _importance(view: StudyView, importances: dict[str, float]) -> str:

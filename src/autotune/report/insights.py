@@ -110,7 +110,9 @@ class Move:
     outcome: str
     value: float | None  # what it measured; a pruned launch: the mean of the windows it ran
     windows: int
-    gain_pct: float | None  # against the baseline's median launch; positive is better
+    # against the baseline's median launch, positive is better: an order, never stated as a
+    # gain (gains are stated between confirmed figures only)
+    gain_pct: float | None
     cause: str | None
     along: dict[str, Any]  # settings that came with the change (``when``), as launched
 

@@ -64,11 +64,13 @@ def trial_attrs(record: TrialRecord) -> dict[str, Any]:
     """The user attributes that store ``record``: fields left at their default are omitted."""
     out: dict[str, Any] = {}
     defaults = TrialRecord.model_fields
-    data = record.model_dump(mode="json", exclude=set(_FROM_OPTUNA))
+    data = record.model_dump(mode="json", exclude={*_FROM_OPTUNA, "chosen"})
     for name, value in data.items():
         if getattr(record, name) == defaults[name].get_default(call_default_factory=True):
             continue
         out[name] = value
+    if record.chosen:  # where the search reads it (``Ledger.mark_defaults``)
+        out[DEFAULTS] = record.chosen
     if record.skip is not None:
         out[_SKIPPED] = record.skip.reason
         out[_SKIP_KIND] = record.skip.kind.value
@@ -128,7 +130,9 @@ def decode_trial(trial: FrozenTrial, metric: str, *, study_simulated: bool = Fal
     """The record of one stored trial (``metric``: the objective, for ``value``)."""
     ua = trial.user_attrs
     data: dict[str, Any] = {
-        k: v for k, v in ua.items() if k in TrialRecord.model_fields and k not in _FROM_OPTUNA
+        k: v
+        for k, v in ua.items()
+        if k in TrialRecord.model_fields and k not in _FROM_OPTUNA and k != "chosen"
     }
     data.update(number=trial.number, state=trial.state.name)
     if data.get("outcome") is None and trial.state == TrialState.PRUNED:

@@ -817,3 +817,60 @@ def test_an_asyncio_tasks_exception_record_is_its_exception(record: str, want: s
     """asyncio's report of a task that ended in an exception ("future: <Task finished ...
     exception=X('...')>") is that exception, not a line to read past (the log then stops)."""
     assert _answer(["INFO 01-02 10:00:00 router ready, waiting for requests", record]) == want
+
+
+# Eleventh round (from the third blind set's misses, each mechanism with lines of its own).
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "[w0] ",
+        "2025-02-03 04:05:06,789 - engine - INFO - ",
+        "2025-02-03T04:05:06.789123456Z 2025-02-03 04:05:06,789 - wrapper - INFO - [w0] ",
+    ],
+)
+def test_a_frames_code_line_that_lost_its_indentation_belongs_to_the_frame(prefix: str) -> None:
+    """A wrapper that logs another process's output puts its prefix before each line and may
+    eat the traceback's indentation; the code line under the last frame still belongs to the
+    traceback, and it may be the only line that says where the failure ran (a serving loop)."""
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/srv/eng/managers/worker.py", line 301, in run_worker_process',
+        "    worker.event_loop_overlap()",
+    ]
+    failure = diagnose_text("\n".join(prefix + line.strip() for line in lines)).failure
+    assert failure is not None
+    assert (failure.cause.value, failure.phase.value) == ("runtime_crash", "benchmark")
+
+
+@pytest.mark.parametrize("esc", ["#033", "\\033", "\\x1b", "\\e", "^["])
+def test_colour_codes_whose_escape_byte_was_written_out_are_colour(esc: str) -> None:
+    """A log shipper (CloudWatch, syslog) or a paste writes the escape byte out as text; the
+    codes are colour all the same, and a level they wrap is that line's level."""
+    line = (
+        f"{esc}[2m2025-03-04T05:06:07.123Z{esc}[0m {esc}[31mERROR{esc}[0m "
+        f"{esc}[2mrouter::infer{esc}[0m{esc}[2m:{esc}[0m CUDA error: an illegal memory access "
+        "was encountered"
+    )
+    failure = diagnose_text(line).failure
+    assert failure is not None
+    assert failure.cause.value == "runtime_crash"
+    assert esc not in failure.message
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "2025-03-04T05:06:07.123Z ERROR compat:generate{parameters=Params { top_k: None }}:"
+        "generate: router::infer: src/infer.rs:246: Incomplete generation",
+        "2025-03-04T05:06:07.123Z ERROR chat_completions{total_time=\"12ms\"}: server::api: "
+        "src/api.rs:88: stream ended early",
+    ],
+)
+def test_an_error_inside_a_requests_tracing_span_happened_while_serving(line: str) -> None:
+    """A Rust server's tracing names the span an event happened in (``generate{...}:``); an
+    error inside a request's span happened while the server was serving it."""
+    failure = diagnose_text(line).failure
+    assert failure is not None
+    assert (failure.cause.value, failure.phase.value) == ("runtime_crash", "benchmark")

@@ -281,7 +281,9 @@ _PHASE_MARKERS: tuple[tuple[Phase, re.Pattern[str]], ...] = (
             r"get_model_worker_batch|process_batch_result|Epoch \d|trainer\.fit|"
             r"inner_training_loop|swap_blocks|begin_forward|all_reduce\(|SeqNum=\d{3,}|"
             r"forward_thread_func|output_handler|loop_for_fwd|_forward_step|prefill_batch|"
-            r"get_output_async|generate_token|forward(?:Sync|Async)\b|executor_loop"
+            r"get_output_async|generate_token|forward(?:Sync|Async)\b|executor_loop|"
+            # a request's span in a Rust server's tracing ("generate{parameters=...}:")
+            r"\b\w*(?:generate|completions?|chat)\{"
         ),
     ),
 )
@@ -805,7 +807,12 @@ def _block_span(stripped: Sequence[str], at: int) -> tuple[int, int]:
     ):
         start -= 1
     end = at + 1
-    while end < len(stripped) and end - at < BLOCK_AFTER and _in_trace(stripped[end]):
+    while (
+        end < len(stripped)
+        and end - at < BLOCK_AFTER
+        # (the code line of the frame above it, its indentation eaten by a prefix)
+        and (_in_trace(stripped[end]) or bool(_FRAME.match(stripped[end - 1])))
+    ):
         end += 1
     return start, end
 

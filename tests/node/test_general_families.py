@@ -874,3 +874,36 @@ def test_an_error_inside_a_requests_tracing_span_happened_while_serving(line: st
     failure = diagnose_text(line).failure
     assert failure is not None
     assert (failure.cause.value, failure.phase.value) == ("runtime_crash", "benchmark")
+
+
+@pytest.mark.parametrize(
+    ("failure", "want"),
+    [
+        (
+            [
+                "Traceback (most recent call last):",
+                '  File "/srv/app/warmup.py", line 88, in wait_and_warmup',
+                "    assert reply.status == 200, reply",
+                "AssertionError: reply=<Reply 503>",
+            ],
+            "assertion",
+        ),
+        (
+            [
+                "server: src/plan.cpp:212: void Plan::run(): Assertion `rows <= limit' failed.",
+                "CRITICAL worker 2 died, shutting the group down",
+            ],
+            "assertion",
+        ),
+        (["Segmentation fault (core dumped) in worker 1"], "runtime_crash"),
+    ],
+)
+@pytest.mark.parametrize("kill", ["Killed", "launcher: worker exited on signal 9 (SIGKILL)"])
+def test_a_kill_after_a_failed_check_or_crash_is_its_echo_not_the_host(
+    failure: list[str], want: str, kill: str
+) -> None:
+    """An engine that kills its own process group once a child failed leaves a ``Killed`` (or
+    a signal 9) after the failure: that kill echoes the failure and names no family of its
+    own, so a failed check or a crash before it stays what it was (docs/failures.md: host_oom
+    or killed)."""
+    assert _answer([*LOADING, *failure, "", kill]) == want

@@ -1127,6 +1127,21 @@ def _scores(lines: Sequence[Focus], *, running: bool) -> dict[Cause, _Score]:
     }
 
 
+# A kill in words that say nothing of memory: SIGKILL's marks, as a shell, a launcher or Go
+# reports them. After a failure it is the engine (or its launcher) ending its own group.
+_KILL_WORDS = re.compile(
+    r"(?:^|[\s\]|])Killed\s*$|\bSIGKILL\b|\bsignal:? ?9\b|[Ss]ignal: killed|code[:= ]-9\b|"
+    r"(?i:exit(?:ed)?[ _]?(?: with)?(?: status| ?code)?)[:= ]+(?:137|-9)\b"
+)
+_MEMORY_WORDS = re.compile(r"(?i:memory|\boom|alloc|RAM\b)")
+
+
+def _echo_kill(text: str) -> bool:
+    """Whether ``text`` reports a kill and nothing of memory."""
+    head = text[:600]
+    return bool(_KILL_WORDS.search(head)) and not _MEMORY_WORDS.search(head)
+
+
 def name_family(lines: Sequence[Focus], *, running: bool) -> Verdict | None:
     """The family ``lines`` name, or None when none scores enough to decide.
 
@@ -1177,6 +1192,14 @@ def name_family(lines: Sequence[Focus], *, running: bool) -> Verdict | None:
     if cause in GENERIC:
         # A crash or a failed check says *that* it failed; a specific family named decisively
         # in the same message (``what(): ... out of memory``, the line after a panic) says why.
+        # A kill after it is its echo (an engine ending its own group), not why.
+        failed_at = best.decisive_at if best.decisive_at is not None else best.at
+        ranked = [
+            (c, s)
+            for c, s in ranked
+            if not _echo_kill(texts.get(s.decisive_at if s.decisive_at is not None else s.at, ""))
+            or (s.decisive_at if s.decisive_at is not None else s.at) < failed_at
+        ]
         specific = [
             (c, s)
             for c, s in ranked

@@ -907,3 +907,33 @@ def test_a_kill_after_a_failed_check_or_crash_is_its_echo_not_the_host(
     own, so a failed check or a crash before it stays what it was (docs/failures.md: host_oom
     or killed)."""
     assert _answer([*LOADING, *failure, "", kill]) == want
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        [
+            "Namespace(model='m', tokenizer='/t', request_rate=8.0, num_prompts=200, seed=1)",
+            "loaded 200 prompts",
+            "Traceback (most recent call last):",
+            '  File "/usr/lib/python3/site-packages/httpx/_transports/default.py", line 72, in '
+            "map_httpcore_exceptions",
+            "    yield",
+            "ConnectionResetError: Connection lost",
+        ],
+        [
+            "$ loadgen run --model m",
+            "Starting benchmark...",
+            "Benchmark failed: the warm-up request failed. Error: Traceback (most recent call "
+            "last):",
+            '  File "/usr/lib/python3/site-packages/httpx/_client.py", line 1014, in send',
+            "    response = await self._send_handling_auth(",
+        ],
+    ],
+)
+def test_a_benchmark_client_is_known_by_its_arguments_and_its_own_words(lines: list[str]) -> None:
+    """A load generator dumps its arguments (a request rate, a number of prompts) and says that
+    its benchmark starts or failed: its log is a client's, and what failed is its requests."""
+    failure = diagnose_text("\n".join(lines)).failure
+    assert failure is not None
+    assert (failure.cause.value, failure.phase.value) == ("benchmark_errors", "benchmark")

@@ -1036,6 +1036,10 @@ def _signals(log: _Log, milestones: Sequence[Milestone], reached: Phase | None =
 # record of each response.
 _CLIENT = re.compile(
     r"\bNamespace\(backend=|benchmark_args=|Serving Benchmark Result|Successful requests:|"
+    # an argument dump that names a request rate or a number of prompts; a benchmark's own
+    # words that it starts or failed
+    r"\bNamespace\((?=[^)]*\b(?:request_rate|num_prompts)=)|^Starting benchmark\b|"
+    r"^Benchmark failed\b|"
     r"Starting (?:main|initial) \w* ?(?:benchmark|test) run|Traffic request rate:|"
     r"HTTP Request: [A-Z]+ https?://|\b(?:bench_serving|benchmark_serving|vllm bench serve)\b"
 )

@@ -937,3 +937,18 @@ def test_a_benchmark_client_is_known_by_its_arguments_and_its_own_words(lines: l
     failure = diagnose_text("\n".join(lines)).failure
     assert failure is not None
     assert (failure.cause.value, failure.phase.value) == ("benchmark_errors", "benchmark")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ERROR:    [Errno 99] error while attempting to bind on address ('::1', 9000, 0, 0): "
+        "cannot assign requested address",
+        "error: bind to 0.0.0.0:9000 failed: permission denied",
+        "FATAL listener: error binding socket on port 9000",
+    ],
+)
+def test_any_error_binding_the_servers_address_is_the_port_family(line: str) -> None:
+    """A server that cannot bind its address (in use, not assignable, refused), in whatever
+    words its web stack uses, failed at its socket: the port family."""
+    assert _answer(["INFO starting the server", line]) == "port_in_use"

@@ -501,6 +501,16 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"(?:is )?(?:already )?(?:in use|occupied|taken)|(?:failed|unable|could not|couldn't|"
         r"cannot|can't) (?:to )?bind|failed to listen on",
     ),
+    # an error binding the server's address or port, in any web stack's words (in use, not
+    # assignable, refused): "error while attempting to bind on address", "bind to x failed"
+    (
+        Cause.PORT_IN_USE,
+        3.5,
+        r"(?i:\b(?:error|fail\w*)\b.{0,40}\bbind(?:ing)?\b.{0,20}\b(?:on|to)?\s?(?:address|"
+        r"port|socket|[\d.]+:\d+|\[?::)|\bbind(?:ing)?\b (?:on |to )?(?:address |port |socket )?"
+        r"\S{0,40}\b(?:failed|error)\b)|[Cc]annot assign requested address|EADDRNOTAVAIL|"
+        r"[Ee]rrno:? 99\b",
+    ),
     (
         Cause.NCCL_ERROR,
         3.5,

@@ -952,3 +952,23 @@ def test_any_error_binding_the_servers_address_is_the_port_family(line: str) -> 
     """A server that cannot bind its address (in use, not assignable, refused), in whatever
     words its web stack uses, failed at its socket: the port family."""
     assert _answer(["INFO starting the server", line]) == "port_in_use"
+
+
+def test_a_benchmark_clients_full_report_with_every_request_answered_is_healthy() -> None:
+    """A load generator's report that counts every request answered and none failed says the
+    server served them: no start-up was cut, nothing failed."""
+    lines = [
+        "============ Serving Benchmark Result ============",
+        "Successful requests:                     500",
+        "Failed requests:                         0",
+        "Benchmark duration (s):                  41.20",
+        "Request throughput (req/s):              12.14",
+        "---------------Time to First Token----------------",
+        "Mean TTFT (ms):                          311.02",
+        "P99 TTFT (ms):                           980.44",
+    ]
+    assert _answer(lines) == "ok"
+    # one request lost is a benchmark error, as before
+    lost = [line.replace("Failed requests:                         0", "Failed requests: 1")
+            for line in lines]
+    assert _answer(lost) == "benchmark_errors"

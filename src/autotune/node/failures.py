@@ -1046,6 +1046,7 @@ _CLIENT = re.compile(
 _CLIENT_STATUS = re.compile(r"HTTP Request: [A-Z]+ https?://\S+ \"HTTP/[\d.]+ [45]\d\d\b")
 _CLIENT_OK = re.compile(r"HTTP Request: [A-Z]+ https?://\S+ \"HTTP/[\d.]+ 2\d\d\b")
 _LOST = re.compile(r"^\s*Failed requests:\s+[1-9]\d*\s*$")
+_NONE_LOST = re.compile(r"^\s*Failed requests:\s+0\b")
 _SUCCEEDED = re.compile(r"Successful requests:\s+(\d+)\s*$")
 _REQUESTS = re.compile(r"\b(\d+)/(\1) \[|\bnum_prompts=(\d+)")
 
@@ -1796,6 +1797,16 @@ def _classify_log(
             ),
             False,
         )
+    if (
+        at is None
+        and not bad_exit
+        and any(_SUCCEEDED.search(text) for text in whole.text if _CLIENT.search(text[:HEAD]))
+        and any(_NONE_LOST.search(text) for text in whole.text)
+    ):
+        # A benchmark client's report that counts every request answered and says none failed
+        # (else the client's failure above): the server served them, whatever came before.
+        quiet = _make(ctx, cause=Cause.UNKNOWN, phase=Phase.BENCHMARK, hint="", evidence=[])
+        return quiet, True
     if at is None and whole.stopped and not bad_exit:
         # It ends in a kill its sender called a clean stop, and nothing failed before it.
         quiet = _make(ctx, cause=Cause.UNKNOWN, phase=Phase.TEARDOWN, hint="", evidence=[])

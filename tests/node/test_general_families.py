@@ -972,3 +972,45 @@ def test_a_benchmark_clients_full_report_with_every_request_answered_is_healthy(
     lost = [line.replace("Failed requests:                         0", "Failed requests: 1")
             for line in lines]
     assert _answer(lost) == "benchmark_errors"
+
+
+def _thread_dump(frames: list[str]) -> list[str]:
+    return [
+        "Thread 0x00007f3a2b1c0700 (most recent call first):",
+        '  File "/usr/lib/python3.11/threading.py", line 331 in wait',
+        *frames,
+        '  File "/usr/lib/python3.11/multiprocessing/process.py", line 108 in run',
+    ]
+
+
+@pytest.mark.parametrize(
+    ("frames", "want"),
+    [
+        (
+            [
+                '  File "/srv/eng/managers/worker.py", line 412 in wait_batch_result',
+                '  File "/srv/eng/managers/worker.py", line 240 in event_loop_overlap',
+            ],
+            ("watchdog_timeout", "benchmark"),
+        ),
+        (
+            [
+                '  File "/srv/eng/distributed/setup.py", line 88 in init_process_group',
+                '  File "/srv/eng/model_runner.py", line 120 in load_model',
+            ],
+            ("startup_timeout", "load"),
+        ),
+    ],
+)
+def test_a_dump_of_every_threads_stack_with_no_fatal_error_is_a_hang(
+    frames: list[str], want: tuple[str, str]
+) -> None:
+    """Python's faulthandler dumps every thread's stack ("Thread 0x... (most recent call
+    first):") when a watchdog or an operator asks: the program was stuck where its frames
+    are, it did not crash. While serving that is a hang the watchdog catches; in start-up, a
+    start that never finished. A dump after "Fatal Python error" is a crash's."""
+    failure = diagnose_text("\n".join(_thread_dump(frames))).failure
+    assert failure is not None
+    assert (failure.cause.value, failure.phase.value) == want
+    crash = ["Fatal Python error: Segmentation fault", "", *_thread_dump(frames)]
+    assert _answer(crash) == "runtime_crash"

@@ -1116,6 +1116,19 @@ def _first_request_only(log: _Log, milestones: Sequence[Milestone]) -> int | Non
     return seen[0]
 
 
+# Python's faulthandler: the header of one thread's stack, and the report of a fatal signal
+_THREAD_DUMP = re.compile(r"^(?:Current )?[Tt]hread 0x[0-9a-fA-F]+ \(most recent call first\):")
+_FATAL_PYTHON = re.compile(r"Fatal Python error")
+
+
+def _hang_dump(log: _Log) -> int | None:
+    """The first thread's header, when the log dumps threads' stacks and no fatal error."""
+    dump = next((i for i, text in enumerate(log.text) if _THREAD_DUMP.match(text.strip())), None)
+    if dump is None or any(_FATAL_PYTHON.search(text) for text in log.text):
+        return None
+    return dump
+
+
 def _last_line(log: _Log) -> int | None:
     """Index of the last line with a message, if any."""
     return next((i for i in range(len(log.text) - 1, -1, -1) if log.text[i].strip()), None)
@@ -1719,7 +1732,18 @@ def _classify_log(
     elif catch_all is not None:
         at = found[1][0] if found is not None else None
     evidence: list[int] = [] if at is None else [at]
-    if at is not None or sig.failed:
+    dump = _hang_dump(log) if exc is None else None
+    if dump is not None:
+        # Every thread's stack dumped with no fatal error: the program was stuck there (a
+        # watchdog or an operator asked for the dump), it did not crash.
+        block = phase_in_block(log.text, at if at is not None else dump)
+        hung = _later(reached, block) in _RUNNING
+        cause = Cause.WATCHDOG_TIMEOUT if hung else Cause.STARTUP_TIMEOUT
+        at = dump
+        evidence = [dump]
+        message = "every thread's stack was dumped with no error (a hang): " + _message(log, dump)
+        hint = None
+    elif at is not None or sig.failed:
         # What the first fatal exception, the error lines, the frames of a cut traceback and
         # the activity before them say, in any engine's words.
         block_phase = phase_in_block(log.text, at) if at is not None else None

@@ -1014,3 +1014,19 @@ def test_a_dump_of_every_threads_stack_with_no_fatal_error_is_a_hang(
     assert (failure.cause.value, failure.phase.value) == want
     crash = ["Fatal Python error: Segmentation fault", "", *_thread_dump(frames)]
     assert _answer(crash) == "runtime_crash"
+
+
+@pytest.mark.parametrize("fn", ["sample_tokens", "_sample", "sample", "decode_step"])
+def test_a_traceback_cut_in_the_sampler_or_a_decode_step_ran_while_serving(fn: str) -> None:
+    """Sampling the next tokens and a decode step run only once requests are served: a
+    traceback cut in those frames is a crash while serving."""
+    lines = [
+        "(Worker_TP1 pid=7) ERROR 01-06 19:37:15 [executor.py:824] Traceback (most recent call "
+        "last):",
+        '(Worker_TP1 pid=7) ERROR 01-06 19:37:15 [executor.py:824]   File "/srv/eng/worker.py", '
+        f"line 354, in {fn}",
+        "(Worker_TP1 pid=7) ERROR 01-06 19:37:15 [executor.py:824]     return self.runner.step(x)",
+    ]
+    failure = diagnose_text("\n".join(lines)).failure
+    assert failure is not None
+    assert (failure.cause.value, failure.phase.value) == ("runtime_crash", "benchmark")

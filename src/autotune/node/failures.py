@@ -283,7 +283,9 @@ _PHASE_MARKERS: tuple[tuple[Phase, re.Pattern[str]], ...] = (
             r"forward_thread_func|output_handler|loop_for_fwd|_forward_step|prefill_batch|"
             r"get_output_async|generate_token|forward(?:Sync|Async)\b|executor_loop|"
             # a request's span in a Rust server's tracing ("generate{parameters=...}:")
-            r"\b\w*(?:generate|completions?|chat)\{"
+            r"\b\w*(?:generate|completions?|chat)\{|"
+            # sampling the next tokens, a decode step: only requests being served run them
+            r"\bin _?sample(?:_tokens?|_next\w*)?$|\bin _?decode_step\w*$"
         ),
     ),
 )

@@ -1030,3 +1030,23 @@ def test_a_traceback_cut_in_the_sampler_or_a_decode_step_ran_while_serving(fn: s
     failure = diagnose_text("\n".join(lines)).failure
     assert failure is not None
     assert (failure.cause.value, failure.phase.value) == ("runtime_crash", "benchmark")
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        "[w3] eng.kernels: import failed (cuda_utils.so: cannot build), the model is off",
+        "[w3] skipping eng.models.deepseek: import error (libcuda.so not found)",
+    ],
+)
+def test_an_import_error_told_before_a_cut_traceback_is_the_failure(told: str) -> None:
+    """A loader that goes on after it could not import a module says "import error" in
+    words; when the traceback that follows is cut before its exception, that import is what
+    the log shows of the cause. (SGLang's "Ignore import error when loading X", printed by
+    every healthy start, stays ignored.)"""
+    lines = [
+        told,
+        "[w1] Worker hit an exception: Traceback (most recent call last):",
+        '  File "/srv/eng/managers/worker.py", line 88, in run_worker_process',
+    ]
+    assert _answer(lines) == "import_error"

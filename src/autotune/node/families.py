@@ -426,6 +426,9 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"\b(?:runtime|loader|linker)\b (?:cannot|can't|could not|failed to|unable to) "
         r"(?:find|locate|resolve) \w",
     ),
+    # an import that failed, told in words by a loader that goes on ("Ignore import error
+    # when loading x", "skipping x: import error")
+    (Cause.IMPORT_ERROR, 3.0, r"(?i:\bimport (?:error|failure|failed)\b)"),
     (
         Cause.IMPORT_ERROR,
         2.0,

@@ -864,7 +864,7 @@ def test_colour_codes_whose_escape_byte_was_written_out_are_colour(esc: str) -> 
     [
         "2025-03-04T05:06:07.123Z ERROR compat:generate{parameters=Params { top_k: None }}:"
         "generate: router::infer: src/infer.rs:246: Incomplete generation",
-        "2025-03-04T05:06:07.123Z ERROR chat_completions{total_time=\"12ms\"}: server::api: "
+        '2025-03-04T05:06:07.123Z ERROR chat_completions{total_time="12ms"}: server::api: '
         "src/api.rs:88: stream ended early",
     ],
 )
@@ -969,8 +969,10 @@ def test_a_benchmark_clients_full_report_with_every_request_answered_is_healthy(
     ]
     assert _answer(lines) == "ok"
     # one request lost is a benchmark error, as before
-    lost = [line.replace("Failed requests:                         0", "Failed requests: 1")
-            for line in lines]
+    lost = [
+        line.replace("Failed requests:                         0", "Failed requests: 1")
+        for line in lines
+    ]
     assert _answer(lost) == "benchmark_errors"
 
 
@@ -1050,3 +1052,25 @@ def test_an_import_error_told_before_a_cut_traceback_is_the_failure(told: str) -
         '  File "/srv/eng/managers/worker.py", line 88, in run_worker_process',
     ]
     assert _answer(lines) == "import_error"
+
+
+@pytest.mark.parametrize(
+    "end",
+    [
+        ["TypeError: __init__() missing 1 required positional argument: 'detail'"],
+        [],  # the traceback cut at the raise statement
+    ],
+)
+def test_the_raise_statement_of_the_deepest_frame_names_the_exception_meant(end: list[str]) -> None:
+    """The deepest frame's ``raise X(...)`` says which exception the program meant to raise,
+    even when building it failed (a ``TypeError`` about its arguments) or the excerpt stops
+    there: its type names the family as the exception line would."""
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/srv/eng/serve/api.py", line 30, in main',
+        "    engine = build_engine(args)",
+        '  File "/srv/eng/serve/engine.py", line 111, in build_engine',
+        "    raise ConfigError('set --model-name or a backend config')",
+        *end,
+    ]
+    assert _answer(lines) == "invalid_argument"

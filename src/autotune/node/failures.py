@@ -35,6 +35,7 @@ from typing import Any
 
 from autotune.models import INFRA_CAUSES, Cause, Failure, Milestone, Phase, Rule
 from autotune.node.families import (
+    BUILDING_FAILED,
     CONTEXT_LINE,
     DEEP_LINE,
     ERROR_LINE,
@@ -1274,6 +1275,9 @@ def _told_before_traceback(log: _Log) -> int | None:
     return i
 
 
+_RAISE_LINE = re.compile(r"^\s*raise [\w.]+\(")
+
+
 def _focus(log: _Log, sig: _Signals, exc: int | None) -> list[Focus]:
     """The lines a failure's family is read from, each weighed by how much it tells: the first
     fatal exception and its message, the error lines (the first most), the frames of a
@@ -1282,6 +1286,14 @@ def _focus(log: _Log, sig: _Signals, exc: int | None) -> list[Focus]:
     lines: list[Focus] = []
     if exc is not None:
         lines += _message_lines(log, exc)
+        above = exc - 1
+        if (
+            above >= 0
+            and BUILDING_FAILED.match(log.text[exc].strip())
+            and _RAISE_LINE.match(log.text[above])
+        ):
+            # building the exception failed: the raise statement says which one was meant
+            lines.append(Focus(above, log.text[above], EXCEPTION_LINE, raw=log.raw[above]))
     seen = {f.index for f in lines}
     texts: set[str] = set()
     if sig.error is not None and sig.error not in seen:

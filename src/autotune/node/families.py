@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from autotune.models import Cause
 
 __all__ = [
+    "BUILDING_FAILED",
     "FAMILY_ORDER",
     "GENERIC",
     "REFINES",
@@ -864,6 +865,10 @@ _TYPES: tuple[tuple[re.Pattern[str], Cause | None, float], ...] = tuple(
         (r"TimeoutError$|Timeout$", None, 0.0),  # timeout words decide
     )
 )
+_RAISE = re.compile(r"^\s*raise (?:[\w]+\.)*([A-Z]\w*)\(")
+# An exception raised while the exception of a raise statement was being built (its class
+# called with the wrong arguments): the raise statement names the exception meant.
+BUILDING_FAILED = re.compile(r"^TypeError: (?:\w+\.)*__init__\(\) (?:missing|takes|got)")
 _EXC_TYPE = re.compile(
     r"^(?:[\w.]*[.:])?(?P<type>(?:[A-Z]\w*)?(?:Error|Exception|Exit|Failure|Failed|Timeout|"
     r"OutOfMemory))\b"
@@ -1053,10 +1058,15 @@ def _line_scores(focus: Focus) -> dict[Cause | str, float]:
         if clue.weight > best.get(clue.family, 0.0) and any(clue.regex.search(h) for h in heads):
             best[clue.family] = clue.weight
     if focus.kind == "message":
-        kind = _exception_type(head)
-        for regex, cause, weight in _TYPES if kind else ():
-            if cause is not None and regex.search(kind or ""):
-                best[cause] = max(best.get(cause, 0.0), weight)
+        raised = _RAISE.match(head)
+        kind = raised.group(1) if raised is not None else _exception_type(head)
+    else:
+        # the deepest frame's raise statement names the exception meant ("raise ConfigError(")
+        raised = _RAISE.match(head) if focus.kind in ("deepest", "cut") else None
+        kind = raised.group(1) if raised is not None else None
+    for regex, cause, weight in _TYPES if kind else ():
+        if cause is not None and regex.search(kind or ""):
+            best[cause] = max(best.get(cause, 0.0), weight)
     # A generic family yields to a specific one named in the same words.
     # Within one line, a more specific memory family is the one meant, and a model the engine
     # refuses in its own words ("weight X does not exist") is not a bad path.

@@ -1074,3 +1074,21 @@ def test_the_raise_statement_of_the_deepest_frame_names_the_exception_meant(end:
         *end,
     ]
     assert _answer(lines) == "invalid_argument"
+
+
+DUMP = (
+    "ERROR 08-08 20:16:19 [dump.py:69] Dumping state for the engine with config: model='/m', "
+    "trust_remote_code=False, model_type=None, dtype=auto, max_model_len=8192, "
+    "tensor_parallel_size=1, quantization=None, enforce_eager=False, kv_cache_dtype=auto, "
+    "mem_fraction_static=0.9, seed=0"
+)
+
+
+@pytest.mark.parametrize("prefix", ["", "> ", "[rank0]: > ", "(Engine pid=7) "])
+def test_the_settings_an_error_line_dumps_are_no_words_of_the_failure(prefix: str) -> None:
+    """An error line that dumps the engine's settings (``key=value, ...``) names settings,
+    not complaints: ``trust_remote_code`` or ``mem_fraction_static`` there refuse nothing.
+    The words before the dump still count."""
+    assert _answer([prefix + DUMP]) == "unknown"
+    oom = DUMP.replace("Dumping state for the engine", "CUDA out of memory; the engine state")
+    assert _answer([prefix + oom]) == "cuda_oom"

@@ -1031,6 +1031,18 @@ def _exception_type(text: str) -> str | None:
     return found.group("type") if found else None
 
 
+# A dump of settings: many "key=value" (or "'key': value") pairs in one line
+_SETTING = re.compile(r"(?:\b[a-z_][a-z0-9_]*=|'[a-z_][a-z0-9_]*': )")
+DUMPED_SETTINGS = 8
+
+
+def _before_dump(text: str) -> str:
+    """``text`` up to the settings it dumps, if it dumps many: names of settings
+    (``trust_remote_code=False``, ``mem_fraction_static=0.9``) complain of nothing."""
+    found = list(_SETTING.finditer(text))
+    return text[: found[0].start()] if len(found) >= DUMPED_SETTINGS else text
+
+
 def _line_scores(focus: Focus) -> dict[Cause | str, float]:
     """The best clue weight of each family in one line."""
     table = {
@@ -1041,7 +1053,7 @@ def _line_scores(focus: Focus) -> dict[Cause | str, float]:
         "context": ACTIVITY,
         "phase": PHASES,
     }[focus.kind]
-    heads = [focus.text[:600]]
+    heads = [_before_dump(focus.text[:600]) if focus.kind == "message" else focus.text[:600]]
     if focus.raw and focus.raw != focus.text:
         # Words a bracketed prefix holds ("[Errno 98]", "[TensorRT-LLM][ERROR]"), not the
         # dress around them (a host name, a timestamp), which must not change an answer.

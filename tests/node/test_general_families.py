@@ -1092,3 +1092,27 @@ def test_the_settings_an_error_line_dumps_are_no_words_of_the_failure(prefix: st
     assert _answer([prefix + DUMP]) == "unknown"
     oom = DUMP.replace("Dumping state for the engine", "CUDA out of memory; the engine state")
     assert _answer([prefix + oom]) == "cuda_oom"
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        ("in _check_if_device_supports_dtype", "    _check_if_device_supports_dtype(cfg.dtype)"),
+        ("in verify_gpu_compatibility", "    raise_if_unfit(torch.cuda.get_device_capability())"),
+        ("in ensure_arch_supported", "    ensure_arch_supported(props)"),
+    ],
+)
+def test_a_traceback_cut_in_a_check_that_the_gpu_supports_something_refuses_the_gpu(
+    check: tuple[str, str],
+) -> None:
+    """A check whose name says it checks that the GPU (device, architecture) supports
+    something, where a traceback stops: the GPU was refused."""
+    where, code = check
+    lines = [
+        "ERROR | stderr | Traceback (most recent call last):",
+        'ERROR | stderr |   File "/srv/eng/worker.py", line 71, in init_model',
+        "ERROR | stderr |     self.setup(cfg)",
+        f'ERROR | stderr |   File "/srv/eng/worker.py", line 231, {where}',
+        f"ERROR | stderr | {code}",
+    ]
+    assert _answer(lines) == "arch_unsupported"

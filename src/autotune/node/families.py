@@ -783,6 +783,14 @@ FRAMES: tuple[_Clue, ...] = _clues(
 
 # The deepest code lines of such a traceback: the check, the lookup or the import that failed.
 DEEPEST: tuple[_Clue, ...] = _clues(
+    # a check whose name says it checks that the GPU (device, architecture) supports something
+    (
+        Cause.ARCH_UNSUPPORTED,
+        2.5,
+        r"(?i:\b_*(?:check|verify|validate|ensure|assert|is)_\w*(?:gpu|device|arch|capabilit|"
+        r"hardware)\w*(?:support|compat|capab)\w*|\b_*(?:check|verify|validate|ensure)_\w*"
+        r"(?:support|compat)\w*_(?:gpu|device|arch|hardware)\w*)",
+    ),
     # the kernel compiler's build for this GPU was the last thing running
     (
         Cause.ARCH_UNSUPPORTED,

@@ -427,8 +427,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"\b(?:runtime|loader|linker)\b (?:cannot|can't|could not|failed to|unable to) "
         r"(?:find|locate|resolve) \w",
     ),
-    # an import that failed, told in words by a loader that goes on ("Ignore import error
-    # when loading x", "skipping x: import error")
+    # an import that failed, told in words by a loader that goes on ("skipping x: import
+    # error", "x: import failed")
     (Cause.IMPORT_ERROR, 3.0, r"(?i:\bimport (?:error|failure|failed)\b)"),
     (
         Cause.IMPORT_ERROR,
@@ -1240,7 +1240,8 @@ def name_family(lines: Sequence[Focus], *, running: bool) -> Verdict | None:
         ranked = [
             (c, s)
             for c, s in ranked
-            if not _echo_kill(texts.get(s.decisive_at if s.decisive_at is not None else s.at, ""))
+            if c == cause
+            or not _echo_kill(texts.get(s.decisive_at if s.decisive_at is not None else s.at, ""))
             or (s.decisive_at if s.decisive_at is not None else s.at) < failed_at
         ]
         specific = [

@@ -1018,6 +1018,23 @@ def test_a_dump_of_every_threads_stack_with_no_fatal_error_is_a_hang(
     assert _answer(crash) == "runtime_crash"
 
 
+def test_py_spys_dump_of_a_stuck_server_is_a_hang_too() -> None:
+    """py-spy's dump (``py-spy dump --pid N``) of a server stuck while serving: the same hang."""
+    lines = [
+        "Process 4242: python -m eng.serve --model m",
+        "Python v3.11.9 (/usr/bin/python3.11)",
+        "",
+        'Thread 4242 (idle): "MainThread"',
+        "    wait (threading.py:331)",
+        "    wait_batch_result (eng/managers/worker.py:412)",
+        "    event_loop_overlap (eng/managers/worker.py:240)",
+        "    run_worker_process (eng/managers/worker.py:301)",
+    ]
+    failure = diagnose_text("\n".join(lines)).failure
+    assert failure is not None
+    assert (failure.cause.value, failure.phase.value) == ("watchdog_timeout", "benchmark")
+
+
 @pytest.mark.parametrize("fn", ["sample_tokens", "_sample", "sample", "decode_step"])
 def test_a_traceback_cut_in_the_sampler_or_a_decode_step_ran_while_serving(fn: str) -> None:
     """Sampling the next tokens and a decode step run only once requests are served: a

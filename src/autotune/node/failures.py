@@ -1119,8 +1119,12 @@ def _first_request_only(log: _Log, milestones: Sequence[Milestone]) -> int | Non
     return seen[0]
 
 
-# Python's faulthandler: the header of one thread's stack, and the report of a fatal signal
-_THREAD_DUMP = re.compile(r"^(?:Current )?[Tt]hread 0x[0-9a-fA-F]+ \(most recent call first\):")
+# The header of one thread's stack in a dump (Python's faulthandler, py-spy's), and the
+# report of a fatal signal
+_THREAD_DUMP = re.compile(
+    r"^(?:Current )?[Tt]hread 0x[0-9a-fA-F]+ \(most recent call first\):|"
+    r"^Thread (?:0x[0-9a-fA-F]+|\d+) \((?:idle|active)(?:\+gil)?\): \""
+)
 _FATAL_PYTHON = re.compile(r"Fatal Python error")
 
 
@@ -1130,6 +1134,18 @@ def _hang_dump(log: _Log) -> int | None:
     if dump is None or any(_FATAL_PYTHON.search(text) for text in log.text):
         return None
     return dump
+
+
+def _dump_phase(log: _Log) -> Phase | None:
+    """The phase the stacks of a thread dump point to: a start-up phase any thread is in, else
+    serving, else loading (as ``phase_in_block`` weighs one traceback's frames)."""
+    heads = [i for i, text in enumerate(log.text) if _THREAD_DUMP.match(text.strip())]
+    found = {phase_in_block(log.text, i + 1) for i in heads if i + 1 < len(log.text)}
+    order = list(Phase)
+    for phases in (found & set(_STARTUP[1:]), found & {Phase.BENCHMARK}, found & {Phase.LOAD}):
+        if phases:
+            return max(phases, key=order.index)
+    return None
 
 
 def _last_line(log: _Log) -> int | None:
@@ -1750,7 +1766,7 @@ def _classify_log(
     if dump is not None:
         # Every thread's stack dumped with no fatal error: the program was stuck there (a
         # watchdog or an operator asked for the dump), it did not crash.
-        block = phase_in_block(log.text, at if at is not None else dump)
+        block = _dump_phase(log)
         hung = _later(reached, block) in _RUNNING
         cause = Cause.WATCHDOG_TIMEOUT if hung else Cause.STARTUP_TIMEOUT
         at = dump

@@ -1140,7 +1140,11 @@ def _dump_phase(log: _Log) -> Phase | None:
     """The phase the stacks of a thread dump point to: a start-up phase any thread is in, else
     serving, else loading (as ``phase_in_block`` weighs one traceback's frames)."""
     heads = [i for i, text in enumerate(log.text) if _THREAD_DUMP.match(text.strip())]
-    found = {phase_in_block(log.text, i + 1) for i in heads if i + 1 < len(log.text)}
+    found: set[Phase] = set()
+    for i in heads:
+        phase = phase_in_block(log.text, i + 1) if i + 1 < len(log.text) else None
+        if phase is not None:
+            found.add(phase)
     order = list(Phase)
     for phases in (found & set(_STARTUP[1:]), found & {Phase.BENCHMARK}, found & {Phase.LOAD}):
         if phases:

@@ -28,11 +28,14 @@ FIFTH, SIXTH, SEVENTH = "2026-12-06d", "2026-12-06e", "2026-12-06f"
 EIGHTH, NINTH, TENTH = "2026-12-06g", "2026-12-06h", "2026-12-06i"
 ELEVENTH, TWELFTH, THIRTEENTH = "2026-12-06j", "2026-12-06k", "2026-12-06l"
 FOURTEENTH, FIFTEENTH, SIXTEENTH = "2026-12-06m", "2026-12-06n", "2026-12-06o"
-SEVENTEENTH = "2026-12-06p"
+SEVENTEENTH, EIGHTEENTH = "2026-12-06p", "2026-12-06q"
 # Batch p, the second blind set, was read whole before it joined (MANIFEST.md), so all of it
 # is tuning. Three of its logs stop in healthy serving lines before a crash only the thread
 # names; nothing in them shows a failure, so their `ok` is pinned by id, not fixed by a rule.
-SILENT_CRASHES = {"sglang-088", "sglang-089", "llamacpp-032"}
+# Batch q, the third blind set, joined the same way (read whole, all tuning); one of its logs,
+# sglang-096, is the same kind (healthy prefill lines; the OOM is past the cut).
+SILENT_CRASHES = {"sglang-088", "sglang-089", "llamacpp-032", "sglang-096"}
+BLIND_BATCHES = {SEVENTEENTH, EIGHTEENTH}
 # Measured 2026-12-06 (bench/diagnosis.py, issue 51 third round, commit aec6f41): tuning
 # 95.7%, held out 78.5%. Per batch, held out: 48/51 (2026-11-30), 26/30 (2026-12-06), 9/12 (b),
 # 2/7 (c), 15/17 (d), 5/7 (e), 13/16 (f), 9/14 (g), 7/10 (h), 5/7 (i), 4/7 (j), 3/8 (k). Batches
@@ -54,6 +57,9 @@ SILENT_CRASHES = {"sglang-088", "sglang-089", "llamacpp-032"}
 # first), first measured at 33/81; the whole-corpus floors keep to the batches before it
 # (tuning 393/427, held out 183/244, unmoved by the round) and batch p has its own floor:
 # 43/81 after the round's mechanisms (each tested with lines of its own).
+# Eleventh round (issue-51-r11): the third blind set joined as batch q, all tuning (read whole),
+# first measured at 39/83 with main's code (b2db39e); 50/83 after the round's mechanisms, which
+# left every held-out answer as it was (183/244) and the batches before p at 394/427.
 FLOORS = {
     ("tuning", None): 0.91,
     ("heldout", None): 0.74,
@@ -87,6 +93,7 @@ FLOORS = {
     ("tuning", SIXTEENTH): 0.55,
     ("heldout", SIXTEENTH): 0.35,
     ("tuning", SEVENTEENTH): 0.5,
+    ("tuning", EIGHTEENTH): 0.55,
 }
 
 
@@ -130,6 +137,7 @@ def test_labels_are_well_formed(rows: list[dict[str, str]]) -> None:
             FIFTEENTH,
             SIXTEENTH,
             SEVENTEENTH,
+            EIGHTEENTH,
         }, row
         # The exit status where the thread gives it (-9: killed by SIGKILL), passed to diagnose.
         assert re.fullmatch(r"(-?\d+)?", row.get("exit_code", "")), row
@@ -165,8 +173,8 @@ def test_corpus_spans_the_engines_and_families(rows: list[dict[str, str]]) -> No
 def test_split_is_the_recorded_deterministic_one(rows: list[dict[str, str]]) -> None:
     """First batch: per cause, the 38% of ids first in SHA-256 order are held out. Later
     batches: a log is held out when its source URL hashes below 35 in 100 (MANIFEST.md); each
-    rule was fixed before any rule was written from its batch. Batch p was read whole before it
-    joined: all tuning."""
+    rule was fixed before any rule was written from its batch. Batches p and q were read whole
+    before they joined: all tuning."""
     by_cause: dict[str, list[str]] = defaultdict(list)
     for row in rows:
         if row["added"] == FIRST:
@@ -177,13 +185,16 @@ def test_split_is_the_recorded_deterministic_one(rows: list[dict[str, str]]) -> 
         k = round(0.38 * len(ids))
         expected.update({i: ("heldout" if n < k else "tuning") for n, i in enumerate(ids)})
     for row in rows:
-        if row["added"] == SEVENTEENTH:
+        if row["added"] in BLIND_BATCHES:
             expected[row["id"]] = "tuning"
         elif row["added"] != FIRST:
             held = int(hashlib.sha256(row["url"].encode()).hexdigest()[:8], 16) % 100 < 35
             expected[row["id"]] = "heldout" if held else "tuning"
     assert {r["id"]: r["split"] for r in rows} == expected
-    share = sum(r["split"] == "heldout" for r in rows) / len(rows)
+    # The held-out share is of the logs whose split was chosen before they were read: the
+    # blind batches joined already read (all tuning), so they are no part of that choice.
+    chosen = [r for r in rows if r["added"] not in BLIND_BATCHES]
+    share = sum(r["split"] == "heldout" for r in chosen) / len(chosen)
     assert share >= 0.30
 
 
@@ -191,7 +202,7 @@ def test_split_is_the_recorded_deterministic_one(rows: list[dict[str, str]]) -> 
 def test_accuracy_floor(verdicts: list[Verdict], split: str, batch: str | None) -> None:
     chosen = [v for v in verdicts if v.split == split and batch in (None, v.batch)]
     if batch is None:  # the whole corpus as it stood before batch p (see FLOORS)
-        chosen = [v for v in chosen if v.batch != SEVENTEENTH]
+        chosen = [v for v in chosen if v.batch not in BLIND_BATCHES]
     cause_acc, phase_acc = corpus.accuracy(chosen)
     misses = [f"{v.id}: want {v.cause} got {v.got_cause}" for v in chosen if v.got_cause != v.cause]
     assert cause_acc >= FLOORS[(split, batch)], misses
@@ -231,7 +242,7 @@ def test_family_scoring_alone_names_most_failures() -> None:
     (measured 2026-12-06: tuning 92.4%, held out 74.3%; with batch o, eighth round: 88.3%,
     70.9%) and never says ``ok`` for a failure (but the pinned held-out log of batch o)."""
     verdicts = corpus.diagnose_all(no_rules=True)
-    before_p = [v for v in verdicts if v.batch != SEVENTEENTH]
+    before_p = [v for v in verdicts if v.batch not in BLIND_BATCHES]
     for split, floor in (("tuning", 0.87), ("heldout", 0.7)):
         cause_acc, _ = corpus.accuracy([v for v in before_p if v.split == split])
         assert cause_acc >= floor, split

@@ -817,3 +817,319 @@ def test_an_asyncio_tasks_exception_record_is_its_exception(record: str, want: s
     """asyncio's report of a task that ended in an exception ("future: <Task finished ...
     exception=X('...')>") is that exception, not a line to read past (the log then stops)."""
     assert _answer(["INFO 01-02 10:00:00 router ready, waiting for requests", record]) == want
+
+
+# Eleventh round (from the third blind set's misses, each mechanism with lines of its own).
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "[w0] ",
+        "2025-02-03 04:05:06,789 - engine - INFO - ",
+        "2025-02-03T04:05:06.789123456Z 2025-02-03 04:05:06,789 - wrapper - INFO - [w0] ",
+    ],
+)
+def test_a_frames_code_line_that_lost_its_indentation_belongs_to_the_frame(prefix: str) -> None:
+    """A wrapper that logs another process's output puts its prefix before each line and may
+    eat the traceback's indentation; the code line under the last frame still belongs to the
+    traceback, and it may be the only line that says where the failure ran (a serving loop)."""
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/srv/eng/managers/worker.py", line 301, in run_worker_process',
+        "    worker.event_loop_overlap()",
+    ]
+    failure = diagnose_text("\n".join(prefix + line.strip() for line in lines)).failure
+    assert failure is not None
+    assert (failure.cause.value, failure.phase.value) == ("runtime_crash", "benchmark")
+
+
+@pytest.mark.parametrize("esc", ["#033", "\\033", "\\x1b", "\\e", "^["])
+def test_colour_codes_whose_escape_byte_was_written_out_are_colour(esc: str) -> None:
+    """A log shipper (CloudWatch, syslog) or a paste writes the escape byte out as text; the
+    codes are colour all the same, and a level they wrap is that line's level."""
+    line = (
+        f"{esc}[2m2025-03-04T05:06:07.123Z{esc}[0m {esc}[31mERROR{esc}[0m "
+        f"{esc}[2mrouter::infer{esc}[0m{esc}[2m:{esc}[0m CUDA error: an illegal memory access "
+        "was encountered"
+    )
+    failure = diagnose_text(line).failure
+    assert failure is not None
+    assert failure.cause.value == "runtime_crash"
+    assert esc not in failure.message
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "2025-03-04T05:06:07.123Z ERROR compat:generate{parameters=Params { top_k: None }}:"
+        "generate: router::infer: src/infer.rs:246: Incomplete generation",
+        '2025-03-04T05:06:07.123Z ERROR chat_completions{total_time="12ms"}: server::api: '
+        "src/api.rs:88: stream ended early",
+    ],
+)
+def test_an_error_inside_a_requests_tracing_span_happened_while_serving(line: str) -> None:
+    """A Rust server's tracing names the span an event happened in (``generate{...}:``); an
+    error inside a request's span happened while the server was serving it."""
+    failure = diagnose_text(line).failure
+    assert failure is not None
+    assert (failure.cause.value, failure.phase.value) == ("runtime_crash", "benchmark")
+
+
+@pytest.mark.parametrize(
+    ("failure", "want"),
+    [
+        (
+            [
+                "Traceback (most recent call last):",
+                '  File "/srv/app/warmup.py", line 88, in wait_and_warmup',
+                "    assert reply.status == 200, reply",
+                "AssertionError: reply=<Reply 503>",
+            ],
+            "assertion",
+        ),
+        (
+            [
+                "server: src/plan.cpp:212: void Plan::run(): Assertion `rows <= limit' failed.",
+                "CRITICAL worker 2 died, shutting the group down",
+            ],
+            "assertion",
+        ),
+        (["Segmentation fault (core dumped) in worker 1"], "runtime_crash"),
+    ],
+)
+@pytest.mark.parametrize("kill", ["Killed", "launcher: worker exited on signal 9 (SIGKILL)"])
+def test_a_kill_after_a_failed_check_or_crash_is_its_echo_not_the_host(
+    failure: list[str], want: str, kill: str
+) -> None:
+    """An engine that kills its own process group once a child failed leaves a ``Killed`` (or
+    a signal 9) after the failure: that kill echoes the failure and names no family of its
+    own, so a failed check or a crash before it stays what it was (docs/failures.md: host_oom
+    or killed)."""
+    assert _answer([*LOADING, *failure, "", kill]) == want
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        [
+            "Namespace(model='m', tokenizer='/t', request_rate=8.0, num_prompts=200, seed=1)",
+            "loaded 200 prompts",
+            "Traceback (most recent call last):",
+            '  File "/usr/lib/python3/site-packages/httpx/_transports/default.py", line 72, in '
+            "map_httpcore_exceptions",
+            "    yield",
+            "ConnectionResetError: Connection lost",
+        ],
+        [
+            "$ loadgen run --model m",
+            "Starting benchmark...",
+            "Benchmark failed: the warm-up request failed. Error: Traceback (most recent call "
+            "last):",
+            '  File "/usr/lib/python3/site-packages/httpx/_client.py", line 1014, in send',
+            "    response = await self._send_handling_auth(",
+        ],
+    ],
+)
+def test_a_benchmark_client_is_known_by_its_arguments_and_its_own_words(lines: list[str]) -> None:
+    """A load generator dumps its arguments (a request rate, a number of prompts) and says that
+    its benchmark starts or failed: its log is a client's, and what failed is its requests."""
+    failure = diagnose_text("\n".join(lines)).failure
+    assert failure is not None
+    assert (failure.cause.value, failure.phase.value) == ("benchmark_errors", "benchmark")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ERROR:    [Errno 99] error while attempting to bind on address ('::1', 9000, 0, 0): "
+        "cannot assign requested address",
+        "error: bind to 0.0.0.0:9000 failed: permission denied",
+        "FATAL listener: error binding socket on port 9000",
+    ],
+)
+def test_any_error_binding_the_servers_address_is_the_port_family(line: str) -> None:
+    """A server that cannot bind its address (in use, not assignable, refused), in whatever
+    words its web stack uses, failed at its socket: the port family."""
+    assert _answer(["INFO starting the server", line]) == "port_in_use"
+
+
+def test_a_benchmark_clients_full_report_with_every_request_answered_is_healthy() -> None:
+    """A load generator's report that counts every request answered and none failed says the
+    server served them: no start-up was cut, nothing failed."""
+    lines = [
+        "============ Serving Benchmark Result ============",
+        "Successful requests:                     500",
+        "Failed requests:                         0",
+        "Benchmark duration (s):                  41.20",
+        "Request throughput (req/s):              12.14",
+        "---------------Time to First Token----------------",
+        "Mean TTFT (ms):                          311.02",
+        "P99 TTFT (ms):                           980.44",
+    ]
+    assert _answer(lines) == "ok"
+    # one request lost is a benchmark error, as before
+    lost = [
+        line.replace("Failed requests:                         0", "Failed requests: 1")
+        for line in lines
+    ]
+    assert _answer(lost) == "benchmark_errors"
+
+
+def _thread_dump(frames: list[str]) -> list[str]:
+    return [
+        "Thread 0x00007f3a2b1c0700 (most recent call first):",
+        '  File "/usr/lib/python3.11/threading.py", line 331 in wait',
+        *frames,
+        '  File "/usr/lib/python3.11/multiprocessing/process.py", line 108 in run',
+    ]
+
+
+@pytest.mark.parametrize(
+    ("frames", "want"),
+    [
+        (
+            [
+                '  File "/srv/eng/managers/worker.py", line 412 in wait_batch_result',
+                '  File "/srv/eng/managers/worker.py", line 240 in event_loop_overlap',
+            ],
+            ("watchdog_timeout", "benchmark"),
+        ),
+        (
+            [
+                '  File "/srv/eng/distributed/setup.py", line 88 in init_process_group',
+                '  File "/srv/eng/model_runner.py", line 120 in load_model',
+            ],
+            ("startup_timeout", "load"),
+        ),
+    ],
+)
+def test_a_dump_of_every_threads_stack_with_no_fatal_error_is_a_hang(
+    frames: list[str], want: tuple[str, str]
+) -> None:
+    """Python's faulthandler dumps every thread's stack ("Thread 0x... (most recent call
+    first):") when a watchdog or an operator asks: the program was stuck where its frames
+    are, it did not crash. While serving that is a hang the watchdog catches; in start-up, a
+    start that never finished. A dump after "Fatal Python error" is a crash's."""
+    failure = diagnose_text("\n".join(_thread_dump(frames))).failure
+    assert failure is not None
+    assert (failure.cause.value, failure.phase.value) == want
+    crash = ["Fatal Python error: Segmentation fault", "", *_thread_dump(frames)]
+    assert _answer(crash) == "runtime_crash"
+
+
+def test_py_spys_dump_of_a_stuck_server_is_a_hang_too() -> None:
+    """py-spy's dump (``py-spy dump --pid N``) of a server stuck while serving: the same hang."""
+    lines = [
+        "Process 4242: python -m eng.serve --model m",
+        "Python v3.11.9 (/usr/bin/python3.11)",
+        "",
+        'Thread 4242 (idle): "MainThread"',
+        "    wait (threading.py:331)",
+        "    wait_batch_result (eng/managers/worker.py:412)",
+        "    event_loop_overlap (eng/managers/worker.py:240)",
+        "    run_worker_process (eng/managers/worker.py:301)",
+    ]
+    failure = diagnose_text("\n".join(lines)).failure
+    assert failure is not None
+    assert (failure.cause.value, failure.phase.value) == ("watchdog_timeout", "benchmark")
+
+
+@pytest.mark.parametrize("fn", ["sample_tokens", "_sample", "sample", "decode_step"])
+def test_a_traceback_cut_in_the_sampler_or_a_decode_step_ran_while_serving(fn: str) -> None:
+    """Sampling the next tokens and a decode step run only once requests are served: a
+    traceback cut in those frames is a crash while serving."""
+    lines = [
+        "(Worker_TP1 pid=7) ERROR 01-06 19:37:15 [executor.py:824] Traceback (most recent call "
+        "last):",
+        '(Worker_TP1 pid=7) ERROR 01-06 19:37:15 [executor.py:824]   File "/srv/eng/worker.py", '
+        f"line 354, in {fn}",
+        "(Worker_TP1 pid=7) ERROR 01-06 19:37:15 [executor.py:824]     return self.runner.step(x)",
+    ]
+    failure = diagnose_text("\n".join(lines)).failure
+    assert failure is not None
+    assert (failure.cause.value, failure.phase.value) == ("runtime_crash", "benchmark")
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        "[w3] eng.kernels: import failed (cuda_utils.so: cannot build), the model is off",
+        "[w3] skipping eng.models.deepseek: import error (libcuda.so not found)",
+    ],
+)
+def test_an_import_error_told_before_a_cut_traceback_is_the_failure(told: str) -> None:
+    """A loader that goes on after it could not import a module says "import error" in
+    words; when the traceback that follows is cut before its exception, that import is what
+    the log shows of the cause. (SGLang's "Ignore import error when loading X", printed by
+    every healthy start, stays ignored.)"""
+    lines = [
+        told,
+        "[w1] Worker hit an exception: Traceback (most recent call last):",
+        '  File "/srv/eng/managers/worker.py", line 88, in run_worker_process',
+    ]
+    assert _answer(lines) == "import_error"
+
+
+@pytest.mark.parametrize(
+    "end",
+    [
+        ["TypeError: __init__() missing 1 required positional argument: 'detail'"],
+        [],  # the traceback cut at the raise statement
+    ],
+)
+def test_the_raise_statement_of_the_deepest_frame_names_the_exception_meant(end: list[str]) -> None:
+    """The deepest frame's ``raise X(...)`` says which exception the program meant to raise,
+    even when building it failed (a ``TypeError`` about its arguments) or the excerpt stops
+    there: its type names the family as the exception line would."""
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/srv/eng/serve/api.py", line 30, in main',
+        "    engine = build_engine(args)",
+        '  File "/srv/eng/serve/engine.py", line 111, in build_engine',
+        "    raise ConfigError('set --model-name or a backend config')",
+        *end,
+    ]
+    assert _answer(lines) == "invalid_argument"
+
+
+DUMP = (
+    "ERROR 08-08 20:16:19 [dump.py:69] Dumping state for the engine with config: model='/m', "
+    "trust_remote_code=False, model_type=None, dtype=auto, max_model_len=8192, "
+    "tensor_parallel_size=1, quantization=None, enforce_eager=False, kv_cache_dtype=auto, "
+    "mem_fraction_static=0.9, seed=0"
+)
+
+
+@pytest.mark.parametrize("prefix", ["", "> ", "[rank0]: > ", "(Engine pid=7) "])
+def test_the_settings_an_error_line_dumps_are_no_words_of_the_failure(prefix: str) -> None:
+    """An error line that dumps the engine's settings (``key=value, ...``) names settings,
+    not complaints: ``trust_remote_code`` or ``mem_fraction_static`` there refuse nothing.
+    The words before the dump still count."""
+    assert _answer([prefix + DUMP]) == "unknown"
+    oom = DUMP.replace("Dumping state for the engine", "CUDA out of memory; the engine state")
+    assert _answer([prefix + oom]) == "cuda_oom"
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        ("in _check_if_device_supports_dtype", "    _check_if_device_supports_dtype(cfg.dtype)"),
+        ("in verify_gpu_compatibility", "    raise_if_unfit(torch.cuda.get_device_capability())"),
+        ("in ensure_arch_supported", "    ensure_arch_supported(props)"),
+    ],
+)
+def test_a_traceback_cut_in_a_check_that_the_gpu_supports_something_refuses_the_gpu(
+    check: tuple[str, str],
+) -> None:
+    """A check whose name says it checks that the GPU (device, architecture) supports
+    something, where a traceback stops: the GPU was refused."""
+    where, code = check
+    lines = [
+        "ERROR | stderr | Traceback (most recent call last):",
+        'ERROR | stderr |   File "/srv/eng/worker.py", line 71, in init_model',
+        "ERROR | stderr |     self.setup(cfg)",
+        f'ERROR | stderr |   File "/srv/eng/worker.py", line 231, {where}',
+        f"ERROR | stderr | {code}",
+    ]
+    assert _answer(lines) == "arch_unsupported"

@@ -35,6 +35,7 @@ from typing import Any
 
 from autotune.models import INFRA_CAUSES, Cause, Failure, Milestone, Phase, Rule
 from autotune.node.families import (
+    BUILDING_FAILED,
     CONTEXT_LINE,
     DEEP_LINE,
     ERROR_LINE,
@@ -281,7 +282,11 @@ _PHASE_MARKERS: tuple[tuple[Phase, re.Pattern[str]], ...] = (
             r"get_model_worker_batch|process_batch_result|Epoch \d|trainer\.fit|"
             r"inner_training_loop|swap_blocks|begin_forward|all_reduce\(|SeqNum=\d{3,}|"
             r"forward_thread_func|output_handler|loop_for_fwd|_forward_step|prefill_batch|"
-            r"get_output_async|generate_token|forward(?:Sync|Async)\b|executor_loop"
+            r"get_output_async|generate_token|forward(?:Sync|Async)\b|executor_loop|"
+            # a request's span in a Rust server's tracing ("generate{parameters=...}:")
+            r"\b\w*(?:generate|completions?|chat)\{|"
+            # sampling the next tokens, a decode step: only requests being served run them
+            r"\bin _?sample(?:_tokens?|_next\w*)?$|\bin _?decode_step\w*$"
         ),
     ),
 )
@@ -805,7 +810,12 @@ def _block_span(stripped: Sequence[str], at: int) -> tuple[int, int]:
     ):
         start -= 1
     end = at + 1
-    while end < len(stripped) and end - at < BLOCK_AFTER and _in_trace(stripped[end]):
+    while (
+        end < len(stripped)
+        and end - at < BLOCK_AFTER
+        # (the code line of the frame above it, its indentation eaten by a prefix)
+        and (_in_trace(stripped[end]) or bool(_FRAME.match(stripped[end - 1])))
+    ):
         end += 1
     return start, end
 
@@ -1029,12 +1039,17 @@ def _signals(log: _Log, milestones: Sequence[Milestone], reached: Phase | None =
 # record of each response.
 _CLIENT = re.compile(
     r"\bNamespace\(backend=|benchmark_args=|Serving Benchmark Result|Successful requests:|"
+    # an argument dump that names a request rate or a number of prompts; a benchmark's own
+    # words that it starts or failed
+    r"\bNamespace\((?=[^)]*\b(?:request_rate|num_prompts)=)|^Starting benchmark\b|"
+    r"^Benchmark failed\b|"
     r"Starting (?:main|initial) \w* ?(?:benchmark|test) run|Traffic request rate:|"
     r"HTTP Request: [A-Z]+ https?://|\b(?:bench_serving|benchmark_serving|vllm bench serve)\b"
 )
 _CLIENT_STATUS = re.compile(r"HTTP Request: [A-Z]+ https?://\S+ \"HTTP/[\d.]+ [45]\d\d\b")
 _CLIENT_OK = re.compile(r"HTTP Request: [A-Z]+ https?://\S+ \"HTTP/[\d.]+ 2\d\d\b")
 _LOST = re.compile(r"^\s*Failed requests:\s+[1-9]\d*\s*$")
+_NONE_LOST = re.compile(r"^\s*Failed requests:\s+0\b")
 _SUCCEEDED = re.compile(r"Successful requests:\s+(\d+)\s*$")
 _REQUESTS = re.compile(r"\b(\d+)/(\1) \[|\bnum_prompts=(\d+)")
 
@@ -1102,6 +1117,39 @@ def _first_request_only(log: _Log, milestones: Sequence[Milestone]) -> int | Non
     if len({log.text[i] for i in seen}) != 1 or not _PREFILL.search(log.text[seen[0]]):
         return None
     return seen[0]
+
+
+# The header of one thread's stack in a dump (Python's faulthandler, py-spy's), and the
+# report of a fatal signal
+_THREAD_DUMP = re.compile(
+    r"^(?:Current )?[Tt]hread 0x[0-9a-fA-F]+ \(most recent call first\):|"
+    r"^Thread (?:0x[0-9a-fA-F]+|\d+) \((?:idle|active)(?:\+gil)?\): \""
+)
+_FATAL_PYTHON = re.compile(r"Fatal Python error")
+
+
+def _hang_dump(log: _Log) -> int | None:
+    """The first thread's header, when the log dumps threads' stacks and no fatal error."""
+    dump = next((i for i, text in enumerate(log.text) if _THREAD_DUMP.match(text.strip())), None)
+    if dump is None or any(_FATAL_PYTHON.search(text) for text in log.text):
+        return None
+    return dump
+
+
+def _dump_phase(log: _Log) -> Phase | None:
+    """The phase the stacks of a thread dump point to: a start-up phase any thread is in, else
+    serving, else loading (as ``phase_in_block`` weighs one traceback's frames)."""
+    heads = [i for i, text in enumerate(log.text) if _THREAD_DUMP.match(text.strip())]
+    found: set[Phase] = set()
+    for i in heads:
+        phase = phase_in_block(log.text, i + 1) if i + 1 < len(log.text) else None
+        if phase is not None:
+            found.add(phase)
+    order = list(Phase)
+    for phases in (found & set(_STARTUP[1:]), found & {Phase.BENCHMARK}, found & {Phase.LOAD}):
+        if phases:
+            return max(phases, key=order.index)
+    return None
 
 
 def _last_line(log: _Log) -> int | None:
@@ -1247,6 +1295,9 @@ def _told_before_traceback(log: _Log) -> int | None:
     return i
 
 
+_RAISE_LINE = re.compile(r"^\s*raise [\w.]+\(")
+
+
 def _focus(log: _Log, sig: _Signals, exc: int | None) -> list[Focus]:
     """The lines a failure's family is read from, each weighed by how much it tells: the first
     fatal exception and its message, the error lines (the first most), the frames of a
@@ -1255,6 +1306,14 @@ def _focus(log: _Log, sig: _Signals, exc: int | None) -> list[Focus]:
     lines: list[Focus] = []
     if exc is not None:
         lines += _message_lines(log, exc)
+        above = exc - 1
+        if (
+            above >= 0
+            and BUILDING_FAILED.match(log.text[exc].strip())
+            and _RAISE_LINE.match(log.text[above])
+        ):
+            # building the exception failed: the raise statement says which one was meant
+            lines.append(Focus(above, log.text[above], EXCEPTION_LINE, raw=log.raw[above]))
     seen = {f.index for f in lines}
     texts: set[str] = set()
     if sig.error is not None and sig.error not in seen:
@@ -1707,7 +1766,18 @@ def _classify_log(
     elif catch_all is not None:
         at = found[1][0] if found is not None else None
     evidence: list[int] = [] if at is None else [at]
-    if at is not None or sig.failed:
+    dump = _hang_dump(log) if exc is None else None
+    if dump is not None:
+        # Every thread's stack dumped with no fatal error: the program was stuck there (a
+        # watchdog or an operator asked for the dump), it did not crash.
+        block = _dump_phase(log)
+        hung = _later(reached, block) in _RUNNING
+        cause = Cause.WATCHDOG_TIMEOUT if hung else Cause.STARTUP_TIMEOUT
+        at = dump
+        evidence = [dump]
+        message = "every thread's stack was dumped with no error (a hang): " + _message(log, dump)
+        hint = None
+    elif at is not None or sig.failed:
         # What the first fatal exception, the error lines, the frames of a cut traceback and
         # the activity before them say, in any engine's words.
         block_phase = phase_in_block(log.text, at) if at is not None else None
@@ -1785,6 +1855,16 @@ def _classify_log(
             ),
             False,
         )
+    if (
+        at is None
+        and not bad_exit
+        and any(_SUCCEEDED.search(text) for text in whole.text if _CLIENT.search(text[:HEAD]))
+        and any(_NONE_LOST.search(text) for text in whole.text)
+    ):
+        # A benchmark client's report that counts every request answered and says none failed
+        # (else the client's failure above): the server served them, whatever came before.
+        quiet = _make(ctx, cause=Cause.UNKNOWN, phase=Phase.BENCHMARK, hint="", evidence=[])
+        return quiet, True
     if at is None and whole.stopped and not bad_exit:
         # It ends in a kill its sender called a clean stop, and nothing failed before it.
         quiet = _make(ctx, cause=Cause.UNKNOWN, phase=Phase.TEARDOWN, hint="", evidence=[])

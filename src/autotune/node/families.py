@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from autotune.models import Cause
 
 __all__ = [
+    "BUILDING_FAILED",
     "FAMILY_ORDER",
     "GENERIC",
     "REFINES",
@@ -426,6 +427,9 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"\b(?:runtime|loader|linker)\b (?:cannot|can't|could not|failed to|unable to) "
         r"(?:find|locate|resolve) \w",
     ),
+    # an import that failed, told in words by a loader that goes on ("skipping x: import
+    # error", "x: import failed")
+    (Cause.IMPORT_ERROR, 3.0, r"(?i:\bimport (?:error|failure|failed)\b)"),
     (
         Cause.IMPORT_ERROR,
         2.0,
@@ -500,6 +504,16 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"address) \S+ "
         r"(?:is )?(?:already )?(?:in use|occupied|taken)|(?:failed|unable|could not|couldn't|"
         r"cannot|can't) (?:to )?bind|failed to listen on",
+    ),
+    # an error binding the server's address or port, in any web stack's words (in use, not
+    # assignable, refused): "error while attempting to bind on address", "bind to x failed"
+    (
+        Cause.PORT_IN_USE,
+        3.5,
+        r"(?i:\b(?:error|fail\w*)\b.{0,40}\bbind(?:ing)?\b.{0,20}\b(?:on|to)?\s?(?:address|"
+        r"port|socket|[\d.]+:\d+|\[?::)|\bbind(?:ing)?\b (?:on |to )?(?:address |port |socket )?"
+        r"\S{0,40}\b(?:failed|error)\b)|[Cc]annot assign requested address|EADDRNOTAVAIL|"
+        r"[Ee]rrno:? 99\b",
     ),
     (
         Cause.NCCL_ERROR,
@@ -769,6 +783,14 @@ FRAMES: tuple[_Clue, ...] = _clues(
 
 # The deepest code lines of such a traceback: the check, the lookup or the import that failed.
 DEEPEST: tuple[_Clue, ...] = _clues(
+    # a check whose name says it checks that the GPU (device, architecture) supports something
+    (
+        Cause.ARCH_UNSUPPORTED,
+        2.5,
+        r"(?i:\b_*(?:check|verify|validate|ensure|assert|is)_\w*(?:gpu|device|arch|capabilit|"
+        r"hardware)\w*(?:support|compat|capab)\w*|\b_*(?:check|verify|validate|ensure)_\w*"
+        r"(?:support|compat)\w*_(?:gpu|device|arch|hardware)\w*)",
+    ),
     # the kernel compiler's build for this GPU was the last thing running
     (
         Cause.ARCH_UNSUPPORTED,
@@ -851,6 +873,10 @@ _TYPES: tuple[tuple[re.Pattern[str], Cause | None, float], ...] = tuple(
         (r"TimeoutError$|Timeout$", None, 0.0),  # timeout words decide
     )
 )
+_RAISE = re.compile(r"^\s*raise (?:[\w]+\.)*([A-Z]\w*)\(")
+# An exception raised while the exception of a raise statement was being built (its class
+# called with the wrong arguments): the raise statement names the exception meant.
+BUILDING_FAILED = re.compile(r"^TypeError: (?:\w+\.)*__init__\(\) (?:missing|takes|got)")
 _EXC_TYPE = re.compile(
     r"^(?:[\w.]*[.:])?(?P<type>(?:[A-Z]\w*)?(?:Error|Exception|Exit|Failure|Failed|Timeout|"
     r"OutOfMemory))\b"
@@ -1013,6 +1039,18 @@ def _exception_type(text: str) -> str | None:
     return found.group("type") if found else None
 
 
+# A dump of settings: many "key=value" (or "'key': value") pairs in one line
+_SETTING = re.compile(r"(?:\b[a-z_][a-z0-9_]*=|'[a-z_][a-z0-9_]*': )")
+DUMPED_SETTINGS = 8
+
+
+def _before_dump(text: str) -> str:
+    """``text`` up to the settings it dumps, if it dumps many: names of settings
+    (``trust_remote_code=False``, ``mem_fraction_static=0.9``) complain of nothing."""
+    found = list(_SETTING.finditer(text))
+    return text[: found[0].start()] if len(found) >= DUMPED_SETTINGS else text
+
+
 def _line_scores(focus: Focus) -> dict[Cause | str, float]:
     """The best clue weight of each family in one line."""
     table = {
@@ -1023,7 +1061,7 @@ def _line_scores(focus: Focus) -> dict[Cause | str, float]:
         "context": ACTIVITY,
         "phase": PHASES,
     }[focus.kind]
-    heads = [focus.text[:600]]
+    heads = [_before_dump(focus.text[:600]) if focus.kind == "message" else focus.text[:600]]
     if focus.raw and focus.raw != focus.text:
         # Words a bracketed prefix holds ("[Errno 98]", "[TensorRT-LLM][ERROR]"), not the
         # dress around them (a host name, a timestamp), which must not change an answer.
@@ -1040,10 +1078,15 @@ def _line_scores(focus: Focus) -> dict[Cause | str, float]:
         if clue.weight > best.get(clue.family, 0.0) and any(clue.regex.search(h) for h in heads):
             best[clue.family] = clue.weight
     if focus.kind == "message":
-        kind = _exception_type(head)
-        for regex, cause, weight in _TYPES if kind else ():
-            if cause is not None and regex.search(kind or ""):
-                best[cause] = max(best.get(cause, 0.0), weight)
+        raised = _RAISE.match(head)
+        kind = raised.group(1) if raised is not None else _exception_type(head)
+    else:
+        # the deepest frame's raise statement names the exception meant ("raise ConfigError(")
+        raised = _RAISE.match(head) if focus.kind in ("deepest", "cut") else None
+        kind = raised.group(1) if raised is not None else None
+    for regex, cause, weight in _TYPES if kind else ():
+        if cause is not None and regex.search(kind or ""):
+            best[cause] = max(best.get(cause, 0.0), weight)
     # A generic family yields to a specific one named in the same words.
     # Within one line, a more specific memory family is the one meant, and a model the engine
     # refuses in its own words ("weight X does not exist") is not a bad path.
@@ -1127,6 +1170,21 @@ def _scores(lines: Sequence[Focus], *, running: bool) -> dict[Cause, _Score]:
     }
 
 
+# A kill in words that say nothing of memory: SIGKILL's marks, as a shell, a launcher or Go
+# reports them. After a failure it is the engine (or its launcher) ending its own group.
+_KILL_WORDS = re.compile(
+    r"(?:^|[\s\]|])Killed\s*$|\bSIGKILL\b|\bsignal:? ?9\b|[Ss]ignal: killed|code[:= ]-9\b|"
+    r"(?i:exit(?:ed)?[ _]?(?: with)?(?: status| ?code)?)[:= ]+(?:137|-9)\b"
+)
+_MEMORY_WORDS = re.compile(r"(?i:memory|\boom|alloc|RAM\b)")
+
+
+def _echo_kill(text: str) -> bool:
+    """Whether ``text`` reports a kill and nothing of memory."""
+    head = text[:600]
+    return bool(_KILL_WORDS.search(head)) and not _MEMORY_WORDS.search(head)
+
+
 def name_family(lines: Sequence[Focus], *, running: bool) -> Verdict | None:
     """The family ``lines`` name, or None when none scores enough to decide.
 
@@ -1177,6 +1235,15 @@ def name_family(lines: Sequence[Focus], *, running: bool) -> Verdict | None:
     if cause in GENERIC:
         # A crash or a failed check says *that* it failed; a specific family named decisively
         # in the same message (``what(): ... out of memory``, the line after a panic) says why.
+        # A kill after it is its echo (an engine ending its own group), not why.
+        failed_at = best.decisive_at if best.decisive_at is not None else best.at
+        ranked = [
+            (c, s)
+            for c, s in ranked
+            if c == cause
+            or not _echo_kill(texts.get(s.decisive_at if s.decisive_at is not None else s.at, ""))
+            or (s.decisive_at if s.decisive_at is not None else s.at) < failed_at
+        ]
         specific = [
             (c, s)
             for c, s in ranked

@@ -22,8 +22,11 @@ from dataclasses import dataclass
 
 MAX_PREFIXES = 8
 
-# (a colour code whose escape byte was lost in a paste, "[0m", "[1;31m", before anything)
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\\u001b\[[0-9;]*m|\[(?:\d{1,3};)*\d{1,3}m")
+# (a colour code whose escape byte was lost in a paste, "[0m", "[1;31m", before anything; or
+# written out as text by a log shipper or a paste: CloudWatch's "#033[31m", "\033[", "^[[")
+_ANSI = re.compile(
+    r"(?:\x1b|\\u001b|#033|\\033|\\x1b|\\e|\^\[)\[[0-9;?]*[A-Za-z]|\[(?:\d{1,3};)*\d{1,3}m"
+)
 _LEVELS = {
     "E": "error",
     "ERROR": "error",

@@ -44,10 +44,13 @@ from tests.search.inprocess import Launch
 Strategy = Callable[[Landscape, int, int], list[Launch]]
 
 
-def _plain(sampler: Callable[[int], optuna.samplers.BaseSampler], attrs: bool = False) -> Strategy:
+def _plain(
+    sampler: Callable[[int], optuna.samplers.BaseSampler], attrs: bool = False, worst: bool = False
+) -> Strategy:
     """A plain Optuna loop (as a user without autotune would run it): the baseline first,
     then every proposal launched; a crash told as FAIL (``attrs``: with its cause in the
-    search's crash attribute)."""
+    search's crash attribute; ``worst``: told as complete, at the worst value measured yet,
+    and as breaking a constraint, ``CRASHED``)."""
 
     def run(land: Landscape, seed: int, trials: int) -> list[Launch]:
         from autotune.space.load import load_text
@@ -65,7 +68,10 @@ def _plain(sampler: Callable[[int], optuna.samplers.BaseSampler], attrs: bool = 
             p = land.evaluate(config, rng)
             clock = (out[-1].end if out else 0.0) + p.seconds  # one launch at a time
             out.append(Launch(config, p.value, p.truth, p.value is None, p.seconds, end=clock))
-            if p.value is None:
+            if p.value is None and worst:
+                trial.set_user_attr(CRASHED, True)
+                study.tell(trial, min(la.value for la in out if la.value is not None))
+            elif p.value is None:
                 if attrs:
                     from autotune.search import CRASH
 
@@ -82,8 +88,24 @@ STRATEGIES: dict[str, Strategy] = {
     "autotune": lambda land, s, n: run_driver(land, s, n),
     "random": _plain(lambda s: optuna.samplers.RandomSampler(seed=s)),
     "tpe": _plain(lambda s: optuna.samplers.TPESampler(seed=s)),
+    # Optuna's own Gaussian-process sampler (needs torch: the quickstart extra's); gpc: told
+    # of crashes as a constraint (its feasibility model), at the worst value measured
+    "gp": _plain(lambda s: optuna.samplers.GPSampler(seed=s, warn_independent_sampling=False)),
+    "gpc": _plain(
+        lambda s: optuna.samplers.GPSampler(
+            seed=s, warn_independent_sampling=False, constraints_func=_crashed
+        ),
+        worst=True,
+    ),
     "plain": _plain(lambda s: _search(seed=s), attrs=True),
 }
+
+
+CRASHED = "bench:crashed"  # user attribute of a crash a plain loop told as complete
+
+
+def _crashed(trial: optuna.trial.FrozenTrial) -> list[float]:
+    return [1.0 if trial.user_attrs.get(CRASHED) else -1.0]
 
 
 def _search(**kw: object) -> optuna.samplers.BaseSampler:

@@ -65,3 +65,31 @@ def test_generated_landscapes_are_the_same_every_time_and_spare_the_baseline() -
         assert a.parameters == b.parameters and a.baseline == b.baseline
         assert a.evaluate(dict(a.baseline), random.Random(0)).truth is not None
     assert generated(HELD_OUT_FROM).held_out
+
+
+def test_a_plain_loop_can_tell_crashes_as_a_broken_constraint_at_the_worst_value() -> None:
+    """``gpc``'s loop: a crash is told complete, at the worst value measured before it, with
+    its constraint broken; every launch that served keeps its own value and its constraint."""
+    import optuna
+    from bench.search.__main__ import _crashed, _plain
+
+    studies: list[optuna.Study] = []
+
+    class Recording(optuna.samplers.TPESampler):
+        def after_trial(self, study, trial, state, values):  # type: ignore[no-untyped-def]
+            studies.append(study)
+            super().after_trial(study, trial, state, values)
+
+    run = _plain(lambda s: Recording(seed=s, constraints_func=_crashed), worst=True)
+    land = fam.family("loadcrash", 0)
+    launches = run(land, 0, 20)
+    trials = studies[0].get_trials()
+    assert any(la.crashed for la in launches) and len(trials) == len(launches)
+    for i, (la, t) in enumerate(zip(launches, trials, strict=True)):
+        assert t.state == optuna.trial.TrialState.COMPLETE
+        broken = t.system_attrs["constraints"][0] > 0
+        assert broken == la.crashed
+        if la.crashed:
+            assert t.value == min(x.value for x in launches[:i] if x.value is not None)
+        else:
+            assert t.value == la.value

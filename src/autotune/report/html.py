@@ -13,10 +13,9 @@ redacted where it was stored.
 
 from __future__ import annotations
 
-import statistics
-
 import base64
 import html
+import statistics
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any

@@ -88,7 +88,12 @@ def test_chat_slo_bisects_the_rate_on_the_stand_in(tmp_path: Path, cli_env: dict
     (scenario,) = trial["scenarios"]
     assert scenario["over"] == "rate"
     loads = [s["load"] for s in scenario["steps"]]
-    assert loads[:2] == [1, 8] and len(loads) <= 3  # the bounds first, within the budget
+    if loads == [1] and not scenario["steps"][0]["meets_slo"]:
+        # A starved machine (CI at load 6 once) misses the SLO at the lowest rate: the sweep
+        # then ends there, by design (0: even `low` misses), and has nothing to bisect.
+        assert trial["metrics"]["max_rate_under_slo"] == 0.0
+    else:
+        assert loads[:2] == [1, 8] and len(loads) <= 3  # the bounds first, within the budget
     best = max([s["load"] for s in scenario["steps"] if s["meets_slo"]], default=0.0)
     assert trial["metrics"]["max_rate_under_slo"] == best
     assert "goodput_req_s" in trial["metrics"]

@@ -93,3 +93,27 @@ def test_a_plain_loop_can_tell_crashes_as_a_broken_constraint_at_the_worst_value
             assert t.value == min(x.value for x in launches[:i] if x.value is not None)
         else:
             assert t.value == la.value
+
+
+def test_a_trace_accounts_for_every_launch_of_the_budget(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--trace`` keeps each study's launches in order; the allocation table counts the
+    budget's launches by kind (they sum to the budget), the confirmation's apart, and finds the
+    launch where the reported configuration first ran."""
+    from bench.search import allocation
+
+    trace = tmp_path / "trace.jsonl"
+    args = ["--families", "interact", "--instances", "0:1", "--seeds", "1", "--trials", "14"]
+    assert main([*args, "--strategies", "autotune", "--trace", str(trace)]) == 0
+    row = json.loads(trace.read_text())
+    one = allocation.study(row)
+    assert sum(one["n"].values()) == 14 and one["n"]["baseline"] == 1 and one["n"]["design"] > 0
+    assert one["extra"]["confirm"] > 0
+    answer = next(la for la in row["launches"] if la["kind"] == "answer")
+    first = [la for la in row["launches"] if la["kind"] == "search"][one["answer_at"] - 1]
+    assert first["config"] == answer["config"] and first["source"] == one["answer_by"]
+    assert one["curve"] == sorted(one["curve"])
+    capsys.readouterr()
+    assert allocation.main([str(trace)]) == 0
+    assert "| interact | autotune | 1 |" in capsys.readouterr().out

@@ -27,6 +27,7 @@ import argparse
 import json
 import math
 import random
+import re
 import statistics
 import sys
 import time
@@ -261,7 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     harness.PARALLEL = a.parallel
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
-    strategies = a.strategies.split(",")
+    # commas inside brackets part knobs, not strategies: autotune[design=6,pairs=3],random
+    strategies = re.split(r",(?![^\[]*\])", a.strategies)
     if a.read:
         scores = [
             Score(**json.loads(line)) for f in a.read.split(",") for line in open(f) if line.strip()

@@ -117,3 +117,10 @@ def test_a_trace_accounts_for_every_launch_of_the_budget(
     capsys.readouterr()
     assert allocation.main([str(trace)]) == 0
     assert "| interact | autotune | 1 |" in capsys.readouterr().out
+
+
+def test_a_strategy_may_set_several_knobs(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["--families", "interact", "--instances", "0:1", "--seeds", "1", "--trials", "8"]
+    assert main([*args, "--strategies", "autotune[design=3,pairs=1],random"]) == 0
+    out = capsys.readouterr().out
+    assert "| interact | autotune[design=3,pairs=1] | 1 |" in out and "| interact | random |" in out

@@ -11,6 +11,7 @@ best as measured, and of those the ones that were also better in truth.
     .venv/bin/python -m bench.search --prune --families curve10 --instances 0:4 --seeds 3 \\
         --strategies autotune --trace /tmp/trace.jsonl
     .venv/bin/python -m bench.search.allocation /tmp/trace.jsonl
+    .venv/bin/python -m bench.search.allocation /tmp/trace.jsonl --paired autotune
 """
 
 from __future__ import annotations
@@ -127,12 +128,54 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _se(xs: list[float]) -> float:
+    return statistics.stdev(xs) / len(xs) ** 0.5 if len(xs) > 1 else 0.0
+
+
+def paired(rows: list[dict[str, Any]], base: str) -> str:
+    """Each other strategy against ``base`` on the same (landscape, seed): the mean difference
+    of % of the optimum and of crashes per family, with its SE over the studies, and pooled."""
+    at = {(r["family"], r["landscape"], r["seed"], r["strategy"]): r for r in rows}
+    lines = [
+        f"| strategy | family | studies | % of optimum | - {base}, paired (SE) "
+        f"| crashes (- {base}) |",
+        "| --- " * 6 + "|",
+    ]
+    for strat in dict.fromkeys(r["strategy"] for r in rows if r["strategy"] != base):
+        pooled: list[float] = []
+        for family in dict.fromkeys(r["family"] for r in rows):
+            two = [
+                (r, at[k])
+                for (f, land, seed, s), r in at.items()
+                if f == family and s == strat and (k := (f, land, seed, base)) in at
+            ]
+            if not two:
+                continue
+            diff = [a["answer"] - b["answer"] for a, b in two]
+            pooled += diff
+            crash = [float(a["crashes"] - b["crashes"]) for a, b in two]
+            lines.append(
+                f"| {strat} | {family} | {len(two)} | "
+                f"{statistics.mean(a['answer'] for a, _ in two):.1f} | "
+                f"{statistics.mean(diff):+.1f} ({_se(diff):.1f}) | "
+                f"{statistics.mean(a['crashes'] for a, _ in two):.1f} "
+                f"({statistics.mean(crash):+.1f}) |"
+            )
+        if pooled:
+            lines.append(
+                f"| {strat} | pooled | {len(pooled)} | | "
+                f"{statistics.mean(pooled):+.2f} ({_se(pooled):.2f}) | |"
+            )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("traces", nargs="+", help="files bench.search --trace wrote")
+    ap.add_argument("traces", nargs="+", help="files bench.search --trace (or --out) wrote")
+    ap.add_argument("--paired", default=None, help="instead: each strategy against this one")
     a = ap.parse_args(argv)
     rows = [json.loads(line) for f in a.traces for line in open(f) if line.strip()]
-    print(table(rows))
+    print(paired(rows, a.paired) if a.paired else table(rows))
     return 0
 
 

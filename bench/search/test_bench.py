@@ -124,3 +124,23 @@ def test_a_strategy_may_set_several_knobs(capsys: pytest.CaptureFixture[str]) ->
     assert main([*args, "--strategies", "autotune[design=3,pairs=1],random"]) == 0
     out = capsys.readouterr().out
     assert "| interact | autotune[design=3,pairs=1] | 1 |" in out and "| interact | random |" in out
+
+
+def test_paired_differences_match_studies_by_landscape_and_seed() -> None:
+    from bench.search.allocation import paired
+
+    def row(strategy: str, land: str, seed: int, answer: float, crashes: int) -> dict[str, object]:
+        return dict(
+            family="f", landscape=land, seed=seed, strategy=strategy, answer=answer, crashes=crashes
+        )
+
+    rows = [
+        row("a", "x", 0, 70.0, 2),
+        row("a", "x", 1, 80.0, 2),
+        row("b", "x", 1, 84.0, 3),  # paired with a's seed 1, not its seed 0
+        row("b", "x", 0, 72.0, 2),
+        row("b", "y", 0, 99.0, 0),  # nothing of a's to pair it with
+    ]
+    out = paired(rows, "a")
+    assert "| b | f | 2 | 78.0 | +3.0 (1.0) | 2.5 (+0.5) |" in out
+    assert "| b | pooled | 2 | | +3.00 (1.00) | |" in out

@@ -27,6 +27,7 @@ import argparse
 import json
 import math
 import random
+import re
 import statistics
 import sys
 import time
@@ -148,6 +149,27 @@ def score(
     )
 
 
+def trace(land: Landscape, s: Score, launches: list[Launch]) -> dict[str, object]:
+    """One study's launches in order, for ``allocation.py``: each launch's kind (search,
+    extra, answer), source (the proposal's kind), crash, measured value, % of the optimum
+    (noise-free) and configuration."""
+    opt = land.optimum()
+    return {
+        **asdict(s),
+        "launches": [
+            {
+                "kind": la.kind,
+                "source": la.source,
+                "crashed": la.crashed,
+                "value": la.value,
+                "pct": None if la.truth is None else 100.0 * la.truth / opt,
+                "config": la.config,
+            }
+            for la in launches
+        ],
+    }
+
+
 def landscapes(name: str, instances: range) -> list[tuple[str, Landscape]]:
     """(family, landscape) pairs of a family name, a manifest set or an old set."""
     if name in fam.MANIFEST:
@@ -227,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--parallel", type=int, default=1, help="trials in flight (driver's)")
     ap.add_argument("--out", default=None, help="also append every study's score (JSON lines)")
     ap.add_argument("--read", default=None, help="report scores --out wrote instead of running")
+    ap.add_argument("--trace", default=None, help="also append every study's launches (JSON lines)")
     ap.add_argument("--quick", action="store_true", help="CI: box, five, mixed7 x 2 seeds")
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args(argv)
@@ -239,7 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     harness.PARALLEL = a.parallel
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
-    strategies = a.strategies.split(",")
+    # commas inside brackets part knobs, not strategies: autotune[design=6,pairs=3],random
+    strategies = re.split(r",(?![^\[]*\])", a.strategies)
     if a.read:
         scores = [
             Score(**json.loads(line)) for f in a.read.split(",") for line in open(f) if line.strip()
@@ -268,15 +292,12 @@ def main(argv: list[str] | None = None) -> int:
         for seed in range(a.first_seed, a.first_seed + a.seeds):
             for strat in strategies:  # alternating: each seed's studies run under one load
                 t = time.monotonic()
-                s = score(
-                    land,
-                    family,
-                    strat,
-                    seed,
-                    STRATEGIES[strat](land, seed, a.trials),
-                    time.monotonic() - t,
-                )
+                launches = STRATEGIES[strat](land, seed, a.trials)
+                s = score(land, family, strat, seed, launches, time.monotonic() - t)
                 scores.append(s)
+                if a.trace:
+                    with open(a.trace, "a") as f:
+                        f.write(json.dumps(trace(land, s, launches), default=str) + "\n")
                 if a.out:
                     with open(a.out, "a") as f:
                         f.write(json.dumps(asdict(s)) + "\n")

@@ -93,3 +93,54 @@ def test_a_plain_loop_can_tell_crashes_as_a_broken_constraint_at_the_worst_value
             assert t.value == min(x.value for x in launches[:i] if x.value is not None)
         else:
             assert t.value == la.value
+
+
+def test_a_trace_accounts_for_every_launch_of_the_budget(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--trace`` keeps each study's launches in order; the allocation table counts the
+    budget's launches by kind (they sum to the budget), the confirmation's apart, and finds the
+    launch where the reported configuration first ran."""
+    from bench.search import allocation
+
+    trace = tmp_path / "trace.jsonl"
+    args = ["--families", "interact", "--instances", "0:1", "--seeds", "1", "--trials", "14"]
+    assert main([*args, "--strategies", "autotune", "--trace", str(trace)]) == 0
+    row = json.loads(trace.read_text())
+    one = allocation.study(row)
+    assert sum(one["n"].values()) == 14 and one["n"]["baseline"] == 1 and one["n"]["design"] > 0
+    assert one["extra"]["confirm"] > 0
+    answer = next(la for la in row["launches"] if la["kind"] == "answer")
+    first = [la for la in row["launches"] if la["kind"] == "search"][one["answer_at"] - 1]
+    assert first["config"] == answer["config"] and first["source"] == one["answer_by"]
+    assert one["curve"] == sorted(one["curve"])
+    capsys.readouterr()
+    assert allocation.main([str(trace)]) == 0
+    assert "| interact | autotune | 1 |" in capsys.readouterr().out
+
+
+def test_a_strategy_may_set_several_knobs(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["--families", "interact", "--instances", "0:1", "--seeds", "1", "--trials", "8"]
+    assert main([*args, "--strategies", "autotune[design=3,pairs=1],random"]) == 0
+    out = capsys.readouterr().out
+    assert "| interact | autotune[design=3,pairs=1] | 1 |" in out and "| interact | random |" in out
+
+
+def test_paired_differences_match_studies_by_landscape_and_seed() -> None:
+    from bench.search.allocation import paired
+
+    def row(strategy: str, land: str, seed: int, answer: float, crashes: int) -> dict[str, object]:
+        return dict(
+            family="f", landscape=land, seed=seed, strategy=strategy, answer=answer, crashes=crashes
+        )
+
+    rows = [
+        row("a", "x", 0, 70.0, 2),
+        row("a", "x", 1, 80.0, 2),
+        row("b", "x", 1, 84.0, 3),  # paired with a's seed 1, not its seed 0
+        row("b", "x", 0, 72.0, 2),
+        row("b", "y", 0, 99.0, 0),  # nothing of a's to pair it with
+    ]
+    out = paired(rows, "a")
+    assert "| b | f | 2 | 78.0 | +3.0 (1.0) | 2.5 (+0.5) |" in out
+    assert "| b | pooled | 2 | | +3.00 (1.00) | |" in out

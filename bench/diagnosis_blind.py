@@ -28,8 +28,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--misses", action="store_true", help="list every log answered wrong")
     args = parser.parse_args(argv)
-    if not (BLIND / "labels.csv").is_file():
-        # the fourth blind set is gathered apart and merged by the lead
+    if not (BLIND / "labels.csv").is_file():  # a blind set is gathered apart, then merged
         sys.exit(f"{BLIND / 'labels.csv'}: not found; the blind set is not merged yet")
     with (BLIND / "labels.csv").open(encoding="utf-8", newline="") as fh:
         rows = list(csv.DictReader(fh))
@@ -38,8 +37,7 @@ def main(argv: list[str] | None = None) -> None:
     hit: Counter[str] = Counter()
     by_trace: dict[str, list[int]] = {}  # in_log -> [right, logs]
     for row in rows:
-        name = row["id"] if row["id"].endswith(".log") else f"{row['id']}.log"
-        text = (BLIND / name).read_text(encoding="utf-8", errors="replace")
+        text = (BLIND / f"{row['id']}.log").read_text(encoding="utf-8", errors="replace")
         failure = diagnose_text(text, exit_code=exit_code(row)).failure
         got = "ok" if failure is None else failure.cause.value
         total[row["cause"]] += 1

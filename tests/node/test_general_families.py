@@ -32,6 +32,12 @@ def _answer(lines: list[str], exit_code: int | None = None) -> str:
     return "ok" if failure is None else failure.cause.value
 
 
+def _cause_phase(lines: list[str], engine: str | None = None) -> tuple[str, str] | None:
+    """The failure's cause and phase, or None for a healthy log."""
+    failure = diagnose_text("\n".join(lines), engine=engine).failure
+    return None if failure is None else (failure.cause.value, failure.phase.value)
+
+
 START = [
     "2025-03-02 09:14:11 INFO starting the inference server, model /srv/models/qwen-7b",
     "2025-03-02 09:14:12 WARNING option `rope_scaling.type` is deprecated, use `rope_type`",
@@ -317,9 +323,7 @@ def test_a_traceback_cut_in_the_serving_loops_frames_is_a_crash_while_serving() 
         "ERROR:        return await self.engine.step_async()",
         'ERROR:      File "/srv/venv/lib/python3.11/site-packa',
     ]
-    failure = diagnose_text("\n".join(lines)).failure
-    assert failure is not None
-    assert (failure.cause.value, failure.phase.value) == ("runtime_crash", "benchmark")
+    assert _cause_phase(lines) == ("runtime_crash", "benchmark")
 
 
 def test_native_frames_that_place_nothing_leave_the_error_lines_words_to_place_it() -> None:
@@ -328,9 +332,7 @@ def test_native_frames_that_place_nothing_leave_the_error_lines_words_to_place_i
         "1       0x7f00aa11bb22 /opt/engine/lib/libengine.so(+0x11bb22) [0x7f00aa11bb22]",
         "2       0x7f00aa22cc33 /opt/engine/lib/libengine.so(+0x22cc33) [0x7f00aa22cc33]",
     ]
-    failure = diagnose_text("\n".join(lines)).failure
-    assert failure is not None
-    assert (failure.cause.value, failure.phase.value) == ("runtime_crash", "benchmark")
+    assert _cause_phase(lines) == ("runtime_crash", "benchmark")
 
 
 @pytest.mark.parametrize(
@@ -583,9 +585,7 @@ def test_an_error_before_the_first_served_request_after_start_up_lines_did_not_s
 def test_a_traceback_cut_in_a_request_handler_is_a_crash_while_serving(frames: list[str]) -> None:
     """The frames of an HTTP request's handler say the server was up and serving, whatever
     was (or was not) logged of its start: a crash after ready, not a start-up failure."""
-    failure = diagnose_text("\n".join(frames)).failure
-    assert failure is not None
-    assert (failure.cause.value, failure.phase.value) == ("runtime_crash", "benchmark")
+    assert _cause_phase(frames) == ("runtime_crash", "benchmark")
 
 
 @pytest.mark.parametrize(
@@ -609,9 +609,7 @@ def test_a_request_that_does_not_fit_while_serving_is_a_benchmark_error(message:
         "ERROR 01-02 10:00:00 [chat.py:90]     async for res in result_generator:",
         f"ERROR 01-02 10:00:00 [chat.py:90] {message}",
     ]
-    failure = diagnose_text("\n".join(lines)).failure
-    assert failure is not None
-    assert (failure.cause.value, failure.phase.value) == ("benchmark_errors", "benchmark")
+    assert _cause_phase(lines) == ("benchmark_errors", "benchmark")
     # the same words with no sign of serving say nothing of a request
     assert _answer(["INFO loading model /models/x", message]) != "benchmark_errors"
 
@@ -626,9 +624,7 @@ def test_an_engine_that_dies_with_requests_running_crashed_while_serving() -> No
         "SchedulerStats(num_running_reqs=5, num_waiting_reqs=2, kv_cache_usage=0.4)",
         "(Core pid=31) ERROR 01-02 10:00:00 [core.py:700] The engine core hit a fatal error.",
     ]
-    failure = diagnose_text("\n".join(lines)).failure
-    assert failure is not None
-    assert (failure.cause.value, failure.phase.value) == ("runtime_crash", "benchmark")
+    assert _cause_phase(lines) == ("runtime_crash", "benchmark")
 
 
 @pytest.mark.parametrize(
@@ -726,9 +722,7 @@ def test_sglang_0_5_17s_capture_words_say_when_a_capture_runs_and_ends() -> None
     that stops there: the capture's failure), one cut after it ended does not."""
     running = _gpu_lines("healthy-baseline", 28, 33)  # the decode capture began, no end
     assert running[-1].startswith("[2026-12-06 02:23:45] Capture target decode CUDA graph begin")
-    failure = diagnose_text("\n".join(running), engine="sglang").failure
-    assert failure is not None
-    assert (failure.cause.value, failure.phase.value) == ("cuda_graph_capture", "graph_capture")
+    assert _cause_phase(running, engine="sglang") == ("cuda_graph_capture", "graph_capture")
     ended = _gpu_lines("healthy-baseline", 28, 35)  # both captures ended
     failure = diagnose_text("\n".join(ended), engine="sglang").failure
     assert failure is not None and failure.cause.value == "startup_timeout"
@@ -740,9 +734,7 @@ def test_a_capture_that_stalls_until_the_program_is_stopped_is_a_startup_timeout
     time in the capture, not a capture that failed (tests/data/gpu-crashlogs: induced with
     ``--max-total-tokens 64``, stopped at the probe's limit)."""
     lines = _gpu_lines("max-total-tokens-64-capture-stall", 1, 33)
-    failure = diagnose_text("\n".join(lines), engine="sglang").failure
-    assert failure is not None
-    assert (failure.cause.value, failure.phase.value) == ("startup_timeout", "graph_capture")
+    assert _cause_phase(lines, engine="sglang") == ("startup_timeout", "graph_capture")
     # the same capture, the log cut before the shutdown report: it stops in the capture
     assert "leaked semaphore" in lines[31] and "leaked" not in "".join(lines[:31])
     failure = diagnose_text("\n".join(lines[:31]), engine="sglang").failure
@@ -839,9 +831,7 @@ def test_a_frames_code_line_that_lost_its_indentation_belongs_to_the_frame(prefi
         '  File "/srv/eng/managers/worker.py", line 301, in run_worker_process',
         "    worker.event_loop_overlap()",
     ]
-    failure = diagnose_text("\n".join(prefix + line.strip() for line in lines)).failure
-    assert failure is not None
-    assert (failure.cause.value, failure.phase.value) == ("runtime_crash", "benchmark")
+    assert _cause_phase([prefix + line.strip() for line in lines]) == ("runtime_crash", "benchmark")
 
 
 @pytest.mark.parametrize("esc", ["#033", "\\033", "\\x1b", "\\e", "^["])
@@ -934,9 +924,7 @@ def test_a_kill_after_a_failed_check_or_crash_is_its_echo_not_the_host(
 def test_a_benchmark_client_is_known_by_its_arguments_and_its_own_words(lines: list[str]) -> None:
     """A load generator dumps its arguments (a request rate, a number of prompts) and says that
     its benchmark starts or failed: its log is a client's, and what failed is its requests."""
-    failure = diagnose_text("\n".join(lines)).failure
-    assert failure is not None
-    assert (failure.cause.value, failure.phase.value) == ("benchmark_errors", "benchmark")
+    assert _cause_phase(lines) == ("benchmark_errors", "benchmark")
 
 
 @pytest.mark.parametrize(
@@ -1011,9 +999,7 @@ def test_a_dump_of_every_threads_stack_with_no_fatal_error_is_a_hang(
     first):") when a watchdog or an operator asks: the program was stuck where its frames
     are, it did not crash. While serving that is a hang the watchdog catches; in start-up, a
     start that never finished. A dump after "Fatal Python error" is a crash's."""
-    failure = diagnose_text("\n".join(_thread_dump(frames))).failure
-    assert failure is not None
-    assert (failure.cause.value, failure.phase.value) == want
+    assert _cause_phase(_thread_dump(frames)) == want
     crash = ["Fatal Python error: Segmentation fault", "", *_thread_dump(frames)]
     assert _answer(crash) == "runtime_crash"
 
@@ -1030,9 +1016,7 @@ def test_py_spys_dump_of_a_stuck_server_is_a_hang_too() -> None:
         "    event_loop_overlap (eng/managers/worker.py:240)",
         "    run_worker_process (eng/managers/worker.py:301)",
     ]
-    failure = diagnose_text("\n".join(lines)).failure
-    assert failure is not None
-    assert (failure.cause.value, failure.phase.value) == ("watchdog_timeout", "benchmark")
+    assert _cause_phase(lines) == ("watchdog_timeout", "benchmark")
 
 
 @pytest.mark.parametrize("fn", ["sample_tokens", "_sample", "sample", "decode_step"])
@@ -1046,9 +1030,7 @@ def test_a_traceback_cut_in_the_sampler_or_a_decode_step_ran_while_serving(fn: s
         f"line 354, in {fn}",
         "(Worker_TP1 pid=7) ERROR 01-06 19:37:15 [executor.py:824]     return self.runner.step(x)",
     ]
-    failure = diagnose_text("\n".join(lines)).failure
-    assert failure is not None
-    assert (failure.cause.value, failure.phase.value) == ("runtime_crash", "benchmark")
+    assert _cause_phase(lines) == ("runtime_crash", "benchmark")
 
 
 @pytest.mark.parametrize(

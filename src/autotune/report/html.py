@@ -15,14 +15,18 @@ from __future__ import annotations
 
 import base64
 import html
-import statistics
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from autotune.core import fmt
 from autotune.core.summary import Configuration, Figure, FigureKind, StudySummary, StudyView
-from autotune.report.insights import marginal_effects, one_change_moves, trust_note
+from autotune.report.insights import (
+    baseline_median,
+    marginal_effects,
+    one_change_moves,
+    trust_note,
+)
 from autotune.report.sweep import scenarios_html
 from autotune.report.tables import failure_groups
 
@@ -216,11 +220,11 @@ def _moves(view: StudyView) -> str:
     if not moves:
         return ""
     metric = view.record.metric
-    base = [r.value for r in view.trials if r.baseline and r.searched and r.value is not None]
+    median, launches = baseline_median(view)
     body = []
-    if base:
-        median = fmt.metric(statistics.median(base))
-        body.append(["(baseline)", "", "", "", f"{_e(median)} (median of {len(base)} launches)"])
+    if median is not None:
+        said = f"{_e(fmt.metric(median))} (median of {launches} launches)"
+        body.append(["(baseline)", "", "", "", said])
     for m in moves:
         if m.value is None:
             measured = _e(m.cause or m.outcome)

@@ -117,6 +117,13 @@ class Move:
     along: dict[str, Any]  # settings that came with the change (``when``), as launched
 
 
+def baseline_median(view: StudyView) -> tuple[float | None, int]:
+    """The median of the baseline's search launches and how many it rests on (what the one-
+    change moves are ordered against)."""
+    values = [r.value for r in view.trials if r.baseline and r.searched and r.value is not None]
+    return (statistics.median(values) if values else None), len(values)
+
+
 _MOVED = frozenset({Outcome.OK, Outcome.SLO_VIOLATED, Outcome.PRUNED, *CRASHES})
 
 
@@ -134,8 +141,7 @@ def one_change_moves(view: StudyView) -> list[Move]:
     if not base:
         return []
     ref = {**next((r.chosen for r in base if r.chosen), {}), **base[0].config}
-    values = [r.value for r in base if r.value is not None]
-    median = statistics.median(values) if values else None
+    median, _ = baseline_median(view)
     conditional = {p.get("name") for p in view.record.space.get("parameters", []) if p.get("when")}
     metric, direction = view.record.metric, view.record.direction
     moves = []
@@ -228,6 +234,7 @@ __all__ = [
     "MIN_TRUSTED_TRIALS",
     "Effect",
     "Move",
+    "baseline_median",
     "importances",
     "marginal_effects",
     "ok_study",

@@ -130,9 +130,7 @@ def decode_trial(trial: FrozenTrial, metric: str, *, study_simulated: bool = Fal
     """The record of one stored trial (``metric``: the objective, for ``value``)."""
     ua = trial.user_attrs
     data: dict[str, Any] = {
-        k: v
-        for k, v in ua.items()
-        if k in TrialRecord.model_fields and k not in _FROM_OPTUNA and k != "chosen"
+        k: v for k, v in ua.items() if k in TrialRecord.model_fields and k not in _FROM_OPTUNA
     }
     data.update(number=trial.number, state=trial.state.name)
     if data.get("outcome") is None and trial.state == TrialState.PRUNED:

@@ -1,10 +1,10 @@
-"""Accuracy of `autotune diagnose` on the blind set (tests/data/crashlogs-blind4): real logs
+"""Accuracy of `autotune diagnose` on the blind set (tests/data/crashlogs-blind5): real logs
 collected from public issue threads by an engineer who never saw the classifier's rules, and
 never used to write one. Prints accuracy with its standard error, recall per cause, how many
 failed runs were answered ``ok``, and, where the labels say whether the pasted text shows its
 cause at all (``in_log``), accuracy on each part.
 
-    python bench/diagnosis_blind.py [--misses]
+    python bench/diagnosis_blind.py [--set DIR] [--misses]
 """
 
 from __future__ import annotations
@@ -21,23 +21,25 @@ from autotune.diagnosis import diagnose_text
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
 from tests.node.corpus_helpers import exit_code  # noqa: E402  (the labels' exit status)
 
-BLIND = Path(__file__).resolve().parents[1] / "tests" / "data" / "crashlogs-blind4"
+BLIND = Path(__file__).resolve().parents[1] / "tests" / "data" / "crashlogs-blind5"
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--misses", action="store_true", help="list every log answered wrong")
+    parser.add_argument("--set", type=Path, default=BLIND, help="the blind set's folder")
     args = parser.parse_args(argv)
-    if not (BLIND / "labels.csv").is_file():  # a blind set is gathered apart, then merged
-        sys.exit(f"{BLIND / 'labels.csv'}: not found; the blind set is not merged yet")
-    with (BLIND / "labels.csv").open(encoding="utf-8", newline="") as fh:
+    blind = args.set
+    if not (blind / "labels.csv").is_file():  # a blind set is gathered apart, then merged
+        sys.exit(f"{blind / 'labels.csv'}: not found; the blind set is not merged yet")
+    with (blind / "labels.csv").open(encoding="utf-8", newline="") as fh:
         rows = list(csv.DictReader(fh))
     right, ok_for_failed = 0, 0
     total: Counter[str] = Counter()
     hit: Counter[str] = Counter()
     by_trace: dict[str, list[int]] = {}  # in_log -> [right, logs]
     for row in rows:
-        text = (BLIND / f"{row['id']}.log").read_text(encoding="utf-8", errors="replace")
+        text = (blind / f"{row['id']}.log").read_text(encoding="utf-8", errors="replace")
         failure = diagnose_text(text, exit_code=exit_code(row)).failure
         got = "ok" if failure is None else failure.cause.value
         total[row["cause"]] += 1

@@ -93,21 +93,25 @@ SEALED = {"2026-12-06r"}
 
 
 def moved(verdicts: list[Verdict], before: dict[str, str]) -> str:
-    """The answers that differ from ``before`` (id -> cause answered), one line each; held-out
-    ones by right/wrong only, those of a ``SEALED`` batch as counts."""
+    """The answers (cause@phase) that differ from ``before`` (id -> cause@phase answered), one
+    line each; held-out ones by right/wrong only, those of a ``SEALED`` batch as counts."""
     lines, sealed = [], Counter()
     for v in verdicts:
-        was = before.get(v.id)
-        if was is None or was == v.got_cause:
+        was, now = before.get(v.id), f"{v.got_cause}@{v.got_phase}"
+        if was is None or was == now:
             continue
-        step = f"{'right' if was == v.cause else 'wrong'} -> "
-        step += "right" if v.got_cause == v.cause else "wrong"
+
+        def mark(answer: str, v: Verdict = v) -> str:
+            cause, phase = answer.split("@")
+            return "wrong" if cause != v.cause else "right" if phase == v.phase else "phase wrong"
+
+        step = f"{mark(was)} -> {mark(now)}"
         if v.split == "heldout" and v.batch in SEALED:
             sealed[step] += 1
         elif v.split == "heldout":
             lines.append(f"- {v.id} (held out, {v.batch}): {step}")
         else:
-            lines.append(f"- {v.id} ({v.batch}): {was} -> {v.got_cause}, want {v.cause}: {step}")
+            lines.append(f"- {v.id} ({v.batch}): {was} -> {now}, want {v.cause}@{v.phase}: {step}")
     for step, n in sorted(sealed.items()):
         lines.append(f"- sealed held-out answers {step}: {n}")
     return "\n".join(lines or ["no answer moved"]) + "\n"
@@ -126,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-matrix", action="store_true", help="leave the full matrix out")
     parser.add_argument("--dress", action="store_true", help="re-dress every line; compare")
     parser.add_argument("--summary", action="store_true", help="each split's headline only")
-    parser.add_argument("--save", type=Path, help="write every answer (id -> cause) here")
+    parser.add_argument("--save", type=Path, help="write every answer (id -> cause@phase) here")
     parser.add_argument("--against", type=Path, help="list the answers moved since --save")
     args = parser.parse_args(argv)
     if args.dress:
@@ -138,7 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     verdicts = diagnose_all(generic=args.generic, no_rules=args.no_rules)
     took = time.perf_counter() - start
     if args.save:
-        args.save.write_text(json.dumps({v.id: v.got_cause for v in verdicts}, indent=0))
+        args.save.write_text(
+            json.dumps({v.id: f"{v.got_cause}@{v.got_phase}" for v in verdicts}, indent=0)
+        )
     if args.against:
         sys.stdout.write(moved(verdicts, json.loads(args.against.read_text())))
     if args.batch:

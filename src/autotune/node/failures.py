@@ -988,10 +988,21 @@ def _looks_like_error(text: str) -> bool:
     return any(word in lowered for word in _ERROR_WORDS) and bool(_ERROR_LINE.search(head))
 
 
+# A server's own record of a request it answered with a server error (5xx), at any level:
+# uvicorn's and the common access-log format's `"POST /path HTTP/1.1" 500`, gin's `| 500 |`.
+_SERVER_ERROR_ANSWER = re.compile(
+    r"\"[A-Z]+ [^\"]* HTTP/[\d.]+\" 5\d\d\b|"
+    r"^(?:\[GIN\] )?\d{4}/\d\d/\d\d - [\d:]+ \|\s*5\d\d\s*\|"
+)
+
+
 def _is_error_record(rec: LogLine) -> bool:
     """An error: announced as one by its level or shape, or saying a process died, or naming
-    a family decisively in a line its logger did not mark as information."""
+    a family decisively in a line its logger did not mark as information, or a server's own
+    record of a request it failed to answer (a 5xx status)."""
     if rec.level == "error" or _looks_like_error(rec.text):
+        return True
+    if _SERVER_ERROR_ANSWER.search(rec.text):
         return True
     return rec.level != "info" and (
         fatal_sign(rec.text) or decisive(rec.text) or bool(_FAILED_TO.search(rec.text[:HEAD]))
@@ -1183,6 +1194,7 @@ def _ready_line(log: _Log, milestones: Sequence[Milestone]) -> int | None:
         if (
             log.records[i].level == "error"
             or _FAILURE_WORDS.search(log.text[i])
+            or _SERVER_ERROR_ANSWER.search(log.text[i])
             or decisive(log.text[i])
         ):
             continue  # a line that reports a failure proves no readiness

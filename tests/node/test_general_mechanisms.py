@@ -5,6 +5,8 @@ tests/data/crashlogs/MANIFEST.md), each case in the shape such logs take, not co
 the corpus:
 
 - a server's own **access log** answering a request with a 5xx status failed while serving;
+- a **state word** (`is empty`, `is 0`) tells of the KV cache only in the clause where the cache
+  is its subject: "the queue is empty, clear the KV cache" is housekeeping, not a pool too small;
 """
 
 from __future__ import annotations
@@ -49,3 +51,26 @@ def test_a_servers_own_5xx_answer_is_a_failure_while_serving(answer: str) -> Non
 def test_answers_with_2xx_statuses_only_stay_healthy() -> None:
     ok = 'INFO:     10.1.2.3:40118 - "POST /v1/completions HTTP/1.1" 200 OK'
     assert _cause_phase([*SERVING, ok, ok]) is None
+
+
+@pytest.mark.parametrize(
+    "housekeeping",
+    [
+        "slot 3 released; the waiting queue is empty, clear the KV cache",
+        "INFO batch is empty, resetting kv cache statistics",
+        "request list is 0 long, freeing the paged KV cache blocks",
+    ],
+)
+def test_a_state_word_of_another_subject_is_no_kv_pool_failure(housekeeping: str) -> None:
+    assert _cause_phase([*SERVING, housekeeping, *SERVING[-1:]]) is None
+
+
+@pytest.mark.parametrize(
+    "short",
+    [
+        "ERROR the KV cache pool is empty after the weights were loaded",
+        "ERROR engine: available kv cache blocks is 0, cannot start",
+    ],
+)
+def test_the_kv_cache_said_to_be_empty_is_still_the_pools(short: str) -> None:
+    assert _cause_phase([SERVING[0], short])[0] == "kv_pool_oom"  # type: ignore[index]

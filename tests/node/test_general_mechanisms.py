@@ -7,6 +7,9 @@ the corpus:
 - a server's own **access log** answering a request with a 5xx status failed while serving;
 - a **state word** (`is empty`, `is 0`) tells of the KV cache only in the clause where the cache
   is its subject: "the queue is empty, clear the KV cache" is housekeeping, not a pool too small;
+- a **notebook's traceback** (IPython's: the exception's name beside its header, `Cell In[3]`
+  and `File /path:86` frames, `---> 86 code` lines among numbered context lines) is read as a
+  Python traceback, so a cut one is read by its frames as any other;
 """
 
 from __future__ import annotations
@@ -74,3 +77,49 @@ def test_a_state_word_of_another_subject_is_no_kv_pool_failure(housekeeping: str
 )
 def test_the_kv_cache_said_to_be_empty_is_still_the_pools(short: str) -> None:
     assert _cause_phase([SERVING[0], short])[0] == "kv_pool_oom"  # type: ignore[index]
+
+
+IPYTHON_8 = [
+    "---------------------------------------------------------------------------",
+    "OSError                                   Traceback (most recent call last)",
+    "Cell In[2], line 3",
+    "      1 import os",
+    "      2 os.environ['CUDA_VISIBLE_DEVICES'] = '0'",
+    "----> 3 import fastserve",
+    "",
+    "File /opt/env/lib/python3.11/site-packages/fastserve/__init__.py:41",
+    "     38 from .config import EngineConfig",
+    "   (...)",
+    "---> 41 _load_native_kernels()",
+]
+IPYTHON_7 = [
+    "OSError                                   Traceback (most recent call last)",
+    "<ipython-input-4-0f2c9a7d1b2e> in <module>",
+    "----> 1 import fastserve",
+    "",
+    "/opt/env/lib/python3.8/site-packages/fastserve/__init__.py in <module>",
+    "     40 ",
+    "---> 41 _load_native_kernels()",
+]
+
+
+@pytest.mark.parametrize("cell", [IPYTHON_8, IPYTHON_7])
+def test_a_notebooks_traceback_cut_in_an_import_is_an_import_failure(cell: list[str]) -> None:
+    assert _cause_phase(cell) == ("import_error", "launch")
+
+
+def test_a_notebooks_traceback_is_read_to_its_exception() -> None:
+    cell = [
+        "OutOfMemoryError                          Traceback (most recent call last)",
+        "Cell In[7], line 1",
+        "----> 1 outputs = llm.generate(prompts, params)",
+        "",
+        "File /opt/env/lib/python3.11/site-packages/fastserve/engine.py:212, in Engine.generate"
+        "(self, prompts, params)",
+        "    210 batch = self._schedule(prompts)",
+        "--> 212 return self._run(batch)",
+        "",
+        "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+        "capacity of 23.65 GiB of which 1.10 GiB is free.",
+    ]
+    assert _cause_phase(cell) == ("cuda_oom", "benchmark")

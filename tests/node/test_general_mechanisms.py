@@ -10,6 +10,8 @@ the corpus:
 - a **notebook's traceback** (IPython's: the exception's name beside its header, `Cell In[3]`
   and `File /path:86` frames, `---> 86 code` lines among numbered context lines) is read as a
   Python traceback, so a cut one is read by its frames as any other;
+- a phase's name passed as a **keyword argument** (`warmup=False`) in a frame's code line is no
+  mark of that phase;
 """
 
 from __future__ import annotations
@@ -123,3 +125,19 @@ def test_a_notebooks_traceback_is_read_to_its_exception() -> None:
         "capacity of 23.65 GiB of which 1.10 GiB is free.",
     ]
     assert _cause_phase(cell) == ("cuda_oom", "benchmark")
+
+
+def test_a_phase_named_as_a_keyword_argument_is_no_mark_of_that_phase() -> None:
+    cut = [
+        "[2025-03-02 09:20:11 TP1] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/srv/llm/managers/scheduler.py", line 880, in run_scheduler_process',
+        "    scheduler.event_loop_normal()",
+        '  File "/srv/llm/managers/scheduler.py", line 402, in event_loop_normal',
+        "    result = self.step(batch)",
+        '  File "/srv/llm/kernels/launch.py", line 57, in launch',
+        "    return self.kernel.run(grid=grid, warmup=False, stream=stream, *args)",
+    ]
+    assert _cause_phase(cut) == ("runtime_crash", "benchmark")
+    # while a frame that runs the warmup still marks it
+    warm = [*cut[:3], '  File "/srv/llm/server.py", line 90, in warmup', "    self.step(batch)"]
+    assert _cause_phase(warm)[1] == "memory_pool"  # type: ignore[index]

@@ -256,7 +256,9 @@ _PHASE_MARKERS: tuple[tuple[Phase, re.Pattern[str]], ...] = (
             r"determine_available_memory|_initialize_kv_caches|initialize_kv_cache|profile_run|"
             r"init_cache_with_memory_pool|memory_pool\.py|kv_cache_utils|raise_if_cache_size|"
             r"Memory profiling|GPU blocks:|for the cache blocks|stored in KV cache|paged KV cache|"
-            r"max_total_num_tokens|mem_cache/|initialize_from_config|initialize_cache|warmup\b|"
+            r"max_total_num_tokens|mem_cache/|initialize_from_config|initialize_cache|"
+            # (a warmup, not an argument named for it: "run(grid, warmup=False)")
+            r"warmup\b(?!\s*=)|"
             r"_dummy_sampler_run"
         ),
     ),

@@ -10,6 +10,9 @@ the corpus:
 - a **notebook's traceback** (IPython's: the exception's name beside its header, `Cell In[3]`
   and `File /path:86` frames, `---> 86 code` lines among numbered context lines) is read as a
   Python traceback, so a cut one is read by its frames as any other;
+- a **benchmark's report** that measured its run (throughputs, latencies) with no count of
+  failed requests above 0 and no fewer successes than requests asked is a healthy run, whether
+  or not the client prints a failed count at all;
 - a phase's name passed as a **keyword argument** (`warmup=False`) in a frame's code line is no
   mark of that phase;
 """
@@ -141,3 +144,30 @@ def test_a_phase_named_as_a_keyword_argument_is_no_mark_of_that_phase() -> None:
     # while a frame that runs the warmup still marks it
     warm = [*cut[:3], '  File "/srv/llm/server.py", line 90, in warmup', "    self.step(batch)"]
     assert _cause_phase(warm)[1] == "memory_pool"  # type: ignore[index]
+
+
+REPORT = [
+    "================ Load Test Report ================",
+    "Traffic request rate:                    16.0",
+    "Successful requests:                     240",
+    "Benchmark duration (s):                  19.84",
+    "Output token throughput (tok/s):         3120.55",
+    "------------------ Time per Token ------------------",
+    "Mean TPOT (ms):                          14.20",
+    "P99 TPOT (ms):                           31.07",
+]
+
+
+def test_a_benchmark_report_that_measured_its_run_and_counts_no_failure_is_healthy() -> None:
+    assert _cause_phase(REPORT) is None
+    # a report that counts failures, or fewer successes than asked, is still the client's error
+    lost = [*REPORT[:3], "Failed requests:                         7", *REPORT[3:]]
+    assert _cause_phase(lost) == ("benchmark_errors", "benchmark")
+    for told in (
+        "Namespace(backend='openai', num_prompts=300, request_rate=16.0)",
+        "$ python -m loadtest.serve --backend openai --num-prompts 300 --request-rate 16",
+        "Number of requests:                      300",
+    ):
+        assert _cause_phase([told, *REPORT]) == ("benchmark_errors", "benchmark"), told
+    # and one that stops at its count, before measuring anything, says nothing of the run
+    assert _cause_phase(REPORT[:3]) is not None

@@ -1064,7 +1064,17 @@ _CLIENT_OK = re.compile(r"HTTP Request: [A-Z]+ https?://\S+ \"HTTP/[\d.]+ 2\d\d\
 _LOST = re.compile(r"^\s*Failed requests:\s+[1-9]\d*\s*$")
 _NONE_LOST = re.compile(r"^\s*Failed requests:\s+0\b")
 _SUCCEEDED = re.compile(r"Successful requests:\s+(\d+)\s*$")
-_REQUESTS = re.compile(r"\b(\d+)/(\1) \[|\bnum_prompts=(\d+)")
+# a report's measurement of the run: a throughput or a latency statistic with its figure
+_MEASURED = re.compile(
+    r"^\s*(?:[\w ]+ throughput|(?:Mean|Median|P\d+) (?:TTFT|TPOT|ITL|E2E\w*)[\w ]*) "
+    r"\([\w/]+\):\s+\d"
+)
+# how many requests a client was asked to send: a finished progress bar, its argument
+# (`num_prompts=300`, `--num-prompts 300`), its report's count
+_REQUESTS = re.compile(
+    r"\b(?P<bar>\d+)/(?P=bar) \[|\bnum[_-]prompts['\"]?\s*[=:]?\s*(?P<arg>\d+)|"
+    r"\b(?:Number of (?:prompts|requests)|Total requests):\s*(?P<count>\d+)"
+)
 
 
 def _is_client(log: _Log) -> bool:
@@ -1100,7 +1110,7 @@ def _client_failure(log: _Log) -> tuple[int, str] | None:
     if done == 0:
         return report, "no request succeeded: " + _message(log, report)
     asked = [
-        int(m.group(1) or m.group(3))
+        int(m.group("bar") or m.group("arg") or m.group("count"))
         for text in log.text[: report + 1]
         for m in _REQUESTS.finditer(text)
     ]
@@ -1873,10 +1883,11 @@ def _classify_log(
         at is None
         and not bad_exit
         and any(_SUCCEEDED.search(text) for text in whole.text if _CLIENT.search(text[:HEAD]))
-        and any(_NONE_LOST.search(text) for text in whole.text)
+        and any(_NONE_LOST.search(text) or _MEASURED.search(text) for text in whole.text)
     ):
-        # A benchmark client's report that counts every request answered and says none failed
-        # (else the client's failure above): the server served them, whatever came before.
+        # A benchmark client's report that counts requests answered and says none failed, or
+        # measured the run (else the client's failure above: a failed count, fewer successes
+        # than asked): the server served them, whatever came before.
         quiet = _make(ctx, cause=Cause.UNKNOWN, phase=Phase.BENCHMARK, hint="", evidence=[])
         return quiet, True
     if at is None and whole.stopped and not bad_exit:

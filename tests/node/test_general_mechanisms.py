@@ -5,6 +5,8 @@ tests/data/crashlogs/MANIFEST.md), each case in the shape such logs take, not co
 the corpus:
 
 - a server's own **access log** answering a request with a 5xx status failed while serving;
+- a server whose access log **refuses every request** (4xx statuses, none answered 2xx) served
+  no request: its clients' requests failed (`benchmark_errors`), never a healthy run;
 - a **state word** (`is empty`, `is 0`) tells of the KV cache only in the clause where the cache
   is its subject: "the queue is empty, clear the KV cache" is housekeeping, not a pool too small;
 - a **notebook's traceback** (IPython's: the exception's name beside its header, `Cell In[3]`
@@ -171,3 +173,18 @@ def test_a_benchmark_report_that_measured_its_run_and_counts_no_failure_is_healt
         assert _cause_phase([told, *REPORT]) == ("benchmark_errors", "benchmark"), told
     # and one that stops at its count, before measuring anything, says nothing of the run
     assert _cause_phase(REPORT[:3]) is not None
+
+
+REFUSED = [
+    'INFO:     10.1.2.3:40120 - "POST /v1/chat/completions HTTP/1.1" 401 Unauthorized',
+    'INFO:     10.1.2.3:40122 - "POST /v1/chat/completions HTTP/1.1" 422 Unprocessable Entity',
+    'INFO:     10.1.2.4:40188 - "POST /v1/completions HTTP/1.1" 400 Bad Request',
+]
+
+
+def test_a_server_that_refuses_every_request_served_none() -> None:
+    assert _cause_phase(REFUSED) == ("benchmark_errors", "benchmark")
+    assert _cause_phase([*SERVING[:3], *REFUSED]) == ("benchmark_errors", "benchmark")
+    # some requests answered: the refused ones are single clients' mistakes, the run is healthy
+    answered = 'INFO:     10.1.2.5:40190 - "POST /v1/completions HTTP/1.1" 200 OK'
+    assert _cause_phase([*SERVING[:3], *REFUSED, answered]) is None

@@ -1077,6 +1077,21 @@ _REQUESTS = re.compile(
 )
 
 
+# A server's own record of a request it answered: its status, as in _SERVER_ERROR_ANSWER.
+_SERVER_ANSWER = re.compile(r"\"[A-Z]+ [^\"]* HTTP/[\d.]+\" (\d)\d\d\b")
+
+
+def _refused_all(log: _Log) -> int | None:
+    """The first answer, when the server's access log answers every request with a client
+    error (4xx) and none with success: nothing was served."""
+    statuses = [
+        (i, m.group(1)) for i, text in enumerate(log.text) if (m := _SERVER_ANSWER.search(text))
+    ]
+    if not statuses or any(kind != "4" for _, kind in statuses):
+        return None
+    return statuses[0][0]
+
+
 def _is_client(log: _Log) -> bool:
     """Whether the log is a benchmark client's (its marks, and no server's progress)."""
     return any(_CLIENT.search(text[:HEAD]) for text in log.text)
@@ -1876,6 +1891,23 @@ def _classify_log(
                 permanent=permanent,
                 evidence=_evidence(whole.raw, [client[0]]),
                 message=client[1],
+            ),
+            False,
+        )
+    refused = _refused_all(whole) if at is None and not bad_exit else None
+    if refused is not None:
+        # The server refused every request it logged (4xx) and answered none: its clients'
+        # requests failed (the request does not fit the server), whatever else it did.
+        hint, permanent = _cause_hint(Cause.BENCHMARK_ERRORS, Phase.BENCHMARK, rules)
+        return (
+            _make(
+                ctx,
+                cause=Cause.BENCHMARK_ERRORS,
+                phase=Phase.BENCHMARK,
+                hint=hint,
+                permanent=permanent,
+                evidence=_evidence(whole.raw, [refused]),
+                message="the server refused every request it logged: " + _message(whole, refused),
             ),
             False,
         )

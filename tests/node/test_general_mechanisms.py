@@ -15,6 +15,9 @@ the corpus:
 - a **benchmark's report** that measured its run (throughputs, latencies) with no count of
   failed requests above 0 and no fewer successes than requests asked is a healthy run, whether
   or not the client prints a failed count at all;
+- a **thread dump taken by a watchdog** (the dumping thread, first in the dump, runs a function
+  named for a watchdog) is that watchdog giving up: `watchdog_timeout`; a watchdog thread that
+  merely sleeps further down an operator's dump says nothing;
 - a phase's name passed as a **keyword argument** (`warmup=False`) in a frame's code line is no
   mark of that phase;
 """
@@ -188,3 +191,28 @@ def test_a_server_that_refuses_every_request_served_none() -> None:
     # some requests answered: the refused ones are single clients' mistakes, the run is healthy
     answered = 'INFO:     10.1.2.5:40190 - "POST /v1/completions HTTP/1.1" 200 OK'
     assert _cause_phase([*SERVING[:3], *REFUSED, answered]) is None
+
+
+OTHER_THREADS = [
+    "",
+    "Thread 0x00007f12bb000700 (most recent call first):",
+    '  File "/usr/lib/python3.11/threading.py", line 331 in wait',
+    '  File "/opt/env/lib/python3.11/site-packages/tqdm/_monitor.py", line 60 in run',
+    "",
+    "Thread 0x00007f12bc400700 (most recent call first):",
+    '  File "/opt/env/lib/python3.11/multiprocessing/connection.py", line 430 in _recv_bytes',
+]
+WATCHDOG = [
+    '  File "/srv/eng/managers/scheduler.py", line 1500 in watchdog_loop',
+    '  File "/usr/lib/python3.11/threading.py", line 1045 in _bootstrap_inner',
+]
+
+
+def test_a_thread_dump_taken_by_a_watchdog_is_the_watchdog_giving_up() -> None:
+    current = ["Current thread 0x00007f11aa7fe700 (most recent call first):", *WATCHDOG]
+    assert _cause_phase([*current, *OTHER_THREADS]) == ("watchdog_timeout", "benchmark")
+    # an excerpt that begins inside the dumping thread's stack
+    assert _cause_phase([*WATCHDOG, *OTHER_THREADS]) == ("watchdog_timeout", "benchmark")
+    # a watchdog thread asleep further down a dump someone else asked for says nothing new
+    asleep = [*OTHER_THREADS[1:], "", "Thread 0x00007f11aa7fe700 (most recent call first):"]
+    assert _cause_phase([*asleep, *WATCHDOG]) == ("startup_timeout", "load")

@@ -1174,6 +1174,29 @@ def _hang_dump(log: _Log) -> int | None:
     return dump
 
 
+_WATCHDOG_FRAME = re.compile(r"\bin \w*[Ww]atch_?[Dd]og\w*\s*$")
+
+
+def _dumped_by_watchdog(log: _Log) -> bool:
+    """Whether the thread that wrote the dump (the first in it: faulthandler's current thread,
+    or the stack an excerpt begins inside) runs a watchdog: the watchdog gave up waiting."""
+    dump = next((i for i, text in enumerate(log.text) if _THREAD_DUMP.match(text.strip())), None)
+    if dump is None:
+        return False
+    lead = [t for t in log.text[:dump] if _FRAME.match(t)]
+    if not lead:
+        nxt = next(
+            (
+                i
+                for i in range(dump + 1, len(log.text))
+                if not log.text[i].strip() or _THREAD_DUMP.match(log.text[i].strip())
+            ),
+            len(log.text),
+        )
+        lead = list(log.text[dump + 1 : nxt])
+    return any(_WATCHDOG_FRAME.search(t) for t in lead)
+
+
 def _dump_phase(log: _Log) -> Phase | None:
     """The phase the stacks of a thread dump point to: a start-up phase any thread is in, else
     serving, else loading (as ``phase_in_block`` weighs one traceback's frames)."""
@@ -1810,7 +1833,7 @@ def _classify_log(
         # Every thread's stack dumped with no fatal error: the program was stuck there (a
         # watchdog or an operator asked for the dump), it did not crash.
         block = _dump_phase(log)
-        hung = _later(reached, block) in _RUNNING
+        hung = _later(reached, block) in _RUNNING or _dumped_by_watchdog(log)
         cause = Cause.WATCHDOG_TIMEOUT if hung else Cause.STARTUP_TIMEOUT
         at = dump
         evidence = [dump]

@@ -69,7 +69,9 @@ SEALED = {SIXTEENTH, NINETEENTH}
 # first measured at 39/83 with main's code (b2db39e); 50/83 after the round's mechanisms, which
 # left every held-out answer as it was (183/244) and the batches before p at 394/427.
 # Thirteenth round (issue-51-r13): the fourth blind set joined as batch r, split by the URL rule
-# (58 tuning, 28 held out), first measured with main's code (f2b4038) at 32/58 and 11/28.
+# (58 tuning, 28 held out), first measured with main's code (f2b4038) at 32/58 and 11/28; after
+# the round's mechanisms (each tested with lines of its own) 38/58 and 13/28, no held-out answer
+# worse; the batches before p at 394/427 and 184/244.
 FLOORS = {
     ("tuning", None): 0.91,
     ("heldout", None): 0.74,
@@ -104,8 +106,8 @@ FLOORS = {
     ("heldout", SIXTEENTH): 0.35,
     ("tuning", SEVENTEENTH): 0.5,
     ("tuning", EIGHTEENTH): 0.55,
-    ("tuning", NINETEENTH): 0.5,
-    ("heldout", NINETEENTH): 0.35,
+    ("tuning", NINETEENTH): 0.6,
+    ("heldout", NINETEENTH): 0.4,
 }
 
 

@@ -4,7 +4,9 @@ Written from the mechanisms that failed on the tuning part of batch r (the fourt
 tests/data/crashlogs/MANIFEST.md), each case in the shape such logs take, not copied from
 the corpus:
 
-- a server's own **access log** answering a request with a 5xx status failed while serving;
+- a server's own **access log** answering a request with a 5xx status failed while serving:
+  a crash when nothing more is answered, the requests' failure (`benchmark_errors`) when the
+  server goes on answering;
 - a server whose access log **refuses every request** (4xx statuses, none answered 2xx) served
   no request: its clients' requests failed (`benchmark_errors`), never a healthy run;
 - a **state word** (`is empty`, `is 0`) tells of the KV cache only in the clause where the cache
@@ -59,6 +61,13 @@ def test_a_servers_own_5xx_answer_is_a_failure_while_serving(answer: str) -> Non
     assert alone is not None
     if "GIN" not in answer:
         assert alone == ("runtime_crash", "benchmark")
+
+
+@pytest.mark.parametrize("status", ["500 Internal Server Error", "503 Service Unavailable"])
+def test_a_5xx_answer_before_more_answers_is_the_requests_failure(status: str) -> None:
+    failed = f'INFO:     10.1.2.3:40118 - "POST /v1/completions HTTP/1.1" {status}'
+    ok = 'INFO:     10.1.2.3:40120 - "POST /v1/completions HTTP/1.1" 200 OK'
+    assert _cause_phase([*SERVING, failed, ok, ok]) == ("benchmark_errors", "benchmark")
 
 
 def test_answers_with_2xx_statuses_only_stay_healthy() -> None:

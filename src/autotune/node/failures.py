@@ -2040,6 +2040,15 @@ def _classify_log(
     if (cause == Cause.UNKNOWN or timed_out) and _is_client(whole):
         # A benchmark client's log: what failed, or timed out, is the client's requests.
         cause, where, hint = Cause.BENCHMARK_ERRORS, Phase.BENCHMARK, None
+    if (
+        cause == Cause.UNKNOWN
+        and running
+        and _SERVER_ERROR_ANSWER.search(log.text[at])
+        and any(_SERVED.search(text) for text in log.text[at + 1 :])
+    ):
+        # A request the server failed (5xx) while it went on answering others: the requests
+        # failed, the server did not.
+        cause, where, hint = Cause.BENCHMARK_ERRORS, Phase.BENCHMARK, None
     if cause == Cause.UNKNOWN and running:
         cause = Cause.RUNTIME_CRASH
     if cause == Cause.UNKNOWN:

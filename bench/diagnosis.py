@@ -16,6 +16,12 @@ and recall, and the confusion matrix.
     python bench/diagnosis.py --generic            # common rules only (the `command` engine)
     python bench/diagnosis.py --no-rules           # no rule at all: family scoring alone
     python bench/diagnosis.py --dress              # same answers with every line re-dressed?
+    python bench/diagnosis.py --summary            # the headline line of each split only
+    python bench/diagnosis.py --save A.json        # keep every answer, then after a change:
+    python bench/diagnosis.py --against A.json     # the answers that moved since A.json
+
+``--against`` names a moved held-out answer by id and right/wrong only, and for a held-out
+part never opened (``SEALED``) gives counts alone.
 
 ``--misses`` lists tuning logs only: the held-out part is not for writing rules
 (``--misses --heldout-misses`` shows those too, for a report after the rules are fixed).
@@ -24,8 +30,10 @@ and recall, and the confusion matrix.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
@@ -50,6 +58,7 @@ def report(
     misses: bool,
     heldout_misses: bool = False,
     matrix: bool = True,
+    summary: bool = False,
 ) -> str:
     """The printed report for ``splits``."""
     parts = []
@@ -57,11 +66,14 @@ def report(
         chosen = [v for v in verdicts if split == "all" or v.split == split]
         cause_acc, phase_acc = accuracy(chosen)
         right = sum(v.got_cause == v.cause for v in chosen)
-        parts.append(
+        head = (
             f"## {split}: {len(chosen)} logs, cause {right}/{len(chosen)} = {cause_acc:.1%}, "
-            f"phase {phase_acc:.1%} of those, ok for a failed run: {ok_on_failed(chosen)}\n\n"
-            f"{precision_recall(chosen)}\n\n{confusion_table(chosen)}\n"
+            f"phase {phase_acc:.1%} of those, ok for a failed run: {ok_on_failed(chosen)}\n"
         )
+        if summary:  # the aggregate score alone (a held-out part that is never opened)
+            parts.append(head)
+            continue
+        parts.append(f"{head}\n{precision_recall(chosen)}\n\n{confusion_table(chosen)}\n")
         if matrix:
             parts.append(confusion_matrix(chosen) + "\n")
         if misses and (split != "heldout" or heldout_misses):
@@ -76,6 +88,35 @@ def report(
     return "\n".join(parts)
 
 
+# Held-out parts that are never opened, not even their misses: only counts are printed.
+SEALED = {"2026-12-06r"}
+
+
+def moved(verdicts: list[Verdict], before: dict[str, str]) -> str:
+    """The answers (cause@phase) that differ from ``before`` (id -> cause@phase answered), one
+    line each; held-out ones by right/wrong only, those of a ``SEALED`` batch as counts."""
+    lines, sealed = [], Counter()
+    for v in verdicts:
+        was, now = before.get(v.id), f"{v.got_cause}@{v.got_phase}"
+        if was is None or was == now:
+            continue
+
+        def mark(answer: str, v: Verdict = v) -> str:
+            cause, phase = answer.split("@")
+            return "wrong" if cause != v.cause else "right" if phase == v.phase else "phase wrong"
+
+        step = f"{mark(was)} -> {mark(now)}"
+        if v.split == "heldout" and v.batch in SEALED:
+            sealed[step] += 1
+        elif v.split == "heldout":
+            lines.append(f"- {v.id} (held out, {v.batch}): {step}")
+        else:
+            lines.append(f"- {v.id} ({v.batch}): {was} -> {now}, want {v.cause}@{v.phase}: {step}")
+    for step, n in sorted(sealed.items()):
+        lines.append(f"- sealed held-out answers {step}: {n}")
+    return "\n".join(lines or ["no answer moved"]) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--split", choices=["tuning", "heldout", "all"], action="append")
@@ -88,6 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--no-matrix", action="store_true", help="leave the full matrix out")
     parser.add_argument("--dress", action="store_true", help="re-dress every line; compare")
+    parser.add_argument("--summary", action="store_true", help="each split's headline only")
+    parser.add_argument("--save", type=Path, help="write every answer (id -> cause@phase) here")
+    parser.add_argument("--against", type=Path, help="list the answers moved since --save")
     args = parser.parse_args(argv)
     if args.dress:
         for split in args.split or ["tuning", "heldout"]:
@@ -97,6 +141,12 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     verdicts = diagnose_all(generic=args.generic, no_rules=args.no_rules)
     took = time.perf_counter() - start
+    if args.save:
+        args.save.write_text(
+            json.dumps({v.id: f"{v.got_cause}@{v.got_phase}" for v in verdicts}, indent=0)
+        )
+    if args.against:
+        sys.stdout.write(moved(verdicts, json.loads(args.against.read_text())))
     if args.batch:
         verdicts = [v for v in verdicts if v.batch == args.batch]
     sys.stdout.write(
@@ -106,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
             misses=args.misses,
             heldout_misses=args.heldout_misses,
             matrix=not args.no_matrix,
+            summary=args.summary,
         )
     )
     engines = len({v.engine for v in verdicts})

@@ -1,10 +1,14 @@
-"""Accuracy of `autotune diagnose` on the blind set (tests/data/crashlogs-blind5): real logs
+"""Accuracy of `autotune diagnose` on a blind set (``tests/data/crashlogs-blindN``): real logs
 collected from public issue threads by an engineer who never saw the classifier's rules, and
 never used to write one. Prints accuracy with its standard error, recall per cause, how many
 failed runs were answered ``ok``, and, where the labels say whether the pasted text shows its
 cause at all (``in_log``), accuracy on each part.
 
-    python bench/diagnosis_blind.py [--set DIR] [--misses]
+    python bench/diagnosis_blind.py [--dir tests/data/crashlogs-blind5] [--misses]
+
+Without ``--dir`` it reads the highest-numbered ``crashlogs-blind*`` folder there is. A blind
+set that has served is folded into ``tests/data/crashlogs`` as a batch (the fourth is batch
+``2026-12-06r``), so with none present the script says so and exits cleanly.
 """
 
 from __future__ import annotations
@@ -21,17 +25,34 @@ from autotune.diagnosis import diagnose_text
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
 from tests.node.corpus_helpers import exit_code  # noqa: E402  (the labels' exit status)
 
-BLIND = Path(__file__).resolve().parents[1] / "tests" / "data" / "crashlogs-blind5"
+DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
+
+
+def newest_blind_set(data: Path = DATA) -> Path | None:
+    """The highest-numbered ``crashlogs-blindN`` folder under ``data`` (``crashlogs-blind``: 1)."""
+    numbered = {}
+    for folder in data.glob("crashlogs-blind*"):
+        tail = folder.name.removeprefix("crashlogs-blind")
+        if folder.is_dir() and (tail == "" or tail.isdigit()):
+            numbered[int(tail or 1)] = folder
+    return numbered[max(numbered)] if numbered else None
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--misses", action="store_true", help="list every log answered wrong")
-    parser.add_argument("--set", type=Path, default=BLIND, help="the blind set's folder")
+    parser.add_argument("--dir", type=Path, help="the blind set's folder (labels.csv and logs)")
     args = parser.parse_args(argv)
-    blind = args.set
-    if not (blind / "labels.csv").is_file():  # a blind set is gathered apart, then merged
-        sys.exit(f"{blind / 'labels.csv'}: not found; the blind set is not merged yet")
+    blind = args.dir or newest_blind_set()
+    if blind is None or not (blind / "labels.csv").is_file():
+        # A blind set is gathered apart, measured here, then folded into the corpus as a batch.
+        where = blind / "labels.csv" if blind is not None else DATA / "crashlogs-blind*"
+        print(
+            f"no blind set to measure: {where} not found. The fourth blind set was folded into "
+            "tests/data/crashlogs as batch 2026-12-06r (bench/diagnosis.py --batch 2026-12-06r); "
+            "pass --dir for a new one."
+        )
+        return
     with (blind / "labels.csv").open(encoding="utf-8", newline="") as fh:
         rows = list(csv.DictReader(fh))
     right, ok_for_failed = 0, 0

@@ -28,14 +28,22 @@ FIFTH, SIXTH, SEVENTH = "2026-12-06d", "2026-12-06e", "2026-12-06f"
 EIGHTH, NINTH, TENTH = "2026-12-06g", "2026-12-06h", "2026-12-06i"
 ELEVENTH, TWELFTH, THIRTEENTH = "2026-12-06j", "2026-12-06k", "2026-12-06l"
 FOURTEENTH, FIFTEENTH, SIXTEENTH = "2026-12-06m", "2026-12-06n", "2026-12-06o"
-SEVENTEENTH, EIGHTEENTH = "2026-12-06p", "2026-12-06q"
+SEVENTEENTH, EIGHTEENTH, NINETEENTH = "2026-12-06p", "2026-12-06q", "2026-12-06r"
 # Batch p, the second blind set, was read whole before it joined (MANIFEST.md), so all of it
 # is tuning. Three of its logs stop in healthy serving lines before a crash only the thread
 # names; nothing in them shows a failure, so their `ok` is pinned by id, not fixed by a rule.
 # Batch q, the third blind set, joined the same way (read whole, all tuning); one of its logs,
 # sglang-096, is the same kind (healthy prefill lines; the OOM is past the cut).
 SILENT_CRASHES = {"sglang-088", "sglang-089", "llamacpp-032", "sglang-096"}
+# Batch r's tuning part answered `ok` for two failed runs at first sight (main's code), both
+# read since by a mechanism: a server's own 5xx answer, a server that refused every request.
 BLIND_BATCHES = {SEVENTEENTH, EIGHTEENTH}
+# Batch r, the fourth blind set, joined split by the URL rule before any log of it was read
+# (thirteenth round); like p and q it stays out of the whole-corpus floors, which keep to the
+# batches before p, and has floors of its own.
+LATE_BATCHES = BLIND_BATCHES | {NINETEENTH}
+# Held-out parts never opened, not even their misses: a failing floor does not name their logs.
+SEALED = {SIXTEENTH, NINETEENTH}
 # Measured 2026-12-06 (bench/diagnosis.py, issue 51 third round, commit aec6f41): tuning
 # 95.7%, held out 78.5%. Per batch, held out: 48/51 (2026-11-30), 26/30 (2026-12-06), 9/12 (b),
 # 2/7 (c), 15/17 (d), 5/7 (e), 13/16 (f), 9/14 (g), 7/10 (h), 5/7 (i), 4/7 (j), 3/8 (k). Batches
@@ -60,6 +68,10 @@ BLIND_BATCHES = {SEVENTEENTH, EIGHTEENTH}
 # Eleventh round (issue-51-r11): the third blind set joined as batch q, all tuning (read whole),
 # first measured at 39/83 with main's code (b2db39e); 50/83 after the round's mechanisms, which
 # left every held-out answer as it was (183/244) and the batches before p at 394/427.
+# Thirteenth round (issue-51-r13): the fourth blind set joined as batch r, split by the URL rule
+# (58 tuning, 28 held out), first measured with main's code (f2b4038) at 32/58 and 11/28; after
+# the round's mechanisms (each tested with lines of its own) 38/58 and 13/28, no held-out answer
+# worse; the batches before p at 394/427 and 184/244.
 FLOORS = {
     ("tuning", None): 0.91,
     ("heldout", None): 0.74,
@@ -94,6 +106,8 @@ FLOORS = {
     ("heldout", SIXTEENTH): 0.35,
     ("tuning", SEVENTEENTH): 0.5,
     ("tuning", EIGHTEENTH): 0.55,
+    ("tuning", NINETEENTH): 0.6,
+    ("heldout", NINETEENTH): 0.4,
 }
 
 
@@ -138,6 +152,7 @@ def test_labels_are_well_formed(rows: list[dict[str, str]]) -> None:
             SIXTEENTH,
             SEVENTEENTH,
             EIGHTEENTH,
+            NINETEENTH,
         }, row
         # The exit status where the thread gives it (-9: killed by SIGKILL), passed to diagnose.
         assert re.fullmatch(r"(-?\d+)?", row.get("exit_code", "")), row
@@ -202,9 +217,11 @@ def test_split_is_the_recorded_deterministic_one(rows: list[dict[str, str]]) -> 
 def test_accuracy_floor(verdicts: list[Verdict], split: str, batch: str | None) -> None:
     chosen = [v for v in verdicts if v.split == split and batch in (None, v.batch)]
     if batch is None:  # the whole corpus as it stood before batch p (see FLOORS)
-        chosen = [v for v in chosen if v.batch not in BLIND_BATCHES]
+        chosen = [v for v in chosen if v.batch not in LATE_BATCHES]
     cause_acc, phase_acc = corpus.accuracy(chosen)
     misses = [f"{v.id}: want {v.cause} got {v.got_cause}" for v in chosen if v.got_cause != v.cause]
+    if split == "heldout" and batch in SEALED:
+        misses = [f"{len(misses)} misses (sealed)"]
     assert cause_acc >= FLOORS[(split, batch)], misses
     right = sum(v.got_cause == v.cause for v in chosen)
     # A phase figure over a handful of logs is noise. The whole splits keep 0.8; a fresh batch's
@@ -220,19 +237,26 @@ def test_accuracy_floor(verdicts: list[Verdict], split: str, batch: str | None) 
         assert phase_acc >= (0.8 if batch is None else 0.5 if low else 0.6)
 
 
-def test_a_failed_run_is_never_ok(verdicts: list[Verdict]) -> None:
-    # One held-out log of batch o (the first blind set) was answered `ok` at first sight; the
-    # held-out part is never opened to write a rule, so that one is pinned, not fixed: any
-    # other `ok` for a failed run, anywhere, fails here (but batch p's SILENT_CRASHES).
-    known = [v for v in verdicts if v.batch == SIXTEENTH and v.split == "heldout"]
-    assert corpus.ok_on_failed(known) <= 1
-    rest = [v for v in verdicts if v not in known]
+def assert_no_new_ok(verdicts: list[Verdict]) -> None:
+    """One held-out log of batch o (the first blind set) was answered `ok` at first sight; the
+    held-out part is never opened to write a rule, so that one is pinned, not fixed. Batch r's
+    held-out part is sealed (not even its misses are named), so it is held by count: none. Any
+    other `ok` for a failed run, anywhere, fails here (but the pinned SILENT_CRASHES)."""
+    sealed = [v for v in verdicts if v.batch in SEALED and v.split == "heldout"]
+    assert corpus.ok_on_failed([v for v in sealed if v.batch == SIXTEENTH]) <= 1
+    assert corpus.ok_on_failed([v for v in sealed if v.batch == NINETEENTH]) == 0
+    rest = [v for v in verdicts if v not in sealed]
     assert {v.id for v in rest if v.got_cause == "ok" and v.cause != "ok"} <= SILENT_CRASHES
+
+
+def test_a_failed_run_is_never_ok(verdicts: list[Verdict]) -> None:
+    assert_no_new_ok(verdicts)
 
 
 def test_generic_rules_alone_meet_the_floor() -> None:
     """The `command` engine gets the common rules only; they must know every family."""
-    verdicts = [v for v in corpus.diagnose_all(generic=True) if v.split == "heldout"]
+    verdicts = corpus.diagnose_all(generic=True)
+    verdicts = [v for v in verdicts if v.split == "heldout" and v.batch not in LATE_BATCHES]
     cause_acc, _ = corpus.accuracy(verdicts)
     assert cause_acc >= FLOORS[("heldout", None)]
 
@@ -242,14 +266,11 @@ def test_family_scoring_alone_names_most_failures() -> None:
     (measured 2026-12-06: tuning 92.4%, held out 74.3%; with batch o, eighth round: 88.3%,
     70.9%) and never says ``ok`` for a failure (but the pinned held-out log of batch o)."""
     verdicts = corpus.diagnose_all(no_rules=True)
-    before_p = [v for v in verdicts if v.batch not in BLIND_BATCHES]
+    before_p = [v for v in verdicts if v.batch not in LATE_BATCHES]
     for split, floor in (("tuning", 0.87), ("heldout", 0.7)):
         cause_acc, _ = corpus.accuracy([v for v in before_p if v.split == split])
         assert cause_acc >= floor, split
-    known = [v for v in verdicts if v.batch == SIXTEENTH and v.split == "heldout"]
-    assert corpus.ok_on_failed(known) <= 1
-    rest = [v for v in verdicts if v not in known]
-    assert {v.id for v in rest if v.got_cause == "ok" and v.cause != "ok"} <= SILENT_CRASHES
+    assert_no_new_ok(verdicts)
 
 
 def test_the_dress_of_a_log_does_not_change_its_answer() -> None:

@@ -256,7 +256,9 @@ _PHASE_MARKERS: tuple[tuple[Phase, re.Pattern[str]], ...] = (
             r"determine_available_memory|_initialize_kv_caches|initialize_kv_cache|profile_run|"
             r"init_cache_with_memory_pool|memory_pool\.py|kv_cache_utils|raise_if_cache_size|"
             r"Memory profiling|GPU blocks:|for the cache blocks|stored in KV cache|paged KV cache|"
-            r"max_total_num_tokens|mem_cache/|initialize_from_config|initialize_cache|warmup\b|"
+            r"max_total_num_tokens|mem_cache/|initialize_from_config|initialize_cache|"
+            # (a warmup, not an argument named for it: "run(grid, warmup=False)")
+            r"warmup\b(?!\s*=)|"
             r"_dummy_sampler_run"
         ),
     ),
@@ -988,10 +990,21 @@ def _looks_like_error(text: str) -> bool:
     return any(word in lowered for word in _ERROR_WORDS) and bool(_ERROR_LINE.search(head))
 
 
+# A server's own record of a request it answered with a server error (5xx), at any level:
+# uvicorn's and the common access-log format's `"POST /path HTTP/1.1" 500`, gin's `| 500 |`.
+_SERVER_ERROR_ANSWER = re.compile(
+    r"\"[A-Z]+ [^\"]* HTTP/[\d.]+\" 5\d\d\b|"
+    r"^(?:\[GIN\] )?\d{4}/\d\d/\d\d - [\d:]+ \|\s*5\d\d\s*\|"
+)
+
+
 def _is_error_record(rec: LogLine) -> bool:
     """An error: announced as one by its level or shape, or saying a process died, or naming
-    a family decisively in a line its logger did not mark as information."""
+    a family decisively in a line its logger did not mark as information, or a server's own
+    record of a request it failed to answer (a 5xx status)."""
     if rec.level == "error" or _looks_like_error(rec.text):
+        return True
+    if _SERVER_ERROR_ANSWER.search(rec.text):
         return True
     return rec.level != "info" and (
         fatal_sign(rec.text) or decisive(rec.text) or bool(_FAILED_TO.search(rec.text[:HEAD]))
@@ -1051,7 +1064,32 @@ _CLIENT_OK = re.compile(r"HTTP Request: [A-Z]+ https?://\S+ \"HTTP/[\d.]+ 2\d\d\
 _LOST = re.compile(r"^\s*Failed requests:\s+[1-9]\d*\s*$")
 _NONE_LOST = re.compile(r"^\s*Failed requests:\s+0\b")
 _SUCCEEDED = re.compile(r"Successful requests:\s+(\d+)\s*$")
-_REQUESTS = re.compile(r"\b(\d+)/(\1) \[|\bnum_prompts=(\d+)")
+# a report's measurement of the run: a throughput or a latency statistic with its figure
+_MEASURED = re.compile(
+    r"^\s*(?:[\w ]+ throughput|(?:Mean|Median|P\d+) (?:TTFT|TPOT|ITL|E2E\w*)[\w ]*) "
+    r"\([\w/]+\):\s+\d"
+)
+# how many requests a client was asked to send: a finished progress bar, its argument
+# (`num_prompts=300`, `--num-prompts 300`), its report's count
+_REQUESTS = re.compile(
+    r"\b(?P<bar>\d+)/(?P=bar) \[|\bnum[_-]prompts['\"]?\s*[=:]?\s*(?P<arg>\d+)|"
+    r"\b(?:Number of (?:prompts|requests)|Total requests):\s*(?P<count>\d+)"
+)
+
+
+# A server's own record of a request it answered: its status, as in _SERVER_ERROR_ANSWER.
+_SERVER_ANSWER = re.compile(r"\"[A-Z]+ [^\"]* HTTP/[\d.]+\" (\d)\d\d\b")
+
+
+def _refused_all(log: _Log) -> int | None:
+    """The first answer, when the server's access log answers every request with a client
+    error (4xx) and none with success: nothing was served."""
+    statuses = [
+        (i, m.group(1)) for i, text in enumerate(log.text) if (m := _SERVER_ANSWER.search(text))
+    ]
+    if not statuses or any(kind != "4" for _, kind in statuses):
+        return None
+    return statuses[0][0]
 
 
 def _is_client(log: _Log) -> bool:
@@ -1087,7 +1125,7 @@ def _client_failure(log: _Log) -> tuple[int, str] | None:
     if done == 0:
         return report, "no request succeeded: " + _message(log, report)
     asked = [
-        int(m.group(1) or m.group(3))
+        int(m.group("bar") or m.group("arg") or m.group("count"))
         for text in log.text[: report + 1]
         for m in _REQUESTS.finditer(text)
     ]
@@ -1134,6 +1172,29 @@ def _hang_dump(log: _Log) -> int | None:
     if dump is None or any(_FATAL_PYTHON.search(text) for text in log.text):
         return None
     return dump
+
+
+_WATCHDOG_FRAME = re.compile(r"\bin \w*[Ww]atch_?[Dd]og\w*\s*$")
+
+
+def _dumped_by_watchdog(log: _Log) -> bool:
+    """Whether the thread that wrote the dump (the first in it: faulthandler's current thread,
+    or the stack an excerpt begins inside) runs a watchdog: the watchdog gave up waiting."""
+    dump = next((i for i, text in enumerate(log.text) if _THREAD_DUMP.match(text.strip())), None)
+    if dump is None:
+        return False
+    lead = [t for t in log.text[:dump] if _FRAME.match(t)]
+    if not lead:
+        nxt = next(
+            (
+                i
+                for i in range(dump + 1, len(log.text))
+                if not log.text[i].strip() or _THREAD_DUMP.match(log.text[i].strip())
+            ),
+            len(log.text),
+        )
+        lead = list(log.text[dump + 1 : nxt])
+    return any(_WATCHDOG_FRAME.search(t) for t in lead)
 
 
 def _dump_phase(log: _Log) -> Phase | None:
@@ -1183,6 +1244,7 @@ def _ready_line(log: _Log, milestones: Sequence[Milestone]) -> int | None:
         if (
             log.records[i].level == "error"
             or _FAILURE_WORDS.search(log.text[i])
+            or _SERVER_ERROR_ANSWER.search(log.text[i])
             or decisive(log.text[i])
         ):
             continue  # a line that reports a failure proves no readiness
@@ -1771,7 +1833,7 @@ def _classify_log(
         # Every thread's stack dumped with no fatal error: the program was stuck there (a
         # watchdog or an operator asked for the dump), it did not crash.
         block = _dump_phase(log)
-        hung = _later(reached, block) in _RUNNING
+        hung = _later(reached, block) in _RUNNING or _dumped_by_watchdog(log)
         cause = Cause.WATCHDOG_TIMEOUT if hung else Cause.STARTUP_TIMEOUT
         at = dump
         evidence = [dump]
@@ -1855,14 +1917,32 @@ def _classify_log(
             ),
             False,
         )
+    refused = _refused_all(whole) if at is None and not bad_exit else None
+    if refused is not None:
+        # The server refused every request it logged (4xx) and answered none: its clients'
+        # requests failed (the request does not fit the server), whatever else it did.
+        hint, permanent = _cause_hint(Cause.BENCHMARK_ERRORS, Phase.BENCHMARK, rules)
+        return (
+            _make(
+                ctx,
+                cause=Cause.BENCHMARK_ERRORS,
+                phase=Phase.BENCHMARK,
+                hint=hint,
+                permanent=permanent,
+                evidence=_evidence(whole.raw, [refused]),
+                message="the server refused every request it logged: " + _message(whole, refused),
+            ),
+            False,
+        )
     if (
         at is None
         and not bad_exit
         and any(_SUCCEEDED.search(text) for text in whole.text if _CLIENT.search(text[:HEAD]))
-        and any(_NONE_LOST.search(text) for text in whole.text)
+        and any(_NONE_LOST.search(text) or _MEASURED.search(text) for text in whole.text)
     ):
-        # A benchmark client's report that counts every request answered and says none failed
-        # (else the client's failure above): the server served them, whatever came before.
+        # A benchmark client's report that counts requests answered and says none failed, or
+        # measured the run (else the client's failure above: a failed count, fewer successes
+        # than asked): the server served them, whatever came before.
         quiet = _make(ctx, cause=Cause.UNKNOWN, phase=Phase.BENCHMARK, hint="", evidence=[])
         return quiet, True
     if at is None and whole.stopped and not bad_exit:
@@ -1959,6 +2039,15 @@ def _classify_log(
     timed_out = cause == Cause.STARTUP_TIMEOUT and hint != STOPPED_HINT  # words, not a stop
     if (cause == Cause.UNKNOWN or timed_out) and _is_client(whole):
         # A benchmark client's log: what failed, or timed out, is the client's requests.
+        cause, where, hint = Cause.BENCHMARK_ERRORS, Phase.BENCHMARK, None
+    if (
+        cause == Cause.UNKNOWN
+        and running
+        and _SERVER_ERROR_ANSWER.search(log.text[at])
+        and any(_SERVED.search(text) for text in log.text[at + 1 :])
+    ):
+        # A request the server failed (5xx) while it went on answering others: the requests
+        # failed, the server did not.
         cause, where, hint = Cause.BENCHMARK_ERRORS, Phase.BENCHMARK, None
     if cause == Cause.UNKNOWN and running:
         cause = Cause.RUNTIME_CRASH

@@ -84,18 +84,21 @@ def _clues(*rows: tuple[Cause | str, float, str]) -> tuple[_Clue, ...]:
     return tuple(_Clue(family, re.compile(pattern), weight) for family, weight, pattern in rows)
 
 
-# Memory, cache and host words, composed below.
-_SHORT = (
+# Memory, cache and host words, composed below. A state word ("is empty", "is 0") says a
+# size is nothing; of the KV cache only in the clause where the cache is its subject.
+_STATE = r"is (?:0|zero|negative|empty)\b"
+_SHORT_OF = (
     r"(?:(?i:out of memory|not enough|no enough|cannot get \d+|insufficient|failed to allocate|"
     r"cannot allocate|"
     r"unable to allocate|could not allocate|exceed|larger than|too (?:small|large|few)|"
     r"smaller than|fewer \w+(?: \([^)]*\))? than|"
     r"\bno (?:\w+ ){0,2}(?:memory|room|space)\b|\bleaves? no\b|cannot fit|can't fit|"
     r"does(?: not|n't) fit|but only|only [\d.]+ ?\w* (?:\w+ )?(?:available|free|left))|OOM\b|"
-    r"is (?:0|zero|negative|empty)\b|(?i:(?:cannot|can't|unable to) (?:hold|store|serve))|"
+    r"(?i:(?:cannot|can't|unable to) (?:hold|store|serve))|"
     r"(?i:more \w+(?: \w+)?(?: \([^)]*\))? than (?:is )?available)|"
     r"<= ?0\b|(?:^|[\s=:(\[])-\d|must be (?:> ?0|positive|greater than (?:0|zero))\b)"
 )
+_SHORT = rf"(?:{_SHORT_OF}|{_STATE})"
 _CACHE = (
     r"(?:\b[Kk][Vv][ _-]?[Cc]ache|kv_cache|cache blocks?|(?:GPU|gpu|cuda) blocks|num_gpu_blocks|"
     r"(?:memory|token|KV) pool|max_total_num_tokens|mem[-_]fraction[-_]static|"
@@ -112,7 +115,8 @@ _SHELL_JOB = r"(?i:(?:zsh|bash|sh|ksh|dash): (?:line \d+: +)?(?:\d+ +)?)"
 # The vocabulary of each family in the message of an exception or an error line.
 WORDS: tuple[_Clue, ...] = _clues(
     # --- memory ---------------------------------------------------------------------------------
-    (Cause.KV_POOL_OOM, 3.5, rf"^(?=.*{_CACHE})(?=.*{_SHORT})"),
+    (Cause.KV_POOL_OOM, 3.5, rf"^(?=.*{_CACHE})(?=.*{_SHORT_OF})"),
+    (Cause.KV_POOL_OOM, 3.5, rf"{_CACHE}[^,;]*?\b{_STATE}"),
     # the pool's size reported as nothing ("max_total_num_tokens=0", "num_gpu_blocks: 0")
     (
         Cause.KV_POOL_OOM,

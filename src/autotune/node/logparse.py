@@ -251,9 +251,42 @@ def strip_prefix(line: str) -> str:
     return _undress(_ANSI.sub("", _unwrap_json(line)[0]))[0]
 
 
+# A notebook's traceback (IPython's): its header names the exception beside "Traceback (most
+# recent call last)"; frames are "Cell In[3], line 2" and "File /path.py:86, in f(...)" (IPython
+# 8) or "<ipython-input-4-...> in <module>" and "/path.py in f(...)" (IPython 7); the line that
+# ran is "---> 86 code", among numbered context lines and "(...)" elisions.
+_NB_HEADER = re.compile(r"^[A-Za-z_][\w.]*\s{2,}Traceback \(most recent call last\)\s*$")
+_NB_CELL = re.compile(r"^Cell In ?\[\d*\], line (\d+)\s*$")
+_NB_FILE = re.compile(r"^File (\S+?):(\d+)(?:, in (\S+?)(?:\(.*)?)?\s*$")
+_NB_OLD_FILE = re.compile(r"^(<ipython-input-[^>]*>|\S+\.py) in (<module>|\w+)(?:\(.*)?\s*$")
+_NB_RAN = re.compile(r"^-+> ?\d+ ?(.*)$")
+_NB_CONTEXT = re.compile(r"^\s+\d+(?: .*)?$|^\s*\(\.\.\.\)\s*$")
+
+
+def _notebook_line(text: str) -> str | None:
+    """The line of a notebook's traceback written as Python's own (``  File "x", line 86, in
+    f``, the code line indented under it), '' for a context line; None for no such line."""
+    stripped = text.strip()
+    if _NB_HEADER.match(stripped):
+        return "Traceback (most recent call last):"
+    if (m := _NB_CELL.match(stripped)) is not None:
+        return f'  File "<cell>", line {m.group(1)}, in <module>'
+    if (m := _NB_FILE.match(stripped)) is not None:
+        return f'  File "{m.group(1)}", line {m.group(2)}, in {m.group(3) or "<module>"}'
+    if (m := _NB_OLD_FILE.match(stripped)) is not None:
+        return f'  File "{m.group(1)}", line 0, in {m.group(2)}'
+    if (m := _NB_RAN.match(stripped)) is not None:
+        return "    " + m.group(1).strip()
+    if _NB_CONTEXT.match(text):
+        return ""
+    return None
+
+
 def parse_log(lines: Sequence[str]) -> list[LogLine]:
-    """Every line of ``lines`` undressed (a flattened line becomes one record per segment)."""
+    """Every line of ``lines`` undressed (a flattened line becomes one record per segment); a
+    notebook's traceback is written as Python's own."""
     out: list[LogLine] = []
+    notebook = False  # inside a notebook's traceback
     for line in lines:
         unwrapped, json_level = _unwrap_json(line)
         plain = _ANSI.sub("", unwrapped)
@@ -267,6 +300,14 @@ def parse_log(lines: Sequence[str]) -> list[LogLine]:
                 continue
             carry = ""
             level = level or json_level
+            if _NB_HEADER.match(text.strip()):
+                notebook = True
+            if notebook and text.strip():
+                written = _notebook_line(text)
+                if written is None:
+                    notebook = False  # the exception line, or the traceback is over
+                else:
+                    text = written
             told = _task_exception(text)
             if told is not None:
                 text, level = told, "error"

@@ -352,6 +352,8 @@ GENERIC_MILESTONES: tuple[Milestone, ...] = (
         r"Listening on \[?[\w:.]+\]?:\d+|text_generation_router[\w:]*: .*Connected|"
         r"init engine \(profile, create kv cache, warmup model\) took|Starting HTTP server|"
         r"Starting \w+ server on https?://|Available routes are|"
+        # the routes a server serves, listed one a line once its application is built
+        r"\bRoute: /\S*, Methods: [A-Z]|"
         # any server's own words for "up" ("Starting vLLM API server 0 on http://...", Ollama's
         # "llama runner started in 3.02 seconds", Triton's gRPC endpoint)
         r"Starting [\w-]+(?: [\w-]+){0,2} server(?: \d+)? on https?://|runner started in [\d.]+ ?s|"

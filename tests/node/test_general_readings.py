@@ -6,6 +6,9 @@ the corpus:
 
 - a server that **lists the HTTP routes it serves** (`Route: /health, Methods: GET`, one line
   per route) has built its application and started: the list is no start-up cut short;
+- a benchmark client's **argument dump** names it a client in a subcommand's words too
+  (`subparser='bench'`, `bench_type=`): a client's log that stops before its report failed its
+  run (`benchmark_errors`), it is no server's start-up cut short;
 """
 
 from __future__ import annotations
@@ -41,3 +44,22 @@ def test_a_server_that_lists_its_routes_has_started() -> None:
     assert _cause_phase(crash) == ("runtime_crash", "benchmark")
     # a log that stops while loading is still a start-up cut short
     assert _cause_phase([loading]) == ("startup_timeout", "load")
+
+
+def test_a_benchmark_subcommands_argument_dump_is_a_clients() -> None:
+    dump = (
+        "Namespace(subparser='bench', bench_type='throughput', dispatch_function=<function "
+        "ThroughputSubcommand.cmd at 0x7f3a2c1d0e50>, host='10.0.0.7', port=30000"
+    )
+    started = "INFO 07-14 10:02:11 [__init__.py:30] Automatically detected platform rocm."
+    assert _cause_phase([started, dump]) == ("benchmark_errors", "benchmark")
+    # the same client with its report, every request served: a healthy run
+    report = [
+        "Successful requests:                     64",
+        "Benchmark duration (s):                  12.50",
+        "Output token throughput (tok/s):         2210.04",
+    ]
+    assert _cause_phase([started, dump + ")", *report]) is None
+    # a program's own subcommand that is no benchmark is no client
+    serve = "Namespace(subparser='serve', model_tag='m', dispatch_function=<function ServeSubcommand"
+    assert _cause_phase([started, serve]) != ("benchmark_errors", "benchmark")

@@ -1057,6 +1057,8 @@ _CLIENT = re.compile(
     # an argument dump that names a request rate or a number of prompts; a benchmark's own
     # words that it starts or failed
     r"\bNamespace\((?=[^)]*\b(?:request_rate|num_prompts)=)|^Starting benchmark\b|"
+    # (or a benchmark subcommand's: "Namespace(subparser='bench', bench_type='serve', ...")
+    r"\bNamespace\((?=[^)]*\b(?:subparser=['\"]bench['\"]|bench_type=))|"
     r"^Benchmark failed\b|"
     r"Starting (?:main|initial) \w* ?(?:benchmark|test) run|Traffic request rate:|"
     r"HTTP Request: [A-Z]+ https?://|\b(?:bench_serving|benchmark_serving|vllm bench serve)\b"

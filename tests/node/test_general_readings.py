@@ -61,5 +61,5 @@ def test_a_benchmark_subcommands_argument_dump_is_a_clients() -> None:
     ]
     assert _cause_phase([started, dump + ")", *report]) is None
     # a program's own subcommand that is no benchmark is no client
-    serve = "Namespace(subparser='serve', model_tag='m', dispatch_function=<function ServeSubcommand"
+    serve = "Namespace(subparser='serve', model_tag='m', dispatch_function=<function Serve"
     assert _cause_phase([started, serve]) != ("benchmark_errors", "benchmark")

@@ -9,6 +9,10 @@ the corpus:
 - a benchmark client's **argument dump** names it a client in a subcommand's words too
   (`subparser='bench'`, `bench_type=`): a client's log that stops before its report failed its
   run (`benchmark_errors`), it is no server's start-up cut short;
+- a traceback's **frame header wrapped** at the terminal's width (`File "...", line 103, in`
+  with the function's name, or the rest of it, alone on the next line) is read whole, so its
+  frames place the failure as any other's; an engine's serving loop is named in more ways
+  (`loop_for_forward`);
 """
 
 from __future__ import annotations
@@ -63,3 +67,45 @@ def test_a_benchmark_subcommands_argument_dump_is_a_clients() -> None:
     # a program's own subcommand that is no benchmark is no client
     serve = "Namespace(subparser='serve', model_tag='m', dispatch_function=<function Serve"
     assert _cause_phase([started, serve]) != ("benchmark_errors", "benchmark")
+
+
+def _wrapped(cut: int, frames: list[tuple[str, int, str]]) -> list[str]:
+    """A traceback's frame headers as a terminal prints them when each is ``cut`` columns
+    wider than it: the last ``cut`` characters alone on the next line."""
+    out = []
+    for path, line, name in frames:
+        header = f'  File "{path}", line {line}, in {name}'
+        out += [header[:-cut], header[-cut:]] if cut else [header]
+        out.append("    pass")
+    return out
+
+
+SERVE_LOOP = [
+    (
+        "/opt/conda/lib/python3.10/site-packages/fastserve/runtime/controller_process.py",
+        88,
+        "run_controller",
+    ),
+    (
+        "/opt/conda/lib/python3.10/site-packages/fastserve/runtime/controller_process.py",
+        140,
+        "loop_for_forward",
+    ),
+    (
+        "/opt/conda/lib/python3.10/site-packages/fastserve/runtime/model_worker_process.py",
+        97,
+        "forward_step_tensors",
+    ),
+]
+
+
+def test_a_frame_header_wrapped_at_the_terminals_width_is_read_whole() -> None:
+    head = ["Exception in Controller:", "Traceback (most recent call last):"]
+    whole = _cause_phase([*head, *_wrapped(0, SERVE_LOOP)])
+    assert whole == ("runtime_crash", "benchmark")
+    # cut before the name (" loop_for_forward" alone), or inside it ("forward" alone)
+    for cut in (len(" loop_for_forward"), len("forward"), len("_step_tensors")):
+        assert _cause_phase([*head, *_wrapped(cut, SERVE_LOOP)]) == whole, cut
+    # a frame's code line that is one word stays a code line
+    code = ['  File "/srv/app/loader.py", line 12, in load_all', "    return"]
+    assert _cause_phase(["Traceback (most recent call last):", *code]) != whole

@@ -283,7 +283,7 @@ _PHASE_MARKERS: tuple[tuple[Phase, re.Pattern[str]], ...] = (
             r"greedy_search|multinomial|POST /|Prefill batch|Decode batch|#running-req|"
             r"get_model_worker_batch|process_batch_result|Epoch \d|trainer\.fit|"
             r"inner_training_loop|swap_blocks|begin_forward|all_reduce\(|SeqNum=\d{3,}|"
-            r"forward_thread_func|output_handler|loop_for_fwd|_forward_step|prefill_batch|"
+            r"forward_thread_func|output_handler|loop_for_f(?:orwar)?d|_forward_step|prefill_batch|"
             r"get_output_async|generate_token|forward(?:Sync|Async)\b|executor_loop|"
             # a request's span in a Rust server's tracing ("generate{parameters=...}:")
             r"\b\w*(?:generate|completions?|chat)\{|"

@@ -282,6 +282,33 @@ def _notebook_line(text: str) -> str | None:
     return None
 
 
+# A frame header cut by a terminal's width: the function's name, or its start, is missing; the
+# rest stands alone on the next line ("  File "x.py", line 103, in" / " loop_for_forward").
+_CUT_FRAME = re.compile(r'^\s*File "[^"]+", line \d+, in(?: [\w<>]+)?$')
+_FRAME_REST = re.compile(r"^ ?[\w<>]+$")
+WRAP_WIDTH = 60  # a line shorter than this was not wrapped
+
+
+def _join_cut_frames(out: list[LogLine]) -> list[LogLine]:
+    """``out`` with each frame header cut at a terminal's width joined to its rest (which
+    becomes an empty record, so that the records keep their count)."""
+    for i in range(len(out) - 1):
+        head, rest = out[i], out[i + 1]
+        if len(head.raw) < WRAP_WIDTH or not _CUT_FRAME.match(head.text):
+            continue
+        if rest.level is not None or not _FRAME_REST.match(rest.text):
+            continue
+        glue = " " if head.text.endswith(" in") else ""
+        out[i] = LogLine(
+            raw=head.raw + glue + rest.raw.strip(),
+            text=head.text + glue + rest.text.strip(),
+            level=head.level,
+            source=head.source,
+        )
+        out[i + 1] = LogLine(raw="", text="")
+    return out
+
+
 def parse_log(lines: Sequence[str]) -> list[LogLine]:
     """Every line of ``lines`` undressed (a flattened line becomes one record per segment); a
     notebook's traceback is written as Python's own."""
@@ -316,7 +343,7 @@ def parse_log(lines: Sequence[str]) -> list[LogLine]:
             out.append(LogLine(raw=segment.rstrip("\r\n"), text=text, level=level, source=source))
         if carry:
             out.append(LogLine(raw=carry.rstrip(), text=""))
-    return out
+    return _join_cut_frames(out)
 
 
 # name, rule family (whose hints fit it), marks. Forks and wrappers before what they run, and

@@ -13,6 +13,8 @@ the corpus:
   with the function's name, or the rest of it, alone on the next line) is read whole, so its
   frames place the failure as any other's; an engine's serving loop is named in more ways
   (`loop_for_forward`);
+- **Open MPI's output tags** (`[1,0]<stderr>:`, with `--timestamp-output` a date before them)
+  are a dress like a container's prefix: the lines under them read as without them;
 """
 
 from __future__ import annotations
@@ -109,3 +111,27 @@ def test_a_frame_header_wrapped_at_the_terminals_width_is_read_whole() -> None:
     # a frame's code line that is one word stays a code line
     code = ['  File "/srv/app/loader.py", line 12, in load_all', "    return"]
     assert _cause_phase(["Traceback (most recent call last):", *code]) != whole
+
+
+RANK_LOOP = [
+    "Traceback (most recent call last):",
+    '  File "/srv/engine/managers/worker.py", line 412, in run_worker',
+    "    worker.event_loop_overlap()",
+    '  File "/srv/engine/managers/worker.py", line 300, in event_loop_overlap',
+    "    batch = self.get_next_batch_to_run()",
+]
+BAD_IMPORT = [
+    "Traceback (most recent call last):",
+    '  File "/srv/engine/kernels/__init__.py", line 3, in <module>',
+    "    from fastkern import ops",
+    "ImportError: /srv/env/fastkern/ops.so: undefined symbol: _ZN3c1017SetDeviceEa",
+]
+
+
+def test_open_mpis_output_tags_are_a_dress() -> None:
+    for tag in ("Mon Feb  3 09:12:44 2025[1,0]<stderr>:", "[0,3]<stdout>:"):
+        for lines in (RANK_LOOP, BAD_IMPORT):
+            tagged = [f"{tag}{line}" for line in lines]
+            assert _cause_phase(tagged) == _cause_phase(lines), (tag, lines[-1])
+    assert _cause_phase(RANK_LOOP) == ("runtime_crash", "benchmark")
+    assert _cause_phase(BAD_IMPORT)[0] == "import_error"  # type: ignore[index]

@@ -85,6 +85,10 @@ _PREFIXES: tuple[re.Pattern[str], ...] = tuple(
         r"\d\d:\d\d:\d\d[.,]\d+(?:stderr|stdout)?\s?",
         # glog: "E0101 12:00:00.000 123 file.cc:1] "
         r"(?P<lvl>[IWEF])\d{4} \d\d:\d\d:\d\d\.\d+[ \t]+\d+[ \t]+[\w.]+:\d+\][ \t]?",
+        # Open MPI's output tags (mpirun --tag-output), a date before them with
+        # --timestamp-output: "Thu Jan 23 11:55:50 2025[1,0]<stderr>:"
+        r"(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})?"
+        r"\[(?P<src>\d+,\d+)\]<(?:stdout|stderr|stddiag)>:",
         # NCCL: "host:123:456 [0] "
         r"[\w.-]+:\d+:\d+ \[\d+\][ \t]",
         # ray: "(pid=123) ", "(raylet) "

@@ -15,6 +15,9 @@ the corpus:
   (`loop_for_forward`);
 - **Open MPI's output tags** (`[1,0]<stderr>:`, with `--timestamp-output` a date before them)
   are a dress like a container's prefix: the lines under them read as without them;
+- a **notebook's traceback cut above its header** (the excerpt begins at an IPython 8 frame,
+  `File /path.py:722, in Runner.load_model(self)`, with `--> 722 code` below it) is read as a
+  traceback all the same: a traceback cut before its exception, not a start-up cut short;
 """
 
 from __future__ import annotations
@@ -135,3 +138,32 @@ def test_open_mpis_output_tags_are_a_dress() -> None:
             assert _cause_phase(tagged) == _cause_phase(lines), (tag, lines[-1])
     assert _cause_phase(RANK_LOOP) == ("runtime_crash", "benchmark")
     assert _cause_phase(BAD_IMPORT)[0] == "import_error"  # type: ignore[index]
+
+
+NOTEBOOK_FRAMES = [
+    "File ~/venv/lib/python3.11/site-packages/fastserve/runner.py:318, in Runner.load(self)",
+    "    316 started = time.time()",
+    "    317 with self.memory_meter():",
+    "--> 318     self.model = build_model(self.config,",
+    "    319                              device=self.device)",
+    "",
+    "File ~/venv/lib/python3.11/site-packages/fastserve/loader/__init__.py:40, in build_model"
+    "(config, device)",
+    "     38 def build_model(config, device):",
+    "---> 40     return pick_loader(config).load_model(config, device)",
+]
+
+
+def test_a_notebooks_traceback_cut_above_its_header_is_a_traceback() -> None:
+    got = _cause_phase(NOTEBOOK_FRAMES)
+    assert got is not None and got != ("startup_timeout", "load")
+    assert got[1] == "load"
+    # the same frames in Python's own form are read the same way
+    plain = [
+        '  File "/venv/lib/python3.11/site-packages/fastserve/runner.py", line 318, in load',
+        "    self.model = build_model(self.config,",
+        '  File "/venv/lib/python3.11/site-packages/fastserve/loader/__init__.py", line 40, '
+        "in build_model",
+        "    return pick_loader(config).load_model(config, device)",
+    ]
+    assert _cause_phase(plain) == got

@@ -262,6 +262,7 @@ def strip_prefix(line: str) -> str:
 _NB_HEADER = re.compile(r"^[A-Za-z_][\w.]*\s{2,}Traceback \(most recent call last\)\s*$")
 _NB_CELL = re.compile(r"^Cell In ?\[\d*\], line (\d+)\s*$")
 _NB_FILE = re.compile(r"^File (\S+?):(\d+)(?:, in (\S+?)(?:\(.*)?)?\s*$")
+_NB_FRAME = re.compile(r"^File \S+?:\d+, in [\w.<>]+\(")  # IPython 8's, not Python's own
 _NB_OLD_FILE = re.compile(r"^(<ipython-input-[^>]*>|\S+\.py) in (<module>|\w+)(?:\(.*)?\s*$")
 _NB_RAN = re.compile(r"^-+> ?\d+ ?(.*)$")
 _NB_CONTEXT = re.compile(r"^\s+\d+(?: .*)?$|^\s*\(\.\.\.\)\s*$")
@@ -331,8 +332,8 @@ def parse_log(lines: Sequence[str]) -> list[LogLine]:
                 continue
             carry = ""
             level = level or json_level
-            if _NB_HEADER.match(text.strip()):
-                notebook = True
+            if _NB_HEADER.match(text.strip()) or _NB_FRAME.match(text.strip()):
+                notebook = True  # its header, or (an excerpt cut above it) a frame of its own
             if notebook and text.strip():
                 written = _notebook_line(text)
                 if written is None:

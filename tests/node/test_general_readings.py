@@ -18,6 +18,9 @@ the corpus:
 - a **notebook's traceback cut above its header** (the excerpt begins at an IPython 8 frame,
   `File /path.py:722, in Runner.load_model(self)`, with `--> 722 code` below it) is read as a
   traceback all the same: a traceback cut before its exception, not a start-up cut short;
+- a backtrace cut before its message whose frames **bind a listening socket** (a Rust server's
+  `TcpListener::bind` / `Server::bind`, Python's `socket.bind` under asyncio's
+  `create_server`) failed to take its address: `port_in_use`;
 """
 
 from __future__ import annotations
@@ -167,3 +170,33 @@ def test_a_notebooks_traceback_cut_above_its_header_is_a_traceback() -> None:
         "    return pick_loader(config).load_model(config, device)",
     ]
     assert _cause_phase(plain) == got
+
+
+AT = " " * 31 + "at /root/.cargo/registry/src/"
+RUST_BIND = [
+    "  11:     0x55d0c2a1b3f0 - tokio::net::tcp::listener::TcpListener::bind::{{closure}}"
+    "::h0a1b2c3d4e5f6a7b",
+    AT + "tokio-1.38.0/src/net/tcp/listener.rs:117:25",
+    "  12:     0x55d0c2a1b3f0 - api_gateway::http::start::{{closure}}::h1122334455667788",
+    "                               at /build/gateway/src/http.rs:210:9",
+    "  13:     0x55d0c29f8a11 - tokio::runtime::park::CachedParkThread::block_on"
+    "::h99aabbccddeeff00",
+    AT + "tokio-1.38.0/src/runtime/park.rs:281:63",
+]
+PY_BIND = [
+    "Traceback (most recent call last):",
+    '  File "/usr/lib/python3.11/asyncio/base_events.py", line 1536, in create_server',
+    "    sock.bind(sa)",
+]
+
+
+def test_a_backtrace_cut_in_a_socket_bind_is_the_port() -> None:
+    assert _cause_phase(RUST_BIND)[0] == "port_in_use"  # type: ignore[index]
+    assert _cause_phase(PY_BIND)[0] == "port_in_use"  # type: ignore[index]
+    # binding a function's arguments (inspect's Signature.bind) binds no socket
+    args = [
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.11/inspect.py", line 3212, in bind',
+        "    return self._bind(args, kwargs)",
+    ]
+    assert _cause_phase(args)[0] != "port_in_use"  # type: ignore[index]

@@ -769,6 +769,14 @@ FRAMES: tuple[_Clue, ...] = _clues(
         r"PyNcclCommunicator|NCCL_CHECK|pynccl|ncclCommInit",
     ),
     (Cause.NCCL_ERROR, 1.5, r"\binit_device\b|init_\w*distributed"),
+    # a server binding its listening socket (Rust's listeners, Python's socket under asyncio)
+    (
+        Cause.PORT_IN_USE,
+        3.5,
+        r"\b(?:TcpListener|UdpSocket|UnixListener|Server<[^>]*>(?:<[^>]*>)*)::bind\b|"
+        r"[/\\]socket\.py\S*,? line \d+,? in bind$|"
+        r"base_events\.py\S*,? line \d+,? in create_server$",
+    ),
     # a benchmark client's request (vLLM's and SGLang's benchmark scripts, aiohttp, httpx)
     (
         Cause.BENCHMARK_ERRORS,

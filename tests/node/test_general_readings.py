@@ -21,6 +21,8 @@ the corpus:
 - a backtrace cut before its message whose frames **bind a listening socket** (a Rust server's
   `TcpListener::bind` / `Server::bind`, Python's `socket.bind` under asyncio's
   `create_server`) failed to take its address: `port_in_use`;
+- a native library that **aborts the process in its own words** ("Abort was called at 250 line
+  in file:", a C library's `abort() called`) crashed it, as a SIGABRT does: `runtime_crash`;
 """
 
 from __future__ import annotations
@@ -200,3 +202,15 @@ def test_a_backtrace_cut_in_a_socket_bind_is_the_port() -> None:
         "    return self._bind(args, kwargs)",
     ]
     assert _cause_phase(args)[0] != "port_in_use"  # type: ignore[index]
+
+
+def test_a_native_librarys_own_abort_report_is_a_crash() -> None:
+    start = [
+        "[I 2025-04-02 10:02:11] loading model to xpu:0",
+        "[I 2025-04-02 10:02:19] model loaded, 7.61 GiB",
+    ]
+    for abort in (
+        ["Abort was called at 250 line in file:", "../../shared/source/built_ins/built_ins.cpp"],
+        ["mpool: abort() called from release_block"],
+    ):
+        assert _cause_phase([*start, *abort])[0] == "runtime_crash", abort  # type: ignore[index]

@@ -617,6 +617,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"[Cc]aught signal (?:11|6|7|8)\b|signal (?:11|6|7|8)\b|core dumped|Fatal Python error|"
         r"panicked at|^panic: |terminate called|Floating point exception|"
         r"terminating (?:due to|with) uncaught exception|"
+        # a native library aborting the process in its own words
+        r"\bAbort was called at \d+ line\b|\babort\(\) called\b|"
         r"probability tensor contains|"
         r"Memory access fault|double free|corrupted (?:size|double)|cudaErrorLaunchFailure|"
         # a signal handler's crash report (OpenMPI, UCX, Triton) and the kernel's report of a
@@ -996,7 +998,7 @@ _DECISIVE_ANY = re.compile(
     r"check|fault|sigsegv|sigbus|sigabrt|sigfpe|core dumped|fatal|panick|terminate|exception|"
     r"probability|double free|corrupted|launch|cublas|exhausted|tried|exit|busy|acquire|"
     r"unbalanced|usage of each|allocated|panic|gfx|runtime|loader|linker|field|variant|given|"
-    r"fail|token|blocks"
+    r"fail|token|blocks|abort"
 )
 
 

@@ -38,8 +38,9 @@ TWENTIETH = "2026-12-06s"
 SILENT_CRASHES = {"sglang-088", "sglang-089", "llamacpp-032", "sglang-096"}
 # Batch r's tuning part answered `ok` for two failed runs at first sight (main's code), both
 # read since by a mechanism: a server's own 5xx answer, a server that refused every request.
-# Batch s's tuning part answered `ok` for two failed runs at first sight (main's code, 25a811c);
-# pinned by id until a mechanism reads them.
+# Batch s's tuning part answered `ok` for two failed runs at first sight (main's code, 25a811c):
+# healthy decode lines (token usage 0.94) and a healthy start with one request served, the
+# failure past the cut in both (MANIFEST.md); nothing in them shows it, so they are pinned.
 SILENT_CRASHES |= {"sglang-157", "sglang-158"}
 BLIND_BATCHES = {SEVENTEENTH, EIGHTEENTH}
 # Batch r, the fourth blind set, joined split by the URL rule before any log of it was read
@@ -78,7 +79,9 @@ SEALED = {SIXTEENTH, NINETEENTH, TWENTIETH}
 # the round's mechanisms (each tested with lines of its own) 38/58 and 13/28, no held-out answer
 # worse; the batches before p at 394/427 and 184/244.
 # Fourteenth round (issue-51-r14): the fifth blind set joined as batch s, split by the URL rule
-# (50 tuning, 35 held out), first measured with main's code (25a811c) at 21/50 and 14/35.
+# (50 tuning, 35 held out), first measured with main's code (25a811c) at 21/50 and 14/35; after
+# the round's mechanisms (each tested with lines of its own) 26/50 and 15/35, no held-out answer
+# worse (batch r's held out 14/28, the batches before p at 394/427 and 185/244).
 FLOORS = {
     ("tuning", None): 0.91,
     ("heldout", None): 0.74,
@@ -115,8 +118,8 @@ FLOORS = {
     ("tuning", EIGHTEENTH): 0.55,
     ("tuning", NINETEENTH): 0.6,
     ("heldout", NINETEENTH): 0.4,
-    ("tuning", TWENTIETH): 0.4,
-    ("heldout", TWENTIETH): 0.38,
+    ("tuning", TWENTIETH): 0.5,
+    ("heldout", TWENTIETH): 0.42,
 }
 
 
@@ -242,7 +245,8 @@ def test_accuracy_floor(verdicts: list[Verdict], split: str, batch: str | None) 
     # it) became right in cause, so 7 of 13 right causes have the right phase: held to 0.5.
     # Batch n's tuning part (many one-line excerpts: a title's error line alone, no progress
     # line to place it) measured 11/19 = 57.9% at first sight: held to 0.5 as well.
-    # Batch s's held-out part (sealed) measured 8/14 = 57.1% at first sight: held to 0.5.
+    # Batch s's held-out part (sealed) measured 8/14 = 57.1% at first sight (9/15 after the
+    # fourteenth round): held to 0.5.
     if right >= 10:
         low = batch in (THIRTEENTH, FIFTEENTH) or (batch, split) == (TWENTIETH, "heldout")
         assert phase_acc >= (0.8 if batch is None else 0.5 if low else 0.6)

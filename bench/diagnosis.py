@@ -46,6 +46,7 @@ from tests.node.corpus_helpers import (  # noqa: E402
     confusion_table,
     diagnose_all,
     dress_changes,
+    load_labels,
     ok_on_failed,
     precision_recall,
 )
@@ -89,7 +90,7 @@ def report(
 
 
 # Held-out parts that are never opened, not even their misses: only counts are printed.
-SEALED = {"2026-12-06r"}
+SEALED = {"2026-12-06r", "2026-12-06s"}
 
 
 def moved(verdicts: list[Verdict], before: dict[str, str]) -> str:
@@ -134,9 +135,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--against", type=Path, help="list the answers moved since --save")
     args = parser.parse_args(argv)
     if args.dress:
+        rows = load_labels()
+        sealed = {r["id"] for r in rows if r["added"] in SEALED and r["split"] == "heldout"}
         for split in args.split or ["tuning", "heldout"]:
             for name, ids in dress_changes(split=split).items():
-                sys.stdout.write(f"{split} {name}: {len(ids)} answers change {' '.join(ids)}\n")
+                shown = [i if i not in sealed else "(sealed)" for i in ids]
+                sys.stdout.write(f"{split} {name}: {len(ids)} answers change {' '.join(shown)}\n")
         return 0
     start = time.perf_counter()
     verdicts = diagnose_all(generic=args.generic, no_rules=args.no_rules)

@@ -283,7 +283,7 @@ _PHASE_MARKERS: tuple[tuple[Phase, re.Pattern[str]], ...] = (
             r"greedy_search|multinomial|POST /|Prefill batch|Decode batch|#running-req|"
             r"get_model_worker_batch|process_batch_result|Epoch \d|trainer\.fit|"
             r"inner_training_loop|swap_blocks|begin_forward|all_reduce\(|SeqNum=\d{3,}|"
-            r"forward_thread_func|output_handler|loop_for_fwd|_forward_step|prefill_batch|"
+            r"forward_thread_func|output_handler|loop_for_f(?:orwar)?d|_forward_step|prefill_batch|"
             r"get_output_async|generate_token|forward(?:Sync|Async)\b|executor_loop|"
             # a request's span in a Rust server's tracing ("generate{parameters=...}:")
             r"\b\w*(?:generate|completions?|chat)\{|"
@@ -352,6 +352,8 @@ GENERIC_MILESTONES: tuple[Milestone, ...] = (
         r"Listening on \[?[\w:.]+\]?:\d+|text_generation_router[\w:]*: .*Connected|"
         r"init engine \(profile, create kv cache, warmup model\) took|Starting HTTP server|"
         r"Starting \w+ server on https?://|Available routes are|"
+        # the routes a server serves, listed one a line once its application is built
+        r"\bRoute: /\S*, Methods: [A-Z]|"
         # any server's own words for "up" ("Starting vLLM API server 0 on http://...", Ollama's
         # "llama runner started in 3.02 seconds", Triton's gRPC endpoint)
         r"Starting [\w-]+(?: [\w-]+){0,2} server(?: \d+)? on https?://|runner started in [\d.]+ ?s|"
@@ -1055,6 +1057,8 @@ _CLIENT = re.compile(
     # an argument dump that names a request rate or a number of prompts; a benchmark's own
     # words that it starts or failed
     r"\bNamespace\((?=[^)]*\b(?:request_rate|num_prompts)=)|^Starting benchmark\b|"
+    # (or a benchmark subcommand's: "Namespace(subparser='bench', bench_type='serve', ...")
+    r"\bNamespace\((?=[^)]*\b(?:subparser=['\"]bench['\"]|bench_type=))|"
     r"^Benchmark failed\b|"
     r"Starting (?:main|initial) \w* ?(?:benchmark|test) run|Traffic request rate:|"
     r"HTTP Request: [A-Z]+ https?://|\b(?:bench_serving|benchmark_serving|vllm bench serve)\b"

@@ -617,6 +617,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"[Cc]aught signal (?:11|6|7|8)\b|signal (?:11|6|7|8)\b|core dumped|Fatal Python error|"
         r"panicked at|^panic: |terminate called|Floating point exception|"
         r"terminating (?:due to|with) uncaught exception|"
+        # a native library aborting the process in its own words
+        r"\bAbort was called at \d+ line\b|\babort\(\) called\b|"
         r"probability tensor contains|"
         r"Memory access fault|double free|corrupted (?:size|double)|cudaErrorLaunchFailure|"
         # a signal handler's crash report (OpenMPI, UCX, Triton) and the kernel's report of a
@@ -769,6 +771,14 @@ FRAMES: tuple[_Clue, ...] = _clues(
         r"PyNcclCommunicator|NCCL_CHECK|pynccl|ncclCommInit",
     ),
     (Cause.NCCL_ERROR, 1.5, r"\binit_device\b|init_\w*distributed"),
+    # a server binding its listening socket (Rust's listeners, Python's socket under asyncio)
+    (
+        Cause.PORT_IN_USE,
+        3.5,
+        r"\b(?:TcpListener|UdpSocket|UnixListener|Server<[^>]*>(?:<[^>]*>)*)::bind\b|"
+        r"[/\\]socket\.py\S*,? line \d+,? in bind$|"
+        r"base_events\.py\S*,? line \d+,? in create_server$",
+    ),
     # a benchmark client's request (vLLM's and SGLang's benchmark scripts, aiohttp, httpx)
     (
         Cause.BENCHMARK_ERRORS,
@@ -988,7 +998,7 @@ _DECISIVE_ANY = re.compile(
     r"check|fault|sigsegv|sigbus|sigabrt|sigfpe|core dumped|fatal|panick|terminate|exception|"
     r"probability|double free|corrupted|launch|cublas|exhausted|tried|exit|busy|acquire|"
     r"unbalanced|usage of each|allocated|panic|gfx|runtime|loader|linker|field|variant|given|"
-    r"fail|token|blocks"
+    r"fail|token|blocks|abort"
 )
 
 

@@ -85,6 +85,10 @@ _PREFIXES: tuple[re.Pattern[str], ...] = tuple(
         r"\d\d:\d\d:\d\d[.,]\d+(?:stderr|stdout)?\s?",
         # glog: "E0101 12:00:00.000 123 file.cc:1] "
         r"(?P<lvl>[IWEF])\d{4} \d\d:\d\d:\d\d\.\d+[ \t]+\d+[ \t]+[\w.]+:\d+\][ \t]?",
+        # Open MPI's output tags (mpirun --tag-output), a date before them with
+        # --timestamp-output: "Thu Jan 23 11:55:50 2025[1,0]<stderr>:"
+        r"(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})?"
+        r"\[(?P<src>\d+,\d+)\]<(?:stdout|stderr|stddiag)>:",
         # NCCL: "host:123:456 [0] "
         r"[\w.-]+:\d+:\d+ \[\d+\][ \t]",
         # ray: "(pid=123) ", "(raylet) "
@@ -258,6 +262,7 @@ def strip_prefix(line: str) -> str:
 _NB_HEADER = re.compile(r"^[A-Za-z_][\w.]*\s{2,}Traceback \(most recent call last\)\s*$")
 _NB_CELL = re.compile(r"^Cell In ?\[\d*\], line (\d+)\s*$")
 _NB_FILE = re.compile(r"^File (\S+?):(\d+)(?:, in (\S+?)(?:\(.*)?)?\s*$")
+_NB_FRAME = re.compile(r"^File \S+?:\d+, in [\w.<>]+\(")  # IPython 8's, not Python's own
 _NB_OLD_FILE = re.compile(r"^(<ipython-input-[^>]*>|\S+\.py) in (<module>|\w+)(?:\(.*)?\s*$")
 _NB_RAN = re.compile(r"^-+> ?\d+ ?(.*)$")
 _NB_CONTEXT = re.compile(r"^\s+\d+(?: .*)?$|^\s*\(\.\.\.\)\s*$")
@@ -282,6 +287,33 @@ def _notebook_line(text: str) -> str | None:
     return None
 
 
+# A frame header cut by a terminal's width: the function's name, or its start, is missing; the
+# rest stands alone on the next line ("  File "x.py", line 103, in" / " loop_for_forward").
+_CUT_FRAME = re.compile(r'^\s*File "[^"]+", line \d+, in(?: [\w<>]+)?$')
+_FRAME_REST = re.compile(r"^ ?[\w<>]+$")
+WRAP_WIDTH = 60  # a line shorter than this was not wrapped
+
+
+def _join_cut_frames(out: list[LogLine]) -> list[LogLine]:
+    """``out`` with each frame header cut at a terminal's width joined to its rest (which
+    becomes an empty record, so that the records keep their count)."""
+    for i in range(len(out) - 1):
+        head, rest = out[i], out[i + 1]
+        if len(head.raw) < WRAP_WIDTH or not _CUT_FRAME.match(head.text):
+            continue
+        if rest.level is not None or not _FRAME_REST.match(rest.text):
+            continue
+        glue = " " if head.text.endswith(" in") else ""
+        out[i] = LogLine(
+            raw=head.raw + glue + rest.raw.strip(),
+            text=head.text + glue + rest.text.strip(),
+            level=head.level,
+            source=head.source,
+        )
+        out[i + 1] = LogLine(raw="", text="")
+    return out
+
+
 def parse_log(lines: Sequence[str]) -> list[LogLine]:
     """Every line of ``lines`` undressed (a flattened line becomes one record per segment); a
     notebook's traceback is written as Python's own."""
@@ -300,8 +332,8 @@ def parse_log(lines: Sequence[str]) -> list[LogLine]:
                 continue
             carry = ""
             level = level or json_level
-            if _NB_HEADER.match(text.strip()):
-                notebook = True
+            if _NB_HEADER.match(text.strip()) or _NB_FRAME.match(text.strip()):
+                notebook = True  # its header, or (an excerpt cut above it) a frame of its own
             if notebook and text.strip():
                 written = _notebook_line(text)
                 if written is None:
@@ -316,7 +348,7 @@ def parse_log(lines: Sequence[str]) -> list[LogLine]:
             out.append(LogLine(raw=segment.rstrip("\r\n"), text=text, level=level, source=source))
         if carry:
             out.append(LogLine(raw=carry.rstrip(), text=""))
-    return out
+    return _join_cut_frames(out)
 
 
 # name, rule family (whose hints fit it), marks. Forks and wrappers before what they run, and

@@ -1,0 +1,55 @@
+"""Mechanisms every engine shares, read by what they are (issue 51, fifteenth round).
+
+Written from the mechanisms that failed on the tuning part of batch t (the sixth blind set,
+tests/data/crashlogs/MANIFEST.md), each case in the shape such logs take, not copied from
+the corpus:
+
+- a cache pool that has **run dry** says so in more words than "out of memory": it is
+  *exhausted*, has *no free* blocks or slots, the engine *fails to find free* space in it or
+  *runs out of* it, and a pool may hold *pages* as well as blocks (`pages from the page
+  pool`): each is the KV pool too small (`kv_pool_oom`), in any engine; a pool of another
+  kind (connections, threads) or retries that are exhausted are not, nor a hint that memory
+  might be running out;
+"""
+
+from __future__ import annotations
+
+from autotune.diagnosis import diagnose_text
+
+
+def _cause(lines: list[str]) -> str:
+    """The failure's cause, ``ok`` for a healthy log."""
+    failure = diagnose_text("\n".join(lines)).failure
+    return "ok" if failure is None else failure.cause.value
+
+
+SERVING = [
+    "INFO 03-02 10:00:01 engine started, listening on http://0.0.0.0:9000",
+    "INFO 03-02 10:00:05 batch: 6 running, 2 waiting",
+]
+
+
+def test_a_cache_pool_that_ran_dry_is_the_kv_pool_in_any_words() -> None:
+    for words in (
+        "ERROR sched: paged KV cache exhausted while admitting request 41",
+        "ERROR sched: no free blocks left in the kv cache for sequence 9",
+        "decode: unable to find free space in the KV cache for 512 tokens, request 3 dropped",
+        "RuntimeError: the engine ran out of KV cache blocks while scheduling",
+        "[E] OutOfPages: cannot allocate 12 pages from the page pool (3 free)",
+    ):
+        assert _cause([*SERVING, words]) == "kv_pool_oom", words
+
+
+def test_a_pool_of_another_kind_running_dry_is_not_the_kv_pool() -> None:
+    for words in (
+        "ERROR db: connection pool exhausted, 30 waiters",
+        "ERROR probe: retries exhausted for http://10.0.0.4:9000/health",
+        "ERROR executor: no free threads in the worker pool",
+    ):
+        assert _cause([*SERVING, words]) != "kv_pool_oom", words
+    # a hint about what might be short is no fact that it is
+    hint = (
+        "error: failed to load model 'm.gguf', try reducing --n-gpu-layers if you're running"
+        " out of VRAM"
+    )
+    assert _cause(["loading model from m.gguf", hint]) not in {"kv_pool_oom", "cuda_oom"}

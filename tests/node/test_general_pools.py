@@ -9,7 +9,8 @@ the corpus:
   *runs out of* it, and a pool may hold *pages* as well as blocks (`pages from the page
   pool`): each is the KV pool too small (`kv_pool_oom`), in any engine; a pool of another
   kind (connections, threads) or retries that are exhausted are not, nor a hint that memory
-  might be running out;
+  might be running out; a pool that ran dry was filled by requests: its phase is serving
+  (`benchmark`), not the pool's sizing at start (`memory_pool`);
 """
 
 from __future__ import annotations
@@ -21,6 +22,12 @@ def _cause(lines: list[str]) -> str:
     """The failure's cause, ``ok`` for a healthy log."""
     failure = diagnose_text("\n".join(lines)).failure
     return "ok" if failure is None else failure.cause.value
+
+
+def _cause_phase(lines: list[str]) -> tuple[str, str] | None:
+    """The failure's cause and phase, or None for a healthy log."""
+    failure = diagnose_text("\n".join(lines)).failure
+    return None if failure is None else (failure.cause.value, failure.phase.value)
 
 
 SERVING = [
@@ -38,6 +45,18 @@ def test_a_cache_pool_that_ran_dry_is_the_kv_pool_in_any_words() -> None:
         "[E] OutOfPages: cannot allocate 12 pages from the page pool (3 free)",
     ):
         assert _cause([*SERVING, words]) == "kv_pool_oom", words
+
+
+def test_a_pool_that_ran_dry_ran_dry_while_serving() -> None:
+    """A pool runs dry when requests fill it; one too small to start says so in sizing words."""
+    dry = "[E] scheduler: KV cache exhausted, 0 of 4096 blocks free"
+    for log in ([dry], [*SERVING, dry]):
+        assert _cause_phase(log) == ("kv_pool_oom", "benchmark"), log
+    sizing = [
+        "INFO 03-02 09:59:40 model weights take 13.5 GiB",
+        "ValueError: not enough memory left for the KV cache blocks (need 2.0 GiB, 0.4 free)",
+    ]
+    assert _cause_phase(sizing) == ("kv_pool_oom", "memory_pool")
 
 
 def test_a_pool_of_another_kind_running_dry_is_not_the_kv_pool() -> None:

@@ -299,6 +299,20 @@ _FAMILY_PHASE = {
     Cause.KV_POOL_OOM: Phase.MEMORY_POOL,
     Cause.CUDA_GRAPH_CAPTURE: Phase.GRAPH_CAPTURE,
 }
+# A pool that ran dry (exhausted, no free blocks left, no free space found in it) was filled
+# by requests: the pool was sized at start and ran out while serving. A pool too small to
+# start says so in sizing words ("not enough memory for the cache").
+_RUN_DRY = re.compile(
+    r"(?i:\bexhausted\b|\bno free\b|(?:find|found) (?:no |any )?free\b|\b(?:ran|runs) out of\b)"
+)
+
+
+def _family_phase(cause: Cause, text: str) -> Phase | None:
+    """The one phase ``cause`` happens in, read from its line ``text``; None if it has none."""
+    if cause == Cause.KV_POOL_OOM and _RUN_DRY.search(text):
+        return Phase.BENCHMARK
+    return _FAMILY_PHASE.get(cause)
+
 
 # The phase a cause implies when the log shows nothing else.
 CAUSE_PHASE: dict[Cause, Phase] = {
@@ -1479,7 +1493,7 @@ def _specific(
     message: str,
 ) -> Failure:
     """The failure of the more specific family a generic rule's line names."""
-    where = _FAMILY_PHASE.get(verdict.cause) or _resolve_phase(
+    where = _family_phase(verdict.cause, log.text[verdict.at]) or _resolve_phase(
         None, reached, phase_in_block(log.text, verdict.at), verdict.cause
     )
     hint, permanent = _cause_hint(verdict.cause, where, rules)
@@ -2068,7 +2082,7 @@ def _classify_log(
     if cause in (Cause.CUDA_OOM, Cause.KV_POOL_OOM):
         message = _trim(message + _sizes(" ".join(log.text[max(0, at - 3) : at + 8])))
     if cause in _FAMILY_PHASE:
-        where = _FAMILY_PHASE[cause]
+        where = _family_phase(cause, log.text[at]) or where
     elif cause != Cause.UNKNOWN and block is None:
         where = _resolve_phase(None, reached, None, cause)
     return (

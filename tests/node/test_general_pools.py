@@ -11,6 +11,11 @@ the corpus:
   kind (connections, threads) or retries that are exhausted are not, nor a hint that memory
   might be running out; a pool that ran dry was filled by requests: its phase is serving
   (`benchmark`), not the pool's sizing at start (`memory_pool`);
+- a failure that **names the request it ended** (`request 17`, `session 3`) happened while
+  the server served, even when the excerpt shows no ready line and the next request is
+  answered: no failure before the first answer that is the server's start-up noise;
+- a **journal stamp in a CJK locale** (`5月 17 09:12:03 host app[812]:`) is a dress like the
+  English one (`May 17 ...`).
 """
 
 from __future__ import annotations
@@ -72,3 +77,34 @@ def test_a_pool_of_another_kind_running_dry_is_not_the_kv_pool() -> None:
         " out of VRAM"
     )
     assert _cause(["loading model from m.gguf", hint]) not in {"kv_pool_oom", "cuda_oom"}
+
+
+def test_a_failure_that_names_its_request_failed_while_serving() -> None:
+    answered = 'INFO:     10.1.1.1:5000 - "POST /generate HTTP/1.1" 200 OK'
+    log = [
+        "2025-01-02 10:00:00 INFO worker: request 17 received (prompt 900 tokens)",
+        "2025-01-02 10:00:01 ERROR worker: request 17 finished with an error",
+        answered,
+    ]
+    assert _cause(log) != "ok"
+    # an error before the first answer that names no request is start-up noise, as before
+    noise = [
+        "2025-01-02 10:00:00 INFO worker: loading model m-7b",
+        "2025-01-02 10:00:01 ERROR worker: optional plugin 'vision' failed to load",
+        answered,
+    ]
+    assert _cause(noise) == "ok"
+
+
+def test_a_journal_stamp_in_a_cjk_locale_is_a_dress() -> None:
+    for lines in (
+        [
+            "2025-01-02 10:00:00,001 - app - INFO - engine.py:40 - loading weights",
+            "2025-01-02 10:00:01,337 - app - ERROR - engine.py:12 - worker 2 died",
+        ],
+        ["INFO:     Uvicorn running on http://0.0.0.0:8000", "ERROR:    Exception in ASGI app"],
+    ):
+        plain = _cause_phase(lines)
+        for month in ("5月", "12月", "May"):
+            dressed = [f"{month} 17 09:12:03 gpu-host app[812]: {line}" for line in lines]
+            assert _cause_phase(dressed) == plain, (month, lines)

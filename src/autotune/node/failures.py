@@ -1276,7 +1276,8 @@ def _ready_line(log: _Log, milestones: Sequence[Milestone]) -> int | None:
 def _began_serving(log: _Log, milestones: Sequence[Milestone], ready_at: int) -> bool:
     """Whether the readiness at ``ready_at`` is only a served request (no line says the server
     is ready) that follows a failure the excerpt begins with (nothing but the failure's own
-    traceback lines before it): the excerpt begins while the server serves, and the failure
+    traceback lines before it) or a failure that names the request it ended (``session 3
+    finished, reason "error"``): the excerpt begins while the server serves, and the failure
     happened while it served."""
     ready = [_compile(m.pattern) for m in milestones if m.phase == Phase.READY]
     if any(r.search(log.raw[ready_at]) for r in ready):
@@ -1286,7 +1287,15 @@ def _began_serving(log: _Log, milestones: Sequence[Milestone], ready_at: int) ->
     first = min((i for i in (sig.exception, sig.error) if i is not None), default=None)
     if first is None:
         return False
+    if _REQUEST_NAMED.search(before.text[first]):
+        return True  # the failure is a request's own (request 17, session 3): one was served
     return all(_in_trace(text) or not text.strip() for text in before.text[:first])
+
+
+# A request (or a session, a sequence) named by its number: only a serving engine has one.
+_REQUEST_NAMED = re.compile(
+    r"(?i:\b(?:request|req|session|seq(?:uence)?)[ _-]?(?:id)?[ =:#]*\d+\b)"
+)
 
 
 def _rank_died_before(log: _Log, ready_at: int) -> str | None:

@@ -14,6 +14,10 @@ the corpus:
 - a failure that **names the request it ended** (`request 17`, `session 3`) happened while
   the server served, even when the excerpt shows no ready line and the next request is
   answered: no failure before the first answer that is the server's start-up noise;
+- a traceback cut before its exception whose **deepest code line makes a new tensor**
+  (`buf = torch.empty(...)`, `torch.zeros(...)`) was allocating device memory when it failed,
+  as one cut in the allocator's frames was (`cuda_oom`); a traceback that ends in its exception
+  says why whatever its deepest line;
 - a **journal stamp in a CJK locale** (`5月 17 09:12:03 host app[812]:`) is a dress like the
   English one (`May 17 ...`).
 """
@@ -108,3 +112,25 @@ def test_a_journal_stamp_in_a_cjk_locale_is_a_dress() -> None:
         for month in ("5月", "12月", "May"):
             dressed = [f"{month} 17 09:12:03 gpu-host app[812]: {line}" for line in lines]
             assert _cause_phase(dressed) == plain, (month, lines)
+
+
+CUT_AT_A_NEW_TENSOR = [
+    "INFO 03-02 09:59:40 [loader.py:12] Loading weights took 12.10 seconds",
+    "ERROR 03-02 10:00:01 [worker.py:88] Worker failed: Traceback (most recent call last):",
+    '  File "/srv/engine/worker.py", line 80, in profile',
+    "    self.model.warm(batch)",
+    '  File "/srv/engine/layers/moe.py", line 412, in warm',
+    "    scratch = torch.empty((tokens * experts, hidden), dtype=dtype, device=dev)",
+]
+
+
+def test_a_traceback_cut_at_a_new_tensor_was_allocating() -> None:
+    assert _cause(CUT_AT_A_NEW_TENSOR) == "cuda_oom"
+    zeros = [*CUT_AT_A_NEW_TENSOR[:-1], "    out = torch.zeros(n, d, device='cuda')"]
+    assert _cause(zeros) == "cuda_oom"
+    # ended by its exception, the exception says what failed
+    ended = [*CUT_AT_A_NEW_TENSOR, "TypeError: empty() received an invalid combination of args"]
+    assert _cause(ended) != "cuda_oom"
+    # cut at another line, it says nothing of memory
+    other = [*CUT_AT_A_NEW_TENSOR[:-1], "    scores = self.router(hidden_states)"]
+    assert _cause(other) != "cuda_oom"

@@ -850,6 +850,12 @@ CUT_DEEPEST: tuple[_Clue, ...] = (
             r"caching_allocator|CachingAllocator|_cuda_\w*[Aa]lloc\w*|"
             r"\bin \w*(?:raw_)?malloc\w*$|cudaMalloc|\bin profile_run$|\.profile_run\(",
         ),
+        # the deepest code line makes a new tensor (a workspace, a buffer): its memory
+        (
+            Cause.CUDA_OOM,
+            3.0,
+            r"^\s*(?:[\w.]+(?:, *[\w.]+)* *= *)?torch\.(?:empty|zeros|ones|full)\(",
+        ),
         # the deepest code line is an assert statement: the check is what raised
         (Cause.ASSERTION, 3.0, r"^\s*assert\b"),
     ),

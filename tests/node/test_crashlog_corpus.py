@@ -29,7 +29,7 @@ EIGHTH, NINTH, TENTH = "2026-12-06g", "2026-12-06h", "2026-12-06i"
 ELEVENTH, TWELFTH, THIRTEENTH = "2026-12-06j", "2026-12-06k", "2026-12-06l"
 FOURTEENTH, FIFTEENTH, SIXTEENTH = "2026-12-06m", "2026-12-06n", "2026-12-06o"
 SEVENTEENTH, EIGHTEENTH, NINETEENTH = "2026-12-06p", "2026-12-06q", "2026-12-06r"
-TWENTIETH = "2026-12-06s"
+TWENTIETH, TWENTY_FIRST = "2026-12-06s", "2026-12-06t"
 # Batch p, the second blind set, was read whole before it joined (MANIFEST.md), so all of it
 # is tuning. Three of its logs stop in healthy serving lines before a crash only the thread
 # names; nothing in them shows a failure, so their `ok` is pinned by id, not fixed by a rule.
@@ -42,14 +42,18 @@ SILENT_CRASHES = {"sglang-088", "sglang-089", "llamacpp-032", "sglang-096"}
 # healthy decode lines (token usage 0.94) and a healthy start with one request served, the
 # failure past the cut in both (MANIFEST.md); nothing in them shows it, so they are pinned.
 SILENT_CRASHES |= {"sglang-157", "sglang-158"}
+# Batch t's tuning part answered `ok` for one failed run at first sight (main's code, 83b9ada):
+# lmdeploy-039, a request's end with reason "error" before a 200 answer, under a journal stamp
+# in a CJK locale; read since (fifteenth round), it is pinned no more.
 BLIND_BATCHES = {SEVENTEENTH, EIGHTEENTH}
 # Batch r, the fourth blind set, joined split by the URL rule before any log of it was read
 # (thirteenth round); like p and q it stays out of the whole-corpus floors, which keep to the
 # batches before p, and has floors of its own.
-# Batch s, the fifth blind set, joined the same way in the fourteenth round.
-LATE_BATCHES = BLIND_BATCHES | {NINETEENTH, TWENTIETH}
+# Batch s, the fifth blind set, joined the same way in the fourteenth round; batch t, the sixth,
+# in the fifteenth.
+LATE_BATCHES = BLIND_BATCHES | {NINETEENTH, TWENTIETH, TWENTY_FIRST}
 # Held-out parts never opened, not even their misses: a failing floor does not name their logs.
-SEALED = {SIXTEENTH, NINETEENTH, TWENTIETH}
+SEALED = {SIXTEENTH, NINETEENTH, TWENTIETH, TWENTY_FIRST}
 # Measured 2026-12-06 (bench/diagnosis.py, issue 51 third round, commit aec6f41): tuning
 # 95.7%, held out 78.5%. Per batch, held out: 48/51 (2026-11-30), 26/30 (2026-12-06), 9/12 (b),
 # 2/7 (c), 15/17 (d), 5/7 (e), 13/16 (f), 9/14 (g), 7/10 (h), 5/7 (i), 4/7 (j), 3/8 (k). Batches
@@ -82,6 +86,10 @@ SEALED = {SIXTEENTH, NINETEENTH, TWENTIETH}
 # (50 tuning, 35 held out), first measured with main's code (25a811c) at 21/50 and 14/35; after
 # the round's mechanisms (each tested with lines of its own) 26/50 and 15/35, no held-out answer
 # worse (batch r's held out 14/28, the batches before p at 394/427 and 185/244).
+# Fifteenth round (issue-51-r15): the sixth blind set joined as batch t, split by the URL rule
+# (53 tuning, 28 held out), first measured with main's code (83b9ada) at 18/53 and 10/28; after
+# the round's mechanisms (each tested with lines of its own) 22/53 and 10/28, no held-out answer
+# moved (the batches before p at 394/427 and 185/244).
 FLOORS = {
     ("tuning", None): 0.91,
     ("heldout", None): 0.74,
@@ -120,6 +128,8 @@ FLOORS = {
     ("heldout", NINETEENTH): 0.4,
     ("tuning", TWENTIETH): 0.5,
     ("heldout", TWENTIETH): 0.42,
+    ("tuning", TWENTY_FIRST): 0.4,
+    ("heldout", TWENTY_FIRST): 0.35,
 }
 
 
@@ -166,6 +176,7 @@ def test_labels_are_well_formed(rows: list[dict[str, str]]) -> None:
             EIGHTEENTH,
             NINETEENTH,
             TWENTIETH,
+            TWENTY_FIRST,
         }, row
         # The exit status where the thread gives it (-9: killed by SIGKILL), passed to diagnose.
         assert re.fullmatch(r"(-?\d+)?", row.get("exit_code", "")), row
@@ -247,8 +258,14 @@ def test_accuracy_floor(verdicts: list[Verdict], split: str, batch: str | None) 
     # line to place it) measured 11/19 = 57.9% at first sight: held to 0.5 as well.
     # Batch s's held-out part (sealed) measured 8/14 = 57.1% at first sight (9/15 after the
     # fourteenth round): held to 0.5.
+    # Batch t's held-out part (sealed) measured 5/10 at first sight: held to 0.5; its tuning
+    # part 11/18 at first sight, 13/22 after the fifteenth round (shortfin-001 and vllm-286
+    # right in cause, their phase a guess of the thread's): held to 0.5 as well.
     if right >= 10:
-        low = batch in (THIRTEENTH, FIFTEENTH) or (batch, split) == (TWENTIETH, "heldout")
+        low = batch in (THIRTEENTH, FIFTEENTH, TWENTY_FIRST) or (batch, split) == (
+            TWENTIETH,
+            "heldout",
+        )
         assert phase_acc >= (0.8 if batch is None else 0.5 if low else 0.6)
 
 
@@ -256,12 +273,13 @@ def assert_no_new_ok(verdicts: list[Verdict]) -> None:
     """One held-out log of batch o (the first blind set) was answered `ok` at first sight; the
     held-out part is never opened to write a rule, so that one is pinned, not fixed. Batch r's
     held-out part is sealed (not even its misses are named), so it is held by count: none; batch
-    s's the same, at the two it had at first sight. Any other `ok` for a failed run, anywhere,
-    fails here (but the pinned SILENT_CRASHES)."""
+    s's the same, at the two it had at first sight, batch t's at the one it had. Any other `ok`
+    for a failed run, anywhere, fails here (but the pinned SILENT_CRASHES)."""
     sealed = [v for v in verdicts if v.batch in SEALED and v.split == "heldout"]
     assert corpus.ok_on_failed([v for v in sealed if v.batch == SIXTEENTH]) <= 1
     assert corpus.ok_on_failed([v for v in sealed if v.batch == NINETEENTH]) == 0
     assert corpus.ok_on_failed([v for v in sealed if v.batch == TWENTIETH]) <= 2
+    assert corpus.ok_on_failed([v for v in sealed if v.batch == TWENTY_FIRST]) <= 1
     rest = [v for v in verdicts if v not in sealed]
     assert {v.id for v in rest if v.got_cause == "ok" and v.cause != "ok"} <= SILENT_CRASHES
 

@@ -299,6 +299,20 @@ _FAMILY_PHASE = {
     Cause.KV_POOL_OOM: Phase.MEMORY_POOL,
     Cause.CUDA_GRAPH_CAPTURE: Phase.GRAPH_CAPTURE,
 }
+# A pool that ran dry (exhausted, no free blocks left, no free space found in it) was filled
+# by requests: the pool was sized at start and ran out while serving. A pool too small to
+# start says so in sizing words ("not enough memory for the cache").
+_RUN_DRY = re.compile(
+    r"(?i:\bexhausted\b|\bno free\b|(?:find|found) (?:no |any )?free\b|\b(?:ran|runs) out of\b)"
+)
+
+
+def _family_phase(cause: Cause, text: str) -> Phase | None:
+    """The one phase ``cause`` happens in, read from its line ``text``; None if it has none."""
+    if cause == Cause.KV_POOL_OOM and _RUN_DRY.search(text):
+        return Phase.BENCHMARK
+    return _FAMILY_PHASE.get(cause)
+
 
 # The phase a cause implies when the log shows nothing else.
 CAUSE_PHASE: dict[Cause, Phase] = {
@@ -1262,7 +1276,8 @@ def _ready_line(log: _Log, milestones: Sequence[Milestone]) -> int | None:
 def _began_serving(log: _Log, milestones: Sequence[Milestone], ready_at: int) -> bool:
     """Whether the readiness at ``ready_at`` is only a served request (no line says the server
     is ready) that follows a failure the excerpt begins with (nothing but the failure's own
-    traceback lines before it): the excerpt begins while the server serves, and the failure
+    traceback lines before it) or a failure that names the request it ended (``session 3
+    finished, reason "error"``): the excerpt begins while the server serves, and the failure
     happened while it served."""
     ready = [_compile(m.pattern) for m in milestones if m.phase == Phase.READY]
     if any(r.search(log.raw[ready_at]) for r in ready):
@@ -1272,7 +1287,15 @@ def _began_serving(log: _Log, milestones: Sequence[Milestone], ready_at: int) ->
     first = min((i for i in (sig.exception, sig.error) if i is not None), default=None)
     if first is None:
         return False
+    if _REQUEST_NAMED.search(before.text[first]):
+        return True  # the failure is a request's own (request 17, session 3): one was served
     return all(_in_trace(text) or not text.strip() for text in before.text[:first])
+
+
+# A request (or a session, a sequence) named by its number: only a serving engine has one.
+_REQUEST_NAMED = re.compile(
+    r"(?i:\b(?:request|req|session|seq(?:uence)?)[ _-]?(?:id)?[ =:#]*\d+\b)"
+)
 
 
 def _rank_died_before(log: _Log, ready_at: int) -> str | None:
@@ -1479,7 +1502,7 @@ def _specific(
     message: str,
 ) -> Failure:
     """The failure of the more specific family a generic rule's line names."""
-    where = _FAMILY_PHASE.get(verdict.cause) or _resolve_phase(
+    where = _family_phase(verdict.cause, log.text[verdict.at]) or _resolve_phase(
         None, reached, phase_in_block(log.text, verdict.at), verdict.cause
     )
     hint, permanent = _cause_hint(verdict.cause, where, rules)
@@ -2068,7 +2091,7 @@ def _classify_log(
     if cause in (Cause.CUDA_OOM, Cause.KV_POOL_OOM):
         message = _trim(message + _sizes(" ".join(log.text[max(0, at - 3) : at + 8])))
     if cause in _FAMILY_PHASE:
-        where = _FAMILY_PHASE[cause]
+        where = _family_phase(cause, log.text[at]) or where
     elif cause != Cause.UNKNOWN and block is None:
         where = _resolve_phase(None, reached, None, cause)
     return (

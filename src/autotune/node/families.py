@@ -93,7 +93,11 @@ _SHORT_OF = (
     r"unable to allocate|could not allocate|exceed|larger than|too (?:small|large|few)|"
     r"smaller than|fewer \w+(?: \([^)]*\))? than|"
     r"\bno (?:\w+ ){0,2}(?:memory|room|space)\b|\bleaves? no\b|cannot fit|can't fit|"
-    r"does(?: not|n't) fit|but only|only [\d.]+ ?\w* (?:\w+ )?(?:available|free|left))|OOM\b|"
+    r"does(?: not|n't) fit|but only|only [\d.]+ ?\w* (?:\w+ )?(?:available|free|left)|"
+    # a pool run dry: exhausted, no free blocks, no free space found, ran out of it (a hint
+    # "if you are running out of VRAM" is no fact)
+    r"\bexhausted\b|\bno free\b|(?:find|found) (?:no |any )?free\b|\b(?:ran|runs) out of\b)|"
+    r"OOM\b|"
     r"(?i:(?:cannot|can't|unable to) (?:hold|store|serve))|"
     r"(?i:more \w+(?: \w+)?(?: \([^)]*\))? than (?:is )?available)|"
     r"<= ?0\b|(?:^|[\s=:(\[])-\d|must be (?:> ?0|positive|greater than (?:0|zero))\b)"
@@ -105,7 +109,7 @@ _CACHE = (
     r"gpu[-_]memory[-_]utilization|prefill tokens|batch[-_](?:prefill|total)[-_]tokens|"
     r"cache[-_]max[-_]entry|free_gpu_memory_fraction|paged KV|tokens in (?:the )?cache|"
     r"cache entries|free blocks|blocks? (?:from|in) the pool|block pool|paged cache|"
-    r"cache capacity|max_total_token_num)"
+    r"cache capacity|max_total_token_num|pages? (?:from|in) (?:the )?`?\w*[Pp]ool|page[ _-]?pool)"
 )
 _HOST = r"(?:\b(?:host|CPU|cpu|RAM|system|swap|pinned)\b)"
 
@@ -845,6 +849,12 @@ CUT_DEEPEST: tuple[_Clue, ...] = (
             3.0,
             r"caching_allocator|CachingAllocator|_cuda_\w*[Aa]lloc\w*|"
             r"\bin \w*(?:raw_)?malloc\w*$|cudaMalloc|\bin profile_run$|\.profile_run\(",
+        ),
+        # the deepest code line makes a new tensor (a workspace, a buffer): its memory
+        (
+            Cause.CUDA_OOM,
+            3.0,
+            r"^\s*(?:[\w.]+(?:, *[\w.]+)* *= *)?torch\.(?:empty|zeros|ones|full)\(",
         ),
         # the deepest code line is an assert statement: the check is what raised
         (Cause.ASSERTION, 3.0, r"^\s*assert\b"),

@@ -54,8 +54,9 @@ _PREFIXES: tuple[re.Pattern[str], ...] = tuple(
         r"(?P<src>[A-Za-z0-9][\w.\-]*)\s+\|\s?",
         # markdown quote of a log in an issue thread
         r">\s?(?=\S)",
-        # syslog / journald: "Aug 17 18:42:18 host vllm[8052]: "
-        r"[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d [\w.\-]+ [\w.\-/]+(?:\[\d+\])?:\s?",
+        # syslog / journald: "Aug 17 18:42:18 host vllm[8052]: ", the month in a CJK locale's
+        # words too ("5月 17 18:42:18 host vllm[8052]: ")
+        r"(?:[A-Z][a-z]{2}|\d{1,2}月) +\d{1,2} \d\d:\d\d:\d\d [\w.\-]+ [\w.\-/]+(?:\[\d+\])?:\s?",
         # vLLM: "ERROR 01-01 12:00:00 [core.py:1] ", "INFO 11-18 18:07:28 engine.py:366] "
         _LEVEL + r"[ \t]+(?:\d{4}-)?\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?[ \t]+"
         r"(?:\[[^\]]+\]|[\w.]+:\d+\])[ \t]?",

@@ -18,6 +18,18 @@ from autotune.node.failures import diagnose_lines
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "crashlogs"
 
 
+def cause_of(lines: list[str], exit_code: int | None = None) -> str:
+    """What ``autotune diagnose`` names as the cause of a log of ``lines``: ``ok`` if healthy."""
+    failure = diagnose_text("\n".join(lines), exit_code=exit_code).failure
+    return "ok" if failure is None else failure.cause.value
+
+
+def cause_phase(lines: list[str], engine: str | None = None) -> tuple[str, str] | None:
+    """The failure's cause and phase in a log of ``lines``, or None for a healthy log."""
+    failure = diagnose_text("\n".join(lines), engine=engine).failure
+    return None if failure is None else (failure.cause.value, failure.phase.value)
+
+
 @dataclass(frozen=True)
 class Verdict:
     """One log: its labels and what diagnose said."""

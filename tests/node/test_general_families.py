@@ -23,20 +23,9 @@ import json
 from pathlib import Path
 
 import pytest
+from tests.node.corpus_helpers import cause_of, cause_phase
 
 from autotune.diagnosis import diagnose_text
-
-
-def _answer(lines: list[str], exit_code: int | None = None) -> str:
-    failure = diagnose_text("\n".join(lines), exit_code=exit_code).failure
-    return "ok" if failure is None else failure.cause.value
-
-
-def _cause_phase(lines: list[str], engine: str | None = None) -> tuple[str, str] | None:
-    """The failure's cause and phase, or None for a healthy log."""
-    failure = diagnose_text("\n".join(lines), engine=engine).failure
-    return None if failure is None else (failure.cause.value, failure.phase.value)
-
 
 START = [
     "2025-03-02 09:14:11 INFO starting the inference server, model /srv/models/qwen-7b",
@@ -69,7 +58,7 @@ START = [
     ],
 )
 def test_a_ready_line_in_any_servers_words_makes_a_healthy_start(ready: str) -> None:
-    assert _answer([*START, ready]) == "ok"
+    assert cause_of([*START, ready]) == "ok"
 
 
 @pytest.mark.parametrize(
@@ -84,7 +73,7 @@ def test_a_ready_line_in_any_servers_words_makes_a_healthy_start(ready: str) -> 
     ],
 )
 def test_words_that_wait_for_readiness_are_no_ready_line(waiting: str) -> None:
-    assert _answer([*START, waiting]) == "startup_timeout"
+    assert cause_of([*START, waiting]) == "startup_timeout"
 
 
 def test_a_failure_after_a_ready_line_in_other_words_is_still_a_failure() -> None:
@@ -96,7 +85,7 @@ def test_a_failure_after_a_ready_line_in_other_words_is_still_a_failure() -> Non
         "    out = self.model(batch)",
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.10 GiB",
     ]
-    assert _answer(lines) == "cuda_oom"
+    assert cause_of(lines) == "cuda_oom"
 
 
 def _tracing(level: str, target: str, message: str) -> str:
@@ -115,13 +104,13 @@ def test_structured_records_behind_a_container_prefix_are_read_as_their_message(
         _tracing("INFO", "text_generation_launcher", "Shard ready in 21.4s"),
         _tracing("INFO", "text_generation_router::server", "Connected"),
     ]
-    assert _answer(lines) == "ok"
+    assert cause_of(lines) == "ok"
     failed = [
         _tracing("INFO", "text_generation_launcher", "Starting shard"),
         _tracing("ERROR", "text_generation_launcher", "Shard 0 failed to start"),
         _tracing("ERROR", "text_generation_launcher", "torch.OutOfMemoryError: CUDA out of memory"),
     ]
-    assert _answer(failed) == "cuda_oom"
+    assert cause_of(failed) == "cuda_oom"
 
 
 CLIENT_START = [
@@ -143,12 +132,12 @@ def _report(done: int, total: int) -> list[str]:
 
 
 def test_a_benchmark_report_with_fewer_successes_than_requests_is_a_benchmark_error() -> None:
-    assert _answer([*CLIENT_START, *_report(3, 200)]) == "benchmark_errors"
+    assert cause_of([*CLIENT_START, *_report(3, 200)]) == "benchmark_errors"
 
 
 def test_a_benchmark_report_where_every_request_succeeded_is_no_benchmark_error() -> None:
     # (nor proof that the server's run was healthy: the report may follow a server's log)
-    assert _answer([*CLIENT_START, *_report(200, 200)]) != "benchmark_errors"
+    assert cause_of([*CLIENT_START, *_report(200, 200)]) != "benchmark_errors"
 
 
 def test_a_benchmark_report_that_counts_failed_requests_is_a_benchmark_error() -> None:
@@ -157,7 +146,7 @@ def test_a_benchmark_report_that_counts_failed_requests_is_a_benchmark_error() -
         "Successful requests:                     180",
         "Failed requests:                         20",
     ]
-    assert _answer(report) == "benchmark_errors"
+    assert cause_of(report) == "benchmark_errors"
 
 
 def test_a_client_whose_requests_get_error_statuses_is_a_benchmark_error() -> None:
@@ -172,7 +161,7 @@ def test_a_client_whose_requests_get_error_statuses_is_a_benchmark_error() -> No
         * 3,
         "2025-03-02 10:00:09,005 - INFO - Retrying request to /chat/completions in 0.42 seconds",
     ]
-    assert _answer(lines) == "benchmark_errors"
+    assert cause_of(lines) == "benchmark_errors"
 
 
 def test_a_client_answered_200_was_talking_to_a_serving_server() -> None:
@@ -180,7 +169,7 @@ def test_a_client_answered_200_was_talking_to_a_serving_server() -> None:
         "2025-03-02 10:00:01,912 - INFO - HTTP Request: POST http://10.1.2.3:8000/v1/chat/"
         'completions "HTTP/1.1 200 OK"',
     ] * 3
-    assert _answer(lines) == "ok"
+    assert cause_of(lines) == "ok"
 
 
 def test_a_benchmark_client_that_stops_before_its_report_is_no_server_hang() -> None:
@@ -189,7 +178,7 @@ def test_a_benchmark_client_that_stops_before_its_report_is_no_server_hang() -> 
         "benchmark_args=Namespace(backend='sglang', host='10.0.0.9', port=30000, "
         "dataset_name='sharegpt', num_prompts=300, request_rate=inf)",
     ]
-    assert _answer(lines) == "benchmark_errors"
+    assert cause_of(lines) == "benchmark_errors"
 
 
 LOADING = [
@@ -211,7 +200,7 @@ def test_a_sigkill_nothing_explains_is_the_hosts_oom_killer(
     lines: list[str], exit_code: int | None
 ) -> None:
     # The same evidence gives the same answer, from the log or from the exit status alone.
-    assert _answer(lines, exit_code) == "host_oom"
+    assert cause_of(lines, exit_code) == "host_oom"
 
 
 def test_a_sigkill_after_an_error_is_the_engine_ending_itself() -> None:
@@ -222,7 +211,7 @@ def test_a_sigkill_after_an_error_is_the_engine_ending_itself() -> None:
         "    raise LoaderFault(name)",
         "LoaderFault: shard 3 has an unexpected layout",
     ]
-    assert _answer(lines, -9) == "killed"
+    assert cause_of(lines, -9) == "killed"
 
 
 def _refusal(refused: str) -> list[str]:
@@ -239,11 +228,11 @@ def _refusal(refused: str) -> list[str]:
 
 
 def test_a_model_refused_by_a_registry_that_lists_it_failed_to_load_its_class() -> None:
-    assert _answer(_refusal("MistralForCausalLM")) == "import_error"
+    assert cause_of(_refusal("MistralForCausalLM")) == "import_error"
 
 
 def test_a_model_the_registry_does_not_list_is_the_models() -> None:
-    assert _answer(_refusal("MambaHybridForCausalLM")) == "model_unsupported"
+    assert cause_of(_refusal("MambaHybridForCausalLM")) == "model_unsupported"
 
 
 def test_an_error_level_after_a_stamp_and_a_pid_is_an_error_line() -> None:
@@ -255,7 +244,7 @@ def test_an_error_level_after_a_stamp_and_a_pid_is_an_error_line() -> None:
         "2025-03-02 09:15:40.000866:  51234  ERROR ||GRAPH_COMPILER||: Failed compilation with "
         "['gcc-x', 'compile', '--target=acc2', '--framework=XLA']",
     ]
-    assert _answer(lines) not in ("ok", "startup_timeout")
+    assert cause_of(lines) not in ("ok", "startup_timeout")
 
 
 def test_an_implementation_missing_while_loading_is_the_models() -> None:
@@ -270,7 +259,7 @@ def test_an_implementation_missing_while_loading_is_the_models() -> None:
         "NotImplementedError: Cross-attention layers are not implemented for the PagedDecodeImpl "
         "backend",
     ]
-    assert _answer(lines) == "model_unsupported"
+    assert cause_of(lines) == "model_unsupported"
 
 
 def test_a_missing_implementation_whose_words_name_another_family_is_that_family() -> None:
@@ -280,7 +269,7 @@ def test_a_missing_implementation_whose_words_name_another_family_is_that_family
         "<module>",
         "NotImplementedError: the fused kernel is unavailable: No module named 'fused_attn_ext'",
     ]
-    assert _answer(lines) == "import_error"
+    assert cause_of(lines) == "import_error"
 
 
 def test_a_log_that_stops_inside_the_first_request_before_any_ready_line_is_no_healthy_run() -> (
@@ -295,7 +284,7 @@ def test_a_log_that_stops_inside_the_first_request_before_any_ready_line_is_no_h
         "token usage: 0.00, #running-req: 0, #queue-req: 0",
         "[2025-03-02 09:20:04 TP0] [req 0] extend finished, next step: decode",
     ]
-    assert _answer(lines) == "startup_timeout"
+    assert cause_of(lines) == "startup_timeout"
 
 
 def test_a_log_that_answered_requests_without_a_ready_line_was_serving() -> None:
@@ -306,7 +295,7 @@ def test_a_log_that_answered_requests_without_a_ready_line_was_serving() -> None
         "gen throughput (token/s): 61.20, #queue-req: 0",
         '[2025-03-02 09:20:02] INFO:     127.0.0.1:51234 - "POST /generate HTTP/1.1" 200 OK',
     ]
-    assert _answer(lines) == "ok"
+    assert cause_of(lines) == "ok"
 
 
 def test_a_traceback_cut_in_the_serving_loops_frames_is_a_crash_while_serving() -> None:
@@ -323,7 +312,7 @@ def test_a_traceback_cut_in_the_serving_loops_frames_is_a_crash_while_serving() 
         "ERROR:        return await self.engine.step_async()",
         'ERROR:      File "/srv/venv/lib/python3.11/site-packa',
     ]
-    assert _cause_phase(lines) == ("runtime_crash", "benchmark")
+    assert cause_phase(lines) == ("runtime_crash", "benchmark")
 
 
 def test_native_frames_that_place_nothing_leave_the_error_lines_words_to_place_it() -> None:
@@ -332,7 +321,7 @@ def test_native_frames_that_place_nothing_leave_the_error_lines_words_to_place_i
         "1       0x7f00aa11bb22 /opt/engine/lib/libengine.so(+0x11bb22) [0x7f00aa11bb22]",
         "2       0x7f00aa22cc33 /opt/engine/lib/libengine.so(+0x22cc33) [0x7f00aa22cc33]",
     ]
-    assert _cause_phase(lines) == ("runtime_crash", "benchmark")
+    assert cause_phase(lines) == ("runtime_crash", "benchmark")
 
 
 @pytest.mark.parametrize(
@@ -344,12 +333,12 @@ def test_native_frames_that_place_nothing_leave_the_error_lines_words_to_place_i
     ],
 )
 def test_a_gpu_architecture_refused_in_plain_words_is_the_gpus(refusal: str) -> None:
-    assert _answer(["INFO loading model /models/x", refusal]) == "arch_unsupported"
+    assert cause_of(["INFO loading model /models/x", refusal]) == "arch_unsupported"
 
 
 def test_a_model_architecture_refused_in_plain_words_stays_the_models() -> None:
     line = "ERROR: model architecture 'JambaForCausalLM' is not supported by this build"
-    assert _answer(["INFO loading model /models/x", line]) == "model_unsupported"
+    assert cause_of(["INFO loading model /models/x", line]) == "model_unsupported"
 
 
 def test_colour_codes_that_lost_their_escape_byte_are_no_part_of_the_message() -> None:
@@ -361,7 +350,7 @@ def test_colour_codes_that_lost_their_escape_byte_are_no_part_of_the_message() -
         "[2m2025-03-02T09:14:40.000Z[0m [31mERROR[0m RuntimeError: CUDA error: no kernel image "
         "is available for execution on the device",
     ]
-    assert _answer(lines) == "arch_unsupported"
+    assert cause_of(lines) == "arch_unsupported"
     failure = diagnose_text("\n".join(lines)).failure
     assert failure is not None and "[0m" not in failure.message
 
@@ -410,7 +399,7 @@ def _cut(*frames: tuple[str, str, str]) -> list[str]:
 def test_the_frames_of_a_cut_traceback_name_what_was_being_done(
     frames: list[tuple[str, str, str]], family: str
 ) -> None:
-    assert _answer(_cut(*frames)) == family
+    assert cause_of(_cut(*frames)) == family
 
 
 @pytest.mark.parametrize(
@@ -430,7 +419,7 @@ def test_the_frames_of_a_cut_traceback_name_what_was_being_done(
     ],
 )
 def test_an_installation_problem_in_any_words_is_an_import_error(line: str) -> None:
-    assert _answer(["INFO starting the server", line]) == "import_error"
+    assert cause_of(["INFO starting the server", line]) == "import_error"
 
 
 @pytest.mark.parametrize(
@@ -446,7 +435,7 @@ def test_an_installation_problem_in_any_words_is_an_import_error(line: str) -> N
 )
 def test_a_shells_report_that_its_job_died_is_that_death(report: str, family: str) -> None:
     lines = [*START, "2025-03-02 09:14:41 INFO Listening on http://0.0.0.0:9000", report]
-    assert _answer(lines) == family
+    assert cause_of(lines) == family
 
 
 @pytest.mark.parametrize(
@@ -460,7 +449,7 @@ def test_a_shells_report_that_its_job_died_is_that_death(report: str, family: st
     ],
 )
 def test_a_cache_too_small_for_one_sequence_is_the_kv_pools(line: str) -> None:
-    assert _answer(["INFO weights loaded in 40 s", line]) == "kv_pool_oom"
+    assert cause_of(["INFO weights loaded in 40 s", line]) == "kv_pool_oom"
 
 
 @pytest.mark.parametrize(
@@ -479,7 +468,7 @@ def test_a_cache_too_small_for_one_sequence_is_the_kv_pools(line: str) -> None:
 )
 def test_a_failed_check_in_any_words_is_an_assertion(lines: list[str]) -> None:
     ready = ["INFO:     Application startup complete.", "INFO:     Uvicorn running on :8000"]
-    assert _answer([*ready, *lines]) == "assertion"
+    assert cause_of([*ready, *lines]) == "assertion"
 
 
 @pytest.mark.parametrize(
@@ -493,7 +482,7 @@ def test_a_failed_check_in_any_words_is_an_assertion(lines: list[str]) -> None:
     ],
 )
 def test_a_failure_in_a_benchmark_clients_log_is_the_clients(line: str) -> None:
-    assert _answer([*CLIENT_START[:2], line]) == "benchmark_errors"
+    assert cause_of([*CLIENT_START[:2], line]) == "benchmark_errors"
 
 
 @pytest.mark.parametrize(
@@ -505,7 +494,7 @@ def test_a_failure_in_a_benchmark_clients_log_is_the_clients(line: str) -> None:
     ],
 )
 def test_an_http_error_status_seen_by_a_client_is_a_benchmark_error(line: str) -> None:
-    assert _answer([line]) == "benchmark_errors"
+    assert cause_of([line]) == "benchmark_errors"
 
 
 @pytest.mark.parametrize(
@@ -522,7 +511,7 @@ def test_an_http_error_status_seen_by_a_client_is_a_benchmark_error(line: str) -
     ],
 )
 def test_a_model_file_or_class_this_build_cannot_load_is_the_models(line: str) -> None:
-    assert _answer(["INFO loading model /models/x", line]) == "model_unsupported"
+    assert cause_of(["INFO loading model /models/x", line]) == "model_unsupported"
 
 
 # --- tenth round: mechanisms from the second blind set (batch p), each with lines of its own --
@@ -542,7 +531,7 @@ def test_an_error_before_the_first_served_request_of_an_excerpt_that_starts_serv
         "engine core died; see its log for the cause",
         '(Frontend pid=77) INFO:     10.1.2.3:5511 - "POST /v1/completions HTTP/1.1" 200 OK',
     ]
-    assert _answer(lines) == "runtime_crash"
+    assert cause_of(lines) == "runtime_crash"
 
 
 def test_an_error_before_the_first_served_request_after_start_up_lines_did_not_stop_it() -> None:
@@ -556,7 +545,7 @@ def test_an_error_before_the_first_served_request_after_start_up_lines_did_not_s
         '10.1.2.3:5511 - "POST /v1/completions HTTP/1.1" 200 OK',
         '10.1.2.3:5512 - "POST /v1/completions HTTP/1.1" 200 OK',
     ]
-    assert _answer(lines) == "ok"
+    assert cause_of(lines) == "ok"
 
 
 @pytest.mark.parametrize(
@@ -585,7 +574,7 @@ def test_an_error_before_the_first_served_request_after_start_up_lines_did_not_s
 def test_a_traceback_cut_in_a_request_handler_is_a_crash_while_serving(frames: list[str]) -> None:
     """The frames of an HTTP request's handler say the server was up and serving, whatever
     was (or was not) logged of its start: a crash after ready, not a start-up failure."""
-    assert _cause_phase(frames) == ("runtime_crash", "benchmark")
+    assert cause_phase(frames) == ("runtime_crash", "benchmark")
 
 
 @pytest.mark.parametrize(
@@ -609,9 +598,9 @@ def test_a_request_that_does_not_fit_while_serving_is_a_benchmark_error(message:
         "ERROR 01-02 10:00:00 [chat.py:90]     async for res in result_generator:",
         f"ERROR 01-02 10:00:00 [chat.py:90] {message}",
     ]
-    assert _cause_phase(lines) == ("benchmark_errors", "benchmark")
+    assert cause_phase(lines) == ("benchmark_errors", "benchmark")
     # the same words with no sign of serving say nothing of a request
-    assert _answer(["INFO loading model /models/x", message]) != "benchmark_errors"
+    assert cause_of(["INFO loading model /models/x", message]) != "benchmark_errors"
 
 
 def test_an_engine_that_dies_with_requests_running_crashed_while_serving() -> None:
@@ -624,7 +613,7 @@ def test_an_engine_that_dies_with_requests_running_crashed_while_serving() -> No
         "SchedulerStats(num_running_reqs=5, num_waiting_reqs=2, kv_cache_usage=0.4)",
         "(Core pid=31) ERROR 01-02 10:00:00 [core.py:700] The engine core hit a fatal error.",
     ]
-    assert _cause_phase(lines) == ("runtime_crash", "benchmark")
+    assert cause_phase(lines) == ("runtime_crash", "benchmark")
 
 
 @pytest.mark.parametrize(
@@ -644,8 +633,8 @@ def test_any_vendors_collective_library_failing_is_a_collective_error(line: str)
         "    torch.distributed.all_reduce(torch.zeros(1).to(self.device))",
         line,
     ]
-    assert _answer(lines) == "nccl_error"
-    assert _answer([line]) == "nccl_error"
+    assert cause_of(lines) == "nccl_error"
+    assert cause_of([line]) == "nccl_error"
 
 
 @pytest.mark.parametrize(
@@ -662,7 +651,7 @@ def test_an_engine_file_that_will_not_deserialize_was_built_by_another_version(l
     """A serialised engine or plan the runtime cannot read back was built by another version
     of it (docs/failures.md: two parts built for different versions, the ABI family), even
     when the runtime words it as a failed check."""
-    assert _answer(["I1203 10:00:00.0 loading model 'llm'", line]) == "import_error"
+    assert cause_of(["I1203 10:00:00.0 loading model 'llm'", line]) == "import_error"
 
 
 @pytest.mark.parametrize(
@@ -679,7 +668,7 @@ def test_an_engine_file_that_will_not_deserialize_was_built_by_another_version(l
 def test_a_kernel_compiler_failing_for_the_gpu_it_targets_refuses_the_gpu(line: str) -> None:
     """A kernel compiler run for this GPU's architecture that exits with an error: the build
     cannot make code for that GPU (its words are in the compiler's own output, not here)."""
-    assert _answer(["INFO compiling kernels for the first forward", line]) == "arch_unsupported"
+    assert cause_of(["INFO compiling kernels for the first forward", line]) == "arch_unsupported"
 
 
 @pytest.mark.parametrize(
@@ -703,7 +692,7 @@ def test_a_loader_warned_of_an_unknown_architecture_before_a_cut_load_traceback(
         '  File "/srv/app/model.py", line 79, in load_model',
         "    async for _ in load_model_gen(path):",
     ]
-    assert _answer(lines) == "model_unsupported"
+    assert cause_of(lines) == "model_unsupported"
 
 
 # SGLang 0.5.17's own capture lines, as recorded on the GPU test machine (tests/data/gpu-crashlogs)
@@ -722,7 +711,7 @@ def test_sglang_0_5_17s_capture_words_say_when_a_capture_runs_and_ends() -> None
     that stops there: the capture's failure), one cut after it ended does not."""
     running = _gpu_lines("healthy-baseline", 28, 33)  # the decode capture began, no end
     assert running[-1].startswith("[2026-12-06 02:23:45] Capture target decode CUDA graph begin")
-    assert _cause_phase(running, engine="sglang") == ("cuda_graph_capture", "graph_capture")
+    assert cause_phase(running, engine="sglang") == ("cuda_graph_capture", "graph_capture")
     ended = _gpu_lines("healthy-baseline", 28, 35)  # both captures ended
     failure = diagnose_text("\n".join(ended), engine="sglang").failure
     assert failure is not None and failure.cause.value == "startup_timeout"
@@ -734,7 +723,7 @@ def test_a_capture_that_stalls_until_the_program_is_stopped_is_a_startup_timeout
     time in the capture, not a capture that failed (tests/data/gpu-crashlogs: induced with
     ``--max-total-tokens 64``, stopped at the probe's limit)."""
     lines = _gpu_lines("max-total-tokens-64-capture-stall", 1, 33)
-    assert _cause_phase(lines, engine="sglang") == ("startup_timeout", "graph_capture")
+    assert cause_phase(lines, engine="sglang") == ("startup_timeout", "graph_capture")
     # the same capture, the log cut before the shutdown report: it stops in the capture
     assert "leaked semaphore" in lines[31] and "leaked" not in "".join(lines[:31])
     failure = diagnose_text("\n".join(lines[:31]), engine="sglang").failure
@@ -774,7 +763,7 @@ def test_a_capture_that_stalls_until_the_program_is_stopped_is_a_startup_timeout
 def test_a_kill_its_supervisor_reports_as_a_clean_stop_is_no_failure(
     lines: list[str], want: str
 ) -> None:
-    assert _answer(lines) == want
+    assert cause_of(lines) == want
 
 
 def test_a_loggers_advice_after_an_exception_is_no_part_of_its_message() -> None:
@@ -786,7 +775,7 @@ def test_a_loggers_advice_after_an_exception_is_no_part_of_its_message() -> None
         "INFO 01-02 10:00:00 runner.py:80] Capturing graphs takes 1-3 GiB; if you run out of "
         "memory, lower gpu_memory_utilization or the KV cache size.",
     ]
-    assert _answer(lines) == "cuda_oom"
+    assert cause_of(lines) == "cuda_oom"
 
 
 @pytest.mark.parametrize(
@@ -808,7 +797,7 @@ def test_a_loggers_advice_after_an_exception_is_no_part_of_its_message() -> None
 def test_an_asyncio_tasks_exception_record_is_its_exception(record: str, want: str) -> None:
     """asyncio's report of a task that ended in an exception ("future: <Task finished ...
     exception=X('...')>") is that exception, not a line to read past (the log then stops)."""
-    assert _answer(["INFO 01-02 10:00:00 router ready, waiting for requests", record]) == want
+    assert cause_of(["INFO 01-02 10:00:00 router ready, waiting for requests", record]) == want
 
 
 # Eleventh round (from the third blind set's misses, each mechanism with lines of its own).
@@ -831,7 +820,7 @@ def test_a_frames_code_line_that_lost_its_indentation_belongs_to_the_frame(prefi
         '  File "/srv/eng/managers/worker.py", line 301, in run_worker_process',
         "    worker.event_loop_overlap()",
     ]
-    assert _cause_phase([prefix + line.strip() for line in lines]) == ("runtime_crash", "benchmark")
+    assert cause_phase([prefix + line.strip() for line in lines]) == ("runtime_crash", "benchmark")
 
 
 @pytest.mark.parametrize("esc", ["#033", "\\033", "\\x1b", "\\e", "^["])
@@ -896,7 +885,7 @@ def test_a_kill_after_a_failed_check_or_crash_is_its_echo_not_the_host(
     a signal 9) after the failure: that kill echoes the failure and names no family of its
     own, so a failed check or a crash before it stays what it was (docs/failures.md: host_oom
     or killed)."""
-    assert _answer([*LOADING, *failure, "", kill]) == want
+    assert cause_of([*LOADING, *failure, "", kill]) == want
 
 
 @pytest.mark.parametrize(
@@ -924,7 +913,7 @@ def test_a_kill_after_a_failed_check_or_crash_is_its_echo_not_the_host(
 def test_a_benchmark_client_is_known_by_its_arguments_and_its_own_words(lines: list[str]) -> None:
     """A load generator dumps its arguments (a request rate, a number of prompts) and says that
     its benchmark starts or failed: its log is a client's, and what failed is its requests."""
-    assert _cause_phase(lines) == ("benchmark_errors", "benchmark")
+    assert cause_phase(lines) == ("benchmark_errors", "benchmark")
 
 
 @pytest.mark.parametrize(
@@ -939,7 +928,7 @@ def test_a_benchmark_client_is_known_by_its_arguments_and_its_own_words(lines: l
 def test_any_error_binding_the_servers_address_is_the_port_family(line: str) -> None:
     """A server that cannot bind its address (in use, not assignable, refused), in whatever
     words its web stack uses, failed at its socket: the port family."""
-    assert _answer(["INFO starting the server", line]) == "port_in_use"
+    assert cause_of(["INFO starting the server", line]) == "port_in_use"
 
 
 def test_a_benchmark_clients_full_report_with_every_request_answered_is_healthy() -> None:
@@ -955,13 +944,13 @@ def test_a_benchmark_clients_full_report_with_every_request_answered_is_healthy(
         "Mean TTFT (ms):                          311.02",
         "P99 TTFT (ms):                           980.44",
     ]
-    assert _answer(lines) == "ok"
+    assert cause_of(lines) == "ok"
     # one request lost is a benchmark error, as before
     lost = [
         line.replace("Failed requests:                         0", "Failed requests: 1")
         for line in lines
     ]
-    assert _answer(lost) == "benchmark_errors"
+    assert cause_of(lost) == "benchmark_errors"
 
 
 def _thread_dump(frames: list[str]) -> list[str]:
@@ -999,9 +988,9 @@ def test_a_dump_of_every_threads_stack_with_no_fatal_error_is_a_hang(
     first):") when a watchdog or an operator asks: the program was stuck where its frames
     are, it did not crash. While serving that is a hang the watchdog catches; in start-up, a
     start that never finished. A dump after "Fatal Python error" is a crash's."""
-    assert _cause_phase(_thread_dump(frames)) == want
+    assert cause_phase(_thread_dump(frames)) == want
     crash = ["Fatal Python error: Segmentation fault", "", *_thread_dump(frames)]
-    assert _answer(crash) == "runtime_crash"
+    assert cause_of(crash) == "runtime_crash"
 
 
 def test_py_spys_dump_of_a_stuck_server_is_a_hang_too() -> None:
@@ -1016,7 +1005,7 @@ def test_py_spys_dump_of_a_stuck_server_is_a_hang_too() -> None:
         "    event_loop_overlap (eng/managers/worker.py:240)",
         "    run_worker_process (eng/managers/worker.py:301)",
     ]
-    assert _cause_phase(lines) == ("watchdog_timeout", "benchmark")
+    assert cause_phase(lines) == ("watchdog_timeout", "benchmark")
 
 
 @pytest.mark.parametrize("fn", ["sample_tokens", "_sample", "sample", "decode_step"])
@@ -1030,7 +1019,7 @@ def test_a_traceback_cut_in_the_sampler_or_a_decode_step_ran_while_serving(fn: s
         f"line 354, in {fn}",
         "(Worker_TP1 pid=7) ERROR 01-06 19:37:15 [executor.py:824]     return self.runner.step(x)",
     ]
-    assert _cause_phase(lines) == ("runtime_crash", "benchmark")
+    assert cause_phase(lines) == ("runtime_crash", "benchmark")
 
 
 @pytest.mark.parametrize(
@@ -1050,7 +1039,7 @@ def test_an_import_error_told_before_a_cut_traceback_is_the_failure(told: str) -
         "[w1] Worker hit an exception: Traceback (most recent call last):",
         '  File "/srv/eng/managers/worker.py", line 88, in run_worker_process',
     ]
-    assert _answer(lines) == "import_error"
+    assert cause_of(lines) == "import_error"
 
 
 @pytest.mark.parametrize(
@@ -1072,7 +1061,7 @@ def test_the_raise_statement_of_the_deepest_frame_names_the_exception_meant(end:
         "    raise ConfigError('set --model-name or a backend config')",
         *end,
     ]
-    assert _answer(lines) == "invalid_argument"
+    assert cause_of(lines) == "invalid_argument"
 
 
 DUMP = (
@@ -1088,9 +1077,9 @@ def test_the_settings_an_error_line_dumps_are_no_words_of_the_failure(prefix: st
     """An error line that dumps the engine's settings (``key=value, ...``) names settings,
     not complaints: ``trust_remote_code`` or ``mem_fraction_static`` there refuse nothing.
     The words before the dump still count."""
-    assert _answer([prefix + DUMP]) == "unknown"
+    assert cause_of([prefix + DUMP]) == "unknown"
     oom = DUMP.replace("Dumping state for the engine", "CUDA out of memory; the engine state")
-    assert _answer([prefix + oom]) == "cuda_oom"
+    assert cause_of([prefix + oom]) == "cuda_oom"
 
 
 @pytest.mark.parametrize(
@@ -1114,4 +1103,4 @@ def test_a_traceback_cut_in_a_check_that_the_gpu_supports_something_refuses_the_
         f'ERROR | stderr |   File "/srv/eng/worker.py", line 231, {where}',
         f"ERROR | stderr | {code}",
     ]
-    assert _answer(lines) == "arch_unsupported"
+    assert cause_of(lines) == "arch_unsupported"

@@ -27,15 +27,7 @@ the corpus:
 from __future__ import annotations
 
 import pytest
-
-from autotune.diagnosis import diagnose_text
-
-
-def _cause_phase(lines: list[str]) -> tuple[str, str] | None:
-    """The failure's cause and phase, or None for a healthy log."""
-    failure = diagnose_text("\n".join(lines)).failure
-    return None if failure is None else (failure.cause.value, failure.phase.value)
-
+from tests.node.corpus_helpers import cause_phase
 
 SERVING = [
     "INFO:     Started server process [4242]",
@@ -54,10 +46,10 @@ SERVING = [
     ],
 )
 def test_a_servers_own_5xx_answer_is_a_failure_while_serving(answer: str) -> None:
-    assert _cause_phase([*SERVING, answer]) == ("runtime_crash", "benchmark")
+    assert cause_phase([*SERVING, answer]) == ("runtime_crash", "benchmark")
     # and in an excerpt that shows nothing before it: a failure, never `ok` (gin's record says
     # no more than that: Ollama loads a model on the first request, so it places no phase)
-    alone = _cause_phase([answer, "DEBUG 03-02 09:15:02 freed the request's cache blocks"])
+    alone = cause_phase([answer, "DEBUG 03-02 09:15:02 freed the request's cache blocks"])
     assert alone is not None
     if "GIN" not in answer:
         assert alone == ("runtime_crash", "benchmark")
@@ -67,12 +59,12 @@ def test_a_servers_own_5xx_answer_is_a_failure_while_serving(answer: str) -> Non
 def test_a_5xx_answer_before_more_answers_is_the_requests_failure(status: str) -> None:
     failed = f'INFO:     10.1.2.3:40118 - "POST /v1/completions HTTP/1.1" {status}'
     ok = 'INFO:     10.1.2.3:40120 - "POST /v1/completions HTTP/1.1" 200 OK'
-    assert _cause_phase([*SERVING, failed, ok, ok]) == ("benchmark_errors", "benchmark")
+    assert cause_phase([*SERVING, failed, ok, ok]) == ("benchmark_errors", "benchmark")
 
 
 def test_answers_with_2xx_statuses_only_stay_healthy() -> None:
     ok = 'INFO:     10.1.2.3:40118 - "POST /v1/completions HTTP/1.1" 200 OK'
-    assert _cause_phase([*SERVING, ok, ok]) is None
+    assert cause_phase([*SERVING, ok, ok]) is None
 
 
 @pytest.mark.parametrize(
@@ -84,7 +76,7 @@ def test_answers_with_2xx_statuses_only_stay_healthy() -> None:
     ],
 )
 def test_a_state_word_of_another_subject_is_no_kv_pool_failure(housekeeping: str) -> None:
-    assert _cause_phase([*SERVING, housekeeping, *SERVING[-1:]]) is None
+    assert cause_phase([*SERVING, housekeeping, *SERVING[-1:]]) is None
 
 
 @pytest.mark.parametrize(
@@ -95,7 +87,7 @@ def test_a_state_word_of_another_subject_is_no_kv_pool_failure(housekeeping: str
     ],
 )
 def test_the_kv_cache_said_to_be_empty_is_still_the_pools(short: str) -> None:
-    assert _cause_phase([SERVING[0], short])[0] == "kv_pool_oom"  # type: ignore[index]
+    assert cause_phase([SERVING[0], short])[0] == "kv_pool_oom"  # type: ignore[index]
 
 
 IPYTHON_8 = [
@@ -124,7 +116,7 @@ IPYTHON_7 = [
 
 @pytest.mark.parametrize("cell", [IPYTHON_8, IPYTHON_7])
 def test_a_notebooks_traceback_cut_in_an_import_is_an_import_failure(cell: list[str]) -> None:
-    assert _cause_phase(cell) == ("import_error", "launch")
+    assert cause_phase(cell) == ("import_error", "launch")
 
 
 def test_a_notebooks_traceback_is_read_to_its_exception() -> None:
@@ -141,7 +133,7 @@ def test_a_notebooks_traceback_is_read_to_its_exception() -> None:
         "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
         "capacity of 23.65 GiB of which 1.10 GiB is free.",
     ]
-    assert _cause_phase(cell) == ("cuda_oom", "benchmark")
+    assert cause_phase(cell) == ("cuda_oom", "benchmark")
 
 
 def test_a_phase_named_as_a_keyword_argument_is_no_mark_of_that_phase() -> None:
@@ -154,10 +146,10 @@ def test_a_phase_named_as_a_keyword_argument_is_no_mark_of_that_phase() -> None:
         '  File "/srv/llm/kernels/launch.py", line 57, in launch',
         "    return self.kernel.run(grid=grid, warmup=False, stream=stream, *args)",
     ]
-    assert _cause_phase(cut) == ("runtime_crash", "benchmark")
+    assert cause_phase(cut) == ("runtime_crash", "benchmark")
     # while a frame that runs the warmup still marks it
     warm = [*cut[:3], '  File "/srv/llm/server.py", line 90, in warmup', "    self.step(batch)"]
-    assert _cause_phase(warm)[1] == "memory_pool"  # type: ignore[index]
+    assert cause_phase(warm)[1] == "memory_pool"  # type: ignore[index]
 
 
 REPORT = [
@@ -173,18 +165,18 @@ REPORT = [
 
 
 def test_a_benchmark_report_that_measured_its_run_and_counts_no_failure_is_healthy() -> None:
-    assert _cause_phase(REPORT) is None
+    assert cause_phase(REPORT) is None
     # a report that counts failures, or fewer successes than asked, is still the client's error
     lost = [*REPORT[:3], "Failed requests:                         7", *REPORT[3:]]
-    assert _cause_phase(lost) == ("benchmark_errors", "benchmark")
+    assert cause_phase(lost) == ("benchmark_errors", "benchmark")
     for told in (
         "Namespace(backend='openai', num_prompts=300, request_rate=16.0)",
         "$ python -m loadtest.serve --backend openai --num-prompts 300 --request-rate 16",
         "Number of requests:                      300",
     ):
-        assert _cause_phase([told, *REPORT]) == ("benchmark_errors", "benchmark"), told
+        assert cause_phase([told, *REPORT]) == ("benchmark_errors", "benchmark"), told
     # and one that stops at its count, before measuring anything, says nothing of the run
-    assert _cause_phase(REPORT[:3]) is not None
+    assert cause_phase(REPORT[:3]) is not None
 
 
 REFUSED = [
@@ -195,11 +187,11 @@ REFUSED = [
 
 
 def test_a_server_that_refuses_every_request_served_none() -> None:
-    assert _cause_phase(REFUSED) == ("benchmark_errors", "benchmark")
-    assert _cause_phase([*SERVING[:3], *REFUSED]) == ("benchmark_errors", "benchmark")
+    assert cause_phase(REFUSED) == ("benchmark_errors", "benchmark")
+    assert cause_phase([*SERVING[:3], *REFUSED]) == ("benchmark_errors", "benchmark")
     # some requests answered: the refused ones are single clients' mistakes, the run is healthy
     answered = 'INFO:     10.1.2.5:40190 - "POST /v1/completions HTTP/1.1" 200 OK'
-    assert _cause_phase([*SERVING[:3], *REFUSED, answered]) is None
+    assert cause_phase([*SERVING[:3], *REFUSED, answered]) is None
 
 
 OTHER_THREADS = [
@@ -219,9 +211,9 @@ WATCHDOG = [
 
 def test_a_thread_dump_taken_by_a_watchdog_is_the_watchdog_giving_up() -> None:
     current = ["Current thread 0x00007f11aa7fe700 (most recent call first):", *WATCHDOG]
-    assert _cause_phase([*current, *OTHER_THREADS]) == ("watchdog_timeout", "benchmark")
+    assert cause_phase([*current, *OTHER_THREADS]) == ("watchdog_timeout", "benchmark")
     # an excerpt that begins inside the dumping thread's stack
-    assert _cause_phase([*WATCHDOG, *OTHER_THREADS]) == ("watchdog_timeout", "benchmark")
+    assert cause_phase([*WATCHDOG, *OTHER_THREADS]) == ("watchdog_timeout", "benchmark")
     # a watchdog thread asleep further down a dump someone else asked for says nothing new
     asleep = [*OTHER_THREADS[1:], "", "Thread 0x00007f11aa7fe700 (most recent call first):"]
-    assert _cause_phase([*asleep, *WATCHDOG]) == ("startup_timeout", "load")
+    assert cause_phase([*asleep, *WATCHDOG]) == ("startup_timeout", "load")

@@ -24,20 +24,7 @@ the corpus:
 
 from __future__ import annotations
 
-from autotune.diagnosis import diagnose_text
-
-
-def _cause(lines: list[str]) -> str:
-    """The failure's cause, ``ok`` for a healthy log."""
-    failure = diagnose_text("\n".join(lines)).failure
-    return "ok" if failure is None else failure.cause.value
-
-
-def _cause_phase(lines: list[str]) -> tuple[str, str] | None:
-    """The failure's cause and phase, or None for a healthy log."""
-    failure = diagnose_text("\n".join(lines)).failure
-    return None if failure is None else (failure.cause.value, failure.phase.value)
-
+from tests.node.corpus_helpers import cause_of, cause_phase
 
 SERVING = [
     "INFO 03-02 10:00:01 engine started, listening on http://0.0.0.0:9000",
@@ -53,19 +40,19 @@ def test_a_cache_pool_that_ran_dry_is_the_kv_pool_in_any_words() -> None:
         "RuntimeError: the engine ran out of KV cache blocks while scheduling",
         "[E] OutOfPages: cannot allocate 12 pages from the page pool (3 free)",
     ):
-        assert _cause([*SERVING, words]) == "kv_pool_oom", words
+        assert cause_of([*SERVING, words]) == "kv_pool_oom", words
 
 
 def test_a_pool_that_ran_dry_ran_dry_while_serving() -> None:
     """A pool runs dry when requests fill it; one too small to start says so in sizing words."""
     dry = "[E] scheduler: KV cache exhausted, 0 of 4096 blocks free"
     for log in ([dry], [*SERVING, dry]):
-        assert _cause_phase(log) == ("kv_pool_oom", "benchmark"), log
+        assert cause_phase(log) == ("kv_pool_oom", "benchmark"), log
     sizing = [
         "INFO 03-02 09:59:40 model weights take 13.5 GiB",
         "ValueError: not enough memory left for the KV cache blocks (need 2.0 GiB, 0.4 free)",
     ]
-    assert _cause_phase(sizing) == ("kv_pool_oom", "memory_pool")
+    assert cause_phase(sizing) == ("kv_pool_oom", "memory_pool")
 
 
 def test_a_pool_of_another_kind_running_dry_is_not_the_kv_pool() -> None:
@@ -74,13 +61,13 @@ def test_a_pool_of_another_kind_running_dry_is_not_the_kv_pool() -> None:
         "ERROR probe: retries exhausted for http://10.0.0.4:9000/health",
         "ERROR executor: no free threads in the worker pool",
     ):
-        assert _cause([*SERVING, words]) != "kv_pool_oom", words
+        assert cause_of([*SERVING, words]) != "kv_pool_oom", words
     # a hint about what might be short is no fact that it is
     hint = (
         "error: failed to load model 'm.gguf', try reducing --n-gpu-layers if you're running"
         " out of VRAM"
     )
-    assert _cause(["loading model from m.gguf", hint]) not in {"kv_pool_oom", "cuda_oom"}
+    assert cause_of(["loading model from m.gguf", hint]) not in {"kv_pool_oom", "cuda_oom"}
 
 
 def test_a_failure_that_names_its_request_failed_while_serving() -> None:
@@ -90,14 +77,14 @@ def test_a_failure_that_names_its_request_failed_while_serving() -> None:
         "2025-01-02 10:00:01 ERROR worker: request 17 finished with an error",
         answered,
     ]
-    assert _cause(log) != "ok"
+    assert cause_of(log) != "ok"
     # an error before the first answer that names no request is start-up noise, as before
     noise = [
         "2025-01-02 10:00:00 INFO worker: loading model m-7b",
         "2025-01-02 10:00:01 ERROR worker: optional plugin 'vision' failed to load",
         answered,
     ]
-    assert _cause(noise) == "ok"
+    assert cause_of(noise) == "ok"
 
 
 def test_a_journal_stamp_in_a_cjk_locale_is_a_dress() -> None:
@@ -108,10 +95,10 @@ def test_a_journal_stamp_in_a_cjk_locale_is_a_dress() -> None:
         ],
         ["INFO:     Uvicorn running on http://0.0.0.0:8000", "ERROR:    Exception in ASGI app"],
     ):
-        plain = _cause_phase(lines)
+        plain = cause_phase(lines)
         for month in ("5月", "12月", "May"):
             dressed = [f"{month} 17 09:12:03 gpu-host app[812]: {line}" for line in lines]
-            assert _cause_phase(dressed) == plain, (month, lines)
+            assert cause_phase(dressed) == plain, (month, lines)
 
 
 CUT_AT_A_NEW_TENSOR = [
@@ -125,12 +112,12 @@ CUT_AT_A_NEW_TENSOR = [
 
 
 def test_a_traceback_cut_at_a_new_tensor_was_allocating() -> None:
-    assert _cause(CUT_AT_A_NEW_TENSOR) == "cuda_oom"
+    assert cause_of(CUT_AT_A_NEW_TENSOR) == "cuda_oom"
     zeros = [*CUT_AT_A_NEW_TENSOR[:-1], "    out = torch.zeros(n, d, device='cuda')"]
-    assert _cause(zeros) == "cuda_oom"
+    assert cause_of(zeros) == "cuda_oom"
     # ended by its exception, the exception says what failed
     ended = [*CUT_AT_A_NEW_TENSOR, "TypeError: empty() received an invalid combination of args"]
-    assert _cause(ended) != "cuda_oom"
+    assert cause_of(ended) != "cuda_oom"
     # cut at another line, it says nothing of memory
     other = [*CUT_AT_A_NEW_TENSOR[:-1], "    scores = self.router(hidden_states)"]
-    assert _cause(other) != "cuda_oom"
+    assert cause_of(other) != "cuda_oom"

@@ -27,14 +27,7 @@ the corpus:
 
 from __future__ import annotations
 
-from autotune.diagnosis import diagnose_text
-
-
-def _cause_phase(lines: list[str]) -> tuple[str, str] | None:
-    """The failure's cause and phase, or None for a healthy log."""
-    failure = diagnose_text("\n".join(lines)).failure
-    return None if failure is None else (failure.cause.value, failure.phase.value)
-
+from tests.node.corpus_helpers import cause_phase
 
 ROUTES = [
     "(Frontend pid=311) INFO 02-11 09:00:02 [routes.py:58] Route: /healthz, Methods: GET",
@@ -45,9 +38,9 @@ ROUTES = [
 
 
 def test_a_server_that_lists_its_routes_has_started() -> None:
-    assert _cause_phase(ROUTES) is None
+    assert cause_phase(ROUTES) is None
     loading = "INFO 02-11 08:59:40 [loader.py:12] Loading weights took 31.20 seconds"
-    assert _cause_phase([loading, *ROUTES]) is None
+    assert cause_phase([loading, *ROUTES]) is None
     # a failure after the list is still read
     crash = [
         *ROUTES,
@@ -55,9 +48,9 @@ def test_a_server_that_lists_its_routes_has_started() -> None:
         '  File "/srv/app/engine.py", line 40, in step',
         "RuntimeError: CUDA error: an illegal memory access was encountered",
     ]
-    assert _cause_phase(crash) == ("runtime_crash", "benchmark")
+    assert cause_phase(crash) == ("runtime_crash", "benchmark")
     # a log that stops while loading is still a start-up cut short
-    assert _cause_phase([loading]) == ("startup_timeout", "load")
+    assert cause_phase([loading]) == ("startup_timeout", "load")
 
 
 def test_a_benchmark_subcommands_argument_dump_is_a_clients() -> None:
@@ -66,17 +59,17 @@ def test_a_benchmark_subcommands_argument_dump_is_a_clients() -> None:
         "ThroughputSubcommand.cmd at 0x7f3a2c1d0e50>, host='10.0.0.7', port=30000"
     )
     started = "INFO 07-14 10:02:11 [__init__.py:30] Automatically detected platform rocm."
-    assert _cause_phase([started, dump]) == ("benchmark_errors", "benchmark")
+    assert cause_phase([started, dump]) == ("benchmark_errors", "benchmark")
     # the same client with its report, every request served: a healthy run
     report = [
         "Successful requests:                     64",
         "Benchmark duration (s):                  12.50",
         "Output token throughput (tok/s):         2210.04",
     ]
-    assert _cause_phase([started, dump + ")", *report]) is None
+    assert cause_phase([started, dump + ")", *report]) is None
     # a program's own subcommand that is no benchmark is no client
     serve = "Namespace(subparser='serve', model_tag='m', dispatch_function=<function Serve"
-    assert _cause_phase([started, serve]) != ("benchmark_errors", "benchmark")
+    assert cause_phase([started, serve]) != ("benchmark_errors", "benchmark")
 
 
 def _wrapped(cut: int, frames: list[tuple[str, int, str]]) -> list[str]:
@@ -111,14 +104,14 @@ SERVE_LOOP = [
 
 def test_a_frame_header_wrapped_at_the_terminals_width_is_read_whole() -> None:
     head = ["Exception in Controller:", "Traceback (most recent call last):"]
-    whole = _cause_phase([*head, *_wrapped(0, SERVE_LOOP)])
+    whole = cause_phase([*head, *_wrapped(0, SERVE_LOOP)])
     assert whole == ("runtime_crash", "benchmark")
     # cut before the name (" loop_for_forward" alone), or inside it ("forward" alone)
     for cut in (len(" loop_for_forward"), len("forward"), len("_step_tensors")):
-        assert _cause_phase([*head, *_wrapped(cut, SERVE_LOOP)]) == whole, cut
+        assert cause_phase([*head, *_wrapped(cut, SERVE_LOOP)]) == whole, cut
     # a frame's code line that is one word stays a code line
     code = ['  File "/srv/app/loader.py", line 12, in load_all', "    return"]
-    assert _cause_phase(["Traceback (most recent call last):", *code]) != whole
+    assert cause_phase(["Traceback (most recent call last):", *code]) != whole
 
 
 RANK_LOOP = [
@@ -140,9 +133,9 @@ def test_open_mpis_output_tags_are_a_dress() -> None:
     for tag in ("Mon Feb  3 09:12:44 2025[1,0]<stderr>:", "[0,3]<stdout>:"):
         for lines in (RANK_LOOP, BAD_IMPORT):
             tagged = [f"{tag}{line}" for line in lines]
-            assert _cause_phase(tagged) == _cause_phase(lines), (tag, lines[-1])
-    assert _cause_phase(RANK_LOOP) == ("runtime_crash", "benchmark")
-    assert _cause_phase(BAD_IMPORT)[0] == "import_error"  # type: ignore[index]
+            assert cause_phase(tagged) == cause_phase(lines), (tag, lines[-1])
+    assert cause_phase(RANK_LOOP) == ("runtime_crash", "benchmark")
+    assert cause_phase(BAD_IMPORT)[0] == "import_error"  # type: ignore[index]
 
 
 NOTEBOOK_FRAMES = [
@@ -160,7 +153,7 @@ NOTEBOOK_FRAMES = [
 
 
 def test_a_notebooks_traceback_cut_above_its_header_is_a_traceback() -> None:
-    got = _cause_phase(NOTEBOOK_FRAMES)
+    got = cause_phase(NOTEBOOK_FRAMES)
     assert got is not None and got != ("startup_timeout", "load")
     assert got[1] == "load"
     # the same frames in Python's own form are read the same way
@@ -171,7 +164,7 @@ def test_a_notebooks_traceback_cut_above_its_header_is_a_traceback() -> None:
         "in build_model",
         "    return pick_loader(config).load_model(config, device)",
     ]
-    assert _cause_phase(plain) == got
+    assert cause_phase(plain) == got
 
 
 AT = " " * 31 + "at /root/.cargo/registry/src/"
@@ -193,15 +186,15 @@ PY_BIND = [
 
 
 def test_a_backtrace_cut_in_a_socket_bind_is_the_port() -> None:
-    assert _cause_phase(RUST_BIND)[0] == "port_in_use"  # type: ignore[index]
-    assert _cause_phase(PY_BIND)[0] == "port_in_use"  # type: ignore[index]
+    assert cause_phase(RUST_BIND)[0] == "port_in_use"  # type: ignore[index]
+    assert cause_phase(PY_BIND)[0] == "port_in_use"  # type: ignore[index]
     # binding a function's arguments (inspect's Signature.bind) binds no socket
     args = [
         "Traceback (most recent call last):",
         '  File "/usr/lib/python3.11/inspect.py", line 3212, in bind',
         "    return self._bind(args, kwargs)",
     ]
-    assert _cause_phase(args)[0] != "port_in_use"  # type: ignore[index]
+    assert cause_phase(args)[0] != "port_in_use"  # type: ignore[index]
 
 
 def test_a_native_librarys_own_abort_report_is_a_crash() -> None:
@@ -213,4 +206,4 @@ def test_a_native_librarys_own_abort_report_is_a_crash() -> None:
         ["Abort was called at 250 line in file:", "../../shared/source/built_ins/built_ins.cpp"],
         ["mpool: abort() called from release_block"],
     ):
-        assert _cause_phase([*start, *abort])[0] == "runtime_crash", abort  # type: ignore[index]
+        assert cause_phase([*start, *abort])[0] == "runtime_crash", abort  # type: ignore[index]

@@ -983,6 +983,23 @@ def _make(ctx: _Context, **fields: Any) -> Failure:
     return Failure(exit_code=ctx.exit_code, log_tail=ctx.tail, engine=ctx.engine, **fields)
 
 
+def _family(
+    ctx: _Context, rules: Sequence[Rule], cause: Cause, raw: Sequence[str], at: int, message: str
+) -> Failure:
+    """A failure of ``cause`` while serving, read from line ``at`` of ``raw``, with the hint
+    and permanence of that cause's first rule."""
+    hint, permanent = _cause_hint(cause, Phase.BENCHMARK, rules)
+    return _make(
+        ctx,
+        cause=cause,
+        phase=Phase.BENCHMARK,
+        hint=hint,
+        permanent=permanent,
+        evidence=_evidence(raw, [at]),
+        message=message,
+    )
+
+
 @dataclass(frozen=True)
 class _Signals:
     """What the log shows beyond rule matches: errors, exceptions, readiness, progress."""
@@ -1931,36 +1948,14 @@ def _classify_log(
     client = _client_failure(whole) if at is None else None
     if client is not None:
         # A benchmark client's log: its requests failed, or it stopped before its report.
-        hint, permanent = _cause_hint(Cause.BENCHMARK_ERRORS, Phase.BENCHMARK, rules)
-        return (
-            _make(
-                ctx,
-                cause=Cause.BENCHMARK_ERRORS,
-                phase=Phase.BENCHMARK,
-                hint=hint,
-                permanent=permanent,
-                evidence=_evidence(whole.raw, [client[0]]),
-                message=client[1],
-            ),
-            False,
-        )
+        found = _family(ctx, rules, Cause.BENCHMARK_ERRORS, whole.raw, client[0], client[1])
+        return found, False
     refused = _refused_all(whole) if at is None and not bad_exit else None
     if refused is not None:
         # The server refused every request it logged (4xx) and answered none: its clients'
         # requests failed (the request does not fit the server), whatever else it did.
-        hint, permanent = _cause_hint(Cause.BENCHMARK_ERRORS, Phase.BENCHMARK, rules)
-        return (
-            _make(
-                ctx,
-                cause=Cause.BENCHMARK_ERRORS,
-                phase=Phase.BENCHMARK,
-                hint=hint,
-                permanent=permanent,
-                evidence=_evidence(whole.raw, [refused]),
-                message="the server refused every request it logged: " + _message(whole, refused),
-            ),
-            False,
-        )
+        message = "the server refused every request it logged: " + _message(whole, refused)
+        return _family(ctx, rules, Cause.BENCHMARK_ERRORS, whole.raw, refused, message), False
     if (
         at is None
         and not bad_exit
@@ -2028,20 +2023,8 @@ def _classify_log(
         )
     stall = _stalled(log) if at is None and sig.ready and not bad_exit else None
     if stall is not None:
-        hint, permanent = _cause_hint(Cause.WATCHDOG_TIMEOUT, Phase.BENCHMARK, rules)
-        return (
-            _make(
-                ctx,
-                cause=Cause.WATCHDOG_TIMEOUT,
-                phase=Phase.BENCHMARK,
-                hint=hint,
-                permanent=permanent,
-                evidence=_evidence(log.raw, [stall]),
-                message="requests are running but no token is generated any more: "
-                + _message(log, stall),
-            ),
-            False,
-        )
+        message = "requests are running but no token is generated any more: " + _message(log, stall)
+        return _family(ctx, rules, Cause.WATCHDOG_TIMEOUT, log.raw, stall, message), False
     if at is None:
         message = "no failure found"
         if bad_exit:

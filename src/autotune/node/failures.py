@@ -1948,8 +1948,7 @@ def _classify_log(
     client = _client_failure(whole) if at is None else None
     if client is not None:
         # A benchmark client's log: its requests failed, or it stopped before its report.
-        found = _family(ctx, rules, Cause.BENCHMARK_ERRORS, whole.raw, client[0], client[1])
-        return found, False
+        return _family(ctx, rules, Cause.BENCHMARK_ERRORS, whole.raw, *client), False
     refused = _refused_all(whole) if at is None and not bad_exit else None
     if refused is not None:
         # The server refused every request it logged (4xx) and answered none: its clients'

@@ -1023,11 +1023,12 @@ def _looks_like_error(text: str) -> bool:
     return any(word in lowered for word in _ERROR_WORDS) and bool(_ERROR_LINE.search(head))
 
 
-# A server's own record of a request it answered with a server error (5xx), at any level:
-# uvicorn's and the common access-log format's `"POST /path HTTP/1.1" 500`, gin's `| 500 |`.
+# A server's own record of a request it answered, before the status: uvicorn's and the common
+# access-log format's `"POST /path HTTP/1.1" 500`.
+_ACCESS_LINE = r"\"[A-Z]+ [^\"]* HTTP/[\d.]+\" "
+# One it answered with a server error (5xx), at any level; gin's `| 500 |` too.
 _SERVER_ERROR_ANSWER = re.compile(
-    r"\"[A-Z]+ [^\"]* HTTP/[\d.]+\" 5\d\d\b|"
-    r"^(?:\[GIN\] )?\d{4}/\d\d/\d\d - [\d:]+ \|\s*5\d\d\s*\|"
+    _ACCESS_LINE + r"5\d\d\b|" + r"^(?:\[GIN\] )?\d{4}/\d\d/\d\d - [\d:]+ \|\s*5\d\d\s*\|"
 )
 
 
@@ -1112,8 +1113,8 @@ _REQUESTS = re.compile(
 )
 
 
-# A server's own record of a request it answered: its status, as in _SERVER_ERROR_ANSWER.
-_SERVER_ANSWER = re.compile(r"\"[A-Z]+ [^\"]* HTTP/[\d.]+\" (\d)\d\d\b")
+# A server's own record of a request it answered: the first digit of its status.
+_SERVER_ANSWER = re.compile(_ACCESS_LINE + r"(\d)\d\d\b")
 
 
 def _refused_all(log: _Log) -> int | None:

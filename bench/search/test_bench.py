@@ -1,6 +1,10 @@
-"""Checks of the search benchmark itself (a bench check, not part of the test suite):
+"""Checks of the search benchmark itself: its harness, its families and its outputs.
 
-.venv/bin/python -m pytest -q -p no:xdist -o addopts='' bench/search/test_bench.py
+The suite collects them (pyproject.toml's testpaths): a family changed by accident, or a harness
+that no longer runs, would otherwise show only in the next round's figures. The quick run of
+every strategy is in the slow tier (``pytest -q --slow``); named alone, the file runs all of them:
+
+    .venv/bin/python -m pytest -q bench/search/test_bench.py
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from bench.search import families as fam
 from bench.search.__main__ import main
 
 
+@pytest.mark.slow
 def test_quick_run_prints_each_family_and_the_worst(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--quick"]) == 0
     out = capsys.readouterr().out

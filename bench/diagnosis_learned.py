@@ -31,8 +31,8 @@ was scored.
 from __future__ import annotations
 
 import argparse
+import json
 import math
-import re
 import sys
 import time
 from collections import defaultdict
@@ -50,56 +50,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
 from tests.node.corpus_helpers import CORPUS, DRESSES, exit_code, load_labels  # noqa: E402
 
 from autotune.diagnosis import diagnose_text  # noqa: E402
-from autotune.node.logparse import parse_log  # noqa: E402
+from autotune.node.learned import TOKEN, WEIGHTS, exit_token, feature_text, messages  # noqa: E402
 
-# --- features -----------------------------------------------------------------------------
-
-_URL = re.compile(r"\b(?:https?|file|s3|gs)://\S+")
-_PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\w.~@+-]*[/\\])+(?=[\w.-])")  # the folders of a path
-_HEX = re.compile(r"\b0x[0-9a-fA-F]+\b|\b(?=[0-9a-fA-F]*\d)[0-9a-fA-F]{8,}\b")
-_DIGITS = re.compile(r"\d+")
-_FRAME = re.compile(r'^\s*File "([^"]+)", line \d+, in (\S+)')
-_EXC = re.compile(
-    r"^(?:[A-Za-z_][\w.]*\.)?[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure)\b"
-)
-_ERRORISH = re.compile(
-    r"\b(?:error|fatal|critical|failed|failure|exception|abort(?:ed)?|killed|panic|"
-    r"traceback|segmentation|core dumped)\b",
-    re.IGNORECASE,
-)
-LAST = 30  # lines from the end of a log that join the focus
-
-
-def normalise(text: str) -> str:
-    """A line's message as tokens see it: lower case, URLs and folders collapsed, hex to
-    ``x``, digits to ``0``."""
-    text = _URL.sub(" url ", text)
-    text = _PATH.sub("", text)
-    text = _HEX.sub("x", text)
-    text = _DIGITS.sub("0", text)
-    return text.lower()
-
-
-def _messages(text: str) -> list[str]:
-    """The undressed messages of a log, each once, in order (ranks that print the same line
-    twice, or a dress that repeats a line, leave the same list)."""
-    seen: set[str] = set()
-    out = []
-    for rec in parse_log(text.splitlines()):
-        message = normalise(rec.text).strip()
-        if message and message not in seen:
-            seen.add(message)
-            out.append(message)
-    return out
-
-
-def _focus(messages: Sequence[str], evidence: Sequence[str]) -> list[str]:
-    """What ``diagnose_lines`` looks at: the rules' evidence, the first exception line, the
-    first error lines, the deepest traceback frames and the last lines."""
-    first_exc = [m for m in messages if _EXC.match(m.strip())][:2]
-    errors = [m for m in messages if _ERRORISH.search(m)][:5]
-    frames = [m for m in messages if _FRAME.match(m)][-4:]
-    return [*evidence, *first_exc, *errors, *frames, *messages[-LAST:]]
+# --- features (node/learned.py: the product reads logs with the same code) -------------
 
 
 @dataclass(frozen=True)
@@ -116,17 +69,15 @@ class Log:
 
 def read_log(text: str, code: int | None, row: dict[str, str]) -> Log:
     """``text`` diagnosed by the rules and turned into feature text."""
-    failure = diagnose_text(text, exit_code=code).failure
-    evidence = [normalise(line) for line in (failure.evidence if failure else [])]
-    messages = _messages(text)
-    exit_token = [] if code is None else [f"exitcode{code}".replace("-", "neg")]
+    failure = diagnose_text(text, exit_code=code, learnt=False).failure
+    lines = text.splitlines()
     return Log(
         id=row["id"],
         batch=row.get("added", ""),
         cause=row["cause"],
         rules="ok" if failure is None else failure.cause.value,
-        all_text="\n".join([*messages, *exit_token]),
-        focus_text="\n".join([*_focus(messages, evidence), *exit_token]),
+        all_text="\n".join([m for m, _ in messages(lines)] + exit_token(code)),
+        focus_text=feature_text(lines, code),
     )
 
 
@@ -171,7 +122,7 @@ def _vectoriser() -> TfidfVectorizer:
         min_df=2,
         binary=True,
         sublinear_tf=True,
-        token_pattern=r"(?u)\b[a-z_][a-z0-9_]+\b|\b0\b",
+        token_pattern=TOKEN,
     )
 
 
@@ -179,10 +130,13 @@ class Model:
     """TF-IDF of the chosen text(s), optionally the rules' answer one-hot, and a multinomial
     logistic regression."""
 
-    def __init__(self, features: str, c: float, *, with_rules: bool) -> None:
+    def __init__(
+        self, features: str, c: float, *, with_rules: bool, seed: int | None = None
+    ) -> None:
         self.parts = features.split("+")
         self.c = c
         self.with_rules = with_rules
+        self.seed = seed  # saga shuffles; the figures of 2026-12-07 were measured unseeded
 
     def _matrix(self, logs: Sequence[Log], fit: bool) -> csr_matrix:
         blocks = []
@@ -205,7 +159,9 @@ class Model:
         self.rule_causes = sorted({log.cause for log in logs} | {log.rules for log in logs})
         self.rule_index = {c: i for i, c in enumerate(self.rule_causes)}
         x = self._matrix(logs, fit=True)
-        self.clf = LogisticRegression(C=self.c, solver="saga", tol=1e-3, max_iter=5000)
+        self.clf = LogisticRegression(
+            C=self.c, solver="saga", tol=1e-3, max_iter=5000, random_state=self.seed
+        )
         self.clf.fit(x, [log.cause for log in logs])
         return self
 
@@ -363,6 +319,52 @@ def dress_moves(logs_plain: Sequence[Log], cfg: Config) -> None:
         print(f"{name}: {moved} of {len(plain)} answers change")
 
 
+PRUNE = 0.05  # weights smaller than this are left out of the exported file
+
+
+def export(logs: Sequence[Log], cfg: Config, path: Path = WEIGHTS) -> None:
+    """Train ``cfg`` on ``logs`` and write what node/learned.py needs to ``path``."""
+    if cfg.variant != "U" or cfg.features != "focus":
+        raise SystemExit("the product reads the focus text where the rules say unknown (U:focus)")
+    model = Model(cfg.features, cfg.c, with_rules=False, seed=0).fit(logs)
+    vec, clf = model.vec["focus"], model.clf
+    terms = {}
+    for term, j in sorted(vec.vocabulary_.items()):
+        per = {str(k): round(float(w), 3) for k, w in enumerate(clf.coef_[:, j]) if abs(w) >= PRUNE}
+        terms[term] = [round(float(vec.idf_[j]), 4), per]
+    data = {
+        "about": "bench/diagnosis_learned.py --export: TF-IDF (binary, l2) and multinomial "
+        f"logistic regression, {cfg.name}, trained on {len(logs)} tuning logs of "
+        "tests/data/crashlogs",
+        "classes": [str(c) for c in clf.classes_],
+        "intercept": [round(float(b), 5) for b in clf.intercept_],
+        "terms": terms,
+    }
+    path.write_text(json.dumps(data, separators=(",", ":"), sort_keys=True) + "\n")
+    print(f"wrote {path} ({path.stat().st_size // 1024} KiB, {len(terms)} terms)")
+
+
+def agreement(logs: Sequence[Log], cfg: Config, test: Sequence[Log], folder: Path) -> None:
+    """How many answers of the exported product (``diagnose_text``) differ from ``cfg``
+    trained here on ``logs`` (seeded as the export is), over ``test``: a count, no labels."""
+    model = Model(cfg.features, cfg.c, with_rules=False, seed=0).fit(logs)
+    said = model.proba(test)[0]
+    bench = [
+        s if log.rules == "unknown" and _takes(log.rules, s) else log.rules
+        for log, s in zip(test, said, strict=True)
+    ]
+    differ = asked = 0
+    rows = {row["id"]: row for row in load_labels(folder)}
+    for log, want in zip(test, bench, strict=True):
+        text = (folder / f"{log.id}.log").read_text(encoding="utf-8", errors="replace")
+        failure = diagnose_text(text, exit_code=exit_code(rows[log.id])).failure
+        asked += log.rules == "unknown"
+        differ += ("ok" if failure is None else failure.cause.value) != want
+    print(
+        f"{len(test)} logs ({asked} the rules call unknown): product and bench differ on {differ}"
+    )
+
+
 GRID = [
     Config(v, f, c)
     for v in ("L", "U", "O")
@@ -377,6 +379,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--blind", nargs=2, metavar=("DIR", "VARIANT"), help="once: a blind set")
     parser.add_argument("--dress", metavar="VARIANT", help="tuning answers moved by a dress")
     parser.add_argument("--only", action="append", help="CV for these variants only")
+    parser.add_argument("--export", metavar="VARIANT", help="write node/learned_causes.json")
+    parser.add_argument(
+        "--agree", choices=["tuning", "heldout"], help="product vs bench answers (a count)"
+    )
     args = parser.parse_args(argv)
     start = time.perf_counter()
     tuning = load(CORPUS, "tuning")
@@ -386,6 +392,11 @@ def main(argv: list[str] | None = None) -> int:
     elif args.blind:
         folder, name = Path(args.blind[0]), args.blind[1]
         measure_once(tuning, load(folder, None), Config.parse(name), f"blind {folder.name}")
+    elif args.export:
+        export(tuning, Config.parse(args.export))
+    elif args.agree:
+        test = tuning if args.agree == "tuning" else load(CORPUS, "heldout")
+        agreement(tuning, Config.parse("U:focus:C=16"), test, CORPUS)
     elif args.dress:
         dress_moves(tuning, Config.parse(args.dress))
     else:

@@ -25,7 +25,9 @@ measured by separate flags, for the one variant chosen, as totals only:
 ``VARIANT`` is written as the CV table names it (``U:focus+all:C=4``). ``--blind`` reads the
 blind set's labels in code and prints totals only. The CV table (2026-12-07, 752 tuning logs,
 21 batches) chose ``U:focus:C=16`` (587/752 against the rules' 573), before the held-out split
-was scored.
+was scored. Its focus text then still held the rules' evidence lines; they were left out
+before the export (their context lines change when every line is printed twice), which moves
+the variant's CV to 585/752 and 1 of the 335 held-out answers (a count, no labels read).
 """
 
 from __future__ import annotations

@@ -54,9 +54,10 @@ def rules_for(family: str) -> tuple[list[Rule], tuple[Milestone, ...]]:
 
 
 def diagnose_text(
-    text: str, *, engine: str | None = None, exit_code: int | None = None
+    text: str, *, engine: str | None = None, exit_code: int | None = None, learnt: bool = True
 ) -> Diagnosis:
-    """Classify the log ``text``, as written by ``engine`` (None: guessed from the log).
+    """Classify the log ``text``, as written by ``engine`` (None: guessed from the log);
+    ``learnt=False``: the rules alone, no learnt cause where they say ``unknown``.
 
     Raises:
         ConfigError: ``engine`` names no engine and no rule file.
@@ -80,5 +81,6 @@ def diagnose_text(
         exit_code,
         milestones=milestones or None,
         engine=name,
+        learnt=learnt,
     )
     return Diagnosis(failure=failure, engine=name, rules_from=family)

@@ -28,6 +28,16 @@ def milestones() -> list[Milestone]:
     return list(MILESTONES)
 
 
+@pytest.fixture
+def rules_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rules' own answer, with no learnt cause for their ``unknown`` (node/learned.py):
+    for tests that pin how the rules read a log. The learnt layer is held by
+    test_learned_causes.py and by the corpus's floors (test_crashlog_corpus.py)."""
+    from autotune.node import failures
+
+    monkeypatch.setattr(failures, "guess", lambda lines, exit_code=None: None)
+
+
 @pytest.fixture(autouse=True)
 def node_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Keep the node-state marker of every test in its own folder."""

@@ -202,6 +202,7 @@ def test_a_warning_is_never_the_cause_when_an_error_follows() -> None:
     assert _cause(lines) == "cuda_oom"
 
 
+@pytest.mark.usefixtures("rules_alone")
 def test_the_first_fatal_event_not_the_last_echo() -> None:
     lines = [
         "(EngineCore_DP0 pid=1) ERROR 01-01 12:00:00 [core.py:1] EngineCore failed to start.",

@@ -91,6 +91,7 @@ def test_a_family_is_named_from_its_words_with_no_rule(family: str, lines: list[
     assert _no_rules(lines) == family
 
 
+@pytest.mark.usefixtures("rules_alone")
 def test_the_exception_type_names_a_family_its_message_does_not() -> None:
     assert _no_rules(["ModuleNotFoundError: nothing useful here"]) == "import_error"
     assert _no_rules(["AssertionError"]) == "assertion"
@@ -217,6 +218,7 @@ def test_a_message_is_read_whole() -> None:
     assert _no_rules(joined) == "arch_unsupported"
 
 
+@pytest.mark.usefixtures("rules_alone")
 def test_a_registry_miss_and_a_missing_library_are_named() -> None:
     registry = ['  File "/x/utils.py", line 159, in get', "    return MAP[arch]"]
     assert _no_rules([*registry, "KeyError: 'FooBarForCausalLM'"]) == "model_unsupported"
@@ -285,6 +287,7 @@ def test_a_traceback_cut_in_a_capture_function_is_the_captures() -> None:
     assert (found.cause, found.phase) == (Cause.CUDA_GRAPH_CAPTURE, Phase.GRAPH_CAPTURE)
 
 
+@pytest.mark.usefixtures("rules_alone")
 def test_a_failure_stated_in_words_is_an_error_not_a_cut_log() -> None:
     """A short log that ends in an error without an error word (or with a library's numbered
     error) failed there; it did not stop before the server was ready."""

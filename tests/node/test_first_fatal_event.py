@@ -667,6 +667,7 @@ def test_a_hint_names_no_flag_when_no_parser_named_one() -> None:
 IGNORED = "[2026-01-02 10:00:01] Ignore import error when loading pkg.models.x: No module named 'y'"
 
 
+@pytest.mark.usefixtures("rules_alone")
 def test_an_error_the_program_says_it_ignored_is_never_the_cause() -> None:
     stalled = [
         "[2026-01-02 10:00:00] Load weight begin. avail mem=70.00 GB",

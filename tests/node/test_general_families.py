@@ -577,6 +577,7 @@ def test_a_traceback_cut_in_a_request_handler_is_a_crash_while_serving(frames: l
     assert cause_phase(frames) == ("runtime_crash", "benchmark")
 
 
+@pytest.mark.usefixtures("rules_alone")
 @pytest.mark.parametrize(
     "message",
     [
@@ -1072,6 +1073,7 @@ DUMP = (
 )
 
 
+@pytest.mark.usefixtures("rules_alone")
 @pytest.mark.parametrize("prefix", ["", "> ", "[rank0]: > ", "(Engine pid=7) "])
 def test_the_settings_an_error_line_dumps_are_no_words_of_the_failure(prefix: str) -> None:
     """An error line that dumps the engine's settings (``key=value, ...``) names settings,

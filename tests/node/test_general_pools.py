@@ -24,6 +24,7 @@ the corpus:
 
 from __future__ import annotations
 
+import pytest
 from tests.node.corpus_helpers import cause_of, cause_phase
 
 SERVING = [
@@ -55,6 +56,7 @@ def test_a_pool_that_ran_dry_ran_dry_while_serving() -> None:
     assert cause_phase(sizing) == ("kv_pool_oom", "memory_pool")
 
 
+@pytest.mark.usefixtures("rules_alone")
 def test_a_pool_of_another_kind_running_dry_is_not_the_kv_pool() -> None:
     for words in (
         "ERROR db: connection pool exhausted, 30 waiters",

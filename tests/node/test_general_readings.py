@@ -27,6 +27,7 @@ the corpus:
 
 from __future__ import annotations
 
+import pytest
 from tests.node.corpus_helpers import cause_phase
 
 ROUTES = [
@@ -102,6 +103,7 @@ SERVE_LOOP = [
 ]
 
 
+@pytest.mark.usefixtures("rules_alone")
 def test_a_frame_header_wrapped_at_the_terminals_width_is_read_whole() -> None:
     head = ["Exception in Controller:", "Traceback (most recent call last):"]
     whole = cause_phase([*head, *_wrapped(0, SERVE_LOOP)])

@@ -419,6 +419,7 @@ def test_frame_match_reports_the_exception() -> None:
     assert (failure.rule, failure.message) == ("common.torch_symm_mem", "KeyError: 12")
 
 
+@pytest.mark.usefixtures("rules_alone")
 def test_symm_mem_warning_is_not_a_failure() -> None:
     lines = [
         "[TP0] TorchSymmMemCommunicator: Device capability 8.6 not supported, communicator "
@@ -430,6 +431,7 @@ def test_symm_mem_warning_is_not_a_failure() -> None:
     assert failure.cause == Cause.UNKNOWN and failure.rule is None
 
 
+@pytest.mark.usefixtures("rules_alone")
 def test_catch_all_rule_reports_the_traceback_message() -> None:
     lines = [SCHED, FRAME, "KeyError: 'rope_theta'", SIGQUIT]
     failure = classify(lines, load_rules("sglang"), phase=Phase.LOAD, exit_code=-9, argv=[], env={})
@@ -460,6 +462,7 @@ def test_fallback_sigkill_points_above() -> None:
     assert failure.message == "ValueError: bad rope"
 
 
+@pytest.mark.usefixtures("rules_alone")
 def test_fallback_traceback_and_plain_unknown() -> None:
     failure = classify(
         ["Traceback (most recent call last):", '  File "a.py", line 1', "KeyError: 'x'", "bye"],
@@ -709,6 +712,7 @@ def test_a_rule_with_near_must_not_be_fatal(tmp_path: Path) -> None:
         load_rule_file(bad)
 
 
+@pytest.mark.usefixtures("rules_alone")
 def test_no_rule_evidence_is_the_last_exception_and_the_phase_its_frames() -> None:
     core = "(EngineCore_DP0 pid=1) ERROR 01-01 12:00:00 [core.py:1] "
     lines = [
@@ -724,6 +728,7 @@ def test_no_rule_evidence_is_the_last_exception_and_the_phase_its_frames() -> No
     assert lines[3] in failure.evidence
 
 
+@pytest.mark.usefixtures("rules_alone")
 def test_last_exception_without_a_traceback_header() -> None:
     lines = ["INFO starting", "ValueError: something odd in the config", "INFO bye"]
     failure = classify(
@@ -748,6 +753,7 @@ def test_healthy_log_is_no_failure(tmp_path: Path) -> None:
     assert failed is not None and failed.message == "exited with code 3"
 
 
+@pytest.mark.usefixtures("rules_alone")
 def test_a_line_wrapped_mid_word_still_matches() -> None:
     lines = [
         "ERROR 01-01 12:00:00 [core.py:1] ValueError: No available memory for the cache bl",
@@ -869,6 +875,7 @@ def test_every_common_rule_has_an_example() -> None:
     assert set(COMMON_EXAMPLES) == {r.id for r in load_rules("command")}
 
 
+@pytest.mark.usefixtures("rules_alone")
 @pytest.mark.parametrize("rule_id", sorted(COMMON_EXAMPLES))
 def test_common_rule_recognises_its_family(rule_id: str) -> None:
     rules = load_rules("command")

@@ -137,9 +137,9 @@ def test_node_side_imports_no_optuna_ray_mlflow() -> None:
     code = (
         "import sys, autotune.node, autotune.node.runner, autotune.node.bench, "
         "autotune.node.failures, autotune.node.readiness, autotune.node.process, "
-        "autotune.node.gpu; "
+        "autotune.node.gpu, autotune.node.learned; "
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
-        "{'optuna', 'ray', 'mlflow', 'yaml'} "
+        "{'optuna', 'ray', 'mlflow', 'yaml', 'numpy', 'scipy', 'sklearn'} "
         "or m.startswith(('autotune.space', 'autotune.rules'))); "
         "print(bad)"
     )

@@ -75,6 +75,7 @@ def test_orphans_are_killed(make_spec: SpecMaker) -> None:
     assert not NodeState().path.exists()
 
 
+@pytest.mark.usefixtures("rules_alone")
 @pytest.mark.parametrize(
     ("scenario", "outcome", "cause", "phase", "exit_code"),
     [

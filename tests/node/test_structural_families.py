@@ -152,6 +152,7 @@ def test_a_table_showing_a_model_unavailable_is_not_ready() -> None:
     assert phase != Phase.BENCHMARK.value
 
 
+@pytest.mark.usefixtures("rules_alone")
 @pytest.mark.parametrize(
     "lines",
     [
@@ -201,6 +202,7 @@ NATIVE_DUMPS = {
 }
 
 
+@pytest.mark.usefixtures("rules_alone")
 @pytest.mark.parametrize("runtime", sorted(NATIVE_DUMPS))
 def test_a_log_that_stops_in_a_native_stack_dump_is_no_hang(runtime: str) -> None:
     dump = NATIVE_DUMPS[runtime]
@@ -290,6 +292,7 @@ def test_a_benchmark_that_lost_no_request_is_not_an_error() -> None:
     assert failure is None or failure.cause != Cause.BENCHMARK_ERRORS
 
 
+@pytest.mark.usefixtures("rules_alone")
 @pytest.mark.parametrize(
     ("line", "family"),
     [

@@ -53,6 +53,7 @@ from autotune.node.families import (
     name_family,
     names,
 )
+from autotune.node.learned import guess
 from autotune.node.literals import required
 from autotune.node.logparse import LogLine, detect_engine, parse_log, strip_prefix
 
@@ -1689,9 +1690,12 @@ def _classify(
     env: dict[str, str],
     engine: str | None,
     milestones: Sequence[Milestone],
+    learnt: bool = True,
 ) -> tuple[Failure, bool]:
     """What :func:`_classify_log` answers, but a model refused by a registry that lists it
-    as supported is an installation problem, whichever of its many answers named the model."""
+    as supported is an installation problem, whichever of its many answers named the model;
+    and a failed run the rules call ``unknown`` gets the cause learnt from the corpus's words
+    where the model names one (``learnt``: node/learned.py)."""
     failure, healthy = _classify_log(
         lines,
         rules,
@@ -1705,7 +1709,37 @@ def _classify(
     if failure.cause == Cause.MODEL_UNSUPPORTED and _listed_refusal(lines) is not None:
         update = {"cause": Cause.IMPORT_ERROR, "hint": _LISTED_HINT, "phase": Phase.LAUNCH}
         failure = failure.model_copy(update=update)
+    if learnt and failure.cause == Cause.UNKNOWN and not healthy:
+        failure = _learnt_cause(failure, lines, rules, exit_code)
     return failure, healthy
+
+
+def _learnt_cause(
+    failure: Failure, lines: Sequence[str], rules: Sequence[Rule], exit_code: int | None
+) -> Failure:
+    """``failure`` (cause ``unknown``) with the cause the learnt model names, its evidence the
+    lines whose words weighed most, that cause's phase (the one phase its family happens in,
+    else the log's progress, else what the cause implies) and hint; as it was if the model
+    names none."""
+    found = guess(lines, exit_code)
+    if found is None:
+        return failure
+    cause = Cause(found.cause)
+    phase = _family_phase(cause, "\n".join(found.evidence)) or (
+        CAUSE_PHASE.get(cause, Phase.LAUNCH) if failure.phase == Phase.LAUNCH else failure.phase
+    )
+    hint, permanent = _cause_hint(cause, phase, rules)
+    said = found.evidence[0] if found.evidence else failure.message
+    update = {
+        "cause": cause,
+        "phase": phase,
+        "hint": hint,
+        "permanent": permanent,
+        "evidence": found.evidence or failure.evidence,
+        "rule": "learnt",
+        "message": _trim(f"learnt from the corpus (p={found.probability:.2f}): {said}"),
+    }
+    return failure.model_copy(update=update)
 
 
 def _classify_log(
@@ -2107,6 +2141,7 @@ def is_failure(failure: Failure, lines: Sequence[str]) -> bool:
         env={},
         engine=failure.engine,
         milestones=GENERIC_MILESTONES,
+        learnt=False,
     )
     return failure.rule is not None or failure.cause != Cause.UNKNOWN or not healthy
 
@@ -2138,11 +2173,13 @@ def diagnose_lines(
     argv: Sequence[str] = (),
     env: dict[str, str] | None = None,
     engine: str | None = None,
+    learnt: bool = True,
 ) -> Failure | None:
     """Classify a log after the fact: the failure, or None when the log is healthy.
 
     The same classifier as a trial's (:func:`classify`); the phase comes from the log's own
-    progress lines (``milestones``, generic ones when None).
+    progress lines (``milestones``, generic ones when None). ``learnt=False``: the rules
+    alone, no learnt cause for their ``unknown`` (the benches' baseline).
     """
     marks = GENERIC_MILESTONES if milestones is None else (*milestones, *GENERIC_MILESTONES)
     failure, healthy = _classify(
@@ -2154,6 +2191,7 @@ def diagnose_lines(
         env=env or {},
         engine=engine,
         milestones=marks,
+        learnt=learnt,
     )
     return None if healthy else failure
 

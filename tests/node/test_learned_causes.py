@@ -1,0 +1,72 @@
+"""The cause learnt from the corpus's words (node/learned.py): it names a failed run the rules
+call ``unknown``, with the lines it rests on, the phase, the engine and that cause's hint; it
+never answers ``ok``; and the dress of the log does not change it."""
+
+from __future__ import annotations
+
+import pytest
+from tests.node.corpus_helpers import DRESSES
+
+from autotune.diagnosis import diagnose_text
+from autotune.models import Cause
+from autotune.node import learned
+
+# SGLang's early router: a batch ran the request pool dry, so its allocation came back None
+# and the next line failed on it. No rule knows these words; the corpus's KV-pool logs do.
+POOL_RAN_DRY = """Exception in ModelRpcServer:
+Traceback (most recent call last):
+  File "/app/sglang/srt/managers/router/model_rpc.py", line 160, in exposed_step
+    self.forward_step()
+  File "/app/sglang/srt/managers/router/model_rpc.py", line 390, in forward_fill_batch
+    batch.prepare_for_extend(self.model_config.vocab_size)
+  File "/app/sglang/srt/managers/router/infer_batch.py", line 210, in prepare_for_extend
+    req_pool_indices_cpu = req_pool_indices.cpu().numpy()
+AttributeError: 'NoneType' object has no attribute 'cpu'
+"""
+
+
+def test_the_rules_alone_call_it_unknown() -> None:
+    failure = diagnose_text(POOL_RAN_DRY, learnt=False).failure
+    assert failure is not None and failure.cause == Cause.UNKNOWN
+
+
+def test_a_log_the_rules_miss_gets_the_learnt_cause_with_its_evidence() -> None:
+    found = diagnose_text(POOL_RAN_DRY)
+    failure = found.failure
+    assert failure is not None
+    assert failure.cause == Cause.KV_POOL_OOM
+    assert failure.rule == "learnt"
+    assert failure.evidence and all(line in POOL_RAN_DRY for line in failure.evidence)
+    assert failure.phase is not None
+    assert "KV" in failure.hint  # the hint of the cause named, not the unknown's
+    assert failure.engine == found.engine
+    assert "learnt from the corpus" in failure.message
+
+
+@pytest.mark.parametrize("dress", sorted(DRESSES))
+def test_the_dress_of_the_log_does_not_change_the_learnt_cause(dress: str) -> None:
+    dressed = "\n".join(DRESSES[dress](POOL_RAN_DRY.splitlines()))
+    failure = diagnose_text(dressed).failure
+    assert failure is not None and failure.cause == Cause.KV_POOL_OOM
+
+
+def test_a_model_that_says_ok_leaves_the_rules_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
+    leaning_ok = learned._Weights(  # every log scores highest for ok
+        classes=["cuda_oom", "ok"], intercept=[0.0, 5.0], idf={"nonetype": 1.0}, coef={}
+    )
+    monkeypatch.setattr(learned, "_weights", lambda: leaning_ok)
+    assert learned.guess(POOL_RAN_DRY.splitlines()) is None
+    failure = diagnose_text(POOL_RAN_DRY).failure
+    assert failure is not None and failure.cause == Cause.UNKNOWN
+
+
+def test_a_healthy_log_stays_ok() -> None:
+    healthy = "INFO:     Started server process [1]\nINFO:     Application startup complete.\n"
+    healthy += "INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)\n"
+    assert diagnose_text(healthy).failure is None
+
+
+def test_the_weights_ship_and_are_read_without_numpy() -> None:
+    weights = learned._weights()
+    assert weights is not None and "ok" in weights.classes
+    assert len(weights.intercept) == len(weights.classes)

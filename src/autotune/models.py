@@ -711,6 +711,11 @@ class Metrics(_Frozen):
         return out
 
 
+# ``Failure.rule`` of a cause learnt from a log's words where no rule named one (node/learned.py):
+# a guess, so the study builds no rule on it (study/deadends.py).
+LEARNT_RULE = "learnt"
+
+
 class Failure(_Frozen):
     """Why a trial did not produce valid metrics."""
 
@@ -725,6 +730,11 @@ class Failure(_Frozen):
     log_tail: list[str] = Field(default_factory=list)
     message: str = ""  # one line, for tables
     engine: str | None = None  # the engine the log reads as written by (node/logparse.py)
+
+    @property
+    def learnt(self) -> bool:
+        """The cause is the learnt model's guess, not a rule's or a family's reading."""
+        return self.rule == LEARNT_RULE
 
 
 class Timings(_Frozen):

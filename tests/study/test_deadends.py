@@ -175,3 +175,27 @@ def test_a_crash_of_another_cause_blames_no_choice_that_ran_nowhere() -> None:
     crashed = {"bs": 64, "buf": 4, "policy": "lpm", "allreduce": "fusion"}
     rec = d.add(7, crashed, _fail(Cause.ASSERTION), ran=ran)
     assert rec is not None and rec.blame == {}
+
+
+def test_a_learnt_guess_makes_no_rule_of_its_cause() -> None:
+    """A cause learnt from words (node/learned.py), where the rules said ``unknown``, marks its
+    own configuration only: no memory rule, no blamed choice, no stop on the baseline."""
+    from autotune.models import LEARNT_RULE
+    from autotune.study.deadends import Doom
+
+    d = DeadEnds(SPACE)
+    ran = [{"bs": 64, "buf": 4, "policy": "lpm", "allreduce": "nccl"}]
+    crashed = {"bs": 64, "buf": 4, "policy": "lpm", "allreduce": "fusion"}
+    guess = Failure(cause=Cause.IMPORT_ERROR, phase=Phase.LAUNCH, rule=LEARNT_RULE)
+    assert guess.learnt and not _fail(Cause.IMPORT_ERROR).learnt
+    rec = d.add(5, crashed, guess, ran=ran)
+    assert rec is not None and rec.blame == {} and not rec.memory
+    assert d.why(crashed) is not None
+    assert d.why({**crashed, "bs": 512}) is None
+
+    oom = Failure(cause=Cause.CUDA_OOM, phase=Phase.LOAD, rule=LEARNT_RULE)
+    d.add(6, {"bs": 64, "buf": 8, "policy": "lpm", "allreduce": "nccl"}, oom)
+    assert d.why({"bs": 128, "buf": 16, "policy": "lpm", "allreduce": "nccl"}) is None
+
+    doom = Doom()
+    assert doom.observe(baseline=True, failure=guess, crashed=True) is None

@@ -33,7 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from autotune.models import INFRA_CAUSES, Cause, Failure, Milestone, Phase, Rule
+from autotune.models import INFRA_CAUSES, LEARNT_RULE, Cause, Failure, Milestone, Phase, Rule
 from autotune.node.families import (
     BUILDING_FAILED,
     CONTEXT_LINE,
@@ -1719,8 +1719,9 @@ def _learnt_cause(
 ) -> Failure:
     """``failure`` (cause ``unknown``) with the cause the learnt model names, its evidence the
     lines whose words weighed most, that cause's phase (the one phase its family happens in,
-    else the log's progress, else what the cause implies) and hint; as it was if the model
-    names none."""
+    else the log's progress, else what the cause implies) and hint, as permanent as the rules'
+    ``unknown`` was (a guess marks its own configuration only: study/deadends.py); as it was if
+    the model names none."""
     found = guess(lines, exit_code)
     if found is None:
         return failure
@@ -1728,15 +1729,14 @@ def _learnt_cause(
     phase = _family_phase(cause, "\n".join(found.evidence)) or (
         CAUSE_PHASE.get(cause, Phase.LAUNCH) if failure.phase == Phase.LAUNCH else failure.phase
     )
-    hint, permanent = _cause_hint(cause, phase, rules)
+    hint, _ = _cause_hint(cause, phase, rules)
     said = found.evidence[0] if found.evidence else failure.message
     update = {
         "cause": cause,
         "phase": phase,
         "hint": hint,
-        "permanent": permanent,
         "evidence": found.evidence or failure.evidence,
-        "rule": "learnt",
+        "rule": LEARNT_RULE,
         "message": _trim(f"learnt from the corpus (p={found.probability:.2f}): {said}"),
     }
     return failure.model_copy(update=update)

@@ -84,15 +84,18 @@ class DeadEnds:
         """
         if not failure.permanent or failure.cause in (Cause.DEAD_END, Cause.CONSTRAINT):
             return None
+        # A learnt guess (Failure.learnt) marks its own configuration only: no rule is built
+        # on a cause read from words alone.
+        cause = Cause.UNKNOWN if failure.learnt else failure.cause
         blame = blamed_params(self.spec, config, failure)
-        if not blame and failure.cause in INHERENT_CAUSES:
+        if not blame and cause in INHERENT_CAUSES:
             blame = self._novel_choices(config, ran)
         record = DeadEnd(
             trial=trial,
             cause=failure.cause.value,
             config=dict(config),
             blame=blame,
-            memory=failure.cause in MEMORY_CAUSES,
+            memory=cause in MEMORY_CAUSES,
         )
         self.records.append(record)
         return record
@@ -173,8 +176,9 @@ class Doom:
     """Notices a study that cannot succeed, so it stops at once with one line saying why.
 
     A baseline that fails with ``invalid_argument`` or ``import_error`` (the command is wrong,
-    not a value), or the first launches all failing with the same cause (3 for those causes,
-    ``SAME_CAUSE_STOP`` for others) with no success in between.
+    not a value; read by a rule, not guessed: ``Failure.learnt``), or the first launches all
+    failing with the same cause (3 for those causes, ``SAME_CAUSE_STOP`` for others) with no
+    success in between.
     """
 
     def __init__(self) -> None:
@@ -191,7 +195,8 @@ class Doom:
         if self.reason is not None:
             return self.reason
         said = f": {self._first_message}" if self._first_message else ""
-        if baseline and crashed and failure is not None and failure.cause in COMMAND_CAUSES:
+        command = failure is not None and failure.cause in COMMAND_CAUSES and not failure.learnt
+        if baseline and crashed and failure is not None and command:
             msg = failure.message or (failure.evidence or [""])[0]
             self.reason = (
                 f"the baseline failed with {failure.cause.value}{': ' + msg if msg else ''}; "

@@ -1,0 +1,371 @@
+"""Does the search's model predict the landscape, or does its acquisition spend launches badly?
+
+Replays the default's studies (the runner of ``python -m bench.search``) and, at each proposal
+of the model phase, with the models that proposal was planned with, measures against the
+landscape's noise-free value (``families.truth``; % of the instance's optimum, as the suite
+scores):
+
+- fit: Spearman rank correlation between the model's predicted mean and the truth on 500
+  random configurations that do not crash and pass the space's checks (``global``), on 200
+  near the incumbent (the launch with the best predicted mean, one or two settings moved:
+  ``local``), and on the candidates the acquisition scored (``pool``; crashing ones left out);
+- acquisition: the truth of the proposal, of the candidate with the best predicted mean
+  (among those the acquisition did not rule out), of the best candidate scored (the regret of
+  the acquisition inside its own candidate set), and of the incumbent;
+- calibration: whether the next launch's measured value (log, as the model sees it) lies in
+  the model's 90% predictive interval (its mean +- 1.645 sd, the noise included).
+
+The proposals are the default's own: the model step is replayed with the sampler's code and
+random draws, only observed (each study's score must equal the suite's).
+
+    PYTHONPATH=src .venv/bin/python -m bench.search.fit_quality
+    PYTHONPATH=src .venv/bin/python -m bench.search.fit_quality --families curve10 --instances 0:1
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import optuna
+from bench.search import families as fam
+from bench.search.__main__ import score
+from bench.search.harness import run_driver
+from scipy.stats import spearmanr
+
+from autotune.search import sampler as smod
+from autotune.search.model import expected_improvement
+from autotune.search.space import encode, key
+
+Z90 = 1.6449
+
+
+@dataclass
+class Step:
+    """One model-phase proposal, measured."""
+
+    rho_global: float
+    rho_local: float
+    rho_pool: float
+    proposal: float | None  # truth, % of the optimum (None: it crashes)
+    greedy: float | None  # the candidate with the best predicted mean
+    oracle: float  # the best truth among the candidates scored
+    incumbent: float | None
+    config: dict[str, Any] = field(default_factory=dict)
+    mu: float = 0.0  # predicted (log) mean and predictive sd of the proposal
+    sd: float = 0.0
+    inside: bool | None = None  # the next launch's value inside the 90% interval
+    exploit: float | None = None  # argmax of mean x P(no crash)^risk among the candidates
+    # by model (``ALTERNATIVES``): rho global, rho local, rho pool, truth of its pick
+    alt: dict[str, tuple[float, float, float, float | None]] = field(default_factory=dict)
+
+
+STEPS: list[Step] = []
+SHAPE: fam.Shape | None = None
+OPT = 1.0
+
+
+def _truth(c: dict[str, Any]) -> float | None:
+    assert SHAPE is not None
+    t = fam.truth(SHAPE, c)
+    return None if t is None else 100.0 * t / OPT
+
+
+def _rho(a: list[float], b: list[float]) -> float:
+    if len(a) < 3:
+        return math.nan
+    r = spearmanr(a, b).statistic
+    return float(r) if np.isfinite(r) else math.nan
+
+
+def _probe(
+    self: smod.Sampler, h: smod.History, incumbent: dict[str, Any], n: int, near: bool
+) -> tuple[list[dict[str, Any]], list[float]]:
+    """``n`` configurations that run, with their truth: random ones, or the incumbent with one
+    or two settings moved."""
+    rng = np.random.default_rng([len(h.ran), int(near), 7])
+    names = [name for name in h.params if name in incumbent]
+    configs: list[dict[str, Any]] = []
+    truths: list[float] = []
+    for _ in range(n * 20):
+        if len(configs) >= n:
+            break
+        if near:
+            c = dict(incumbent)
+            for k in rng.permutation(len(names))[: rng.integers(1, 3)]:
+                c[names[k]] = self._draw(h.params[names[k]], rng)
+        else:
+            c = {name: self._draw(p, rng) for name, p in h.params.items()}
+        c = self._complete(h, c)
+        if self.feasible is not None and not self.feasible(c):
+            continue
+        t = _truth(c)
+        if t is None:
+            continue
+        configs.append(c)
+        truths.append(t)
+    return configs, truths
+
+
+def _ranks(gp: Any, params: list[Any], probe: tuple[list[dict[str, Any]], list[float]]) -> float:
+    if len(probe[0]) < 3:
+        return math.nan
+    mu, _ = gp.predict(encode(params, probe[0]))
+    return _rho(list(mu), probe[1])
+
+
+def _distance(x: np.ndarray, row: np.ndarray, numeric: np.ndarray) -> np.ndarray:
+    """Squared distance of each row of ``x`` from ``row``: numbers by place, a choice or an
+    absent value 1 where it differs."""
+    d = np.zeros(len(x))
+    for j in range(x.shape[1]):
+        a, b = x[:, j], row[j]
+        lack = np.isnan(a) | np.isnan(b)
+        diff = (a - b) ** 2 if numeric[j] else (a != b).astype(float)
+        d += np.where(lack, (np.isnan(a) != np.isnan(b)).astype(float), np.nan_to_num(diff))
+    return d
+
+
+ALTERNATIVES = ("default", "local half", "length 0.12", "rank y")
+
+
+def _alternatives(
+    self: smod.Sampler,
+    h: smod.History,
+    fit: smod.Fit,
+    incumbent: dict[str, Any],
+    probes: list[Any],
+    pool: list[dict[str, Any]],
+    truths: list[float | None],
+) -> dict[str, tuple[float, float, float, float | None]]:
+    """Other models fitted on the same launches, each with its rank correlations on
+    ``probes`` and on the candidates, and the truth of its own pick among the same candidates
+    (expected improvement x P(no crash)^risk): the default; a local model (the half of the
+    launches nearest the incumbent, at least 10); a lengthscale of 0.12 instead of 0.25; the
+    objective replaced by its normal scores (ranks)."""
+    from scipy.stats import norm, rankdata
+
+    from autotune.search import model as mmod
+
+    numeric = np.array([p.numeric for p in fit.params])
+    x, y = encode(fit.params, h.ran), np.array(h.y)
+    xp = encode(fit.params, pool)
+    crash = fit.crashes.probability(xp)
+    penalty = self._risk * np.log1p(-np.minimum(crash, 0.999))
+    penalty = np.where(fit.crashes.certain(xp), -np.inf, penalty)
+    ok = [i for i, t in enumerate(truths) if t is not None]
+    near = np.argsort(_distance(x, encode(fit.params, [incumbent])[0], numeric))
+    near = near[: max(10, len(near) // 2)]
+    models: dict[str, Any] = {"default": fit.gp}
+    models["local half"] = mmod.AdditiveGP(x[near], y[near], numeric)
+    old = mmod.LENGTH
+    mmod.LENGTH = 0.12
+    try:
+        models["length 0.12"] = mmod.AdditiveGP(x, y, numeric)
+    finally:
+        mmod.LENGTH = old
+    models["rank y"] = mmod.AdditiveGP(x, norm.ppf((rankdata(y) - 0.5) / len(y)), numeric)
+    out = {}
+    for name, gp in models.items():
+        level = float(np.max(gp.predict(x)[0]))
+        mu, sd = gp.predict(xp)
+        pick = int(np.argmax(np.log(expected_improvement(mu, sd, level) + 1e-12) + penalty))
+        out[name] = (
+            _ranks(gp, fit.params, probes[0]),
+            _ranks(gp, fit.params, probes[1]),
+            _rho([float(mu[i]) for i in ok], [truths[i] for i in ok]),  # type: ignore[misc]
+            truths[pick],
+        )
+    return out
+
+
+def _model(
+    self: smod.Sampler, h: smod.History, rng: np.random.Generator, fit: smod.Fit
+) -> dict[str, Any] | None:
+    """``Sampler._model``, step for step (same draws, same choice), observed."""
+    mean, _ = fit.gp.predict(encode(fit.params, h.ran))
+    best = int(np.argmax(mean))
+    incumbent, level = h.ran[best], float(mean[best])
+    tops = [h.ran[i] for i in np.argsort(mean)[::-1][:8]]
+
+    def score_(cs: list[dict[str, Any]]) -> np.ndarray:
+        x = encode(fit.params, cs)
+        mu, sd = fit.gp.predict(x)
+        return self._weigh(fit, expected_improvement(mu, sd, level), x)
+
+    pool = self._candidates(h, incumbent, tops, rng)
+    if not pool:
+        return None
+    scores = score_(pool)
+    keys = {key(c) for c in pool}
+    for _ in range(2):
+        top = [pool[i] for i in np.argsort(scores)[::-1][:4]]
+        more = [c for t in top for c in self._neighbours(h, t, rng)]
+        more = [c for c in self._unique(h, more) if key(c) not in keys]
+        keys |= {key(c) for c in more}
+        if not more:
+            break
+        pool += more
+        scores = np.concatenate([scores, score_(more)])
+    if not np.isfinite(scores.max()):
+        return None
+    chosen = pool[int(np.argmax(scores))]
+    # -- observed, nothing above depends on it --
+    mu, sd = fit.gp.predict(encode(fit.params, pool))
+    truths = [_truth(c) for c in pool]
+    ok = [i for i, t in enumerate(truths) if t is not None]
+    open_ = np.isfinite(scores)
+    greedy = int(np.argmax(np.where(open_, mu, -np.inf)))
+    j = int(np.argmax(scores))
+    pred_sd = math.sqrt(float(sd[j]) ** 2 + fit.gp.noise**2)
+    p = fit.crashes.probability(encode(fit.params, pool))
+    exploit = int(
+        np.argmax(np.where(open_, mu + self._risk * np.log1p(-np.minimum(p, 0.999)), -np.inf))
+    )
+    probes = [
+        _probe(self, h, incumbent, 500, near=False),
+        _probe(self, h, incumbent, 200, near=True),
+    ]
+    STEPS.append(
+        Step(
+            _ranks(fit.gp, fit.params, probes[0]),
+            _ranks(fit.gp, fit.params, probes[1]),
+            _rho([float(mu[i]) for i in ok], [truths[i] for i in ok]),  # type: ignore[misc]
+            truths[j],
+            truths[greedy],
+            max((truths[i] for i in ok), default=0.0),  # type: ignore[type-var]
+            _truth(incumbent),
+            dict(chosen),
+            float(mu[j]),
+            pred_sd,
+            exploit=truths[exploit],
+            alt=_alternatives(self, h, fit, incumbent, probes, pool, truths),
+        )
+    )
+    return chosen
+
+
+def _calibrate(steps: list[Step], launches: list[Any]) -> None:
+    """Each step's ``inside``: its proposal's launch (the first of that configuration after
+    the screen) measured inside the 90% interval (crashed or never launched: None)."""
+    model = [la for la in launches if la.kind == "search" and la.source == "model"]
+    for st, la in zip(steps, model, strict=False):
+        if key(la.config) != key(st.config):
+            continue  # a proposal the driver did not launch as planned
+        if la.crashed or la.value is None or la.value <= 0:
+            continue
+        st.inside = abs(math.log(la.value) - st.mu) <= Z90 * st.sd
+
+
+def _m(xs: list[float]) -> str:
+    xs = [x for x in xs if x is not None and not math.isnan(x)]
+    if not xs:
+        return "-"
+    se = statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 1 else 0.0
+    return f"{statistics.mean(xs):.2f} ({se:.2f})"
+
+
+def _study_means(rows: list[list[Step]], f: Any) -> list[float]:
+    """Per study, the mean of ``f`` over its steps (None left out); SE is over studies."""
+    out = []
+    for steps in rows:
+        xs = [v for st in steps if (v := f(st)) is not None and not math.isnan(v)]
+        if xs:
+            out.append(statistics.mean(xs))
+    return out
+
+
+def table(per_family: dict[str, list[list[Step]]]) -> str:
+    cols = [
+        ("steps", None),
+        ("rho global", lambda s: s.rho_global),
+        ("rho local", lambda s: s.rho_local),
+        ("rho pool", lambda s: s.rho_pool),
+        ("incumbent %", lambda s: s.incumbent),
+        ("proposal %", lambda s: s.proposal),
+        ("proposal crashes", lambda s: float(s.proposal is None)),
+        ("argmax-mean %", lambda s: s.greedy),
+        ("argmax-mean crashes", lambda s: float(s.greedy is None)),
+        ("exploit %", lambda s: s.exploit),
+        ("exploit crashes", lambda s: float(s.exploit is None)),
+        ("best candidate %", lambda s: s.oracle),
+        ("regret in pool", lambda s: None if s.proposal is None else s.oracle - s.proposal),
+        (
+            "proposal beats incumbent",
+            lambda s: (
+                None
+                if s.proposal is None or s.incumbent is None
+                else float(s.proposal > s.incumbent)
+            ),
+        ),
+        ("in 90% interval", lambda s: None if s.inside is None else float(s.inside)),
+        ("calibrated steps", None),
+    ]
+    out = ["| family | " + " | ".join(c for c, _ in cols) + " |"]
+    out.append("| --- " * (len(cols) + 1) + "|")
+    for family, rows in per_family.items():
+        cells = [f"{sum(len(r) for r in rows) / len(rows):.1f}"]
+        cells += [_m(_study_means(rows, f)) for _, f in cols[1:-1]]
+        cells.append(str(sum(st.inside is not None for r in rows for st in r)))
+        out.append(f"| {family} | " + " | ".join(cells) + " |")
+    out += ["", "Other models on the same launches and the same candidates (one step, not run on):"]
+    out.append(
+        "| family | model | rho global | rho local | rho pool | its pick % | its pick crashes |"
+    )
+    out.append("| --- " * 7 + "|")
+    for family, rows in per_family.items():
+        for name in ALTERNATIVES:
+            cells = [_m(_study_means(rows, lambda s, k=k, n=name: s.alt[n][k])) for k in range(3)]
+            cells.append(_m(_study_means(rows, lambda s, n=name: s.alt[n][3])))
+            cells.append(_m(_study_means(rows, lambda s, n=name: float(s.alt[n][3] is None))))
+            out.append(f"| {family} | {name} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--families", default="curve10,ridge11,paired10,interact")
+    ap.add_argument("--instances", default="0:4")
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--trials", type=int, default=30)
+    ap.add_argument("-v", "--verbose", action="store_true")
+    a = ap.parse_args(argv)
+    global SHAPE, OPT
+    from bench.search import harness
+
+    harness.WINDOWS = 3  # as ``--prune``
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    smod.Sampler._model = _model  # type: ignore[method-assign]
+    lo, hi = (int(x) for x in a.instances.split(":"))
+    per_family: dict[str, list[list[Step]]] = {}
+    start = time.monotonic()
+    for family in a.families.split(","):
+        for i in range(lo, hi):
+            land = fam.family(family, i)
+            SHAPE, OPT = fam.shape(family, i), land.optimum()
+            for seed in range(a.seeds):
+                STEPS.clear()
+                launches = run_driver(land, seed, a.trials)
+                s = score(land, family, "autotune", seed, launches, 0.0)
+                _calibrate(STEPS, launches)
+                per_family.setdefault(family, []).append(list(STEPS))
+                if a.verbose:
+                    print(
+                        f"{land.name} seed {seed}: {s.answer:.1f}% {len(STEPS)} steps", flush=True
+                    )
+    print(
+        f"{a.families} x instances {a.instances} x {a.seeds} seeds, {a.trials} launches, pruned; "
+        f"{time.monotonic() - start:.0f} s. Means over studies (each the mean of its model "
+        "steps), SE over studies; % of the optimum, noise-free."
+    )
+    print(table(per_family))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -4,7 +4,10 @@ never used to write one. Prints accuracy with its standard error, recall per cau
 failed runs were answered ``ok``, and, where the labels say whether the pasted text shows its
 cause at all (``in_log``), accuracy on each part.
 
-    python bench/diagnosis_blind.py [--dir tests/data/crashlogs-blind5] [--misses]
+    python bench/diagnosis_blind.py [--dir tests/data/crashlogs-blind5] [--misses] [--rules-alone]
+
+``--rules-alone``: the rules' own answers, without the cause learnt from the corpus where they
+say ``unknown`` (node/learned.py; decision 0026).
 
 Without ``--dir`` it reads the highest-numbered ``crashlogs-blind*`` folder there is. A blind
 set that has served is folded into ``tests/data/crashlogs`` as a batch (the fourth is batch
@@ -42,6 +45,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--misses", action="store_true", help="list every log answered wrong")
     parser.add_argument("--dir", type=Path, help="the blind set's folder (labels.csv and logs)")
+    parser.add_argument("--rules-alone", action="store_true", help="no learnt cause (0026)")
     args = parser.parse_args(argv)
     blind = args.dir or newest_blind_set()
     if blind is None or not (blind / "labels.csv").is_file():
@@ -61,7 +65,7 @@ def main(argv: list[str] | None = None) -> None:
     by_trace: dict[str, list[int]] = {}  # in_log -> [right, logs]
     for row in rows:
         text = (blind / f"{row['id']}.log").read_text(encoding="utf-8", errors="replace")
-        failure = diagnose_text(text, exit_code=exit_code(row)).failure
+        failure = diagnose_text(text, exit_code=exit_code(row), learnt=not args.rules_alone).failure
         got = "ok" if failure is None else failure.cause.value
         total[row["cause"]] += 1
         if got == row["cause"]:

@@ -15,11 +15,19 @@ scores):
 - calibration: whether the next launch's measured value (log, as the model sees it) lies in
   the model's 90% predictive interval (its mean +- 1.645 sd, the noise included).
 
+``--models`` adds surrogates of other kinds refitted on the same launches at the same steps
+(``extratrees``, ``gp_ard`` from sklearn, bench only; ``ensemble[...]``: the mean of the
+per-model ranks of the additive GP and one of those), each with its rank correlations and its
+pick among the same candidates (argmax of mean x P(no crash)^risk).
+
 The proposals are the default's own: the model step is replayed with the sampler's code and
 random draws, only observed (each study's score must equal the suite's).
 
     PYTHONPATH=src .venv/bin/python -m bench.search.fit_quality
     PYTHONPATH=src .venv/bin/python -m bench.search.fit_quality --families curve10 --instances 0:1
+    PYTHONPATH=src .venv/bin/python -m bench.search.fit_quality \
+        --families interact,mixed7,curve10,ridge11,paired10 \
+        --models "additive,extratrees,gp_ard,ensemble[extratrees],ensemble[gp_ard]"
 """
 
 from __future__ import annotations

@@ -15,11 +15,19 @@ scores):
 - calibration: whether the next launch's measured value (log, as the model sees it) lies in
   the model's 90% predictive interval (its mean +- 1.645 sd, the noise included).
 
+``--models`` adds surrogates of other kinds refitted on the same launches at the same steps
+(``extratrees``, ``gp_ard`` from sklearn, bench only; ``ensemble[...]``: the mean of the
+per-model ranks of the additive GP and one of those), each with its rank correlations and its
+pick among the same candidates (argmax of mean x P(no crash)^risk).
+
 The proposals are the default's own: the model step is replayed with the sampler's code and
 random draws, only observed (each study's score must equal the suite's).
 
     PYTHONPATH=src .venv/bin/python -m bench.search.fit_quality
     PYTHONPATH=src .venv/bin/python -m bench.search.fit_quality --families curve10 --instances 0:1
+    PYTHONPATH=src .venv/bin/python -m bench.search.fit_quality \
+        --families interact,mixed7,curve10,ridge11,paired10 \
+        --models "additive,extratrees,gp_ard,ensemble[extratrees],ensemble[gp_ard]"
 """
 
 from __future__ import annotations
@@ -63,9 +71,14 @@ class Step:
     exploit: float | None = None  # argmax of mean x P(no crash)^risk among the candidates
     # by model (``ALTERNATIVES``): rho global, rho local, rho pool, truth of its pick
     alt: dict[str, tuple[float, float, float, float | None]] = field(default_factory=dict)
+    # by surrogate (``--models``, ``SURROGATES``): rho random, rho near, rho pool, truth of
+    # its pick (argmax of mean x P(no crash)^risk among the candidates the acquisition left open)
+    rank: dict[str, tuple[float, float, float, float | None]] = field(default_factory=dict)
 
 
 STEPS: list[Step] = []
+ALTERNATIVES = ("default", "local half", "length 0.12", "rank y")
+MODELS: list[str] = list(ALTERNATIVES)  # ``--models``: which other models to measure
 SHAPE: fam.Shape | None = None
 OPT = 1.0
 
@@ -131,7 +144,93 @@ def _distance(x: np.ndarray, row: np.ndarray, numeric: np.ndarray) -> np.ndarray
     return d
 
 
-ALTERNATIVES = ("default", "local half", "length 0.12", "rank y")
+# surrogates of other kinds on the same launches (bench only: the product does not import
+# sklearn); each ensemble is the mean of the per-model ranks of the additive GP and one other
+SURROGATES = ("additive", "extratrees", "gp_ard", "ensemble[extratrees]", "ensemble[gp_ard]")
+TUNING = ("interact", "mixed7")  # the ensemble's partner is chosen on these families alone
+
+
+def _fit_other(name: str, x: np.ndarray, y: np.ndarray, seed: int) -> Any:
+    """``extratrees`` or ``gp_ard`` fitted on the encoded launches (absent values -1)."""
+    x = np.nan_to_num(x, nan=-1.0)
+    if name == "extratrees":
+        from sklearn.ensemble import ExtraTreesRegressor
+
+        return ExtraTreesRegressor(n_estimators=300, min_samples_leaf=2, random_state=seed).fit(
+            x, y
+        )
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
+
+    kernel = ConstantKernel(1.0, (1e-3, 1e3)) * Matern(
+        np.ones(x.shape[1]), (1e-2, 1e2), nu=2.5
+    ) + WhiteKernel(0.01, (1e-6, 1.0))
+    gp = GaussianProcessRegressor(
+        kernel, normalize_y=True, n_restarts_optimizer=2, random_state=seed
+    )
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return gp.fit(x, y)
+
+
+def _surrogates(
+    self: smod.Sampler,
+    h: smod.History,
+    fit: smod.Fit,
+    probes: list[Any],
+    pool: list[dict[str, Any]],
+    truths: list[float | None],
+    open_: np.ndarray,
+) -> dict[str, tuple[float, float, float, float | None]]:
+    """Each requested surrogate's rank correlations with the truth (random probes, probes
+    near the incumbent, the candidates) and the truth of its pick among the open candidates:
+    argmax of its mean + risk x log P(no crash) (the crash model is the default's). An
+    ensemble averages the ranks (within each set) of the additive GP's and its partner's
+    mean; its pick, the mean rank of the two models' penalised scores."""
+    from scipy.stats import rankdata
+
+    from autotune.search.space import encode as enc
+
+    x, y = encode(fit.params, h.ran), np.array(h.y)
+    xp = encode(fit.params, pool)
+    p = fit.crashes.probability(xp)
+    penalty = self._risk * np.log1p(-np.minimum(p, 0.999))
+    ok = [i for i, t in enumerate(truths) if t is not None]
+    sets = [enc(fit.params, probes[0][0]), enc(fit.params, probes[1][0]), xp]
+    wanted = [m for m in MODELS if m in SURROGATES]
+    base = {m.removeprefix("ensemble[").rstrip("]") for m in wanted} | {"additive"}
+    preds: dict[str, list[np.ndarray]] = {}
+    for name in sorted(base):
+        if name == "additive":
+            preds[name] = [fit.gp.predict(s)[0] if len(s) else np.zeros(0) for s in sets]
+        else:
+            model = _fit_other(name, x, y, len(h.ran))
+            preds[name] = [
+                model.predict(np.nan_to_num(s, nan=-1.0)) if len(s) else np.zeros(0) for s in sets
+            ]
+
+    def ranked(names: list[str], k: int, shift: np.ndarray | float = 0.0) -> np.ndarray:
+        return np.mean([rankdata(preds[n][k] + shift) for n in names], axis=0)
+
+    out = {}
+    for m in wanted:
+        names = [m] if m in base else ["additive", m.removeprefix("ensemble[").rstrip("]")]
+        rhos = []
+        for k, probe in enumerate(probes):
+            rhos.append(_rho(list(ranked(names, k)), probe[1]) if len(probe[0]) >= 3 else math.nan)
+        mu = ranked(names, 2) if len(names) > 1 else preds[m][2]
+        rhos.append(_rho([float(mu[i]) for i in ok], [truths[i] for i in ok]))  # type: ignore[misc]
+        if len(names) > 1:
+            # open candidates only, ranked among themselves
+            idx = np.flatnonzero(open_)
+            sc = np.mean([rankdata(preds[n][2][idx] + penalty[idx]) for n in names], axis=0)
+            pick = int(idx[int(np.argmax(sc))])
+        else:
+            pick = int(np.argmax(np.where(open_, preds[m][2] + penalty, -np.inf)))
+        out[m] = (rhos[0], rhos[1], rhos[2], truths[pick])
+    return out
 
 
 def _alternatives(
@@ -244,7 +343,12 @@ def _model(
             float(mu[j]),
             pred_sd,
             exploit=truths[exploit],
-            alt=_alternatives(self, h, fit, incumbent, probes, pool, truths),
+            alt=(
+                _alternatives(self, h, fit, incumbent, probes, pool, truths)
+                if any(m in ALTERNATIVES for m in MODELS)
+                else {}
+            ),
+            rank=_surrogates(self, h, fit, probes, pool, truths, open_),
         )
     )
     return chosen
@@ -280,6 +384,43 @@ def _study_means(rows: list[list[Step]], f: Any) -> list[float]:
     return out
 
 
+def _surrogate_table(per_family: dict[str, list[list[Step]]]) -> str:
+    """Rho (random 500 / near 200 / candidates) and pick per surrogate and family; the
+    ensemble's partner named ``ensemble`` is the one whose own rho near the incumbent is the
+    higher, averaged over the tuning families (when both ran)."""
+    names = [m for m in SURROGATES if m in MODELS]
+    out = [
+        "Surrogates on the same launches and candidates (one step, not run on); pick: argmax "
+        "of mean x P(no crash)^risk among the open candidates:",
+        "| family | model | rho random | rho near | rho pool | pick % | pick crashes |",
+        "| --- " * 7 + "|",
+    ]
+    near: dict[str, float] = {}
+    for m in ("extratrees", "gp_ard"):
+        xs = [
+            statistics.mean(_study_means(per_family[f], lambda s, m=m: s.rank[m][1]))
+            for f in TUNING
+            if f in per_family and m in names
+        ]
+        if len(xs) == len(TUNING):
+            near[m] = statistics.mean(xs)
+    chosen = f"ensemble[{max(near, key=near.__getitem__)}]" if len(near) == 2 else None
+    for family, rows in per_family.items():
+        for name in names:
+            cells = [_m(_study_means(rows, lambda s, k=k, n=name: s.rank[n][k])) for k in range(3)]
+            cells.append(_m(_study_means(rows, lambda s, n=name: s.rank[n][3])))
+            cells.append(_m(_study_means(rows, lambda s, n=name: float(s.rank[n][3] is None))))
+            label = f"{name} = ensemble" if name == chosen else name
+            out.append(f"| {family} | {label} | " + " | ".join(cells) + " |")
+    if near:
+        out.append(
+            "rho near on the tuning families "
+            + ", ".join(f"{m} {v:.3f}" for m, v in near.items())
+            + (f": ensemble = {chosen}" if chosen else "")
+        )
+    return "\n".join(out)
+
+
 def table(per_family: dict[str, list[list[Step]]]) -> str:
     cols = [
         ("steps", None),
@@ -313,6 +454,10 @@ def table(per_family: dict[str, list[list[Step]]]) -> str:
         cells += [_m(_study_means(rows, f)) for _, f in cols[1:-1]]
         cells.append(str(sum(st.inside is not None for r in rows for st in r)))
         out.append(f"| {family} | " + " | ".join(cells) + " |")
+    if any(m in SURROGATES for m in MODELS):
+        out += ["", _surrogate_table(per_family)]
+    if not any(m in ALTERNATIVES for m in MODELS):
+        return "\n".join(out)
     out += ["", "Other models on the same launches and the same candidates (one step, not run on):"]
     out.append(
         "| family | model | rho global | rho local | rho pool | its pick % | its pick crashes |"
@@ -333,9 +478,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--instances", default="0:4")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--trials", type=int, default=30)
+    ap.add_argument(
+        "--models",
+        default=",".join(ALTERNATIVES),
+        help="other models to measure on the same launches, from "
+        f"{', '.join(ALTERNATIVES + SURROGATES)}",
+    )
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args(argv)
     global SHAPE, OPT
+    MODELS[:] = a.models.split(",")
+    unknown = set(MODELS) - set(ALTERNATIVES + SURROGATES)
+    if unknown:
+        ap.error(f"unknown models: {', '.join(sorted(unknown))}")
     from bench.search import harness
 
     harness.WINDOWS = 3  # as ``--prune``

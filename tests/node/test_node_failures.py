@@ -646,6 +646,12 @@ def test_transformers_517_unknown_attention_is_invalid_argument_and_blames_the_f
             "enqueue.cc:170 NCCL WARN Unrecognized",
         ),
         ("RuntimeError: no prefix", "RuntimeError: no prefix"),
+        ("2025-01-01 12:00:00 | RuntimeError: x", "RuntimeError: x"),
+        # a stamp before a table's row: the row's columns are no compose prefixes
+        (
+            "2025-01-01T00:00:00.123Z | tensorrt_llm     | 1       | UNAVAILABLE |",
+            "| tensorrt_llm     | 1       | UNAVAILABLE |",
+        ),
     ],
 )
 def test_prefixes_of_multi_process_engines_are_stripped(line: str, message: str) -> None:

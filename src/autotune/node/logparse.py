@@ -73,11 +73,13 @@ _PREFIXES: tuple[re.Pattern[str], ...] = tuple(
         r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?[ \t]+-[ \t]+[\w.]+[ \t]+-[ \t]+"
         + _LEVEL
         + r"[ \t]+-[ \t]+",
-        # ISO timestamp, with what loggers put after it: a level, a logger and pid, a bar
+        # ISO timestamp, with what loggers put after it: a level, a logger and pid, a bar (not
+        # one that opens a table's row: "| model | 1 | READY |" keeps its columns)
         r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,:]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
         r"(?:[ \t]+[a-z_][\w.]*(?:\[\d+\])?[ \t]+\d+(?=[ \t]+[A-Z])|"
         r":?[ \t]+\d+(?=[ \t]+(?:INFO|WARNING|WARN|ERROR|CRITICAL|FATAL|DEBUG)\b))?"
-        r"(?:[ \t]*[-|]?[ \t]*" + _LEVEL + r"\b:?(?:[ \t]*[|-])?[ \t]*|[ \t]*\|[ \t]?|[ \t]?)",
+        r"(?:[ \t]*[-|]?[ \t]*" + _LEVEL + r"\b:?(?:[ \t]*[|-])?[ \t]*"
+        r"|[ \t]*\|[ \t]?(?![^|]*\|)|[ \t]?)",
         # lmdeploy: "01/19 15:19:51 - turbomind - WARNING - "
         r"\d\d/\d\d \d\d:\d\d:\d\d - [\w.]+ - " + _LEVEL + r" - ",
         # llama.cpp: "0.00.174.294 E "

@@ -121,7 +121,12 @@ def test_dead_ends_are_never_launched_again_and_survive_resume(tmp_path: Path) -
     ], [t.user_attrs.get("message") for t in trials]
     causes = [t.user_attrs.get("cause") for t in trials]
     assert causes[0] == "arch_unsupported" and trials[0].user_attrs["blame"] == ["backend='c'"]
-    assert causes[2] == "unknown" and "blame" not in trials[2].user_attrs
+    # No rule reads the toy's traceback: the rules say unknown, and the cause learnt from the
+    # corpus may guess (node/learned.py); a guess, like unknown, marks its own configuration
+    # only (no blamed choice, no memory rule: trial 3 below is skipped as the same one).
+    said = trials[2].user_attrs["message"]
+    assert causes[2] == "unknown" or said.startswith("learnt from the corpus"), said
+    assert "blame" not in trials[2].user_attrs
     assert causes[4] == causes[6] == "kv_pool_oom"
     skipped = {t.number: t.user_attrs["skipped"] for t in trials if "skipped" in t.user_attrs}
     assert "backend='c' caused arch_unsupported in trial 0" in skipped[1]

@@ -566,9 +566,11 @@ def test_one_change_moves_read_the_real_sglang_study() -> None:
     assert crash.outcome == "crashed" and crash.cause == "kv_pool_oom" and crash.gain_pct is None
     assert moves["schedule_policy"].after == "lpm" and moves["schedule_policy"].windows == 2
     assert moves["speculative"].along == {"draft_tokens": 2}  # the draft length came with it
-    order = [m.param for m in insights.one_change_moves(view(s))]
-    assert order[0] in {"attention_backend", "chunked_prefill_size"}  # the least harm first
-    assert order[-1] == "mem_fraction_static"  # the crash last
+    # Resumed in the ninth session: graphs to 362 (trial 12, -0.4%) and a memory share of 0.46
+    # (trial 13) served, torch.compile (trial 11) timed out in graph capture.
+    moved = [(m.param, m.trial) for m in insights.one_change_moves(view(s))]
+    assert moved[0] == ("cuda_graph_max_bs", 12)  # the least harm first
+    assert moved[-2:] == [("mem_fraction_static", 7), ("torch_compile", 11)]  # failures last
     # The baseline's own launches and the interrupted torch.compile launch are no move.
     assert all(m.trial not in (0, 1, 10) for m in moves.values())
 

@@ -286,33 +286,11 @@ def _alternatives(
 def _model(
     self: smod.Sampler, h: smod.History, rng: np.random.Generator, fit: smod.Fit
 ) -> dict[str, Any] | None:
-    """``Sampler._model``, step for step (same draws, same choice), observed."""
-    mean, _ = fit.gp.predict(encode(fit.params, h.ran))
-    best = int(np.argmax(mean))
-    incumbent, level = h.ran[best], float(mean[best])
-    tops = [h.ran[i] for i in np.argsort(mean)[::-1][:8]]
-
-    def score_(cs: list[dict[str, Any]]) -> np.ndarray:
-        x = encode(fit.params, cs)
-        mu, sd = fit.gp.predict(x)
-        return self._weigh(fit, expected_improvement(mu, sd, level), x)
-
-    pool = self._candidates(h, incumbent, tops, rng)
-    if not pool:
+    """``Sampler._model``, its candidates scored as it scores them (``_scored``), observed."""
+    scored = self._scored(h, rng, fit)
+    if scored is None:
         return None
-    scores = score_(pool)
-    keys = {key(c) for c in pool}
-    for _ in range(2):
-        top = [pool[i] for i in np.argsort(scores)[::-1][:4]]
-        more = [c for t in top for c in self._neighbours(h, t, rng)]
-        more = [c for c in self._unique(h, more) if key(c) not in keys]
-        keys |= {key(c) for c in more}
-        if not more:
-            break
-        pool += more
-        scores = np.concatenate([scores, score_(more)])
-    if not np.isfinite(scores.max()):
-        return None
+    incumbent, pool, scores = scored
     chosen = pool[int(np.argmax(scores))]
     # -- observed, nothing above depends on it --
     mu, sd = fit.gp.predict(encode(fit.params, pool))

@@ -555,6 +555,16 @@ class Sampler(BaseSampler):
     def _model(self, h: History, rng: np.random.Generator, fit: Fit) -> Config | None:
         """The candidate with the largest expected improvement times the chance of not
         crashing to the power ``risk`` (None: no candidate left)."""
+        scored = self._scored(h, rng, fit)
+        if scored is None:
+            return None
+        _, pool, scores = scored
+        return pool[int(np.argmax(scores))]
+
+    def _scored(
+        self, h: History, rng: np.random.Generator, fit: Fit
+    ) -> tuple[Config, list[Config], np.ndarray] | None:
+        """The model's incumbent, its candidates and their scores (None: none is open)."""
         mean, _ = fit.gp.predict(encode(fit.params, h.ran))
         best = int(np.argmax(mean))
         incumbent, level = h.ran[best], float(mean[best])
@@ -579,9 +589,7 @@ class Sampler(BaseSampler):
                 break
             pool += more
             scores = np.concatenate([scores, score(more)])
-        if not np.isfinite(scores.max()):
-            return None
-        return pool[int(np.argmax(scores))]
+        return (incumbent, pool, scores) if np.isfinite(scores.max()) else None
 
     def _candidates(
         self, h: History, incumbent: Config, tops: list[Config], rng: np.random.Generator

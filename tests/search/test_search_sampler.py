@@ -247,6 +247,32 @@ def test_a_baseline_whose_chosen_values_the_ranges_hold_is_the_start_itself() ->
         assert sum(moved[k] != start[k] for k in start) == 1, (start, moved)
 
 
+def _all_left_to_the_system(trial: optuna.Trial) -> float:
+    """Trial 0 (an empty enqueued baseline: every setting left to the system, as
+    search_spaces/sglang-512.yaml's is) asks for nothing; the others set all three."""
+    if trial.number == 0:
+        return 85.0  # what the system chose: kernel a, 256 running, 0.85 of the memory
+    kernel = trial.suggest_categorical("kernel", ["a", "b"])
+    running = trial.suggest_int("running", 8, 1024, log=True)
+    mem = trial.suggest_float("mem", 0.1, 0.95, step=0.05)
+    return 100.0 * min(running, 256) / 256 * (1.0 if kernel == "a" else 1.1) * mem
+
+
+def test_an_empty_baseline_whose_chosen_values_the_ranges_hold_is_the_start_itself() -> None:
+    """The SGLang study at 512 streams on an H100 (2026-12-07) left every setting to SGLang:
+    its second launch ran exactly what SGLang had chosen, the baseline again (8,116 against
+    8,119 tok/s, 2m50s of the GPU). A baseline that sets nothing ran at the values it marks:
+    it is the screen's start, and each move changes one setting from it."""
+    study = optuna.create_study(direction="maximize", sampler=Sampler(seed=0))
+    chosen = {"kernel": "a", "running": 256, "mem": 0.85}
+    study.enqueue_trial({}, user_attrs={DEFAULTS: chosen})
+    study.optimize(_all_left_to_the_system, n_trials=5)
+    moves = [t.params for t in study.trials[1:]]
+    assert chosen not in moves, moves
+    for moved in moves:
+        assert sum(moved[k] != chosen[k] for k in chosen) == 1, (chosen, moved)
+
+
 def test_every_pair_of_flags_is_screened_together_whatever_each_did_alone() -> None:
     """Four flags that do nothing alone (two of them pay only together): the screen of pairs
     meets every pair of them switched on together, in its own launches (rows of a covering

@@ -74,3 +74,29 @@ def test_the_baseline_records_what_the_engine_chose_and_the_screen_starts_there(
     records = Ledger(driver.study).trials()
     first = next(t for t in records if not t.baseline and t.outcome is Outcome.OK)
     assert (first.config["x"], first.config["y"]) == (0.5, 1), first.config
+
+
+def test_a_baseline_that_sets_nothing_is_not_launched_again_as_the_screen_start(
+    tmp_path: Path,
+) -> None:
+    """SGLang at 512 streams on an H100 (2026-12-07): the space's baseline set nothing, and
+    the second launch ran exactly what SGLang had chosen (8,116 against the baseline's 8,119
+    tok/s; 2m50s of the GPU for nothing). The baseline ran at the chosen values: the search's
+    first launch moves one setting from them."""
+    space = toy_space(tmp_path / "toy.yaml", baseline={}, trials=4)
+    driver = make_driver(space, tmp_path / "study", seed=0, baseline_launches=1, confirm=0)
+
+    def toy_chosen(text: str) -> dict[str, str]:  # the toy prints what it runs with
+        found = re.search(r"toy server: backend=(\S+) x=(\S+) y=(\S+)", text)
+        return {"--backend": found[1], "--x": found[2], "--y": found[3]} if found else {}
+
+    driver.engine.resolved_flags = toy_chosen
+    try:
+        driver.run()
+    finally:
+        driver.executor.shutdown()
+    chosen = {"backend": "a", "x": 0.5, "y": 1}  # the toy's own defaults
+    assert driver.study.get_trials(deepcopy=False)[0].user_attrs[DEFAULTS] == chosen
+    searched = [t.config for t in Ledger(driver.study).trials() if not t.baseline]
+    assert searched and chosen not in searched, searched
+    assert sum(searched[0][k] != v for k, v in chosen.items()) == 1, searched[0]

@@ -134,8 +134,10 @@ def read(study: Study, trials: Sequence[FrozenTrial]) -> History:
         }
         ran_as = (key(marked.params or adapter.fixed_params(marked) or {}), exact)
     for t in trials:
-        params = t.params or (adapter.fixed_params(t) or {})
-        if ran_as is not None and params and key(params) == ran_as[0]:
+        fixed = adapter.fixed_params(t)
+        params = t.params or (fixed or {})
+        # (an enqueued baseline that sets nothing ran at the marked values too)
+        if ran_as is not None and (params or fixed is not None) and key(params) == ran_as[0]:
             params = {**ran_as[1], **params}
         if t.params and adapter.fixed_params(t) is None:
             sampled.append(t.params)
@@ -234,6 +236,7 @@ class Sampler(BaseSampler):
         self._plans: dict[int, Config] = {}
         self._defaults: dict[int, Config] = {}  # DEFAULTS as each planned trial read them
         self._starts: set[int] = set()  # trials that launch the screen's first configuration
+        self._blind: set[int] = set()  # trials planned before any parameter was known
 
     def reseed_rng(self) -> None:
         self._seed = int(np.random.default_rng().integers(2**31))
@@ -265,6 +268,8 @@ class Sampler(BaseSampler):
         self._defaults[trial.number] = h.defaults
         if move is not None and key(plan) == key(self._start(h) or {}):
             self._starts.add(trial.number)
+        if not plan and h.defaults and not h.params:
+            self._blind.add(trial.number)
         adapter.set_user_attr(study, trial, KIND, kind)
         if move is not None:
             adapter.set_user_attr(study, trial, MOVE, move)
@@ -289,14 +294,24 @@ class Sampler(BaseSampler):
         # on at its least; or a feasible draw.
         rng = np.random.default_rng([self._seed, trial.number, len(trial.params)])
         first = _nearest(p, self._defaults.get(trial.number, {}))
+        move = None
         if first is None:
             first = p.reference() if trial.number in self._starts else p.least()
+        elif trial.number in self._blind and not trial.params and self._far(p, first):
+            # Nothing was known of the space when this trial was planned (a baseline that set
+            # nothing ran at the values the system chose): the setting asked for first moves
+            # from its chosen value, the screen's first move; the rest stay at theirs.
+            first = self._far(p, first)[0]
+            move = f"{param_name}={first!r}"
         draws = [first] + [
             p.choices[rng.integers(len(p.choices))] if p.choices else p.at(rng.random())
             for _ in range(20)
         ]
         for value in draws:
             if self.feasible is None or self.feasible({**trial.params, param_name: value}):
+                if move is not None and value is first:
+                    adapter.set_user_attr(study, trial, KIND, "design")
+                    adapter.set_user_attr(study, trial, MOVE, move)
                 return value
         return draws[0]
 
@@ -306,6 +321,7 @@ class Sampler(BaseSampler):
         self._plans.pop(trial.number, None)
         self._defaults.pop(trial.number, None)
         self._starts.discard(trial.number)
+        self._blind.discard(trial.number)
 
     # -- planning -----------------------------------------------------------------------------
 

@@ -86,9 +86,9 @@ class Step:
     # by surrogate (``--models``, ``SURROGATES``): rho random, rho near, rho pool, truth of
     # its pick (argmax of mean x P(no crash)^risk among the candidates the acquisition left open)
     rank: dict[str, tuple[float, float, float, float | None]] = field(default_factory=dict)
-    # by pick rule (``--picks``, ``PICKS``): the expected truth of its choice (crash = 0) and
-    # its chance of crashing
-    picks: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # by pick rule (``--picks``, ``PICKS``): the expected truth of its choice (crash = 0), its
+    # chance of crashing, and its climb: the expected max(0, its truth - the incumbent's)
+    picks: dict[str, tuple[float, float, float]] = field(default_factory=dict)
 
 
 STEPS: list[Step] = []
@@ -319,27 +319,30 @@ def _picks(
     pool: list[dict[str, Any]],
     truths: list[float | None],
     scores: np.ndarray,
-) -> dict[str, tuple[float, float]]:
+    incumbent: float,
+) -> dict[str, tuple[float, float, float]]:
     """Each rule of ``PICKED``: the expected truth (crash = 0) of its choice among the
-    candidates EI left open, and its chance of picking one that crashes."""
+    candidates EI left open, its chance of picking one that crashes, and its climb (the
+    expected gain over the ``incumbent``'s truth, none where it is below)."""
     x = encode(fit.params, pool)
     open_ = np.isfinite(scores)
     idx = np.flatnonzero(open_)
     t = np.array([0.0 if v is None else v for v in truths])
     bad = np.array([float(v is None) for v in truths])
+    up = np.maximum(t - incumbent, 0.0)
     p = fit.crashes.probability(x)
     penalty = np.where(open_, self._risk * np.log1p(-np.minimum(p, 0.999)), -np.inf)
     mu, sd = fit.gp.predict(x)
 
-    def argmax(v: np.ndarray) -> tuple[float, float]:
+    def argmax(v: np.ndarray) -> tuple[float, float, float]:
         j = int(np.argmax(v + penalty))
-        return float(t[j]), float(bad[j])
+        return float(t[j]), float(bad[j]), float(up[j])
 
-    def weighted(w: np.ndarray, rows: np.ndarray) -> tuple[float, float]:
+    def weighted(w: np.ndarray, rows: np.ndarray) -> tuple[float, float, float]:
         w = w / w.sum()
-        return float(w @ t[rows]), float(w @ bad[rows])
+        return float(w @ t[rows]), float(w @ bad[rows]), float(w @ up[rows])
 
-    out: dict[str, tuple[float, float]] = {}
+    out: dict[str, tuple[float, float, float]] = {}
     for rule in PICKED:
         if rule == "exploit":
             out[rule] = argmax(mu)
@@ -363,10 +366,7 @@ def _picks(
             for d in range(DRAWS):
                 z = np.random.default_rng([len(h.ran), d, 11]).standard_normal(len(cov))
                 got.append(argmax(m + chol @ z))
-            out[rule] = (
-                statistics.mean(g[0] for g in got),
-                statistics.mean(g[1] for g in got),
-            )
+            out[rule] = tuple(statistics.mean(g[k] for g in got) for k in range(3))  # type: ignore[assignment]
     return out
 
 
@@ -414,7 +414,7 @@ def _model(
                 else {}
             ),
             rank=_surrogates(self, h, fit, probes, pool, truths, open_),
-            picks=_picks(self, h, fit, pool, truths, scores),
+            picks=_picks(self, h, fit, pool, truths, scores, _zero(_truth(incumbent))),
         )
     )
     return chosen
@@ -516,6 +516,17 @@ def _pick_table(per_family: dict[str, list[list[Step]]]) -> str:
     out += ["", "Minus EI's, paired by step (SE over studies):", head, line]
     for family, rows in per_family.items():
         cells = [_m(_study_means(rows, lambda s, f=f: f(s) - _zero(s.proposal))) for _, f in rules]
+        out.append(f"| {family} | " + " | ".join(cells) + " |")
+    out += [
+        "",
+        "Climb: the expected max(0, truth of the choice - the incumbent's), paired by step:",
+        "| family | EI | " + " | ".join(PICKED) + " | best candidate |",
+        "| --- " * (len(PICKED) + 3) + "|",
+    ]
+    for family, rows in per_family.items():
+        cells = [_m(_study_means(rows, lambda s: max(0.0, _zero(s.proposal) - _zero(s.incumbent))))]
+        cells += [_m(_study_means(rows, lambda s, r=r: s.picks[r][2])) for r in PICKED]
+        cells.append(_m(_study_means(rows, lambda s: max(0.0, s.oracle - _zero(s.incumbent)))))
         out.append(f"| {family} | " + " | ".join(cells) + " |")
     out += ["", "Chance the choice crashes:", "| family | EI | " + " | ".join(PICKED) + " |"]
     out.append("| --- " * (len(PICKED) + 2) + "|")

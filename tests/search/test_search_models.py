@@ -131,18 +131,3 @@ def test_the_fit_follows_the_exact_gradient_of_every_hyperparameter() -> None:
         step[i] = 1e-5
         numeric = (gp._loss(theta + step)[0] - gp._loss(theta - step)[0]) / 2e-5
         assert grad[i] == pytest.approx(numeric, rel=1e-3, abs=1e-5), i
-
-
-def test_a_posterior_draw_has_the_models_mean_and_spread() -> None:
-    """r14, temporary (``Sampler(pick="ts")``): draws of the joint posterior average to the
-    predicted mean, spread as its sd, and the same generator state draws the same."""
-    rng = np.random.default_rng(0)
-    x = rng.random((20, 3))
-    y = np.sin(3 * x[:, 0]) + x[:, 1]
-    gp = AdditiveGP(x, y, np.array([True, True, True]))
-    at = rng.random((6, 3))
-    draws = np.array([gp.draw(at, np.random.default_rng(i)) for i in range(2000)])
-    mu, sd = gp.predict(at)
-    assert np.allclose(draws.mean(axis=0), mu, atol=4 * sd.max() / math.sqrt(2000))
-    assert np.allclose(draws.std(axis=0), sd, rtol=0.1)
-    assert np.array_equal(gp.draw(at, np.random.default_rng(5)), draws[5])

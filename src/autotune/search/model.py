@@ -140,25 +140,6 @@ class AdditiveGP:
         var = np.maximum(prior - np.einsum("ij,ji->i", ks, v), 1e-12)
         return self.mean + self.scale * mean, self.scale * np.sqrt(var)
 
-    def draw(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """One draw of the objective (no noise) at the rows of ``x``, from the joint posterior."""
-        from scipy.linalg import cho_solve
-
-        w, pairs, _ = self._unpack(self.theta)
-        kx, _ = combine(base_kernels(x, self.x, self.numeric), w, pairs)
-        kxx, _ = combine(base_kernels(x, x, self.numeric), w, pairs)
-        cov = kxx - kx @ cho_solve(self._c, kx.T)
-        cov = 0.5 * (cov + cov.T)
-        jitter = 1e-10 * max(float(np.mean(np.diag(cov))), 1e-12)
-        for _ in range(8):
-            try:
-                chol = np.linalg.cholesky(cov + jitter * np.eye(len(cov)))
-                break
-            except np.linalg.LinAlgError:
-                jitter *= 100.0
-        f = kx @ self._alpha + chol @ rng.standard_normal(len(cov))
-        return self.mean + self.scale * f
-
 
 def expected_improvement(mean: np.ndarray, sd: np.ndarray, best: float) -> np.ndarray:
     """E[max(0, f - best)] for f ~ N(mean, sd^2), elementwise."""

@@ -225,14 +225,12 @@ class Sampler(BaseSampler):
         design: int = DESIGN,
         risk: float = RISK,
         pairs: int = PAIRS,
-        pick: str = "ei",
     ) -> None:
         self._seed = seed if seed is not None else int(np.random.default_rng().integers(2**31))
         self.feasible = feasible
         self._design = design
         self._risk = risk
         self._pairs = pairs
-        self._pick = pick  # r14, temporary: how the model phase picks among its candidates
         self._plans: dict[int, Config] = {}
         self._defaults: dict[int, Config] = {}  # DEFAULTS as each planned trial read them
         self._starts: set[int] = set()  # trials that launch the screen's first configuration
@@ -561,19 +559,7 @@ class Sampler(BaseSampler):
         if scored is None:
             return None
         _, pool, scores = scored
-        if self._pick == "ei":
-            return pool[int(np.argmax(scores))]
-        # r14, temporary: another rule over the same candidates, its draws seeded from the
-        # seed and the trials told (a resumed study draws the same)
-        x = encode(fit.params, pool)
-        penalty = np.where(np.isfinite(scores), self._weigh(fit, np.ones(len(pool)), x), -np.inf)
-        if self._pick == "ts":
-            rng = np.random.default_rng([self._seed, h.told, len(h.pending), 14])
-            return pool[int(np.argmax(fit.gp.draw(x, rng) + penalty))]
-        if self._pick.startswith("ucb"):
-            mu, sd = fit.gp.predict(x)
-            return pool[int(np.argmax(mu + float(self._pick[3:]) * sd + penalty))]
-        raise ValueError(f"unknown pick {self._pick!r}")
+        return pool[int(np.argmax(scores))]
 
     def _scored(
         self, h: History, rng: np.random.Generator, fit: Fit

@@ -273,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     for s in strategies:  # autotune[risk=4,design=8]: the search's sampler with these knobs
         if "[" in s and s not in STRATEGIES:
             kw = {
-                k: float(v) if "." in v else int(v)
+                k: float(v) if "." in v else int(v) if v.lstrip("-").isdigit() else v
                 for k, v in (x.split("=") for x in s[s.index("[") + 1 : -1].split(","))
             }
             if s.startswith("plain["):

@@ -23,11 +23,23 @@ pick among the same candidates (argmax of mean x P(no crash)^risk).
 The proposals are the default's own: the model step is replayed with the sampler's code and
 random draws, only observed (each study's score must equal the suite's).
 
+``--picks`` adds other rules that pick from the same candidates at the same steps (one step,
+not a search: which rule filters the pool best), each scored by the truth of its choice
+(crash = 0) next to EI's and the incumbent's: ``ts`` (Thompson sampling: argmax of one draw
+of the model's joint posterior over the candidates x P(no crash)^risk; the mean over 20 draws
+with fixed seeds), ``ucb1``/``ucb2``/``ucb4`` (argmax of mean + beta x sd, x P(no
+crash)^risk), ``top5``/``top20`` (a draw among the k largest of EI x P(no crash)^risk,
+weighted by it; its expectation, exact), ``uniform`` (a draw among the open candidates; exact
+expectation), ``exploit`` (argmax of the mean x P(no crash)^risk). Only candidates EI left
+open (a crash not certain) are picked from.
+
     PYTHONPATH=src .venv/bin/python -m bench.search.fit_quality
     PYTHONPATH=src .venv/bin/python -m bench.search.fit_quality --families curve10 --instances 0:1
     PYTHONPATH=src .venv/bin/python -m bench.search.fit_quality \
         --families interact,mixed7,curve10,ridge11,paired10 \
         --models "additive,extratrees,gp_ard,ensemble[extratrees],ensemble[gp_ard]"
+    PYTHONPATH=src .venv/bin/python -m bench.search.fit_quality \
+        --families curve10,ridge11,paired10,interact,mixed7 --models "" --picks all
 """
 
 from __future__ import annotations
@@ -47,7 +59,7 @@ from bench.search.harness import run_driver
 from scipy.stats import spearmanr
 
 from autotune.search import sampler as smod
-from autotune.search.model import expected_improvement
+from autotune.search.model import base_kernels, combine, expected_improvement
 from autotune.search.space import encode, key
 
 Z90 = 1.6449
@@ -74,11 +86,17 @@ class Step:
     # by surrogate (``--models``, ``SURROGATES``): rho random, rho near, rho pool, truth of
     # its pick (argmax of mean x P(no crash)^risk among the candidates the acquisition left open)
     rank: dict[str, tuple[float, float, float, float | None]] = field(default_factory=dict)
+    # by pick rule (``--picks``, ``PICKS``): the expected truth of its choice (crash = 0), its
+    # chance of crashing, and its climb: the expected max(0, its truth - the incumbent's)
+    picks: dict[str, tuple[float, float, float]] = field(default_factory=dict)
 
 
 STEPS: list[Step] = []
 ALTERNATIVES = ("default", "local half", "length 0.12", "rank y")
 MODELS: list[str] = list(ALTERNATIVES)  # ``--models``: which other models to measure
+PICKS = ("exploit", "ts", "ucb1", "ucb2", "ucb4", "top5", "top20", "uniform")
+PICKED: list[str] = []  # ``--picks``: which rules to measure
+DRAWS = 20  # Thompson draws per step
 SHAPE: fam.Shape | None = None
 OPT = 1.0
 
@@ -283,6 +301,75 @@ def _alternatives(
     return out
 
 
+def _joint(gp: Any, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The model's posterior mean and covariance (no noise) over the rows of ``x``."""
+    from scipy.linalg import cho_solve
+
+    w, pairs, _ = gp._unpack(gp.theta)
+    kx, _ = combine(base_kernels(x, gp.x, gp.numeric), w, pairs)
+    kxx, _ = combine(base_kernels(x, x, gp.numeric), w, pairs)
+    cov = kxx - kx @ cho_solve(gp._c, kx.T)
+    return gp.mean + gp.scale * (kx @ gp._alpha), gp.scale**2 * 0.5 * (cov + cov.T)
+
+
+def _picks(
+    self: smod.Sampler,
+    h: smod.History,
+    fit: smod.Fit,
+    pool: list[dict[str, Any]],
+    truths: list[float | None],
+    scores: np.ndarray,
+    incumbent: float,
+) -> dict[str, tuple[float, float, float]]:
+    """Each rule of ``PICKED``: the expected truth (crash = 0) of its choice among the
+    candidates EI left open, its chance of picking one that crashes, and its climb (the
+    expected gain over the ``incumbent``'s truth, none where it is below)."""
+    x = encode(fit.params, pool)
+    open_ = np.isfinite(scores)
+    idx = np.flatnonzero(open_)
+    t = np.array([0.0 if v is None else v for v in truths])
+    bad = np.array([float(v is None) for v in truths])
+    up = np.maximum(t - incumbent, 0.0)
+    p = fit.crashes.probability(x)
+    penalty = np.where(open_, self._risk * np.log1p(-np.minimum(p, 0.999)), -np.inf)
+    mu, sd = fit.gp.predict(x)
+
+    def argmax(v: np.ndarray) -> tuple[float, float, float]:
+        j = int(np.argmax(v + penalty))
+        return float(t[j]), float(bad[j]), float(up[j])
+
+    def weighted(w: np.ndarray, rows: np.ndarray) -> tuple[float, float, float]:
+        w = w / w.sum()
+        return float(w @ t[rows]), float(w @ bad[rows]), float(w @ up[rows])
+
+    out: dict[str, tuple[float, float, float]] = {}
+    for rule in PICKED:
+        if rule == "exploit":
+            out[rule] = argmax(mu)
+        elif rule.startswith("ucb"):
+            out[rule] = argmax(mu + float(rule[3:]) * sd)
+        elif rule.startswith("top"):
+            top = idx[np.argsort(scores[idx])[::-1][: int(rule[3:])]]
+            out[rule] = weighted(np.exp(scores[top] - scores[top].max()), top)
+        elif rule == "uniform":
+            out[rule] = weighted(np.ones(len(idx)), idx)
+        elif rule == "ts":
+            m, cov = _joint(fit.gp, x)
+            jitter = 1e-10 * max(float(np.mean(np.diag(cov))), 1e-12)
+            for _ in range(8):
+                try:
+                    chol = np.linalg.cholesky(cov + jitter * np.eye(len(cov)))
+                    break
+                except np.linalg.LinAlgError:
+                    jitter *= 100.0
+            got = []
+            for d in range(DRAWS):
+                z = np.random.default_rng([len(h.ran), d, 11]).standard_normal(len(cov))
+                got.append(argmax(m + chol @ z))
+            out[rule] = tuple(statistics.mean(g[k] for g in got) for k in range(3))  # type: ignore[assignment]
+    return out
+
+
 def _model(
     self: smod.Sampler, h: smod.History, rng: np.random.Generator, fit: smod.Fit
 ) -> dict[str, Any] | None:
@@ -327,6 +414,7 @@ def _model(
                 else {}
             ),
             rank=_surrogates(self, h, fit, probes, pool, truths, open_),
+            picks=_picks(self, h, fit, pool, truths, scores, _zero(_truth(incumbent))),
         )
     )
     return chosen
@@ -399,6 +487,56 @@ def _surrogate_table(per_family: dict[str, list[list[Step]]]) -> str:
     return "\n".join(out)
 
 
+def _zero(v: float | None) -> float:
+    return 0.0 if v is None else v
+
+
+def _pick_table(per_family: dict[str, list[list[Step]]]) -> str:
+    """Per family, the truth (crash = 0) of each rule's choice, mean over studies of each
+    study's mean over its steps (SE over studies); then each rule minus EI's, paired by step;
+    then how often each rule picks a candidate that crashes."""
+    base: list[tuple[str, Any]] = [
+        ("incumbent", lambda s: _zero(s.incumbent)),
+        ("EI", lambda s: _zero(s.proposal)),
+    ]
+    rules = base + [(r, lambda s, r=r: s.picks[r][0]) for r in PICKED]
+    rules.append(("best candidate", lambda s: s.oracle))
+    head = "| family | " + " | ".join(n for n, _ in rules) + " |"
+    line = "| --- " * (len(rules) + 1) + "|"
+    out = [
+        "Pick rules on the same candidates at the same steps (one step, not a search); truth of "
+        "the choice, % of the optimum, crash = 0:",
+        head,
+        line,
+    ]
+    for family, rows in per_family.items():
+        out.append(
+            f"| {family} | " + " | ".join(_m(_study_means(rows, f)) for _, f in rules) + " |"
+        )
+    out += ["", "Minus EI's, paired by step (SE over studies):", head, line]
+    for family, rows in per_family.items():
+        cells = [_m(_study_means(rows, lambda s, f=f: f(s) - _zero(s.proposal))) for _, f in rules]
+        out.append(f"| {family} | " + " | ".join(cells) + " |")
+    out += [
+        "",
+        "Climb: the expected max(0, truth of the choice - the incumbent's), paired by step:",
+        "| family | EI | " + " | ".join(PICKED) + " | best candidate |",
+        "| --- " * (len(PICKED) + 3) + "|",
+    ]
+    for family, rows in per_family.items():
+        cells = [_m(_study_means(rows, lambda s: max(0.0, _zero(s.proposal) - _zero(s.incumbent))))]
+        cells += [_m(_study_means(rows, lambda s, r=r: s.picks[r][2])) for r in PICKED]
+        cells.append(_m(_study_means(rows, lambda s: max(0.0, s.oracle - _zero(s.incumbent)))))
+        out.append(f"| {family} | " + " | ".join(cells) + " |")
+    out += ["", "Chance the choice crashes:", "| family | EI | " + " | ".join(PICKED) + " |"]
+    out.append("| --- " * (len(PICKED) + 2) + "|")
+    for family, rows in per_family.items():
+        cells = [_m(_study_means(rows, lambda s: float(s.proposal is None)))]
+        cells += [_m(_study_means(rows, lambda s, r=r: s.picks[r][1])) for r in PICKED]
+        out.append(f"| {family} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 def table(per_family: dict[str, list[list[Step]]]) -> str:
     cols = [
         ("steps", None),
@@ -434,6 +572,8 @@ def table(per_family: dict[str, list[list[Step]]]) -> str:
         out.append(f"| {family} | " + " | ".join(cells) + " |")
     if any(m in SURROGATES for m in MODELS):
         out += ["", _surrogate_table(per_family)]
+    if PICKED:
+        out += ["", _pick_table(per_family)]
     if not any(m in ALTERNATIVES for m in MODELS):
         return "\n".join(out)
     out += ["", "Other models on the same launches and the same candidates (one step, not run on):"]
@@ -462,10 +602,18 @@ def main(argv: list[str] | None = None) -> int:
         help="other models to measure on the same launches, from "
         f"{', '.join(ALTERNATIVES + SURROGATES)}",
     )
+    ap.add_argument(
+        "--picks",
+        default="",
+        help=f"other rules that pick from the same candidates ('all': {', '.join(PICKS)})",
+    )
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args(argv)
     global SHAPE, OPT
-    MODELS[:] = a.models.split(",")
+    MODELS[:] = [m for m in a.models.split(",") if m]
+    PICKED[:] = list(PICKS) if a.picks == "all" else [r for r in a.picks.split(",") if r]
+    if set(PICKED) - set(PICKS):
+        ap.error(f"unknown picks: {', '.join(sorted(set(PICKED) - set(PICKS)))}")
     unknown = set(MODELS) - set(ALTERNATIVES + SURROGATES)
     if unknown:
         ap.error(f"unknown models: {', '.join(sorted(unknown))}")

@@ -6,7 +6,9 @@ and nothing else, so a study resumed after its driver was killed proposes what i
 
 - **The screen** (``design`` launches at most): the first configuration (an enqueued
   baseline, its unset settings at the values the system chose where a ``DEFAULTS``
-  attribute names them, else each setting's reference value) with one setting moved per
+  attribute names them, else each setting's reference value; a baseline that sets nothing
+  ran at the named values, and the trial after it, planned before any setting was known,
+  moves the first one asked for) with one setting moved per
   launch: a number to the far end of its range, a choice to each other value. A crash that
   needs two settings together costs nothing here, and each setting's own effect is measured.
   A feature a move switched on starts with its settings at their least, then its numbers

@@ -123,6 +123,13 @@ class Gain(_Record):
         """The verdict in plain words."""
         if self.significant:
             return f"gain over the baseline {self.interval_text()}"
+        if not self.bounded:
+            # "No configuration beat the baseline: +8.0%" reads as a contradiction; with one
+            # launch a side nothing was shown either way.
+            return (
+                f"too few launches to tell from noise: {self.pct:+.1f}% ({self.launches.best} vs "
+                f"{self.launches.baseline} launches; confirmation relaunches both, interleaved)"
+            )
         return f"no configuration beat the baseline beyond noise: {self.interval_text()}"
 
 

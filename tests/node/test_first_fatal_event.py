@@ -547,6 +547,7 @@ def test_kills_limits_statuses_buffers_and_crash_words(lines: list[str], family:
     assert _no_rules(lines) == family
 
 
+@pytest.mark.usefixtures("rules_alone")
 def test_a_last_line_that_says_it_failed_is_evidence_not_a_hang() -> None:
     found = diagnose_lines(["INFO loading", "something went wrong: the frobnicator failed"], [])
     assert found is not None and found.cause.value != "startup_timeout"

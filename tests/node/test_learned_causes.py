@@ -9,7 +9,7 @@ from tests.node.corpus_helpers import DRESSES
 
 from autotune.diagnosis import diagnose_text
 from autotune.models import Cause
-from autotune.node import learned
+from autotune.node import failures, learned
 
 # SGLang's early router: a batch ran the request pool dry, so its allocation came back None
 # and the next line failed on it. No rule knows these words; the corpus's KV-pool logs do.
@@ -70,3 +70,19 @@ def test_the_weights_ship_and_are_read_without_numpy() -> None:
     weights = learned._weights()
     assert weights is not None and "ok" in weights.classes
     assert len(weights.intercept) == len(weights.classes)
+
+
+def test_a_learnt_answer_keeps_the_line_the_rules_saw_fail(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rules found the failing line but no cause in it; the model's guess rests on other
+    words ("INFO loading"). The answer still shows the failing line first: the guess is
+    checked against what the log says went wrong, not only against the words that weighed."""
+    lines = ["INFO loading", "something went wrong: the frobnicator failed"]
+    rules = diagnose_text("\n".join(lines), learnt=False).failure
+    assert rules is not None and rules.cause == Cause.UNKNOWN
+    weighed = learned.Guess(cause="startup_timeout", probability=0.12, evidence=["INFO loading"])
+    monkeypatch.setattr(failures, "guess", lambda lines, exit_code=None: weighed)
+    failure = diagnose_text("\n".join(lines)).failure
+    assert failure is not None and failure.rule == "learnt"
+    assert failure.message.startswith("learnt from the corpus (p=0.12): ")
+    assert "the frobnicator failed" in failure.message
+    assert failure.evidence[: len(rules.evidence)] == rules.evidence and lines[1] in rules.evidence

@@ -1718,7 +1718,7 @@ def _learnt_cause(
     failure: Failure, lines: Sequence[str], rules: Sequence[Rule], exit_code: int | None
 ) -> Failure:
     """``failure`` (cause ``unknown``) with the cause the learnt model names, its evidence the
-    lines whose words weighed most, that cause's phase (the one phase its family happens in,
+    rules' own and the lines whose words weighed most, that cause's phase (the one phase its family happens in,
     else the log's progress, else what the cause implies) and hint, as permanent as the rules'
     ``unknown`` was (a guess marks its own configuration only: study/deadends.py); as it was if
     the model names none."""
@@ -1730,12 +1730,14 @@ def _learnt_cause(
         CAUSE_PHASE.get(cause, Phase.LAUNCH) if failure.phase == Phase.LAUNCH else failure.phase
     )
     hint, _ = _cause_hint(cause, phase, rules)
-    said = found.evidence[0] if found.evidence else failure.message
+    # What the rules saw go wrong comes first: the guess is read against it.
+    said = failure.message or (found.evidence[0] if found.evidence else "")
+    evidence = [*failure.evidence, *(e for e in found.evidence if e not in failure.evidence)]
     update = {
         "cause": cause,
         "phase": phase,
         "hint": hint,
-        "evidence": found.evidence or failure.evidence,
+        "evidence": evidence,
         "rule": LEARNT_RULE,
         "message": _trim(f"learnt from the corpus (p={found.probability:.2f}): {said}"),
     }

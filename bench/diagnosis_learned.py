@@ -21,7 +21,7 @@ measured by separate flags, for the one variant chosen, as totals only:
     python bench/diagnosis_learned.py --heldout VARIANT     # once: train on tuning, held out
     python bench/diagnosis_learned.py --blind DIR VARIANT   # once: a blind set's totals
     python bench/diagnosis_learned.py --dress VARIANT       # answers that move when re-dressed
-    python bench/diagnosis_learned.py --oos u,v             # U against O where rules are unseen
+    python bench/diagnosis_learned.py --oos u,v,w           # U against F, O where rules are unseen
 
 ``VARIANT`` is written as the CV table names it (``U:focus+all:C=4``). ``--blind`` reads the
 blind set's labels in code and prints totals only. The CV table (2026-12-07, 752 tuning logs,
@@ -35,6 +35,15 @@ beats U where the rules are out of sample too: on batches u and v's 98 tuning lo
 50/98 (rules 43/98), ``O:all:C=4`` 46/98 (-4 against U, SE 2.8), ``O:focus:C=16`` 48/98 (-2,
 SE 3.2), each O's cross-fitted t 0.30, `ok` for a failed run 3 in every variant. The gate
 fixed before (a gain over U of at least 2 SE) was not met: U stays the product.
+
+``--oos u,v,w`` (2026-12-07, 902 tuning logs, batch w joined) adds variant F: where the rules'
+cause is the hand-weighted word scorer's (``Failure.by_words``: node/families.py refined a
+generic rule's answer, or named a failed run no rule matched), the model's cause instead, F1
+always, F2 where its probability is at least t (cross-fitted on the other batches). The scorer
+decided 21 of the 150 answers (u 6, v 8, w 7) and 12 of them right; U's model, trained without
+the batch, had 10 of those 21 right. U 75/150 (rules 64), F1 73/150 (-2 against U, SE 2.5), F2
+73/150 (-2, SE 2.0; t 0.45, 0.30, 0.30), `ok` for a failed run 4 in each: the gate (a gain of
+at least 2 SE) was not met, the word scorer stays.
 """
 
 from __future__ import annotations
@@ -74,6 +83,7 @@ class Log:
     rules: str  # the current classifier's cause ("ok" for a healthy log)
     all_text: str
     focus_text: str
+    words: bool = False  # the rules' cause is the word scorer's (Failure.by_words)
 
 
 def read_log(text: str, code: int | None, row: dict[str, str]) -> Log:
@@ -87,6 +97,7 @@ def read_log(text: str, code: int | None, row: dict[str, str]) -> Log:
         rules="ok" if failure is None else failure.cause.value,
         all_text="\n".join([m for m, _ in messages(lines)] + exit_token(code)),
         focus_text=feature_text(lines, code),
+        words=failure is not None and failure.by_words,
     )
 
 
@@ -377,11 +388,13 @@ def agreement(logs: Sequence[Log], cfg: Config, test: Sequence[Log], folder: Pat
 # --- where the rules are out of sample ---------------------------------------------------
 #
 # The rules were written from most tuning batches, so leave-one-batch-out CV over them favours
-# variants that trust the rules. Batches u and v (the seventh and eighth blind sets) joined
-# after the last rule was written: on their tuning logs the rules are as unseen as the model.
-# ``--oos u,v`` compares there the product (U) with two override variants (O), each batch
-# scored by models trained on every other tuning batch. O's threshold for a batch is chosen on
-# the other out-of-sample batch (cross-fitting), never on the batch it scores.
+# variants that trust the rules. Batches u, v and w (the seventh to ninth blind sets) joined
+# after the last rule was written: on their tuning logs the rules are as unseen as the model,
+# and so is the word scorer of node/families.py.
+# ``--oos u,v,w`` compares there the product (U) with two override variants (O) and with F
+# (the model instead of the word scorer), each batch scored by models trained on every other
+# tuning batch. A threshold for a batch is chosen on the other out-of-sample batches
+# (cross-fitting), never on the batch it scores.
 
 OOS = (Config("U", "focus", 16.0), Config("O", "all", 4.0), Config("O", "focus", 16.0))
 OOS_T = tuple(round(0.3 + 0.05 * k, 2) for k in range(14))  # 0.3 .. 0.95
@@ -435,20 +448,68 @@ def _vs(logs: Sequence[Log], a: Sequence[str], b: Sequence[str]) -> str:
     return f"{int(d.sum()):+d} (SE {se:.1f})"
 
 
+def _u(logs: Sequence[Log], said: Sequence[str]) -> list[str]:
+    """The product: the model only where the rules say ``unknown``."""
+    return [
+        s if log.rules == "unknown" and _takes(log.rules, s) else log.rules
+        for log, s in zip(logs, said, strict=True)
+    ]
+
+
+def _f(logs: Sequence[Log], said: Sequence[str], prob: np.ndarray, t: float) -> list[str]:
+    """Variant F: U, and where the word scorer named the rules' cause (not a rule's own),
+    the model's answer instead when its probability is at least ``t`` (F1: ``t`` 0)."""
+    return [
+        s if (log.words and p >= t and _takes(log.rules, s)) else u
+        for log, s, p, u in zip(logs, said, prob, _u(logs, said), strict=True)
+    ]
+
+
+def _best_f_t(parts: Sequence[Unseen], name: str) -> float:
+    """F2's threshold: the grid's with the most right answers over ``parts`` (ties: higher)."""
+
+    def right(t: float) -> int:
+        return sum(_right(u.logs, _f(u.logs, *u.said[name], t)) for u in parts)
+
+    return -max((right(t), -t) for t in OOS_T)[1]
+
+
 def out_of_sample(tuning: Sequence[Log], letters: Sequence[str]) -> None:
-    """The table of rules, U and the O variants on the out-of-sample batches."""
+    """The table of rules, U, F1, F2 and the O variants on the out-of-sample batches."""
     parts = unseen_batches(tuning, letters)
     product = OOS[0].name
-    answers: dict[str, list[list[str]]] = {"rules": [], product: []}
-    chosen: dict[str, list[float]] = {}
+    answers: dict[str, list[list[str]]] = {"rules": [], product: [], "F1": [], "F2": []}
+    chosen: dict[str, list[float]] = {"F2": []}
+    print(
+        f"{sum(len(u.logs) for u in parts)} tuning logs whose batches wrote no rule "
+        f"({', '.join(f'{u.batch} {len(u.logs)}' for u in parts)}); each scored by models "
+        "trained on every other tuning batch; thresholds for a batch chosen on the others\n"
+    )
+    print("Where the word scorer (node/families.py) named the rules' cause:")
+    print("| batch | logs | scorer decided | scorer right | model (U's, trained without) right |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    counts = [0, 0, 0, 0]
     for u in parts:
+        said = u.said[product][0]
+        decided = [i for i, log in enumerate(u.logs) if log.words]
+        row = [
+            len(u.logs),
+            len(decided),
+            sum(u.logs[i].rules == u.logs[i].cause for i in decided),
+            sum(said[i] == u.logs[i].cause for i in decided),
+        ]
+        counts = [a + b for a, b in zip(counts, row, strict=True)]
+        print(f"| {u.batch} | " + " | ".join(str(x) for x in row) + " |")
+    print("| all | " + " | ".join(str(x) for x in counts) + " |\n")
+    for u in parts:
+        said, prob = u.said[product]
+        others = [o for o in parts if o is not u]
         answers["rules"].append([log.rules for log in u.logs])
-        answers[product].append(
-            [
-                s if log.rules == "unknown" and _takes(log.rules, s) else log.rules
-                for log, s in zip(u.logs, u.said[product][0], strict=True)
-            ]
-        )
+        answers[product].append(_u(u.logs, said))
+        answers["F1"].append(_f(u.logs, said, prob, 0.0))
+        t = _best_f_t(others, product)
+        chosen["F2"].append(t)
+        answers["F2"].append(_f(u.logs, said, prob, t))
     for cfg in OOS[1:]:
         answers[cfg.name], chosen[cfg.name] = [], []
         for u in parts:
@@ -456,11 +517,6 @@ def out_of_sample(tuning: Sequence[Log], letters: Sequence[str]) -> None:
             t = _best_t(others, cfg.name)
             chosen[cfg.name].append(t)
             answers[cfg.name].append(_override(u.logs, *u.said[cfg.name], t))
-    print(
-        f"{sum(len(u.logs) for u in parts)} tuning logs whose batches wrote no rule "
-        f"({', '.join(f'{u.batch} {len(u.logs)}' for u in parts)}); each scored by models "
-        "trained on every other tuning batch; O's t for a batch chosen on the other one\n"
-    )
     print("| variant | batch | t | right | vs U, logs (paired SE) | ok for a failed run |")
     print("| --- | --- | ---: | ---: | ---: | ---: |")
     for name, per in answers.items():
@@ -478,6 +534,7 @@ def out_of_sample(tuning: Sequence[Log], letters: Sequence[str]) -> None:
             f"| {name} | all | - | {_right(logs, flat)}/{len(logs)} | {_vs(logs, flat, base)} "
             f"| {ok_failed(logs, flat)} |"
         )
+    print(f"F2: t chosen on all of them together: {_best_f_t(parts, product):.2f}")
     for cfg in OOS[1:]:
         print(f"{cfg.name}: t chosen on all of them together: {_best_t(parts, cfg.name):.2f}")
 
@@ -497,7 +554,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dress", metavar="VARIANT", help="tuning answers moved by a dress")
     parser.add_argument("--only", action="append", help="CV for these variants only")
     parser.add_argument(
-        "--oos", metavar="LETTERS", help="U against O on these batches' tuning logs (u,v)"
+        "--oos", metavar="LETTERS", help="U against F and O on these batches' tuning logs (u,v,w)"
     )
     parser.add_argument("--export", metavar="VARIANT", help="write node/learned_causes.json")
     parser.add_argument(

@@ -730,6 +730,9 @@ class Failure(_Frozen):
     log_tail: list[str] = Field(default_factory=list)
     message: str = ""  # one line, for tables
     engine: str | None = None  # the engine the log reads as written by (node/logparse.py)
+    # The cause is the word scorer's (node/families.py), not a rule's own: a generic rule's
+    # answer it refined, or a failed run no rule named. Not stored (benches read it).
+    by_words: bool = Field(default=False, exclude=True)
 
     @property
     def learnt(self) -> bool:

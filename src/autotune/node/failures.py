@@ -1538,6 +1538,7 @@ def _specific(
         permanent=permanent,
         blame=blamed(rule.blame, argv, env),
         message=message,
+        by_words=True,
     )
 
 
@@ -1707,7 +1708,12 @@ def _classify(
         milestones=milestones,
     )
     if failure.cause == Cause.MODEL_UNSUPPORTED and _listed_refusal(lines) is not None:
-        update = {"cause": Cause.IMPORT_ERROR, "hint": _LISTED_HINT, "phase": Phase.LAUNCH}
+        update = {
+            "cause": Cause.IMPORT_ERROR,
+            "hint": _LISTED_HINT,
+            "phase": Phase.LAUNCH,
+            "by_words": False,
+        }
         failure = failure.model_copy(update=update)
     if learnt and failure.cause == Cause.UNKNOWN and not healthy:
         failure = _learnt_cause(failure, lines, rules, exit_code)
@@ -1890,6 +1896,7 @@ def _classify_log(
                     False,
                 )
     cause = Cause.UNKNOWN
+    worded: Cause | None = None  # the word scorer's cause, where it named one
     at: int | None = None
     hint: str | None = None
     message = ""
@@ -1927,7 +1934,7 @@ def _classify_log(
         running = _later(reached, block_phase) in (Phase.READY, Phase.WARMUP, Phase.BENCHMARK)
         verdict = name_family(_focus(log, sig, exc), running=running)
         if verdict is not None:
-            cause = verdict.cause
+            cause = worded = verdict.cause
             if at is None:
                 at = verdict.at
             if verdict.at not in evidence:
@@ -2123,6 +2130,7 @@ def _classify_log(
             rule=catch_all.id if catch_all is not None else None,
             permanent=permanent,
             message=message,
+            by_words=cause == worded,
         ),
         False,
     )

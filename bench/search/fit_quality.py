@@ -39,8 +39,10 @@ Brier score), on the open candidates, and on the next launch (its P(crash) again
 crashed, pooled over a family's steps); the share of the pool that crashes; the mean P(crash)
 of crashing candidates whose crash region a launch of the study had already hit (``seen``) or
 not, and of those that run; and the oracle's pick, argmax of EI x 1[no crash in truth] over
-the whole pool (``oracle``) or over the candidates EI left open (``oracle open``), with its
-truth and its climb next to EI's (paired by step).
+the whole pool (``oracle``) or over the candidates EI left open (``oracle open``), and EI's
+own score with the candidates that crash in truth vetoed (``veto``), each with its truth and
+its climb next to EI's (paired by step); and the AUC among the 20 candidates EI scores
+highest (``AUC top20``), where a pick is made.
 
     PYTHONPATH=src .venv/bin/python -m bench.search.fit_quality
     PYTHONPATH=src .venv/bin/python -m bench.search.fit_quality --families curve10 --instances 0:1
@@ -109,6 +111,7 @@ MODELS: list[str] = list(ALTERNATIVES)  # ``--models``: which other models to me
 PICKS = ("exploit", "ts", "ucb1", "ucb2", "ucb4", "top5", "top20", "uniform")
 PICKED: list[str] = []  # ``--picks``: which rules to measure
 CRASH = False  # ``--crash``: measure the crash model
+TOP = 20  # ``--crash``: the candidates EI scores highest, where its discrimination matters
 DRAWS = 20  # Thompson draws per step
 SHAPE: fam.Shape | None = None
 OPT = 1.0
@@ -438,9 +441,16 @@ def _crash(
         "unseen share": float((bad & ~known).sum() / bad.sum()) if bad.any() else math.nan,
         "next": (float(p[j]), bool(bad[j])),
     }
-    for name, where in (("oracle", ~bad), ("oracle open", ~bad & open_)):
+    top = np.argsort(scores)[::-1][:TOP]
+    out["auc top"] = _auc(p[top], bad[top])
+    out["top crashes"] = float(bad[top].mean())
+    for name, where, by in (
+        ("oracle", ~bad, ei),
+        ("oracle open", ~bad & open_, ei),
+        ("veto", ~bad & open_, scores),
+    ):
         if where.any():
-            k = int(np.argmax(np.where(where, ei, -np.inf)))
+            k = int(np.argmax(np.where(where, by, -np.inf)))
             out[name] = (float(t[k]), max(0.0, float(t[k]) - incumbent))
         else:  # every candidate crashes: the oracle launches none (the incumbent stays)
             out[name] = (0.0, 0.0)
@@ -514,12 +524,12 @@ def _calibrate(steps: list[Step], launches: list[Any]) -> None:
         st.inside = abs(math.log(la.value) - st.mu) <= Z90 * st.sd
 
 
-def _m(xs: list[float]) -> str:
+def _m(xs: list[float], d: int = 2) -> str:
     xs = [x for x in xs if x is not None and not math.isnan(x)]
     if not xs:
         return "-"
     se = statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 1 else 0.0
-    return f"{statistics.mean(xs):.2f} ({se:.2f})"
+    return f"{statistics.mean(xs):.{d}f} ({se:.{d}f})"
 
 
 def _study_means(rows: list[list[Step]], f: Any) -> list[float]:
@@ -631,6 +641,8 @@ def _crash_table(per_family: dict[str, list[list[Step]]]) -> str:
         ("AUC pool", col("auc pool")),
         ("Brier pool", col("brier pool")),
         ("AUC open", col("auc open")),
+        (f"top{TOP} crashes", col("top crashes")),
+        (f"AUC top{TOP}", col("auc top")),
         ("P(crash): crashes, region seen", col("p seen")),
         ("region unseen", col("p unseen")),
         ("runs", col("p runs")),
@@ -647,7 +659,7 @@ def _crash_table(per_family: dict[str, list[list[Step]]]) -> str:
         "| --- " * (len(cols) + 2) + "|",
     ]
     for family, rows in per_family.items():
-        cells = [_m(_study_means(rows, f)) for _, f in cols]
+        cells = [_m(_study_means(rows, f), 3 if "AUC" in c else 2) for c, f in cols]
         nxt = [st.crash["next"] for r in rows for st in r]
         auc = _auc(np.array([p for p, _ in nxt]), np.array([b for _, b in nxt]))
         cells.append(f"{auc:.2f} ({len(nxt)})")
@@ -662,6 +674,7 @@ def _crash_table(per_family: dict[str, list[list[Step]]]) -> str:
         ("EI", ei(0), ei(1)),
         ("oracle", col("oracle", 0), col("oracle", 1)),
         ("oracle open", col("oracle open", 0), col("oracle open", 1)),
+        ("veto", col("veto", 0), col("veto", 1)),
     ]
     out += [
         "",
@@ -670,8 +683,9 @@ def _crash_table(per_family: dict[str, list[list[Step]]]) -> str:
         "the incumbent's)), then minus EI's, paired by step (SE over studies):",
         "| family | "
         + " | ".join(f"{n} truth | {n} climb" for n, _, _ in picks)
-        + " | oracle - EI: truth | climb | oracle open - EI: truth | climb | oracle / EI climb |",
-        "| --- " * (2 * len(picks) + 6) + "|",
+        + " | oracle - EI: truth | climb | oracle open - EI: truth | climb | veto - EI: truth"
+        " | climb | oracle / EI climb |",
+        "| --- " * (2 * len(picks) + 8) + "|",
     ]
     for family, rows in per_family.items():
         cells = [_m(_study_means(rows, f)) for _, a, b in picks for f in (a, b)]

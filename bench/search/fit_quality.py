@@ -33,6 +33,17 @@ weighted by it; its expectation, exact), ``uniform`` (a draw among the open cand
 expectation), ``exploit`` (argmax of the mean x P(no crash)^risk). Only candidates EI left
 open (a crash not certain) are picked from.
 
+``--crash`` measures the crash model at the same steps, against which candidates crash in
+truth: its discrimination on the pool (AUC of P(crash), crashing candidates against the rest;
+Brier score), on the open candidates, and on the next launch (its P(crash) against whether it
+crashed, pooled over a family's steps); the share of the pool that crashes; the mean P(crash)
+of crashing candidates whose crash region a launch of the study had already hit (``seen``) or
+not, and of those that run; and the oracle's pick, argmax of EI x 1[no crash in truth] over
+the whole pool (``oracle``) or over the candidates EI left open (``oracle open``), and EI's
+own score with the candidates that crash in truth vetoed (``veto``), each with its truth and
+its climb next to EI's (paired by step); and the AUC among the 20 candidates EI scores
+highest (``AUC top20``), where a pick is made.
+
     PYTHONPATH=src .venv/bin/python -m bench.search.fit_quality
     PYTHONPATH=src .venv/bin/python -m bench.search.fit_quality --families curve10 --instances 0:1
     PYTHONPATH=src .venv/bin/python -m bench.search.fit_quality \
@@ -40,6 +51,8 @@ open (a crash not certain) are picked from.
         --models "additive,extratrees,gp_ard,ensemble[extratrees],ensemble[gp_ard]"
     PYTHONPATH=src .venv/bin/python -m bench.search.fit_quality \
         --families curve10,ridge11,paired10,interact,mixed7 --models "" --picks all
+    PYTHONPATH=src .venv/bin/python -m bench.search.fit_quality \
+        --families curve10,ridge11,paired10,interact,mixed7 --models "" --crash
 """
 
 from __future__ import annotations
@@ -89,6 +102,7 @@ class Step:
     # by pick rule (``--picks``, ``PICKS``): the expected truth of its choice (crash = 0), its
     # chance of crashing, and its climb: the expected max(0, its truth - the incumbent's)
     picks: dict[str, tuple[float, float, float]] = field(default_factory=dict)
+    crash: dict[str, Any] = field(default_factory=dict)  # ``--crash``: see ``_crash``
 
 
 STEPS: list[Step] = []
@@ -96,6 +110,8 @@ ALTERNATIVES = ("default", "local half", "length 0.12", "rank y")
 MODELS: list[str] = list(ALTERNATIVES)  # ``--models``: which other models to measure
 PICKS = ("exploit", "ts", "ucb1", "ucb2", "ucb4", "top5", "top20", "uniform")
 PICKED: list[str] = []  # ``--picks``: which rules to measure
+CRASH = False  # ``--crash``: measure the crash model
+TOP = 20  # ``--crash``: the candidates EI scores highest, where its discrimination matters
 DRAWS = 20  # Thompson draws per step
 SHAPE: fam.Shape | None = None
 OPT = 1.0
@@ -370,6 +386,77 @@ def _picks(
     return out
 
 
+def _auc(p: np.ndarray, bad: np.ndarray) -> float:
+    """The chance a crashing row has a larger ``p`` than a running one (ties: half); NaN
+    where either kind is missing."""
+    from scipy.stats import rankdata
+
+    n1, n0 = int(bad.sum()), int(len(bad) - bad.sum())
+    if n1 == 0 or n0 == 0:
+        return math.nan
+    r = rankdata(p)
+    return float((r[bad].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
+
+
+def _region(c: dict[str, Any]) -> int | None:
+    """The index of the first crash region of the landscape ``c`` falls in (None: it runs)."""
+    assert SHAPE is not None
+    active = fam._active(SHAPE, c)
+    return next((k for k, (hit, _) in enumerate(SHAPE.crashes) if hit(active)), None)
+
+
+def _crash(
+    self: smod.Sampler,
+    h: smod.History,
+    fit: smod.Fit,
+    pool: list[dict[str, Any]],
+    truths: list[float | None],
+    scores: np.ndarray,
+    incumbent: float,
+) -> dict[str, Any]:
+    """The crash model against the truth on the candidates, and the oracle's pick (argmax of
+    EI x 1[no crash in truth]); see the module's ``--crash``."""
+    x = encode(fit.params, pool)
+    mu, sd = fit.gp.predict(encode(fit.params, h.ran))
+    level = float(np.max(mu))
+    mu, sd = fit.gp.predict(x)
+    ei = np.log(expected_improvement(mu, sd, level) + 1e-12)
+    p = fit.crashes.probability(x)
+    bad = np.array([t is None for t in truths])
+    t = np.array([0.0 if v is None else v for v in truths])
+    open_ = np.isfinite(scores)
+    j = int(np.argmax(scores))
+    seen = {_region(c) for c, sig in h.launches if sig is not None} - {None}
+    regions = [_region(c) if b else None for c, b in zip(pool, bad, strict=True)]
+    known = np.array([r in seen for r in regions]) & bad
+    out: dict[str, Any] = {
+        "auc pool": _auc(p, bad),
+        "brier pool": float(np.mean((p - bad) ** 2)),
+        "auc open": _auc(p[open_], bad[open_]),
+        "share crashes": float(bad.mean()),
+        "share open crashes": float(bad[open_].mean()) if open_.any() else math.nan,
+        "p seen": float(p[known].mean()) if known.any() else math.nan,
+        "p unseen": float(p[bad & ~known].mean()) if (bad & ~known).any() else math.nan,
+        "p runs": float(p[~bad].mean()) if (~bad).any() else math.nan,
+        "unseen share": float((bad & ~known).sum() / bad.sum()) if bad.any() else math.nan,
+        "next": (float(p[j]), bool(bad[j])),
+    }
+    top = np.argsort(scores)[::-1][:TOP]
+    out["auc top"] = _auc(p[top], bad[top])
+    out["top crashes"] = float(bad[top].mean())
+    for name, where, by in (
+        ("oracle", ~bad, ei),
+        ("oracle open", ~bad & open_, ei),
+        ("veto", ~bad & open_, scores),
+    ):
+        if where.any():
+            k = int(np.argmax(np.where(where, by, -np.inf)))
+            out[name] = (float(t[k]), max(0.0, float(t[k]) - incumbent))
+        else:  # every candidate crashes: the oracle launches none (the incumbent stays)
+            out[name] = (0.0, 0.0)
+    return out
+
+
 def _model(
     self: smod.Sampler, h: smod.History, rng: np.random.Generator, fit: smod.Fit
 ) -> dict[str, Any] | None:
@@ -415,6 +502,11 @@ def _model(
             ),
             rank=_surrogates(self, h, fit, probes, pool, truths, open_),
             picks=_picks(self, h, fit, pool, truths, scores, _zero(_truth(incumbent))),
+            crash=(
+                _crash(self, h, fit, pool, truths, scores, _zero(_truth(incumbent)))
+                if CRASH
+                else {}
+            ),
         )
     )
     return chosen
@@ -432,12 +524,12 @@ def _calibrate(steps: list[Step], launches: list[Any]) -> None:
         st.inside = abs(math.log(la.value) - st.mu) <= Z90 * st.sd
 
 
-def _m(xs: list[float]) -> str:
+def _m(xs: list[float], d: int = 2) -> str:
     xs = [x for x in xs if x is not None and not math.isnan(x)]
     if not xs:
         return "-"
     se = statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 1 else 0.0
-    return f"{statistics.mean(xs):.2f} ({se:.2f})"
+    return f"{statistics.mean(xs):.{d}f} ({se:.{d}f})"
 
 
 def _study_means(rows: list[list[Step]], f: Any) -> list[float]:
@@ -537,6 +629,75 @@ def _pick_table(per_family: dict[str, list[list[Step]]]) -> str:
     return "\n".join(out)
 
 
+def _crash_table(per_family: dict[str, list[list[Step]]]) -> str:
+    """Per family: the crash model against the truth, then the oracle's pick against EI's."""
+
+    def col(name: str, k: int | None = None) -> Any:
+        return lambda s: s.crash[name] if k is None else s.crash[name][k]
+
+    cols = [
+        ("pool crashes", col("share crashes")),
+        ("open crashes", col("share open crashes")),
+        ("AUC pool", col("auc pool")),
+        ("Brier pool", col("brier pool")),
+        ("AUC open", col("auc open")),
+        (f"top{TOP} crashes", col("top crashes")),
+        (f"AUC top{TOP}", col("auc top")),
+        ("P(crash): crashes, region seen", col("p seen")),
+        ("region unseen", col("p unseen")),
+        ("runs", col("p runs")),
+        ("crashes in unseen regions", col("unseen share")),
+        ("next: P(crash)", col("next", 0)),
+        ("next crashes", lambda s: float(s.crash["next"][1])),
+        ("next: Brier", lambda s: (s.crash["next"][0] - s.crash["next"][1]) ** 2),
+    ]
+    out = [
+        "The crash model on the candidates against the truth (share of the pool that crashes, "
+        "AUC and Brier score of P(crash), its mean P(crash) by kind) and on the next launch "
+        "(its AUC pooled over the family's steps):",
+        "| family | " + " | ".join(c for c, _ in cols) + " | next: AUC (steps) |",
+        "| --- " * (len(cols) + 2) + "|",
+    ]
+    for family, rows in per_family.items():
+        cells = [_m(_study_means(rows, f), 3 if "AUC" in c else 2) for c, f in cols]
+        nxt = [st.crash["next"] for r in rows for st in r]
+        auc = _auc(np.array([p for p, _ in nxt]), np.array([b for _, b in nxt]))
+        cells.append(f"{auc:.2f} ({len(nxt)})")
+        out.append(f"| {family} | " + " | ".join(cells) + " |")
+
+    def ei(k: int) -> Any:
+        return lambda s: (
+            _zero(s.proposal) if k == 0 else max(0.0, _zero(s.proposal) - _zero(s.incumbent))
+        )
+
+    picks = [
+        ("EI", ei(0), ei(1)),
+        ("oracle", col("oracle", 0), col("oracle", 1)),
+        ("oracle open", col("oracle open", 0), col("oracle open", 1)),
+        ("veto", col("veto", 0), col("veto", 1)),
+    ]
+    out += [
+        "",
+        "EI's pick against the oracle's (argmax of EI x 1[no crash in truth]; over the whole "
+        "pool, or the candidates EI left open): truth (crash = 0) and climb (max(0, truth - "
+        "the incumbent's)), then minus EI's, paired by step (SE over studies):",
+        "| family | "
+        + " | ".join(f"{n} truth | {n} climb" for n, _, _ in picks)
+        + " | oracle - EI: truth | climb | oracle open - EI: truth | climb | veto - EI: truth"
+        " | climb | oracle / EI climb |",
+        "| --- " * (2 * len(picks) + 8) + "|",
+    ]
+    for family, rows in per_family.items():
+        cells = [_m(_study_means(rows, f)) for _, a, b in picks for f in (a, b)]
+        for _, a, b in picks[1:]:
+            for f, g in ((a, picks[0][1]), (b, picks[0][2])):
+                cells.append(_m(_study_means(rows, lambda s, f=f, g=g: f(s) - g(s))))
+        climbs = [statistics.mean(_study_means(rows, f)) for f in (picks[1][2], picks[0][2])]
+        cells.append(f"{climbs[0] / climbs[1]:.2f}" if climbs[1] > 0 else "-")
+        out.append(f"| {family} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 def table(per_family: dict[str, list[list[Step]]]) -> str:
     cols = [
         ("steps", None),
@@ -574,6 +735,8 @@ def table(per_family: dict[str, list[list[Step]]]) -> str:
         out += ["", _surrogate_table(per_family)]
     if PICKED:
         out += ["", _pick_table(per_family)]
+    if CRASH:
+        out += ["", _crash_table(per_family)]
     if not any(m in ALTERNATIVES for m in MODELS):
         return "\n".join(out)
     out += ["", "Other models on the same launches and the same candidates (one step, not run on):"]
@@ -607,9 +770,13 @@ def main(argv: list[str] | None = None) -> int:
         default="",
         help=f"other rules that pick from the same candidates ('all': {', '.join(PICKS)})",
     )
+    ap.add_argument(
+        "--crash", action="store_true", help="the crash model against the truth; the oracle pick"
+    )
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args(argv)
-    global SHAPE, OPT
+    global SHAPE, OPT, CRASH
+    CRASH = a.crash
     MODELS[:] = [m for m in a.models.split(",") if m]
     PICKED[:] = list(PICKS) if a.picks == "all" else [r for r in a.picks.split(",") if r]
     if set(PICKED) - set(PICKS):

@@ -10,9 +10,11 @@ every strategy is in the slow tier (``pytest -q --slow``); named alone, the file
 from __future__ import annotations
 
 import json
+import math
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 from bench.search import families as fam
 from bench.search.__main__ import main
@@ -149,3 +151,14 @@ def test_paired_differences_match_studies_by_landscape_and_seed() -> None:
     out = paired(rows, "a")
     assert "| b | f | 2 | 78.0 | +3.0 (1.0) | 2.5 (+0.5) |" in out
     assert "| b | pooled | 2 | | +3.00 (1.00) | |" in out
+
+
+def test_fit_quality_auc() -> None:
+    """The crash model's AUC: ties count half; one kind missing gives NaN."""
+    from bench.search.fit_quality import _auc
+
+    bad = np.array([True, False, False, True])
+    assert _auc(np.array([0.9, 0.1, 0.2, 0.8]), bad) == 1.0
+    assert _auc(np.array([0.1, 0.9, 0.8, 0.2]), bad) == 0.0
+    assert _auc(np.array([0.5, 0.5, 0.1, 0.5]), bad) == 0.75
+    assert math.isnan(_auc(np.array([0.1, 0.2]), np.array([False, False])))

@@ -1724,10 +1724,10 @@ def _learnt_cause(
     failure: Failure, lines: Sequence[str], rules: Sequence[Rule], exit_code: int | None
 ) -> Failure:
     """``failure`` (cause ``unknown``) with the cause the learnt model names, its evidence the
-    rules' own and the lines whose words weighed most, that cause's phase (the one phase its family happens in,
-    else the log's progress, else what the cause implies) and hint, as permanent as the rules'
-    ``unknown`` was (a guess marks its own configuration only: study/deadends.py); as it was if
-    the model names none."""
+    rules' own and the lines whose words weighed most, that cause's phase (the one phase its
+    family happens in, else the log's progress, else what the cause implies) and hint, as
+    permanent as the rules' ``unknown`` was (a guess marks its own configuration only:
+    study/deadends.py); as it was if the model names none."""
     found = guess(lines, exit_code)
     if found is None:
         return failure

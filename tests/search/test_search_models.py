@@ -131,15 +131,3 @@ def test_the_fit_follows_the_exact_gradient_of_every_hyperparameter() -> None:
         step[i] = 1e-5
         numeric = (gp._loss(theta + step)[0] - gp._loss(theta - step)[0]) / 2e-5
         assert grad[i] == pytest.approx(numeric, rel=1e-3, abs=1e-5), i
-
-
-def test_alarm_launch_charges_no_more_new_pairs_than_the_study_typically_launched() -> None:
-    # temporary knob (issue 52 r16): one launch with one new pair, then a candidate with five
-    launches = [(run(), None), (run(kernel="b", flag=True), None)]
-    many = {"batch": 1024, "mem": 0.9, "kernel": "b", "flag": True}
-    pair = CrashModel(PARAMS, launches, start=run())
-    launch = CrashModel(PARAMS, launches, start=run(), alarm="launch")
-    assert pair.novel(encode(PARAMS, [run(**many)]))[0] == 5
-    assert launch.typical == 1
-    assert p(pair, **many) == pytest.approx(1 - (1 - pair.novel_rate) ** 5)
-    assert p(launch, **many) == pytest.approx(launch.novel_rate)

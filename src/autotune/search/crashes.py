@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -217,13 +216,8 @@ class CrashModel:
         launches: Sequence[tuple[Mapping[str, object], str | None]],
         refused: Sequence[tuple[Mapping[str, object], str]] = (),
         start: Mapping[str, object] | None = None,
-        alarm: str = "pair",
     ) -> None:
         self.params = list(params)
-        # temporary (issue 52 r16): "launch" caps the new pairs a configuration is charged for
-        # at the study's typical count among launches that had new pairs
-        self._alarm = alarm
-        self.typical = math.inf
         failed = [(c, s) for c, s in launches if s is not None] + list(refused)
         ran = [c for c, s in launches if s is None]
         runs = encode(self.params, ran)
@@ -280,22 +274,15 @@ class CrashModel:
         parts = self._parts(encode(self.params, [c for c, _ in launches]))
         codes, moved = self._codes(parts)
         tested: list[set[int]] = [set() for _ in self._pairs]
-        counts: list[tuple[int, bool]] = []  # each launch with new pairs: how many, crashed
         for k, (_, signature) in enumerate(launches):
             row, can = codes[k].tolist(), moved[k].tolist()
             new = sum(1 for m, v, seen in zip(can, row, tested, strict=True) if m and v not in seen)
             if new:
-                counts.append((new, signature is not None))
+                exposed += new
+                crashed += signature is not None
             if signature is None:
                 for v, seen in zip(row, tested, strict=True):
                     seen.add(v)
-        if self._alarm == "launch" and counts:
-            # a launch's new pairs are not independent causes: beyond the count the study's
-            # launches typically had, more of them are charged no more (the rate refitted so)
-            self.typical = float(np.median([n for n, _ in counts]))
-        for new, bad in counts:
-            exposed += min(new, self.typical)
-            crashed += bad
         return (crashed + 1) / (exposed + 20)
 
     def _codes(self, parts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -318,7 +305,7 @@ class CrashModel:
     def probability(self, x: np.ndarray) -> np.ndarray:
         """Each encoded configuration's chance of crashing: in a learned region, or as a pair
         of values no run had together (``novel_rate`` each)."""
-        escape = (1.0 - self.novel_rate) ** np.minimum(self.novel(x), self.typical)
+        escape = (1.0 - self.novel_rate) ** self.novel(x)
         for groups in self.regions.values():
             for expl in groups:  # each group a cause of its own
                 if expl:

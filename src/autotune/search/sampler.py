@@ -229,14 +229,12 @@ class Sampler(BaseSampler):
         design: int = DESIGN,
         risk: float = RISK,
         pairs: int = PAIRS,
-        alarm: str = "pair",
     ) -> None:
         self._seed = seed if seed is not None else int(np.random.default_rng().integers(2**31))
         self.feasible = feasible
         self._design = design
         self._risk = risk
         self._pairs = pairs
-        self._alarm = alarm  # temporary (issue 52 r16): the crash model's new-pair charge
         self._plans: dict[int, Config] = {}
         self._defaults: dict[int, Config] = {}  # DEFAULTS as each planned trial read them
         self._starts: set[int] = set()  # trials that launch the screen's first configuration
@@ -499,9 +497,7 @@ class Sampler(BaseSampler):
             xp = encode(params, h.pending)
             lie, _ = gp.predict(xp)
             gp = AdditiveGP(np.vstack([x, xp]), np.concatenate([y, lie]), numeric, gp.theta)
-        return Fit(
-            params, gp, CrashModel(params, h.launches, h.failed, self._start(h), self._alarm)
-        )
+        return Fit(params, gp, CrashModel(params, h.launches, h.failed, self._start(h)))
 
     def _weigh(self, fit: Fit, gain: np.ndarray, x: np.ndarray) -> np.ndarray:
         """log(gain) + ``risk`` x log(chance of not crashing); -inf where a crash is certain."""

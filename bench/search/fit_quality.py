@@ -42,7 +42,10 @@ not, and of those that run; and the oracle's pick, argmax of EI x 1[no crash in 
 the whole pool (``oracle``) or over the candidates EI left open (``oracle open``), and EI's
 own score with the candidates that crash in truth vetoed (``veto``), each with its truth and
 its climb next to EI's (paired by step); and the AUC among the 20 candidates EI scores
-highest (``AUC top20``), where a pick is made.
+highest (``AUC top20``), where a pick is made. Its P(crash) is split by term, for candidates
+that run and that crash, among those 20 and over the pool: the novel pairs' term alone
+(``1 - (1 - novel_rate) ** novel``), the regions' alone, their product as scored, and the
+mean number of novel pairs.
 
     PYTHONPATH=src .venv/bin/python -m bench.search.fit_quality
     PYTHONPATH=src .venv/bin/python -m bench.search.fit_quality --families curve10 --instances 0:1
@@ -444,6 +447,19 @@ def _crash(
     top = np.argsort(scores)[::-1][:TOP]
     out["auc top"] = _auc(p[top], bad[top])
     out["top crashes"] = float(bad[top].mean())
+    # P(crash) split by term: the novel pairs' alone, the regions' alone (what the product
+    # leaves once the pairs' escape is divided out), their product as now; and the count of
+    # novel pairs; for runners and crashes, among EI's best and over the pool
+    k = fit.crashes.novel(x)
+    pn = 1.0 - (1.0 - fit.crashes.novel_rate) ** k
+    pr = 1.0 - (1.0 - p) / (1.0 - pn)
+    among = np.zeros(len(x), bool)
+    among[top] = True
+    for where, rows in (("top", among), ("pool", np.ones(len(x), bool))):
+        for kind, sel in (("runs", rows & ~bad), ("crashes", rows & bad)):
+            out[f"terms {where} {kind}"] = tuple(
+                float(v[sel].mean()) if sel.any() else math.nan for v in (pn, pr, p, k)
+            )
     for name, where, by in (
         ("oracle", ~bad, ei),
         ("oracle open", ~bad & open_, ei),
@@ -664,6 +680,21 @@ def _crash_table(per_family: dict[str, list[list[Step]]]) -> str:
         auc = _auc(np.array([p for p, _ in nxt]), np.array([b for _, b in nxt]))
         cells.append(f"{auc:.2f} ({len(nxt)})")
         out.append(f"| {family} | " + " | ".join(cells) + " |")
+
+    out += [
+        "",
+        f"P(crash) by term (novel pairs alone | regions alone | product) and the mean number of "
+        f"novel pairs, for candidates that run and that crash in truth, among EI's {TOP} best "
+        "and over the pool:",
+        "| family | where | kind | P novel | P regions | P | novel pairs |",
+        "| --- " * 7 + "|",
+    ]
+    for family, rows in per_family.items():
+        for where in ("top", "pool"):
+            for kind in ("runs", "crashes"):
+                name = f"terms {where} {kind}"
+                cells = [_m(_study_means(rows, col(name, i))) for i in range(4)]
+                out.append(f"| {family} | {where} | {kind} | " + " | ".join(cells) + " |")
 
     def ei(k: int) -> Any:
         return lambda s: (

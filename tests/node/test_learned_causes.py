@@ -86,3 +86,16 @@ def test_a_learnt_answer_keeps_the_line_the_rules_saw_fail(monkeypatch: pytest.M
     assert failure.message.startswith("learnt from the corpus (p=0.12): ")
     assert "the frobnicator failed" in failure.message
     assert failure.evidence[: len(rules.evidence)] == rules.evidence and lines[1] in rules.evidence
+
+
+def test_a_learnt_answer_names_the_line_that_weighed_where_the_rules_found_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No line says what failed (the rules say only how the process ended): the line whose
+    words weighed most is in the message."""
+    lines = ["Loading model", "Capturing cuda graph bs 256", "Process exited"]
+    weighed = learned.Guess(cause="cuda_graph_capture", probability=0.4, evidence=[lines[1]])
+    monkeypatch.setattr(failures, "guess", lambda lines, exit_code=None: weighed)
+    failure = diagnose_text("\n".join(lines), exit_code=1).failure
+    assert failure is not None and failure.rule == "learnt"
+    assert "exited with code 1" in failure.message and lines[1] in failure.message

@@ -49,8 +49,7 @@ def test_the_word_scorers_answers_are_marked(
     failure = diagnose_text("\n".join([*FRAMES, last]), learnt=False).failure
     assert failure is not None
     assert failure.cause == cause
-    if rule is not None:
-        assert failure.rule == rule
+    assert failure.rule == rule
     assert failure.by_words is by_words
 
 

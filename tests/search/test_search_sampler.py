@@ -273,6 +273,50 @@ def test_an_empty_baseline_whose_chosen_values_the_ranges_hold_is_the_start_itse
         assert sum(moved[k] != chosen[k] for k in chosen) == 1, (chosen, moved)
 
 
+def test_an_empty_baselines_first_move_refused_moves_the_next_setting() -> None:
+    """The first setting's move is one ``feasible`` refuses: the trial moves the next setting
+    instead, never the baseline again."""
+    chosen = {"kernel": "a", "running": 256, "mem": 0.85}
+    sampler = Sampler(seed=0, feasible=lambda config: config.get("kernel") != "b")
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    study.enqueue_trial({}, user_attrs={DEFAULTS: chosen})
+    study.optimize(_all_left_to_the_system, n_trials=2)
+    moved = study.trials[1].params
+    assert moved["kernel"] == "a"
+    assert sum(moved[k] != v for k, v in chosen.items()) == 1, moved
+
+
+def test_an_empty_baseline_gives_parallel_workers_different_first_moves() -> None:
+    """Two trials asked before either ran (two workers): each moves a different setting."""
+    chosen = {"kernel": "a", "running": 256, "mem": 0.85}
+    study = optuna.create_study(direction="maximize", sampler=Sampler(seed=0))
+    study.enqueue_trial({}, user_attrs={DEFAULTS: chosen})
+    study.optimize(_all_left_to_the_system, n_trials=1)
+    asked = [study.ask(), study.ask()]
+    configs = [
+        {
+            "kernel": t.suggest_categorical("kernel", ["a", "b"]),
+            "running": t.suggest_int("running", 8, 1024, log=True),
+            "mem": t.suggest_float("mem", 0.1, 0.95, step=0.05),
+        }
+        for t in asked
+    ]
+    assert configs[0] != configs[1], configs
+    for config in configs:
+        assert sum(config[k] != v for k, v in chosen.items()) == 1, config
+
+
+def test_an_empty_baseline_moves_a_setting_the_system_named() -> None:
+    """The first setting asked has no chosen value (the system's log did not name it): it
+    starts at its least, and the next setting, which has one, moves."""
+    study = optuna.create_study(direction="maximize", sampler=Sampler(seed=0))
+    study.enqueue_trial({}, user_attrs={DEFAULTS: {"running": 256, "mem": 0.85}})
+    study.optimize(_all_left_to_the_system, n_trials=2)
+    moved = study.trials[1].params
+    assert moved["kernel"] == "a"  # its least: nothing named it
+    assert (moved["running"] != 256) + (moved["mem"] != 0.85) == 1, moved
+
+
 def test_every_pair_of_flags_is_screened_together_whatever_each_did_alone() -> None:
     """Four flags that do nothing alone (two of them pay only together): the screen of pairs
     meets every pair of them switched on together, in its own launches (rows of a covering

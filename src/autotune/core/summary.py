@@ -128,7 +128,7 @@ class Gain(_Record):
             # launch a side nothing was shown either way.
             return (
                 f"too few launches to tell from noise: {self.pct:+.1f}% ({self.launches.best} vs "
-                f"{self.launches.baseline} launches; confirmation relaunches both, interleaved)"
+                f"{self.launches.baseline} launches)"
             )
         return f"no configuration beat the baseline beyond noise: {self.interval_text()}"
 

@@ -1736,8 +1736,11 @@ def _learnt_cause(
         CAUSE_PHASE.get(cause, Phase.LAUNCH) if failure.phase == Phase.LAUNCH else failure.phase
     )
     hint, _ = _cause_hint(cause, phase, rules)
-    # What the rules saw go wrong comes first: the guess is read against it.
-    said = failure.message or (found.evidence[0] if found.evidence else "")
+    # What the rules saw go wrong comes first (the guess is read against it), then the line
+    # whose words weighed most (where the rules found no failing line, the only one).
+    said, weighed = failure.message, found.evidence[0] if found.evidence else ""
+    if weighed and weighed not in said:
+        said = f"{said} (weighed most: {weighed})" if said else weighed
     evidence = [*failure.evidence, *(e for e in found.evidence if e not in failure.evidence)]
     update = {
         "cause": cause,

@@ -238,7 +238,10 @@ class Sampler(BaseSampler):
         self._plans: dict[int, Config] = {}
         self._defaults: dict[int, Config] = {}  # DEFAULTS as each planned trial read them
         self._starts: set[int] = set()  # trials that launch the screen's first configuration
-        self._blind: set[int] = set()  # trials planned before any parameter was known
+        # trials planned before any parameter was known (a baseline that set nothing), each
+        # with how many settings it lets pass before it moves one (one more per such trial
+        # pending before it: parallel workers do not make the same move)
+        self._blind: dict[int, int] = {}
 
     def reseed_rng(self) -> None:
         self._seed = int(np.random.default_rng().integers(2**31))
@@ -271,7 +274,7 @@ class Sampler(BaseSampler):
         if move is not None and key(plan) == key(self._start(h) or {}):
             self._starts.add(trial.number)
         if not plan and h.defaults and not h.params:
-            self._blind.add(trial.number)
+            self._blind[trial.number] = len(self._blind)
         adapter.set_user_attr(study, trial, KIND, kind)
         if move is not None:
             adapter.set_user_attr(study, trial, MOVE, move)
@@ -295,25 +298,31 @@ class Sampler(BaseSampler):
         # value the system chose for it, else at its reference value, one a feature switched
         # on at its least; or a feasible draw.
         rng = np.random.default_rng([self._seed, trial.number, len(trial.params)])
-        first = _nearest(p, self._defaults.get(trial.number, {}))
-        move = None
+        chosen = _nearest(p, self._defaults.get(trial.number, {}))
+        first = chosen
         if first is None:
             first = p.reference() if trial.number in self._starts else p.least()
-        elif trial.number in self._blind and not trial.params and self._far(p, first):
+        firsts = [first]
+        skip = self._blind.get(trial.number)
+        if skip is not None and chosen is not None and (far := self._far(p, chosen)):
             # Nothing was known of the space when this trial was planned (a baseline that set
-            # nothing ran at the values the system chose): the setting asked for first moves
-            # from its chosen value, the screen's first move; the rest stay at theirs.
-            first = self._far(p, first)[0]
-            move = f"{param_name}={first!r}"
-        draws = [first] + [
+            # nothing ran at the values the system chose): one setting moves from its chosen
+            # value, the screen's first move; the others stay at theirs (a setting the system
+            # named no value for at its own start). Refused, the next setting moves instead.
+            if skip == 0:
+                firsts = [far[0], chosen]
+            else:
+                self._blind[trial.number] = skip - 1
+        draws = firsts + [
             p.choices[rng.integers(len(p.choices))] if p.choices else p.at(rng.random())
             for _ in range(20)
         ]
-        for value in draws:
+        for i, value in enumerate(draws):
             if self.feasible is None or self.feasible({**trial.params, param_name: value}):
-                if move is not None and value is first:
+                if len(firsts) == 2 and i == 0:
+                    del self._blind[trial.number]
                     adapter.set_user_attr(study, trial, KIND, "design")
-                    adapter.set_user_attr(study, trial, MOVE, move)
+                    adapter.set_user_attr(study, trial, MOVE, f"{param_name}={value!r}")
                 return value
         return draws[0]
 
@@ -323,7 +332,7 @@ class Sampler(BaseSampler):
         self._plans.pop(trial.number, None)
         self._defaults.pop(trial.number, None)
         self._starts.discard(trial.number)
-        self._blind.discard(trial.number)
+        self._blind.pop(trial.number, None)
 
     # -- planning -----------------------------------------------------------------------------
 

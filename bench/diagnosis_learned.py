@@ -201,6 +201,14 @@ def _takes(rules: str, said: str) -> bool:
     return said != "ok" or rules == "ok"
 
 
+def _where_unknown(logs: Sequence[Log], said: Sequence[str]) -> list[str]:
+    """Variant U (the product): the model's answer only where the rules say ``unknown``."""
+    return [
+        s if log.rules == "unknown" and _takes(log.rules, s) else log.rules
+        for log, s in zip(logs, said, strict=True)
+    ]
+
+
 def _override(logs: Sequence[Log], said: Sequence[str], prob: np.ndarray, t: float) -> list[str]:
     return [
         s if p > t and _takes(log.rules, s) else log.rules
@@ -247,10 +255,7 @@ def fit_and_answer(train: Sequence[Log], test: Sequence[Log], cfg: Config) -> li
         return Model(cfg.features, cfg.c, with_rules=False).fit(train).proba(test)[0]
     if cfg.variant == "U":
         said = Model(cfg.features, cfg.c, with_rules=False).fit(train).proba(test)[0]
-        return [
-            s if log.rules == "unknown" and _takes(log.rules, s) else log.rules
-            for log, s in zip(test, said, strict=True)
-        ]
+        return _where_unknown(test, said)
     t = _choose_t(train, cfg)
     said, prob = Model(cfg.features, cfg.c, with_rules=True).fit(train).proba(test)
     return _override(test, said, prob, t)
@@ -368,11 +373,7 @@ def agreement(logs: Sequence[Log], cfg: Config, test: Sequence[Log], folder: Pat
     """How many answers of the exported product (``diagnose_text``) differ from ``cfg``
     trained here on ``logs`` (seeded as the export is), over ``test``: a count, no labels."""
     model = Model(cfg.features, cfg.c, with_rules=False, seed=0).fit(logs)
-    said = model.proba(test)[0]
-    bench = [
-        s if log.rules == "unknown" and _takes(log.rules, s) else log.rules
-        for log, s in zip(test, said, strict=True)
-    ]
+    bench = _where_unknown(test, model.proba(test)[0])
     differ = asked = 0
     rows = {row["id"]: row for row in load_labels(folder)}
     for log, want in zip(test, bench, strict=True):
@@ -410,11 +411,15 @@ class Unseen:
     said: dict[str, tuple[list[str], np.ndarray]]
 
 
-def _best_t(parts: Sequence[Unseen], name: str) -> float:
-    """The grid's threshold with the most right answers over ``parts`` (ties: the higher)."""
+Answer = Callable[[Sequence[Log], Sequence[str], np.ndarray, float], list[str]]
+
+
+def _best_t(parts: Sequence[Unseen], name: str, answer: Answer = _override) -> float:
+    """The grid's threshold with the most right ``answer``s over ``parts`` (ties: the higher),
+    the model of variant ``name`` saying."""
 
     def right(t: float) -> int:
-        return sum(_right(u.logs, _override(u.logs, *u.said[name], t)) for u in parts)
+        return sum(_right(u.logs, answer(u.logs, *u.said[name], t)) for u in parts)
 
     return -max((right(t), -t) for t in OOS_T)[1]
 
@@ -448,30 +453,13 @@ def _vs(logs: Sequence[Log], a: Sequence[str], b: Sequence[str]) -> str:
     return f"{int(d.sum()):+d} (SE {se:.1f})"
 
 
-def _u(logs: Sequence[Log], said: Sequence[str]) -> list[str]:
-    """The product: the model only where the rules say ``unknown``."""
-    return [
-        s if log.rules == "unknown" and _takes(log.rules, s) else log.rules
-        for log, s in zip(logs, said, strict=True)
-    ]
-
-
 def _f(logs: Sequence[Log], said: Sequence[str], prob: np.ndarray, t: float) -> list[str]:
     """Variant F: U, and where the word scorer named the rules' cause (not a rule's own),
     the model's answer instead when its probability is at least ``t`` (F1: ``t`` 0)."""
     return [
         s if (log.words and p >= t and _takes(log.rules, s)) else u
-        for log, s, p, u in zip(logs, said, prob, _u(logs, said), strict=True)
+        for log, s, p, u in zip(logs, said, prob, _where_unknown(logs, said), strict=True)
     ]
-
-
-def _best_f_t(parts: Sequence[Unseen], name: str) -> float:
-    """F2's threshold: the grid's with the most right answers over ``parts`` (ties: higher)."""
-
-    def right(t: float) -> int:
-        return sum(_right(u.logs, _f(u.logs, *u.said[name], t)) for u in parts)
-
-    return -max((right(t), -t) for t in OOS_T)[1]
 
 
 def out_of_sample(tuning: Sequence[Log], letters: Sequence[str]) -> None:
@@ -505,9 +493,9 @@ def out_of_sample(tuning: Sequence[Log], letters: Sequence[str]) -> None:
         said, prob = u.said[product]
         others = [o for o in parts if o is not u]
         answers["rules"].append([log.rules for log in u.logs])
-        answers[product].append(_u(u.logs, said))
+        answers[product].append(_where_unknown(u.logs, said))
         answers["F1"].append(_f(u.logs, said, prob, 0.0))
-        t = _best_f_t(others, product)
+        t = _best_t(others, product, _f)
         chosen["F2"].append(t)
         answers["F2"].append(_f(u.logs, said, prob, t))
     for cfg in OOS[1:]:
@@ -534,7 +522,7 @@ def out_of_sample(tuning: Sequence[Log], letters: Sequence[str]) -> None:
             f"| {name} | all | - | {_right(logs, flat)}/{len(logs)} | {_vs(logs, flat, base)} "
             f"| {ok_failed(logs, flat)} |"
         )
-    print(f"F2: t chosen on all of them together: {_best_f_t(parts, product):.2f}")
+    print(f"F2: t chosen on all of them together: {_best_t(parts, product, _f):.2f}")
     for cfg in OOS[1:]:
         print(f"{cfg.name}: t chosen on all of them together: {_best_t(parts, cfg.name):.2f}")
 

@@ -320,6 +320,38 @@ def _alternatives(
     return out
 
 
+@dataclass
+class Scored:
+    """One model step's candidates as ``Sampler._scored`` left them, with what the observers
+    read of each, computed once: the encoding, the model's mean and sd, the crash model's
+    probability, the truth (crash = 0) and whether it crashes in truth."""
+
+    pool: list[dict[str, Any]]
+    scores: np.ndarray  # EI x P(no crash)^risk in logs; -inf where not open
+    incumbent: float  # the incumbent's truth (crash = 0)
+    x: np.ndarray
+    mu: np.ndarray
+    sd: np.ndarray
+    p: np.ndarray
+    truths: list[float | None]
+    t: np.ndarray
+    bad: np.ndarray  # bool
+
+    @classmethod
+    def of(cls, fit: smod.Fit, pool: list[dict[str, Any]], scores: np.ndarray, inc: Any) -> Scored:
+        x = encode(fit.params, pool)
+        mu, sd = fit.gp.predict(x)
+        truths = [_truth(c) for c in pool]
+        t = np.array([0.0 if v is None else v for v in truths])
+        bad = np.array([v is None for v in truths])
+        incumbent = _zero(_truth(inc))
+        return cls(pool, scores, incumbent, x, mu, sd, fit.crashes.probability(x), truths, t, bad)
+
+    @property
+    def open(self) -> np.ndarray:
+        return np.isfinite(self.scores)
+
+
 def _joint(gp: Any, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The model's posterior mean and covariance (no noise) over the rows of ``x``."""
     from scipy.linalg import cho_solve
@@ -332,26 +364,16 @@ def _joint(gp: Any, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _picks(
-    self: smod.Sampler,
-    h: smod.History,
-    fit: smod.Fit,
-    pool: list[dict[str, Any]],
-    truths: list[float | None],
-    scores: np.ndarray,
-    incumbent: float,
+    self: smod.Sampler, h: smod.History, fit: smod.Fit, c: Scored
 ) -> dict[str, tuple[float, float, float]]:
     """Each rule of ``PICKED``: the expected truth (crash = 0) of its choice among the
     candidates EI left open, its chance of picking one that crashes, and its climb (the
-    expected gain over the ``incumbent``'s truth, none where it is below)."""
-    x = encode(fit.params, pool)
-    open_ = np.isfinite(scores)
-    idx = np.flatnonzero(open_)
-    t = np.array([0.0 if v is None else v for v in truths])
-    bad = np.array([float(v is None) for v in truths])
-    up = np.maximum(t - incumbent, 0.0)
-    p = fit.crashes.probability(x)
-    penalty = np.where(open_, self._risk * np.log1p(-np.minimum(p, 0.999)), -np.inf)
-    mu, sd = fit.gp.predict(x)
+    expected gain over the incumbent's truth, none where it is below)."""
+    x, scores, t, mu, sd = c.x, c.scores, c.t, c.mu, c.sd
+    idx = np.flatnonzero(c.open)
+    bad = c.bad.astype(float)
+    up = np.maximum(t - c.incumbent, 0.0)
+    penalty = np.where(c.open, self._risk * np.log1p(-np.minimum(c.p, 0.999)), -np.inf)
 
     def argmax(v: np.ndarray) -> tuple[float, float, float]:
         j = int(np.argmax(v + penalty))
@@ -408,26 +430,13 @@ def _region(c: dict[str, Any]) -> int | None:
     return next((k for k, (hit, _) in enumerate(SHAPE.crashes) if hit(active)), None)
 
 
-def _crash(
-    self: smod.Sampler,
-    h: smod.History,
-    fit: smod.Fit,
-    pool: list[dict[str, Any]],
-    truths: list[float | None],
-    scores: np.ndarray,
-    incumbent: float,
-) -> dict[str, Any]:
+def _crash(self: smod.Sampler, h: smod.History, fit: smod.Fit, c: Scored) -> dict[str, Any]:
     """The crash model against the truth on the candidates, and the oracle's pick (argmax of
     EI x 1[no crash in truth]); see the module's ``--crash``."""
-    x = encode(fit.params, pool)
-    mu, sd = fit.gp.predict(encode(fit.params, h.ran))
-    level = float(np.max(mu))
-    mu, sd = fit.gp.predict(x)
-    ei = np.log(expected_improvement(mu, sd, level) + 1e-12)
-    p = fit.crashes.probability(x)
-    bad = np.array([t is None for t in truths])
-    t = np.array([0.0 if v is None else v for v in truths])
-    open_ = np.isfinite(scores)
+    pool, scores, x, p, bad, t, open_ = c.pool, c.scores, c.x, c.p, c.bad, c.t, c.open
+    incumbent = c.incumbent
+    level = float(np.max(fit.gp.predict(encode(fit.params, h.ran))[0]))
+    ei = np.log(expected_improvement(c.mu, c.sd, level) + 1e-12)
     j = int(np.argmax(scores))
     seen = {_region(c) for c, sig in h.launches if sig is not None} - {None}
     regions = [_region(c) if b else None for c, b in zip(pool, bad, strict=True)]
@@ -483,16 +492,14 @@ def _model(
     incumbent, pool, scores = scored
     chosen = pool[int(np.argmax(scores))]
     # -- observed, nothing above depends on it --
-    mu, sd = fit.gp.predict(encode(fit.params, pool))
-    truths = [_truth(c) for c in pool]
+    c = Scored.of(fit, pool, scores, incumbent)
+    mu, sd, truths, open_ = c.mu, c.sd, c.truths, c.open
     ok = [i for i, t in enumerate(truths) if t is not None]
-    open_ = np.isfinite(scores)
     greedy = int(np.argmax(np.where(open_, mu, -np.inf)))
     j = int(np.argmax(scores))
     pred_sd = math.sqrt(float(sd[j]) ** 2 + fit.gp.noise**2)
-    p = fit.crashes.probability(encode(fit.params, pool))
     exploit = int(
-        np.argmax(np.where(open_, mu + self._risk * np.log1p(-np.minimum(p, 0.999)), -np.inf))
+        np.argmax(np.where(open_, mu + self._risk * np.log1p(-np.minimum(c.p, 0.999)), -np.inf))
     )
     probes = [
         _probe(self, h, incumbent, 500, near=False),
@@ -517,12 +524,8 @@ def _model(
                 else {}
             ),
             rank=_surrogates(self, h, fit, probes, pool, truths, open_),
-            picks=_picks(self, h, fit, pool, truths, scores, _zero(_truth(incumbent))),
-            crash=(
-                _crash(self, h, fit, pool, truths, scores, _zero(_truth(incumbent)))
-                if CRASH
-                else {}
-            ),
+            picks=_picks(self, h, fit, c),
+            crash=_crash(self, h, fit, c) if CRASH else {},
         )
     )
     return chosen

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from autotune.diagnosis import diagnose_text
+from autotune.models import Cause
 
 READY = "INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)\n"
 
@@ -57,3 +58,23 @@ def test_a_failure_after_ready_is_never_ok(tail: str) -> None:
 )
 def test_a_ready_log_without_a_failure_stays_ok(tail: str) -> None:
     assert diagnose_text(READY + tail + "\n").failure is None
+
+
+@pytest.mark.usefixtures("rules_alone")
+@pytest.mark.parametrize(
+    "stamp",
+    [
+        "2024-07-01 07:28:04.488 1 kserve",  # Python logging: time, pid, logger, level
+        "2024-07-01 07:28:04,488 model_server",  # time, logger, level
+    ],
+)
+def test_an_error_level_after_a_pid_or_a_logger_is_the_failure_not_a_hang(stamp: str) -> None:
+    text = (
+        f"{stamp} INFO [__main__.py:<module>():250] Loading model\n"
+        f"{stamp} ERROR [__main__.py:<module>():254] Failed to start model server: "
+        "integer division or modulo by zero\n"
+    )
+    failure = diagnose_text(text).failure
+    assert failure is not None
+    assert failure.cause != Cause.STARTUP_TIMEOUT
+    assert "Failed to start model server" in failure.message

@@ -77,7 +77,9 @@ _PREFIXES: tuple[re.Pattern[str], ...] = tuple(
         # one that opens a table's row: "| model | 1 | READY |" keeps its columns)
         r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,:]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
         r"(?:[ \t]+[a-z_][\w.]*(?:\[\d+\])?[ \t]+\d+(?=[ \t]+[A-Z])|"
-        r":?[ \t]+\d+(?=[ \t]+(?:INFO|WARNING|WARN|ERROR|CRITICAL|FATAL|DEBUG)\b))?"
+        # a pid and a logger's name in either order, then the level: "... 1 kserve ERROR"
+        r":?(?:[ \t]+(?:\d+|[a-z_][\w.\-]*)){1,2}"
+        r"(?=[ \t]+(?:INFO|WARNING|WARN|ERROR|CRITICAL|FATAL|DEBUG)\b))?"
         r"(?:[ \t]*[-|]?[ \t]*" + _LEVEL + r"\b:?(?:[ \t]*[|-])?[ \t]*"
         r"|[ \t]*\|[ \t]?(?![^|]*\|)|[ \t]?)",
         # lmdeploy: "01/19 15:19:51 - turbomind - WARNING - "

@@ -333,19 +333,3 @@ def test_every_pair_of_flags_is_screened_together_whatever_each_did_alone() -> N
     rows = [t.params for t in study.trials if t.user_attrs.get(KIND) == "pairs"]
     met = {(a, b) for r in rows for a in names for b in names if a < b and r[a] and r[b]}
     assert met == {(a, b) for a in names for b in names if a < b}, rows
-
-
-def test_every_second_launch_of_the_model_phase_is_tpe_s_and_a_resumed_study_plans_it_again() -> (
-    None
-):
-    study = study_of(Sampler(seed=1, tpe=2), 30)
-    kinds = [t.user_attrs[KIND] for t in study.trials[1:]]
-    later = kinds[next(i for i, k in enumerate(kinds) if k in ("model", "tpe")) :]
-    assert len(later) >= 6 and set(later[::2]) == {"model"}, kinds
-    assert set(later[1::2]) <= {"model", "tpe"} and "tpe" in later, kinds  # refused: model's
-    last = max(t.number for t in study.trials if t.user_attrs.get(KIND) == "tpe")
-    again = optuna.create_study(direction="maximize", sampler=Sampler(seed=1, tpe=2))
-    for t in study.trials[:last]:
-        again.add_trial(t)
-    fresh = again.ask()
-    assert again.sampler._plans[fresh.number] == study.trials[last].params  # type: ignore[attr-defined]

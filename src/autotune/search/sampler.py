@@ -31,8 +31,6 @@ and nothing else, so a study resumed after its driver was killed proposes what i
   proposal is the one whose expected improvement, times the chance of not crashing to the
   power ``risk``, is largest. It is never a configuration a trial already
   had, one ``feasible`` refuses, or one every explanation of some crash or refusal covers.
-  With ``tpe`` K, every K-th launch of this phase is Optuna's TPE's proposal instead, fitted
-  on the same trials as they are stored, where it passes the same checks.
 
 A trial tells the sampler it crashed, or was refused before launch, through a user
 attribute (``CRASH``, ``REFUSED``: why; trials that failed alike form one region). A failed
@@ -43,15 +41,13 @@ from __future__ import annotations
 
 import itertools
 import math
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from optuna.distributions import BaseDistribution
-from optuna.exceptions import ExperimentalWarning
-from optuna.samplers import BaseSampler, TPESampler
+from optuna.samplers import BaseSampler
 from optuna.study import Study, StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
@@ -72,7 +68,7 @@ from autotune.search.space import (
 
 CRASH = "search:crash"  # user attribute: the trial crashed; its value says how (a signature)
 REFUSED = "search:refused"  # user attribute: the trial was not launched; its value says why
-KIND = "proposed_by"  # user attribute the sampler writes: design, line, pairs, model, tpe, random
+KIND = "proposed_by"  # user attribute the sampler writes: design, line, pairs, model, random
 MOVE = "search:move"  # user attribute: which move of the screen a design trial is
 # user attribute of an enqueued trial that leaves settings unset: the values the system chose
 # for them (an engine's own defaults, read from its log); the screen starts from them
@@ -223,7 +219,6 @@ class Sampler(BaseSampler):
             (0: crashes are not avoided).
         pairs: the most proposals that screen choices together (rows of a covering array of
             their pairs), after the one-at-a-time screen.
-        tpe: every ``tpe``-th launch of the model's phase is TPE's proposal (0: none).
     """
 
     def __init__(
@@ -234,14 +229,12 @@ class Sampler(BaseSampler):
         design: int = DESIGN,
         risk: float = RISK,
         pairs: int = PAIRS,
-        tpe: int = 0,
     ) -> None:
         self._seed = seed if seed is not None else int(np.random.default_rng().integers(2**31))
         self.feasible = feasible
         self._design = design
         self._risk = risk
         self._pairs = pairs
-        self._tpe = tpe
         self._plans: dict[int, Config] = {}
         self._defaults: dict[int, Config] = {}  # DEFAULTS as each planned trial read them
         self._starts: set[int] = set()  # trials that launch the screen's first configuration
@@ -275,7 +268,7 @@ class Sampler(BaseSampler):
                 h.pending.append(self._plans[t.number])
                 h.seen.add(key(self._plans[t.number]))
         rng = np.random.default_rng([self._seed, h.told, len(h.pending)])
-        kind, plan, move = self._plan(h, rng, study, trial)
+        kind, plan, move = self._plan(h, rng)
         self._plans[trial.number] = plan
         self._defaults[trial.number] = h.defaults
         if move is not None and key(plan) == key(self._start(h) or {}):
@@ -343,9 +336,7 @@ class Sampler(BaseSampler):
 
     # -- planning -----------------------------------------------------------------------------
 
-    def _plan(
-        self, h: History, rng: np.random.Generator, study: Study, trial: FrozenTrial
-    ) -> tuple[str, Config, str | None]:
+    def _plan(self, h: History, rng: np.random.Generator) -> tuple[str, Config, str | None]:
         """(kind, configuration, screen move) of the next proposal."""
         if h.start is None and h.ran:
             h.start = h.ran[0]
@@ -364,31 +355,10 @@ class Sampler(BaseSampler):
                 plan = self._cover(h, start, fit, rng)
                 if plan is not None:
                     return "pairs", plan, None
-            n = h.kinds.get("model", 0) + h.kinds.get("tpe", 0)  # launches of this phase
-            if self._tpe and (n + 1) % self._tpe == 0:
-                plan = self._parzen(h, study, trial)  # refused: the model's pick instead
-                if plan and self._allowed(h, plan):
-                    if not fit.crashes.certain(encode(fit.params, [plan]))[0]:
-                        return "tpe", plan, None
             plan = self._model(h, rng, fit)
             if plan is not None:
                 return "model", plan, None
         return "random", self._random(h, rng), None
-
-    def _parzen(self, h: History, study: Study, trial: FrozenTrial) -> Config | None:
-        """Optuna's TPE's proposal (multivariate, grouped where settings are conditional,
-        running trials as liars) over the study's trials, seeded from the seed and the trials
-        told (None: too few trials for its model)."""
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ExperimentalWarning)
-            tpe = TPESampler(
-                seed=(self._seed * 7919 + h.told) % 2**31,
-                multivariate=True,
-                group=bool(h.conds),
-                constant_liar=True,
-            )
-            plan = tpe.sample_relative(study, trial, tpe.infer_relative_search_space(study, trial))
-        return self._complete(h, plan) if plan else None
 
     def _start(self, h: History) -> Config | None:
         """The screen's first configuration: the baseline with the settings it leaves unset at

@@ -41,13 +41,21 @@ SCENARIOS: dict[str, dict[str, float]] = {
 
 
 class Draws:
-    """One launch -> a draw around the configuration's true value."""
+    """One launch -> a draw around the configuration's true value, on a machine that may
+    drift: every launch multiplies what the machine gives by ``exp(drift)`` (a steady trend:
+    caches warming) and by ``exp(N(0, walk))`` (a random walk: neighbours, clocks)."""
 
-    def __init__(self, truth: dict[str, float], noise: float, seed: int) -> None:
+    def __init__(
+        self, truth: dict[str, float], noise: float, seed: int, drift: float = 0.0,
+        walk: float = 0.0,
+    ) -> None:  # fmt: skip
         self.truth, self.noise, self.rng = truth, noise, random.Random(seed)
+        self.drift, self.walk, self.level = drift, walk, 0.0
 
     def __call__(self, c: Candidate, round_no: int) -> Sample:
-        return Sample(self.truth[c.key] * math.exp(self.rng.gauss(0.0, self.noise)), server_s=1.0)
+        value = self.truth[c.key] * math.exp(self.level + self.rng.gauss(0.0, self.noise))
+        self.level += self.drift + (self.rng.gauss(0.0, self.walk) if self.walk else 0.0)
+        return Sample(value, server_s=1.0)
 
 
 def main() -> None:
@@ -55,9 +63,14 @@ def main() -> None:
     p.add_argument("--seeds", type=int, default=400)
     p.add_argument("--noise", type=float, default=0.08)
     p.add_argument("--rounds", default="3,5", help="min,max rounds (the driver's default 3,5)")
+    p.add_argument("--drift", type=float, default=0.0, help="log drift per launch (0.03: +3%%)")
+    p.add_argument("--walk", type=float, default=0.0, help="sd of a random walk per launch")
     args = p.parse_args()
     lo, hi = (int(x) for x in args.rounds.split(","))
-    print(f"launch noise {args.noise:.0%}, rounds {lo}..{hi}, {args.seeds} seeds (in process)")
+    print(
+        f"launch noise {args.noise:.0%}, drift {args.drift:.1%} and walk {args.walk:.1%} a "
+        f"launch, rounds {lo}..{hi}, {args.seeds} seeds (in process)"
+    )
     print(
         f"{'scenario':>9} {'rounds':>6} {'max':>4} {'launches':>8} {'max':>4} "
         f"{'claimed':>8} {'right export':>12}"
@@ -73,7 +86,7 @@ def main() -> None:
         for seed in range(args.seeds):
             res = confirm(
                 [Candidate(key=k, config={"k": k}) for k in keys],
-                Draws(truth, args.noise, seed),
+                Draws(truth, args.noise, seed, args.drift, args.walk),
                 "maximize",
                 ConfirmOptions(lo, hi),
             )

@@ -173,10 +173,12 @@ def test_an_interrupted_confirmation_resumes_from_its_last_launch(tmp_path: Path
     _run(again)
     trials = Ledger(again.study).trials()
     confirm = [t for t in trials if t.confirm_round is not None]
-    # Three rounds of (baseline, candidate): six launches in all, the first two kept.
+    # Three rounds of (baseline, candidate), the second mirrored: six launches in all, the
+    # first two kept.
     assert [(t.confirm_round, t.confirm_key) for t in confirm] == [
-        (r, k) for r in (1, 2, 3) for k in ("baseline", "trial 1")
-    ], [(t.number, t.confirm_round, t.confirm_key, t.outcome) for t in confirm]
+        (1, "baseline"), (1, "trial 1"), (2, "trial 1"), (2, "baseline"),
+        (3, "baseline"), (3, "trial 1"),
+    ], [(t.number, t.confirm_round, t.confirm_key, t.outcome) for t in confirm]  # fmt: skip
     record = Ledger(again.study).confirmation()
     assert record is not None and record.rounds == 3 and record.cost["launches"] == 6
     assert [launch.trial for launch in record.launches][:2] == seen

@@ -7,7 +7,16 @@ import random
 
 import pytest
 
-from autotune.study.noise import Gain, NoiseModel, better, gain, launch_value, t_quantile
+from autotune.study.noise import (
+    Gain,
+    NoiseModel,
+    better,
+    blocked_gain,
+    blocked_log_ratio,
+    gain,
+    launch_value,
+    t_quantile,
+)
 
 
 @pytest.mark.parametrize(
@@ -130,3 +139,35 @@ def test_better_needs_a_clear_separation() -> None:
     assert better([200.0, 205.0, 198.0], [100.0, 101.0, 99.0], "maximize", 0.95)
     assert not better([101.0, 99.0, 103.0], [100.0, 101.0, 99.0], "maximize", 0.95)
     assert better([50.0, 51.0, 49.0], [100.0, 101.0, 99.0], "minimize", 0.95)
+
+
+def test_a_gain_within_rounds_stands_out_of_a_drift_that_hides_it_across_launches() -> None:
+    # The baseline rises 15% a round (a machine warming up); the candidate measures 4-6% above
+    # it in every round. Across launches the drift is the spread; within rounds it cancels.
+    base = [100.0, 115.0, 132.0]
+    best = [105.0, 120.8, 137.3]
+    assert not gain(base, best, "maximize").significant
+    rounds = {
+        r + 1: {"baseline": b, "A": c} for r, (b, c) in enumerate(zip(base, best, strict=True))
+    }
+    g = blocked_gain(rounds, "baseline", "A", "maximize")
+    assert g is not None and g.significant and 4 < g.pct < 6 and g.launches.best == 3
+    assert g.method != gain(base, best, "maximize").method
+
+
+def test_rounds_as_blocks_pool_the_noise_of_every_configuration_measured_in_them() -> None:
+    rounds = {1: {"baseline": 100.0, "A": 104.0}, 2: {"baseline": 101.0, "A": 103.0}}
+    pair = blocked_log_ratio(rounds, "baseline", "A")
+    assert pair is not None and pair[3] == 2
+    # A third configuration in both rounds adds degrees of freedom: a narrower interval.
+    wider = {
+        r: {**row, "B": row["baseline"] * (1.01 if r == 1 else 0.99)} for r, row in rounds.items()
+    }
+    three = blocked_log_ratio(wider, "baseline", "A")
+    assert three is not None and three[0] == pytest.approx(pair[0])
+    assert three[2] - three[1] < pair[2] - pair[1]
+    # Fewer than two rounds holding both: no blocked interval.
+    assert (
+        blocked_log_ratio({1: {"baseline": 100.0, "A": 104.0}, 2: {"A": 1.0}}, "baseline", "A")
+        is None
+    )

@@ -3,16 +3,22 @@
 The search picks its best configuration from single, noisy launches, so the best of many is
 biased upwards (the winner's curse): on a space where no flag matters, *some* configuration
 always measures a few percent above the baseline. Confirmation measures the top K candidates
-again, side by side with the baseline in rounds (baseline, A, B, C, baseline, B, C, A, ...), so
-slow drifts of the machine hit everyone alike, and only these fresh launches decide:
+again, side by side with the baseline in rounds that come in mirrored pairs (baseline, A, B, C,
+then C, B, A, baseline; then baseline, B, C, A, ...), and only these fresh launches decide.
+Each round is a block: a gain is the mean of the log ratios within rounds, its noise the
+residual of round plus configuration (study/noise.py ``blocked_gain``), so a drift of the
+machine between rounds cancels, and a steady drift within them favours no one over a pair.
+On the H100 the 512-stream SGLang study's baseline rose 26% over ten launches (caches warming):
+across launches that drift hid every gain; within rounds it does not (docs/benchmarks.md).
 
 - a candidate whose launch fails (crash, failed requests at the workload's peak load) is out;
 - after ``min_rounds``, candidates clearly worse than the leader are dropped (cheaper rounds);
 - it stops as soon as the answer the user gets is settled (the stop rule below), else at
   ``max_rounds``;
 - the winner is the candidate with the best confirmed median; its gain over the baseline
-  comes with an interval over launches (study/noise.py), Bonferroni-adjusted for the K
-  candidates; when that interval does not lie above zero the baseline stays the answer.
+  comes with an interval within rounds (over launches while fewer than two rounds hold both),
+  Bonferroni-adjusted for the K candidates; when that interval does not lie above zero the
+  baseline stays the answer.
 
 The stop rule, looked at after every round from ``min_rounds`` on (three launches a side by
 default: fewer give an interval too wide to mean anything). What the user gets is one
@@ -50,7 +56,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field, field_seriali
 
 from autotune.core.summary import ConfirmationCost
 from autotune.models import Direction
-from autotune.study.noise import LEVEL, Gain, better, gain
+from autotune.study.noise import LEVEL, Gain, better, blocked_gain, blocked_log_ratio, gain
 
 BASELINE = "baseline"
 
@@ -156,6 +162,35 @@ class Confirmation(BaseModel):
         v = self.values(key)
         return float(statistics.median(v)) if v else None
 
+    def by_round(self) -> dict[int, dict[str, float]]:
+        """``{round: {key: value}}`` of the launches that measured a value."""
+        out: dict[int, dict[str, float]] = {}
+        for x in self.launches:
+            if x.value is not None:
+                out.setdefault(x.round, {})[x.key] = x.value
+        return out
+
+    def gain_of(self, key: str, candidates: int, level: float) -> Gain:
+        """The gain of ``key`` over the baseline: within rounds (rounds as blocks: a drift
+        between rounds cancels) once two rounds hold both, else over all their launches."""
+        g = blocked_gain(
+            self.by_round(), BASELINE, key, self.direction, candidates=candidates, level=level
+        )
+        if g is not None:
+            return g
+        return gain(
+            self.values(BASELINE), self.values(key), self.direction,
+            candidates=candidates, level=level,
+        )  # fmt: skip
+
+    def beats(self, a: str, b: str, level: float) -> bool:
+        """Whether ``a`` measured better than ``b`` beyond noise (as :meth:`gain_of`)."""
+        found = blocked_log_ratio(self.by_round(), b, a, level)
+        if found is None:
+            return better(self.values(a), self.values(b), self.direction, level)
+        _, lo, hi, _ = found
+        return lo > 0 if self.direction == "maximize" else hi < 0
+
     @computed_field  # type: ignore[prop-decorator]
     @property
     def cost(self) -> dict[str, float]:
@@ -223,11 +258,14 @@ class Progress(BaseModel):
 
 
 def _order(active: Sequence[str], round_no: int) -> list[str]:
-    """Baseline first, then the candidates rotated by one each round (no fixed neighbour)."""
+    """Rounds in mirrored pairs: the baseline first, the candidates rotated by one each pair
+    (no fixed neighbour), and the next round the same launches in reverse, so that a steady
+    drift of the machine (caches warming launch after launch) favours no one over a pair."""
     if not active:
         return [BASELINE]
-    k = (round_no - 1) % len(active)
-    return [BASELINE, *active[k:], *active[:k]]
+    k = (round_no - 1) // 2 % len(active)
+    order = [BASELINE, *active[k:], *active[:k]]
+    return order if round_no % 2 else order[::-1]
 
 
 def _best_key(keys: Sequence[str], medians: dict[str, float], direction: Direction) -> str:
@@ -305,15 +343,11 @@ def confirm(
             continue
         leader = _best_key(list(medians), medians, direction)
         for key in list(active):
-            if (
-                key != leader
-                and len(measured[key]) >= 2
-                and better(measured[leader], measured[key], direction, drop_level)
-            ):
+            if key != leader and len(measured[key]) >= 2 and result.beats(leader, key, drop_level):
                 active.remove(key)
                 result.dropped[key] = f"clearly worse than {leader} (round {round_no})"
-        still = {key: measured[key] for key in active}
-        why = _settled(base, still, leader, direction, k, interim, opts.min_gain_pct)
+        still = [key for key in active if measured[key]]
+        why = _settled(result, still, leader, k, interim, opts.min_gain_pct)
         if why:
             result.stop_reason = why
             break
@@ -325,26 +359,22 @@ def confirm(
 
 
 def _settled(
-    base: list[float],
-    measured: dict[str, list[float]],
+    result: Confirmation,
+    still: list[str],
     leader: str,
-    direction: Direction,
     k: int,
     interim: float,
     min_gain_pct: float,
 ) -> str:
-    """Why the answer is settled (the module's stop rule), or "" to run another round."""
-    g = gain(base, measured[leader], direction, candidates=k, level=interim)
-    tie = " (the candidates still in tie: the best median is taken)" if len(measured) > 1 else ""
+    """Why the answer is settled (the module's stop rule), or "" to run another round;
+    ``still``: the candidates still in that have measured a value."""
+    g = result.gain_of(leader, k, interim)
+    tie = " (the candidates still in tie: the best median is taken)" if len(still) > 1 else ""
     if g.significant:
         return f"{leader} beats the baseline at a strict interim level{tie}"
     if g.pct <= 0:
         return f"{leader}, the best candidate, measures no better than the baseline"
-    uppers = [
-        gain(base, v, direction, candidates=k, level=interim).ci95_pct[1]
-        for v in measured.values()
-        if v
-    ]
+    uppers = [result.gain_of(key, k, interim).ci95_pct[1] for key in still]
     if max(uppers) < min_gain_pct:
         return f"no candidate can beat the baseline by {min_gain_pct:g}%"
     return ""
@@ -361,16 +391,14 @@ def decide(result: Confirmation, keys: list[str], k: int, level: float) -> None:
         return
     best = _best_key(list(measured), measured, result.direction)
     result.best = best
-    result.gain = gain(base, result.values(best), result.direction, candidates=k, level=level)
+    result.gain = result.gain_of(best, k, level)
     result.winner = best if result.gain.significant else BASELINE
     # The others that cannot be told from the best (at the level candidates are dropped at).
     drop_level = 1 - (1 - level) / max(1, k)
     result.tied = [
         key
         for key in measured
-        if key != best
-        and key not in result.dropped
-        and not better(result.values(best), result.values(key), result.direction, drop_level)
+        if key != best and key not in result.dropped and not result.beats(best, key, drop_level)
     ]
 
 

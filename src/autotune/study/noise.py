@@ -13,17 +13,25 @@ bootstrap of the median ratio under-covers and a rank interval does not exist. A
 among several candidates is compared at a Bonferroni-adjusted level (``candidates``), so that
 the chance that any of them is claimed on noise stays within 5%. Student's t quantiles come
 from scipy.
+
+Launches made in rounds (confirmation's) are compared within rounds instead
+(:func:`blocked_gain`): each round a block, the noise the residual of an additive model of
+round and configuration on log values, so that a machine that drifts between rounds (its
+caches warming launch after launch) does not widen the interval until no gain shows.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from autotune.core.summary import LEVEL, Gain, LaunchCounts, Noise
 from autotune.models import Direction
+
+WELCH = "welch-t on log per-launch values"
+BLOCKED = "t on log ratios within rounds (rounds as blocks)"
 
 
 def t_quantile(p: float, df: float) -> float:
@@ -174,7 +182,19 @@ def gain(
     if any(v <= 0 for v in (*baseline, *best)):
         raise ValueError("per-launch values must be positive (the interval is on their logs)")
     each = 1 - (1 - level) / max(1, candidates)
-    est, lo, hi = log_ratio_interval(baseline, best, each)
+    counts = LaunchCounts(baseline=len(baseline), best=len(best))
+    return _gain(log_ratio_interval(baseline, best, each), direction, counts, each)
+
+
+def _gain(
+    interval: tuple[float, float, float],
+    direction: Direction,
+    counts: LaunchCounts,
+    level: float,
+    method: str = WELCH,
+) -> Gain:
+    """The :class:`Gain` of the log-ratio ``(estimate, lo, hi)``."""
+    est, lo, hi = interval
     if direction == "minimize":  # smaller is better: the gain is the relative drop, 1 - c/b
         pct, lo_pct, hi_pct = (-_expm1_pct(x) for x in (est, hi, lo))
     else:  # larger is better: the relative rise, c/b - 1
@@ -183,9 +203,62 @@ def gain(
         pct=pct,
         ci95_pct=(lo_pct, hi_pct),
         significant=lo_pct > 0,
-        launches=LaunchCounts(baseline=len(baseline), best=len(best)),
-        level=each,
+        launches=counts,
+        level=level,
+        method=method,
     )
+
+
+def blocked_log_ratio(
+    rounds: Mapping[int, Mapping[str, float]], reference: str, other: str, level: float = LEVEL
+) -> tuple[float, float, float, int] | None:
+    """``(estimate, lo, hi, rounds used)`` of log(other / reference) from launches made in
+    rounds, each round a block (confirmation's interleaved rounds): None with fewer than two
+    rounds holding both.
+
+    The estimate is the mean over rounds of the log ratio within a round, so a drift of the
+    machine between rounds (a warming cache, a neighbour) cancels. The noise is the residual
+    of an additive model on log values, round plus configuration, fitted to every
+    configuration measured in all those rounds: with several candidates confirmed together,
+    their launches estimate the noise too ((rounds - 1) x (configurations - 1) degrees of
+    freedom; with two, the paired t-interval).
+    """
+    used = sorted(r for r, row in rounds.items() if reference in row and other in row)
+    if len(used) < 2:
+        return None
+    keys = [k for k in rounds[used[0]] if all(k in rounds[r] for r in used)]
+    y = {(r, k): math.log(rounds[r][k]) for r in used for k in keys}
+    est = statistics.fmean(y[r, other] - y[r, reference] for r in used)
+    row = {r: statistics.fmean(y[r, k] for k in keys) for r in used}
+    col = {k: statistics.fmean(y[r, k] for r in used) for k in keys}
+    grand = statistics.fmean(row.values())
+    ss = sum((y[r, k] - row[r] - col[k] + grand) ** 2 for r in used for k in keys)
+    df = (len(used) - 1) * (len(keys) - 1)
+    if ss == 0:
+        return est, est, est, len(used)
+    half = t_quantile(1 - (1 - level) / 2, df) * math.sqrt(2 * ss / df / len(used))
+    return est, est - half, est + half, len(used)
+
+
+def blocked_gain(
+    rounds: Mapping[int, Mapping[str, float]],
+    reference: str,
+    best: str,
+    direction: Direction,
+    *,
+    candidates: int = 1,
+    level: float = LEVEL,
+) -> Gain | None:
+    """:func:`gain` of ``best`` over ``reference`` from launches made in rounds
+    (:func:`blocked_log_ratio`), None with fewer than two rounds holding both."""
+    if any(v <= 0 for row in rounds.values() for v in row.values()):
+        raise ValueError("per-launch values must be positive (the interval is on their logs)")
+    each = 1 - (1 - level) / max(1, candidates)
+    found = blocked_log_ratio(rounds, reference, best, each)
+    if found is None:
+        return None
+    est, lo, hi, n = found
+    return _gain((est, lo, hi), direction, LaunchCounts(baseline=n, best=n), each, BLOCKED)
 
 
 def _expm1_pct(x: float) -> float:
@@ -203,10 +276,14 @@ def better(a: Sequence[float], b: Sequence[float], direction: Direction, level: 
 
 
 __all__ = [
+    "BLOCKED",
     "LEVEL",
+    "WELCH",
     "Gain",
     "NoiseModel",
     "better",
+    "blocked_gain",
+    "blocked_log_ratio",
     "gain",
     "launch_value",
     "log_ratio_interval",

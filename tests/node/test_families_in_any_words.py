@@ -1,0 +1,92 @@
+"""Families read in any engine's words, from the misses of batches u to x (issue 51).
+
+After batch x joined, the tuning parts of batches u, v, w and x became ordinary tuning data
+(tests/data/crashlogs/MANIFEST.md). Each test here names a family the way at least two
+engines or libraries word it; every line is written for the test, none is copied from the
+corpus:
+
+- **HCCL**, Ascend's collective library, fails as NCCL does: an operator wrapper naming the
+  collective (``OPS function error: HcclAllGather``), HCCL's own error records, CANN's error
+  code for a peer that never sent (``EI0006``), a collective task that timed out on the device;
+- a **watchdog** that fires is a watchdog timeout in lower case too (SGLang's scheduler, an
+  engine's step watchdog), also after the stack dump it asked for.
+"""
+
+from __future__ import annotations
+
+import pytest
+from tests.node.corpus_helpers import cause_of
+
+# --- HCCL ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # vLLM on Ascend: torch_npu's operator wrapper names the collective that failed
+        [
+            '[rank3]:   File "/opt/vllm/distributed/parallel_state.py", line 512, in all_gather',
+            "[rank3]:     work = group.allgather([outs], [inp], opts)",
+            "[rank3]: RuntimeError: InnerRunOpApi:torch_npu/csrc/framework/OpParamMaker.cpp:297 "
+            "OPS function error: HcclAllGather, error code is 7",
+        ],
+        # SGLang on Ascend: HCCL's own error record, a link to a peer never set up
+        [
+            "[2025-09-01 10:00:00 TP2] Init torch distributed begin.",
+            "[ERROR] HCCL(5150,python3):2025-09-01-10:02:00.123.456 [hccl_socket_manager.cc:701] "
+            "[5150][Wait][LinkEstablish]wait socket establish timeout, role[0] rank[2] "
+            "timeout[120]",
+        ],
+        # MindIE: CANN's error code for a peer that did not send its data in time
+        [
+            "2025-09-01 10:02:00 [mindie] model worker 1 init ...",
+            "EI0006: [PID: 5150] 2025-09-01-10:04:00.000.001 Getting socket times out. Reason: "
+            "rank 5 sent nothing before the connect timeout.",
+        ],
+        # the device's own report of a collective task that never finished
+        [
+            "The error from device(chipId:3, dieId:0), serial number is 12,",
+            "hccl fftsplus task timeout occurred during task execution, stream_id:3, "
+            "timeout=1800s.",
+        ],
+    ],
+)
+def test_hccl_the_collective_library_of_ascend_fails_as_nccl_does(lines: list[str]) -> None:
+    assert cause_of(lines) == "nccl_error"
+
+
+# --- watchdogs -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("dump", "line"),
+    [
+        # SGLang: py-spy's dump of the stuck scheduler, then its watchdog's verdict
+        (
+            [
+                'Thread 4242 (idle): "MainThread"',
+                "    recv_requests (managers/scheduler.py:1001)",
+                "    event_loop_normal (managers/scheduler.py:870)",
+            ],
+            "[2026-02-01 09:00:00 TP0] Scheduler watchdog timeout (self.watchdog_timeout=300, "
+            "self.soft=False)",
+        ),
+        # an engine that dumps its threads with faulthandler before its step watchdog gives up
+        (
+            [
+                "Thread 0x00007f3a2b (most recent call first):",
+                '  File "/opt/engine/worker.py", line 88 in wait_for_step',
+                '  File "/opt/engine/worker.py", line 40 in run',
+            ],
+            "ERROR 02-01 09:00:00 [core.py:310] engine step watchdog timed out after 600 s",
+        ),
+    ],
+)
+def test_a_watchdog_that_fires_after_a_stack_dump_is_a_watchdog_timeout(
+    dump: list[str], line: str
+) -> None:
+    """The dump alone reads as a hang; the watchdog's own line, in lower case too, says which:
+    a watchdog gave up (not a start-up that never finished)."""
+    assert cause_of(["[2026-02-01 08:50:00] Load weight end.", *dump, "", line]) == (
+        "watchdog_timeout"
+    )

@@ -90,3 +90,34 @@ def test_a_watchdog_that_fires_after_a_stack_dump_is_a_watchdog_timeout(
     assert cause_of(["[2026-02-01 08:50:00] Load weight end.", *dump, "", line]) == (
         "watchdog_timeout"
     )
+
+
+# --- a path the server has no route for --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # vLLM: a browser or a probe asks for paths it does not serve; the engine idles
+        [
+            'INFO:     10.0.0.7:50112 - "GET / HTTP/1.1" 404 Not Found',
+            "INFO 03-01 10:00:05 metrics.py:351] Avg prompt throughput: 0.0 tokens/s, Avg "
+            "generation throughput: 0.0 tokens/s, Running: 0 reqs, Swapped: 0 reqs",
+            'INFO:     10.0.0.7:50113 - "POST /api/generate HTTP/1.1" 404 Not Found',
+        ],
+        # SGLang: up and ready, then asked for a favicon
+        [
+            "[2025-03-01 10:00:00] The server is fired up and ready to roll!",
+            '[2025-03-01 10:00:07] INFO:     127.0.0.1:41000 - "GET /favicon.ico HTTP/1.1" 404 '
+            "Not Found",
+        ],
+    ],
+)
+def test_requests_for_paths_a_server_has_no_route_for_refuse_no_request_it_serves(
+    lines: list[str],
+) -> None:
+    """A 404 says the path is not the server's, not that a request it serves was refused: the
+    server is healthy. A request it refused (400) still failed."""
+    assert cause_of(lines) == "ok"
+    refused = [line.replace("404 Not Found", "400 Bad Request") for line in lines]
+    assert cause_of(refused) == "benchmark_errors"

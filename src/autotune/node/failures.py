@@ -1116,6 +1116,7 @@ _REQUESTS = re.compile(
 
 # A server's own record of a request it answered: the first digit of its status.
 _SERVER_ANSWER = re.compile(_ACCESS_LINE + r"(\d)\d\d\b")
+_NOT_FOUND = re.compile(_ACCESS_LINE + r"404\b")
 
 
 def _refused_all(log: _Log) -> int | None:
@@ -1126,6 +1127,8 @@ def _refused_all(log: _Log) -> int | None:
     ]
     if not statuses or any(kind != "4" for _, kind in statuses):
         return None
+    if all(_NOT_FOUND.search(log.text[i]) for i, _ in statuses):
+        return None  # paths the server has no route for: no request it serves was refused
     return statuses[0][0]
 
 

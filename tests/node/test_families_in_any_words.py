@@ -17,6 +17,8 @@ from __future__ import annotations
 import pytest
 from tests.node.corpus_helpers import cause_of
 
+from autotune.diagnosis import diagnose_text
+
 # --- HCCL ------------------------------------------------------------------------------------
 
 
@@ -121,3 +123,48 @@ def test_requests_for_paths_a_server_has_no_route_for_refuse_no_request_it_serve
     assert cause_of(lines) == "ok"
     refused = [line.replace("404 Not Found", "400 Bad Request") for line in lines]
     assert cause_of(refused) == "benchmark_errors"
+
+
+# --- no accelerator visible -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # vLLM in a container started without a GPU: it finds no platform and stops there
+        [
+            "$ docker logs llm-decode-0",
+            "INFO 04-02 08:00:01 [__init__.py:240] No platform detected, vLLM is running on "
+            "UnspecifiedPlatform",
+        ],
+        # SGLang (PyTorch's words) on a node whose GPUs are hidden from the job
+        [
+            "[2025-04-02 08:00:03] server_args=ServerArgs(model_path='m', tp_size=1)",
+            "Traceback (most recent call last):",
+            '  File "/opt/sglang/srt/model_executor/model_runner.py", line 211, in __init__',
+            "    torch.cuda.set_device(self.gpu_id)",
+            "RuntimeError: No CUDA GPUs are available",
+        ],
+        # an engine on ROCm whose container lacks /dev/kfd
+        ["RuntimeError: No HIP GPUs are available"],
+        # llama.cpp's CUDA back-end with no device to take
+        ["ggml_cuda_init: failed to initialize CUDA: no CUDA-capable device is detected"],
+    ],
+)
+def test_a_process_that_sees_no_gpu_is_a_launch_to_fix(lines: list[str]) -> None:
+    failure = diagnose_text("\n".join(lines)).failure
+    assert failure is not None and failure.cause.value == "invalid_argument"
+    assert "sees no GPU" in failure.hint
+
+
+def test_no_platform_before_a_failed_import_of_the_cuda_build_is_the_import() -> None:
+    lines = [
+        "INFO 04-02 08:00:01 [__init__.py:240] No platform detected, vLLM is running on "
+        "UnspecifiedPlatform",
+        "WARNING 04-02 08:00:01 [_custom_ops.py:21] Failed to import from vllm._C with "
+        "ImportError('libcudart.so.12: cannot open shared object file: No such file or directory')",
+        "Traceback (most recent call last):",
+        '  File "/opt/venv/bin/vllm", line 5, in <module>',
+        "    from vllm.entrypoints.cli.main import main",
+    ]
+    assert cause_of(lines) == "import_error"

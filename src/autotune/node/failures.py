@@ -1355,6 +1355,16 @@ def _warned_import(log: _Log) -> int | None:
     return None
 
 
+# An engine's words for a start that found no accelerator (vLLM: "No platform detected").
+_NO_DEVICE = re.compile(r"No platform detected\b")
+
+
+def _found_no_device(log: _Log) -> int | None:
+    """The line where the log stops, when it says the engine found no device to run on."""
+    last = _last_line(log)
+    return last if last is not None and _NO_DEVICE.search(log.text[last]) else None
+
+
 _CAUSED_BY = re.compile(r"^\s*Caused by:\s*$")
 _BARE_EXCEPTION = re.compile(r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception):?$")
 
@@ -2033,6 +2043,23 @@ def _classify_log(
             # Nothing failed but a compiled extension would not load: what stopped the start.
             cause, at = Cause.IMPORT_ERROR, warned
             message = _message(log, at)
+        elif (bare := _found_no_device(log)) is not None:
+            # Nothing failed, but the engine found no device and the log stops there.
+            rule = next((r for r in rules if r.id == "common.no_device"), None)
+            return (
+                _make(
+                    ctx,
+                    cause=Cause.INVALID_ARGUMENT,
+                    phase=Phase.LAUNCH,
+                    hint=_hint(rule, Phase.LAUNCH)
+                    if rule is not None
+                    else _cause_hint(Cause.INVALID_ARGUMENT, Phase.LAUNCH, rules)[0],
+                    evidence=_evidence(log.raw, [bare]),
+                    rule=None if rule is None else rule.id,
+                    message=_message(log, bare),
+                ),
+                False,
+            )
         elif sig.progress is not None:
             cause, at = Cause.STARTUP_TIMEOUT, sig.progress
             message = "the log stops before the server was ready; last progress: " + _message(

@@ -168,3 +168,30 @@ def test_no_platform_before_a_failed_import_of_the_cuda_build_is_the_import() ->
         "    from vllm.entrypoints.cli.main import main",
     ]
     assert cause_of(lines) == "import_error"
+
+
+# --- a guarded import that failed earlier -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("module", "use"),
+    [
+        ("torch_npu", "x = torch_npu.npu_format_cast(w, 29)"),  # vLLM or SGLang on Ascend
+        ("sgl_kernel", "sgl_kernel.rmsnorm(out, x, w, eps)"),  # SGLang's compiled kernels
+        ("exllamav2_ext", "exllamav2_ext.make_q_matrix(w)"),  # ExLlamaV2's extension
+    ],
+)
+def test_a_compiled_module_that_is_not_defined_where_it_is_used_failed_to_import(
+    module: str, use: str
+) -> None:
+    """Engines import their compiled extensions and device plug-ins inside ``try`` and go on
+    without them; the first use then raises NameError: the import failed."""
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/opt/engine/layers/norm.py", line 88, in forward',
+        f"    {use}",
+        f"NameError: name '{module}' is not defined",
+    ]
+    assert cause_of(lines) == "import_error"
+    plain = [*lines[:2], "    return x * scale", "NameError: name 'scale' is not defined"]
+    assert cause_of(plain) != "import_error"

@@ -195,3 +195,51 @@ def test_a_compiled_module_that_is_not_defined_where_it_is_used_failed_to_import
     assert cause_of(lines) == "import_error"
     plain = [*lines[:2], "    return x * scale", "NameError: name 'scale' is not defined"]
     assert cause_of(plain) != "import_error"
+
+
+# --- a CUDA or HIP runtime error that is neither memory nor a missing kernel ---------------------
+
+
+@pytest.mark.parametrize(
+    ("frames", "error"),
+    [
+        # LMDeploy's TurboMind: its own prefix before the runtime's words, raised in its
+        # allocator's source (an invalid argument there is no out-of-memory)
+        (
+            [
+                '  File "/usr/lib/python3.10/threading.py", line 1016, in _bootstrap_inner',
+                "    self.run()",
+                '  File "/usr/lib/python3.10/threading.py", line 953, in run',
+                "    self._target(*self._args, **self._kwargs)",
+                '  File "/opt/lmdeploy/turbomind/turbomind.py", line 520, in _forward_thread',
+                "    output = self.model_insts[device_id].forward(",
+            ],
+            "RuntimeError: [TM][ERROR] CUDA runtime error: invalid argument "
+            "/opt/lmdeploy/src/turbomind/utils/allocator.h:250 ",
+        ),
+        # PyTorch (vLLM, SGLang) raising the runtime's error in a sampler
+        (
+            ['  File "/opt/vllm/model_executor/layers/sampler.py", line 300, in forward'],
+            "RuntimeError: CUDA error: invalid configuration argument",
+        ),
+        # the same on ROCm
+        (
+            ['  File "/opt/sglang/srt/layers/sampler.py", line 120, in forward'],
+            "RuntimeError: HIP error: invalid argument",
+        ),
+    ],
+)
+def test_a_cuda_runtime_error_of_no_other_family_is_a_crash(frames: list[str], error: str) -> None:
+    assert cause_of(["Traceback (most recent call last):", *frames, error]) == "runtime_crash"
+
+
+@pytest.mark.parametrize(
+    ("error", "want"),
+    [
+        ("RuntimeError: CUDA error: out of memory", "cuda_oom"),
+        ("RuntimeError: CUDA error: no kernel image is available", "arch_unsupported"),
+        ("RuntimeError: HIP error: invalid device function", "arch_unsupported"),
+    ],
+)
+def test_a_cuda_runtime_error_that_names_its_family_keeps_it(error: str, want: str) -> None:
+    assert cause_of(["Traceback (most recent call last):", error]) == want

@@ -243,3 +243,23 @@ def test_a_cuda_runtime_error_of_no_other_family_is_a_crash(frames: list[str], e
 )
 def test_a_cuda_runtime_error_that_names_its_family_keeps_it(error: str, want: str) -> None:
     assert cause_of(["Traceback (most recent call last):", error]) == want
+
+
+# --- a client's request that could not reach the server -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # a Python load generator (aiohttp's many-address error under OSError)
+        "loadgen.client.issuer - ERROR - Error in request 7f3e2a: OSError('Multiple exceptions: "
+        "[Errno 111] Connection refused, [Errno 99] Cannot assign requested address')",
+        # a Go load generator
+        '2025/05/02 11:00:00 ERROR request 42 failed: Post "http://127.0.0.1:8000/v1/completions"'
+        ": dial tcp 127.0.0.1:8000: connect: connection refused",
+    ],
+)
+def test_a_request_refused_its_connection_is_the_clients_failure_not_a_port(line: str) -> None:
+    """A client that cannot connect lost its requests (the server is down or elsewhere); the
+    words of a socket error are no server that failed to bind its port."""
+    assert cause_of([line]) == "benchmark_errors"

@@ -263,3 +263,29 @@ def test_a_request_refused_its_connection_is_the_clients_failure_not_a_port(line
     """A client that cannot connect lost its requests (the server is down or elsewhere); the
     words of a socket error are no server that failed to bind its port."""
     assert cause_of([line]) == "benchmark_errors"
+
+
+# --- a server error answered to a request ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # vLLM's answer in a stream a client printed
+        [
+            'data: {"error": {"message": "the engine core died while serving", "type": '
+            '"InternalServerError", "param": null, "code": 500}}',
+            "data: [DONE]",
+        ],
+        # SGLang's flat error object, in the stream a client printed
+        [
+            "$ curl -sN localhost:30000/v1/chat/completions -d @req.json",
+            'data: {"object": "error", "message": "scheduler is not responding", "type": '
+            '"ServiceUnavailableError", "param": null, "code": 503}',
+        ],
+    ],
+)
+def test_a_server_error_object_answered_to_a_request_is_a_failed_request(
+    lines: list[str],
+) -> None:
+    assert cause_of(lines) == "benchmark_errors"

@@ -289,3 +289,46 @@ def test_a_server_error_object_answered_to_a_request_is_a_failed_request(
     lines: list[str],
 ) -> None:
     assert cause_of(lines) == "benchmark_errors"
+
+
+# --- a benchmark's table of results ---------------------------------------------------------
+
+LLAMA_BENCH = [
+    "| model                  |       size |     params | backend | ngl |  test |           t/s |",
+    "| ---------------------- | ---------: | ---------: | ------- | --: | ----: | ------------: |",
+    "| qwen2 7B Q4_K - Medium |   4.36 GiB |     7.62 B | CUDA    |  99 | pp512 | 3012.55 ± 9.1 |",
+    "|   512 |    128 |    4 |   2560 |    0.412 |  4970.87 |    4.105 |   124.72 |",
+    "|  1024 |    128 |    8 |   9216 |    1.380 |  5936.23 |    6.871 |   149.03 |",
+]
+GENAI_PERF = [
+    "                                 NIM LLM Metrics",
+    "┏━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━┳━━━━━━━━━━┳━━━━━━━━━━┓",
+    "┃                 Statistic ┃      avg ┃      min ┃      max ┃",
+    "┡━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━╇━━━━━━━━━━╇━━━━━━━━━━┩",
+    "│  Time to first token (ms) │    41.07 │    22.90 │    88.12 │",
+    "│      Request latency (ms) │ 1,602.44 │ 1,211.09 │ 2,019.30 │",
+    "│ Output token throughput per request (tokens/sec) │ 61.20 │ 50.11 │ 70.04 │",
+    "└───────────────────────────┴──────────┴──────────┴──────────┘",
+]
+
+
+@pytest.mark.parametrize("table", [LLAMA_BENCH, GENAI_PERF])
+def test_a_benchmarks_table_of_results_is_a_measured_healthy_run(table: list[str]) -> None:
+    """llama.cpp's bench tables and genai-perf's box-drawn one: figures measured, no failure.
+    The rows of figures between box lines are no frames of a Rich traceback."""
+    assert cause_of(table) == "ok"
+    crashed = [*table, "Traceback (most recent call last):", "RuntimeError: CUDA error: x"]
+    assert cause_of(crashed) != "ok"
+
+
+def test_a_box_drawn_traceback_is_still_a_traceback() -> None:
+    rich = [
+        "╭──────────────── Traceback (most recent call last) ────────────────╮",
+        "│ /opt/engine/cli.py:42 in main                                      │",
+        "│   41 │   args = parse_args()                                       │",
+        "│ ❱ 42 │   serve(args, 8000, 4)                                      │",
+        "╰────────────────────────────────────────────────────────────────────╯",
+        "RuntimeError: the engine failed to start",
+    ]
+    assert cause_of(rich) != "ok"
+    assert cause_of(rich[:5]) != "ok"  # cut before its exception: still a failure

@@ -197,7 +197,9 @@ _ECHO = re.compile(
     r"ChildProcessError|RayTaskError|ActorDiedError|Failed core proc|Server error: transport"
 )
 _FRAME = re.compile(
-    r'^\s*File "|^\s*File \'|^\s+at |^\s*frame #\d+|^\s*\d+\s+0x[0-9a-fA-F]+ |^│|'
+    r'^\s*File "|^\s*File \'|^\s+at |^\s*frame #\d+|^\s*\d+\s+0x[0-9a-fA-F]+ |'
+    # a box-drawn traceback's line (Rich), not a table's row of figures (two numeric cells)
+    r"^│(?!.*│\s*[\d,.]+\s*│\s*[\d,.]+\s*│)|"
     # native frames: gdb's ("#0  0x... in raise ()"), boost's (" 0# 0x... in tritonserver"),
     # TVM's and Rust's numbered symbols ("  0: rust_begin_unwind"), Go's ("pkg.(*T).f(0xc0)"
     # then "\tpath/file.go:851 +0x375"), Windows' ("00007FFE12AE1DE4 torch_python.dll!f")
@@ -801,7 +803,8 @@ def _first_fatal_exception(log: _Log) -> int | None:
 
 _TRACE_LINE = re.compile(
     r"^(Traceback|File |During handling|The above exception|Stack \(most recent|Current thread|"
-    r"Thread 0x|Fatal Python error|frame #|\*\*\* SIGSEGV|PC: @|\^+$|\d+\s+0x[0-9a-f]+ |│|╭|╰)"
+    r"Thread 0x|Fatal Python error|frame #|\*\*\* SIGSEGV|PC: @|\^+$|\d+\s+0x[0-9a-f]+ |╭|╰|"
+    r"│(?!.*│\s*[\d,.]+\s*│\s*[\d,.]+\s*│))"
 )
 
 
@@ -1130,6 +1133,26 @@ def _refused_all(log: _Log) -> int | None:
     if all(_NOT_FOUND.search(log.text[i]) for i, _ in statuses):
         return None  # paths the server has no route for: no request it serves was refused
     return statuses[0][0]
+
+
+# A benchmark's table of results: a header naming a rate or a latency between cell borders
+# (llama.cpp's markdown tables, genai-perf's box-drawn ones), then rows of figures.
+_RESULTS_HEADER = re.compile(
+    r"^\s*[|┃│].*(?i:\bt/s\b|tok(?:ens)?/s|req(?:uests)?/s|throughput|latency|\bttft\b|\btpot\b|"
+    r"\bitl\b)"
+)
+_FIGURES_ROW = re.compile(r"^\s*[|│┃](?:[^|│┃]*[|│┃])??(?:\s*-?[\d,]+(?:\.\d+)?\s*[|│┃]){2,}")
+
+
+def _results_table(log: _Log) -> int | None:
+    """The header of a benchmark's table of results with figures below it, if the log has
+    one: the run it measured was served."""
+    for i, text in enumerate(log.text):
+        if _RESULTS_HEADER.search(text) and any(
+            _FIGURES_ROW.search(row) for row in log.text[i + 1 : i + 12]
+        ):
+            return i
+    return None
 
 
 def _is_client(log: _Log) -> bool:
@@ -2024,6 +2047,10 @@ def _classify_log(
         # A benchmark client's report that counts requests answered and says none failed, or
         # measured the run (else the client's failure above: a failed count, fewer successes
         # than asked): the server served them, whatever came before.
+        quiet = _make(ctx, cause=Cause.UNKNOWN, phase=Phase.BENCHMARK, hint="", evidence=[])
+        return quiet, True
+    if at is None and not bad_exit and _results_table(whole) is not None:
+        # A benchmark's table of measured figures and nothing failed: the run was served.
         quiet = _make(ctx, cause=Cause.UNKNOWN, phase=Phase.BENCHMARK, hint="", evidence=[])
         return quiet, True
     if at is None and whole.stopped and not bad_exit:

@@ -15,7 +15,7 @@ corpus:
 from __future__ import annotations
 
 import pytest
-from tests.node.corpus_helpers import cause_of
+from tests.node.corpus_helpers import cause_of, cause_phase
 
 from autotune.diagnosis import diagnose_text
 
@@ -332,3 +332,33 @@ def test_a_box_drawn_traceback_is_still_a_traceback() -> None:
     ]
     assert cause_of(rich) != "ok"
     assert cause_of(rich[:5]) != "ok"  # cut before its exception: still a failure
+
+
+# --- a KV cache that fills up while serving ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # vLLM preempting a sequence
+        "WARNING 05-02 12:00:00 scheduler.py:1590] Sequence group 88 is preempted by "
+        "PreemptionMode.RECOMPUTE mode because there is not enough KV cache space.",
+        # llama.cpp's server finding no room for a batch
+        "W decode: failed to find a memory slot for batch of size 256",
+        "srv  update_slots: failed to find free space in the KV cache, retrying with smaller "
+        "batch size, i = 0, n_batch = 256, ret = 1",
+    ],
+)
+def test_a_kv_cache_that_fills_up_while_serving_is_the_pools_family(line: str) -> None:
+    assert cause_phase([line, line]) == ("kv_pool_oom", "benchmark")
+
+
+def test_a_kv_cache_full_is_a_warning_a_ready_server_goes_on_after() -> None:
+    preempted = (
+        "WARNING 05-02 12:00:00 scheduler.py:1590] Sequence group 88 is preempted by "
+        "PreemptionMode.RECOMPUTE mode because there is not enough KV cache space."
+    )
+    ready = "INFO:     Application startup complete."
+    assert cause_of([ready, preempted]) == "ok"
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    assert cause_of([preempted, "Traceback (most recent call last):", oom]) == "cuda_oom"

@@ -9,7 +9,16 @@ corpus:
   collective (``OPS function error: HcclAllGather``), HCCL's own error records, CANN's error
   code for a peer that never sent (``EI0006``), a collective task that timed out on the device;
 - a **watchdog** that fires is a watchdog timeout in lower case too (SGLang's scheduler, an
-  engine's step watchdog), also after the stack dump it asked for.
+  engine's step watchdog), also after the stack dump it asked for;
+- a 404 for a path the server has no route for refuses no request it serves;
+- a process that sees **no GPU** is a launch to fix (``invalid_argument``, its own hint);
+- a compiled module **not defined** where it is used failed to import;
+- a CUDA or HIP **runtime error** of no other family is a crash;
+- a client's request whose **connection was refused**, and a **server error object** (5xx)
+  answered to a request, are failed requests (``benchmark_errors``);
+- a benchmark's **table of results** with nothing failing is a healthy run;
+- a **KV cache that fills up** while serving (vLLM's preemption, llama.cpp's slots) is the
+  pool's family.
 """
 
 from __future__ import annotations

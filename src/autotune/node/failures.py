@@ -2072,17 +2072,17 @@ def _classify_log(
             message = _message(log, at)
         elif (bare := _found_no_device(log)) is not None:
             # Nothing failed, but the engine found no device and the log stops there.
-            rule = next((r for r in rules if r.id == "common.no_device"), None)
+            no_device = next((r for r in rules if r.id == "common.no_device"), None)
             return (
                 _make(
                     ctx,
                     cause=Cause.INVALID_ARGUMENT,
                     phase=Phase.LAUNCH,
-                    hint=_hint(rule, Phase.LAUNCH)
-                    if rule is not None
+                    hint=_hint(no_device, Phase.LAUNCH)
+                    if no_device is not None
                     else _cause_hint(Cause.INVALID_ARGUMENT, Phase.LAUNCH, rules)[0],
                     evidence=_evidence(log.raw, [bare]),
-                    rule=None if rule is None else rule.id,
+                    rule=None if no_device is None else no_device.id,
                     message=_message(log, bare),
                 ),
                 False,

@@ -841,6 +841,11 @@ COMMON_EXAMPLES: dict[str, list[str]] = {
     ],
     "common.port_in_use": ["OSError: [Errno 98] Address already in use"],
     "common.import_error": ["ImportError: /x/_C.abi3.so: undefined symbol: _ZN5torch3jit"],
+    "common.no_device": ["RuntimeError: No CUDA GPUs are available"],
+    "common.kv_pool_full": ["decode: failed to find a memory slot for batch of size 512"],
+    "common.error_answer": [
+        'data: {"object": "error", "message": "x", "type": "InternalServerError", "code": 500}'
+    ],
     "common.nccl_error": ["RuntimeError: NCCL Error 2: unhandled system error"],
     "common.dist_socket": [
         '  File "torch/distributed/distributed_c10d.py", line 1, in init_process_group',

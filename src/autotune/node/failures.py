@@ -197,7 +197,9 @@ _ECHO = re.compile(
     r"ChildProcessError|RayTaskError|ActorDiedError|Failed core proc|Server error: transport"
 )
 _FRAME = re.compile(
-    r'^\s*File "|^\s*File \'|^\s+at |^\s*frame #\d+|^\s*\d+\s+0x[0-9a-fA-F]+ |^│|'
+    r'^\s*File "|^\s*File \'|^\s+at |^\s*frame #\d+|^\s*\d+\s+0x[0-9a-fA-F]+ |'
+    # a box-drawn traceback's line (Rich), not a table's row of figures (two numeric cells)
+    r"^│(?!.*│\s*[\d,.]+\s*│\s*[\d,.]+\s*│)|"
     # native frames: gdb's ("#0  0x... in raise ()"), boost's (" 0# 0x... in tritonserver"),
     # TVM's and Rust's numbered symbols ("  0: rust_begin_unwind"), Go's ("pkg.(*T).f(0xc0)"
     # then "\tpath/file.go:851 +0x375"), Windows' ("00007FFE12AE1DE4 torch_python.dll!f")
@@ -801,7 +803,8 @@ def _first_fatal_exception(log: _Log) -> int | None:
 
 _TRACE_LINE = re.compile(
     r"^(Traceback|File |During handling|The above exception|Stack \(most recent|Current thread|"
-    r"Thread 0x|Fatal Python error|frame #|\*\*\* SIGSEGV|PC: @|\^+$|\d+\s+0x[0-9a-f]+ |│|╭|╰)"
+    r"Thread 0x|Fatal Python error|frame #|\*\*\* SIGSEGV|PC: @|\^+$|\d+\s+0x[0-9a-f]+ |╭|╰|"
+    r"│(?!.*│\s*[\d,.]+\s*│\s*[\d,.]+\s*│))"
 )
 
 
@@ -1116,6 +1119,7 @@ _REQUESTS = re.compile(
 
 # A server's own record of a request it answered: the first digit of its status.
 _SERVER_ANSWER = re.compile(_ACCESS_LINE + r"(\d)\d\d\b")
+_NOT_FOUND = re.compile(_ACCESS_LINE + r"404\b")
 
 
 def _refused_all(log: _Log) -> int | None:
@@ -1126,7 +1130,29 @@ def _refused_all(log: _Log) -> int | None:
     ]
     if not statuses or any(kind != "4" for _, kind in statuses):
         return None
+    if all(_NOT_FOUND.search(log.text[i]) for i, _ in statuses):
+        return None  # paths the server has no route for: no request it serves was refused
     return statuses[0][0]
+
+
+# A benchmark's table of results: a header naming a rate or a latency between cell borders
+# (llama.cpp's markdown tables, genai-perf's box-drawn ones), then rows of figures.
+_RESULTS_HEADER = re.compile(
+    r"^\s*[|┃│].*(?i:\bt/s\b|tok(?:ens)?/s|req(?:uests)?/s|throughput|latency|\bttft\b|\btpot\b|"
+    r"\bitl\b)"
+)
+_FIGURES_ROW = re.compile(r"^\s*[|│┃](?:[^|│┃]*[|│┃])??(?:\s*-?[\d,]+(?:\.\d+)?\s*[|│┃]){2,}")
+
+
+def _results_table(log: _Log) -> int | None:
+    """The header of a benchmark's table of results with figures below it, if the log has
+    one: the run it measured was served."""
+    for i, text in enumerate(log.text):
+        if _RESULTS_HEADER.search(text) and any(
+            _FIGURES_ROW.search(row) for row in log.text[i + 1 : i + 12]
+        ):
+            return i
+    return None
 
 
 def _is_client(log: _Log) -> bool:
@@ -1350,6 +1376,16 @@ def _warned_import(log: _Log) -> int | None:
         if text.strip() and not log.warning[i]:
             return None
     return None
+
+
+# An engine's words for a start that found no accelerator (vLLM: "No platform detected").
+_NO_DEVICE = re.compile(r"No platform detected\b")
+
+
+def _found_no_device(log: _Log) -> int | None:
+    """The line where the log stops, when it says the engine found no device to run on."""
+    last = _last_line(log)
+    return last if last is not None and _NO_DEVICE.search(log.text[last]) else None
 
 
 _CAUSED_BY = re.compile(r"^\s*Caused by:\s*$")
@@ -2013,6 +2049,10 @@ def _classify_log(
         # than asked): the server served them, whatever came before.
         quiet = _make(ctx, cause=Cause.UNKNOWN, phase=Phase.BENCHMARK, hint="", evidence=[])
         return quiet, True
+    if at is None and not bad_exit and _results_table(whole) is not None:
+        # A benchmark's table of measured figures and nothing failed: the run was served.
+        quiet = _make(ctx, cause=Cause.UNKNOWN, phase=Phase.BENCHMARK, hint="", evidence=[])
+        return quiet, True
     if at is None and whole.stopped and not bad_exit:
         # It ends in a kill its sender called a clean stop, and nothing failed before it.
         quiet = _make(ctx, cause=Cause.UNKNOWN, phase=Phase.TEARDOWN, hint="", evidence=[])
@@ -2030,6 +2070,23 @@ def _classify_log(
             # Nothing failed but a compiled extension would not load: what stopped the start.
             cause, at = Cause.IMPORT_ERROR, warned
             message = _message(log, at)
+        elif (bare := _found_no_device(log)) is not None:
+            # Nothing failed, but the engine found no device and the log stops there.
+            no_device = next((r for r in rules if r.id == "common.no_device"), None)
+            return (
+                _make(
+                    ctx,
+                    cause=Cause.INVALID_ARGUMENT,
+                    phase=Phase.LAUNCH,
+                    hint=_hint(no_device, Phase.LAUNCH)
+                    if no_device is not None
+                    else _cause_hint(Cause.INVALID_ARGUMENT, Phase.LAUNCH, rules)[0],
+                    evidence=_evidence(log.raw, [bare]),
+                    rule=None if no_device is None else no_device.id,
+                    message=_message(log, bare),
+                ),
+                False,
+            )
         elif sig.progress is not None:
             cause, at = Cause.STARTUP_TIMEOUT, sig.progress
             message = "the log stops before the server was ready; last progress: " + _message(

@@ -435,6 +435,14 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"\b(?:runtime|loader|linker)\b (?:cannot|can't|could not|failed to|unable to) "
         r"(?:find|locate|resolve) \w",
     ),
+    # a compiled extension or a device's torch plug-in that is not defined where it is used:
+    # its guarded import failed earlier (``try: import torch_npu`` ``except ImportError``)
+    (
+        Cause.IMPORT_ERROR,
+        3.0,
+        r"\bname '(?:torch_\w+|\w+_(?:ext|C|cuda|npu|xpu|hip|kernels?|ops)|triton|flash_attn\w*|"
+        r"sgl_kernel|vllm_\w+|deep_\w+)' is not defined",
+    ),
     # an import that failed, told in words by a loader that goes on ("skipping x: import
     # error", "x: import failed")
     (Cause.IMPORT_ERROR, 3.0, r"(?i:\bimport (?:error|failure|failed)\b)"),

@@ -286,8 +286,9 @@ def engine_hints(engine: str, package: str = __name__) -> Hints:
 
 
 # Common rules whose cause is a family but whose own hint fits every engine better than the
-# engine's hint for that family: a CPU without AVX is arch_unsupported, not a GPU build.
-OWN_HINT_RULES = frozenset({"common.cpu_arch"})
+# engine's hint for that family: a CPU without AVX is arch_unsupported, not a GPU build; a
+# process that sees no GPU is a launch to fix (invalid_argument), not a flag.
+OWN_HINT_RULES = frozenset({"common.cpu_arch", "common.no_device"})
 
 
 def _with_hints(rule: Rule, hints: Hints, *, own: bool) -> Rule:

@@ -3,11 +3,11 @@
 The search says which configuration wins, not which of its changes matter. For the winner,
 each parameter whose value differs from the baseline's is reverted to the baseline's value
 (unset, the engine's default, where the baseline leaves it unset), one at a time. The reverted
-configurations are relaunched in rounds interleaved with the winner (winner, A, B, C, then
-rotated: winner, B, C, A, ...), so slow drifts of the machine hit all of them alike, and a
-change's contribution is the winner's gain over its reverted configuration, with an interval
-(Welch on log per-launch values, ``study/noise.py``, Bonferroni over the changes). A reverted
-configuration that fails says so: the winner needs that change to run at all.
+configurations are relaunched in rounds interleaved with the winner, in mirrored pairs as
+confirmation's (winner, A, B, C, then C, B, A, winner; then rotated), and a change's
+contribution is the winner's gain over its reverted configuration within rounds, with an
+interval (``noise.blocked_gain``; Bonferroni over the changes), so a drifting machine cancels.
+A reverted configuration that fails says so: the winner needs that change to run at all.
 
 Reverting a switch reverts what hangs on it: a parameter that is inactive once the switch is
 back at the baseline's value (``when:`` in the space) is dropped, as a launch would drop it.
@@ -32,7 +32,7 @@ from autotune.models import Direction
 from autotune.space.render import active, violations
 from autotune.space.schema import StudySpec, config_key, same_value
 from autotune.study.confirm import Sample
-from autotune.study.noise import gain
+from autotune.study.noise import blocked_gain, gain
 
 WINNER = "winner"
 
@@ -112,9 +112,12 @@ def ablate(
             failed[c.param] = f"breaks constraint {broken[0]}: not launched"
     launches, server_s = 0, 0.0
     keys = [c.param for c in found]
+    table: dict[int, dict[str, float]] = {}  # round -> key -> value
     for round_no in range(1, rounds + 1):
-        k = (round_no - 1) % max(1, len(keys))
-        for key in [WINNER, *keys[k:], *keys[:k]]:
+        # As confirmation's rounds: in mirrored pairs, so a drifting machine favours no one.
+        k = (round_no - 1) // 2 % max(1, len(keys))
+        order = [WINNER, *keys[k:], *keys[:k]]
+        for key in order if round_no % 2 else order[::-1]:
             if key in failed:
                 continue
             config = by_param[key].config if key != WINNER else dict(winner)
@@ -122,13 +125,18 @@ def ablate(
             launches, server_s = launches + 1, server_s + s.server_s
             if s.value is not None and math.isfinite(s.value) and s.value > 0:
                 values[key].append(s.value)
+                table.setdefault(round_no, {})[key] = s.value
             elif key != WINNER:
                 failed[key] = f"failed in round {round_no}: {s.reason or 'no value'}"
     steps = []
     for c in found:
         contribution = None
         if values[c.param] and values[WINNER] and c.param not in failed:
-            contribution = gain(values[c.param], values[WINNER], direction, candidates=len(found))
+            # Within rounds once two hold both (a drift between rounds cancels).
+            n = len(found)
+            contribution = blocked_gain(
+                table, c.param, WINNER, direction, candidates=n
+            ) or gain(values[c.param], values[WINNER], direction, candidates=n)
         steps.append(
             AblationStep(
                 param=c.param,

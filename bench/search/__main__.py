@@ -19,6 +19,8 @@ the generated landscapes A..B-1 (``generated.py``).
 
 A strategy ``autotune[knob=value,...]`` is the search's sampler with those constructor
 arguments (``plain[...]``: the same in a plain Optuna loop, crashes told through ``CRASH``).
+Peers (``cmaes``, ``botorch``, ``smac``, ``hebo``, ``ngopt``) are strategies where their
+packages are installed: ``peers.py`` gives the pip line.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from dataclasses import asdict, dataclass
 import optuna
 import yaml
 from bench.search import families as fam
+from bench.search import peers
 from bench.search.harness import run_driver
 from bench.search.landscapes import LANDSCAPES, Landscape, by_name
 from tests.search.inprocess import Launch
@@ -113,6 +116,10 @@ def _search(**kw: object) -> optuna.samplers.BaseSampler:
     from autotune.search import Sampler
 
     return Sampler(**kw)
+
+
+# other optimizers, where their packages are installed (``peers.py``: cmaes, botorch, ...)
+STRATEGIES.update(peers.strategies(_plain, _crashed))
 
 
 @dataclass(frozen=True)

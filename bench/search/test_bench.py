@@ -162,3 +162,74 @@ def test_fit_quality_auc() -> None:
     assert _auc(np.array([0.1, 0.9, 0.8, 0.2]), bad) == 0.0
     assert _auc(np.array([0.5, 0.5, 0.1, 0.5]), bad) == 0.75
     assert math.isnan(_auc(np.array([0.1, 0.2]), np.array([False, False])))
+
+
+@pytest.mark.filterwarnings("ignore")  # the peers' own warnings (BoTorch's on its inputs)
+@pytest.mark.parametrize("name", ["cmaes", "botorch", "smac", "hebo", "ngopt"])
+def test_a_peer_launches_the_baseline_first_and_only_configurations_of_the_space(
+    name: str,
+) -> None:
+    """Each installed peer (``peers.py``; skipped where its package is missing) spends exactly
+    the budget, the baseline first; every configuration it launches is one ``space.suggest``
+    could give: each number on its range and step, each choice one of the space's, and a
+    parameter present exactly when its ``when`` holds."""
+    from bench.search import peers
+    from bench.search.__main__ import _crashed, _plain
+
+    if not peers.installed(name):
+        pytest.skip(f"{name}: {peers.PACKAGES[name]} is not installed")
+    land = fam.family("kvcliff", 0)  # swap_gb (a step of 4) only when preemption is swap
+    launches = peers.strategies(_plain, _crashed)[name](land, 0, 12)
+    assert len(launches) == 12 and launches[0].config == land.baseline
+    for la in launches:
+        for p in land.parameters:
+            v = la.config.get(p["name"])
+            if p["name"] == "swap_gb":
+                assert (v is not None) == (la.config["preemption"] == "swap")
+            if v is None:
+                continue
+            if p["type"] in ("int", "float"):
+                assert p["low"] <= v <= p["high"]
+                assert math.isclose(peers.snap(p, v), v, abs_tol=1e-9)
+            else:
+                assert v in ([False, True] if p["type"] == "bool" else p["choices"])
+        assert la.crashed == (la.value is None)
+
+
+def test_peers_snap_values_and_read_a_when() -> None:
+    from bench.search.peers import parent, snap
+
+    step = {"name": "m", "type": "float", "low": 0.5, "high": 0.95, "step": 0.01}
+    assert snap(step, 0.9149) == 0.91 and snap(step, 2.0) == 0.95
+    assert snap({"name": "k", "type": "int", "low": 0, "high": 32, "step": 4}, 9.9) == 8
+    assert snap({"name": "c", "type": "categorical", "choices": [8, 16]}, "16") == 16
+    assert parent("prefetch") == ("prefetch", True)
+    assert parent("preemption == 'swap'") == ("preemption", "swap")
+    assert parent("a > 3") is None
+
+
+def test_without_any_peer_installed_the_registry_is_empty_and_the_bench_runs() -> None:
+    """With every peer's package made unimportable, no peer is registered, a peer named is
+    refused as unknown, and the bench's own strategies still run."""
+    import subprocess
+    import sys
+
+    from bench.search import peers
+
+    code = (
+        "import sys\n"
+        f"for m in {sorted({*peers.PACKAGES.values(), 'botorch'})!r}: sys.modules[m] = None\n"
+        "from bench.search import peers\n"
+        "from bench.search.__main__ import STRATEGIES, main\n"
+        "assert not set(peers.PACKAGES) & set(STRATEGIES), STRATEGIES\n"
+        "args = ['--families', 'interact', '--instances', '0:1', '--seeds', '1', '--trials', '8']\n"
+        "assert main([*args, '--strategies', 'smac']) == 2\n"
+        "sys.exit(main([*args, '--strategies', 'random']))\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    env = {"PYTHONPATH": f"{root / 'src'}:{root}", "PATH": "/usr/bin:/bin"}
+    run = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr
+    assert "| interact | random | 1 |" in run.stdout

@@ -98,12 +98,12 @@ def test_baseline_launches_pruning_and_confirmation(tmp_path: Path) -> None:
     saved = sum(t.pruned_saved_s or 0 for t in pruned)
     assert summary.pruned_saved_s == pytest.approx(saved, abs=1e-3)
 
-    # Confirmation: baseline then the candidate, two rounds, recorded with its cost.
+    # Confirmation: baseline then the candidate, then the round mirrored, recorded with its cost.
     assert [(t.confirm_round, t.confirm_key == "baseline") for t in confirm] == [
         (1, True),
         (1, False),
-        (2, True),
         (2, False),
+        (2, True),
     ]
     record = Ledger(driver.study).confirmation()
     assert record is not None and record.rounds == 2 and record.cost["launches"] == 4

@@ -134,9 +134,9 @@ def ablate(
         if values[c.param] and values[WINNER] and c.param not in failed:
             # Within rounds once two hold both (a drift between rounds cancels).
             n = len(found)
-            contribution = blocked_gain(
-                table, c.param, WINNER, direction, candidates=n
-            ) or gain(values[c.param], values[WINNER], direction, candidates=n)
+            contribution = blocked_gain(table, c.param, WINNER, direction, candidates=n) or gain(
+                values[c.param], values[WINNER], direction, candidates=n
+            )
         steps.append(
             AblationStep(
                 param=c.param,

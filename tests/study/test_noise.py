@@ -171,3 +171,11 @@ def test_rounds_as_blocks_pool_the_noise_of_every_configuration_measured_in_them
         blocked_log_ratio({1: {"baseline": 100.0, "A": 104.0}, 2: {"A": 1.0}}, "baseline", "A")
         is None
     )
+
+
+def test_a_blocked_gain_ignores_a_third_configuration_that_measured_nothing() -> None:
+    rounds = {r: {"baseline": 100.0 + r, "A": 110.0 + r, "B": 0.0} for r in (1, 2, 3)}
+    g = blocked_gain(rounds, "baseline", "A", "maximize")
+    assert g is not None and g.significant
+    with pytest.raises(ValueError, match="positive"):
+        blocked_gain(rounds, "baseline", "B", "maximize")

@@ -163,10 +163,10 @@ class Confirmation(BaseModel):
         return float(statistics.median(v)) if v else None
 
     def by_round(self) -> dict[int, dict[str, float]]:
-        """``{round: {key: value}}`` of the launches that measured a value."""
+        """``{round: {key: value}}`` of the launches that measured a (positive) value."""
         out: dict[int, dict[str, float]] = {}
         for x in self.launches:
-            if x.value is not None:
+            if x.value is not None and x.value > 0:
                 out.setdefault(x.round, {})[x.key] = x.value
         return out
 

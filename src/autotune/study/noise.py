@@ -251,8 +251,9 @@ def blocked_gain(
 ) -> Gain | None:
     """:func:`gain` of ``best`` over ``reference`` from launches made in rounds
     (:func:`blocked_log_ratio`), None with fewer than two rounds holding both."""
-    if any(v <= 0 for row in rounds.values() for v in row.values()):
+    if any(v <= 0 for row in rounds.values() for k, v in row.items() if k in (reference, best)):
         raise ValueError("per-launch values must be positive (the interval is on their logs)")
+    rounds = {r: {k: v for k, v in row.items() if v > 0} for r, row in rounds.items()}
     each = 1 - (1 - level) / max(1, candidates)
     found = blocked_log_ratio(rounds, reference, best, each)
     if found is None:

@@ -460,23 +460,25 @@ def _vs(logs: Sequence[Log], a: Sequence[str], b: Sequence[str]) -> str:
     return f"{int(d.sum()):+d} (SE {se:.1f})"
 
 
-def _s(logs: Sequence[Log], said: Sequence[str], prob: np.ndarray, t: float) -> list[str]:
-    """Variant S: U, and where the rules fell back on a start-up hang (the log stops before
-    the server was ready and shows no error), the model's answer instead when its probability
-    is at least ``t`` (S1: ``t`` 0)."""
-    return [
-        s if (log.stopped and p >= t and _takes(log.rules, s)) else u
-        for log, s, p, u in zip(logs, said, prob, _where_unknown(logs, said), strict=True)
-    ]
+def _instead(where: Callable[[Log], bool]) -> Answer:
+    """U, and on the logs ``where`` picks the model's answer instead when its probability is
+    at least ``t`` (``t`` 0: always)."""
+
+    def answer(logs: Sequence[Log], said: Sequence[str], prob: np.ndarray, t: float) -> list[str]:
+        return [
+            s if (where(log) and p >= t and _takes(log.rules, s)) else u
+            for log, s, p, u in zip(logs, said, prob, _where_unknown(logs, said), strict=True)
+        ]
+
+    return answer
 
 
-def _f(logs: Sequence[Log], said: Sequence[str], prob: np.ndarray, t: float) -> list[str]:
-    """Variant F: U, and where the word scorer named the rules' cause (not a rule's own),
-    the model's answer instead when its probability is at least ``t`` (F1: ``t`` 0)."""
-    return [
-        s if (log.words and p >= t and _takes(log.rules, s)) else u
-        for log, s, p, u in zip(logs, said, prob, _where_unknown(logs, said), strict=True)
-    ]
+# Variant F: where the word scorer named the rules' cause (not a rule's own); variant S: where
+# the rules fell back on a start-up hang (the log stops before ready and shows no error).
+INSTEAD: dict[str, Answer] = {
+    "F": _instead(lambda log: log.words),
+    "S": _instead(lambda log: log.stopped),
+}
 
 
 def out_of_sample(tuning: Sequence[Log], letters: Sequence[str]) -> None:
@@ -512,14 +514,11 @@ def out_of_sample(tuning: Sequence[Log], letters: Sequence[str]) -> None:
         others = [o for o in parts if o is not u]
         answers["rules"].append([log.rules for log in u.logs])
         answers[product].append(_where_unknown(u.logs, said))
-        answers["F1"].append(_f(u.logs, said, prob, 0.0))
-        t = _best_t(others, product, _f)
-        chosen["F2"].append(t)
-        answers["F2"].append(_f(u.logs, said, prob, t))
-        answers["S1"].append(_s(u.logs, said, prob, 0.0))
-        t = _best_t(others, product, _s)
-        chosen["S2"].append(t)
-        answers["S2"].append(_s(u.logs, said, prob, t))
+        for name, answer in INSTEAD.items():
+            answers[f"{name}1"].append(answer(u.logs, said, prob, 0.0))
+            t = _best_t(others, product, answer)
+            chosen[f"{name}2"].append(t)
+            answers[f"{name}2"].append(answer(u.logs, said, prob, t))
     for cfg in OOS[1:]:
         answers[cfg.name], chosen[cfg.name] = [], []
         for u in parts:
@@ -544,8 +543,8 @@ def out_of_sample(tuning: Sequence[Log], letters: Sequence[str]) -> None:
             f"| {name} | all | - | {_right(logs, flat)}/{len(logs)} | {_vs(logs, flat, base)} "
             f"| {ok_failed(logs, flat)} |"
         )
-    print(f"F2: t chosen on all of them together: {_best_t(parts, product, _f):.2f}")
-    print(f"S2: t chosen on all of them together: {_best_t(parts, product, _s):.2f}")
+    for name, answer in INSTEAD.items():
+        print(f"{name}2: t chosen on all of them together: {_best_t(parts, product, answer):.2f}")
     for cfg in OOS[1:]:
         print(f"{cfg.name}: t chosen on all of them together: {_best_t(parts, cfg.name):.2f}")
 

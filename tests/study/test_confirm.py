@@ -55,7 +55,7 @@ def test_rounds_come_in_mirrored_pairs_and_rotate_the_candidates() -> None:
 
 class Drifting(Fake):
     """A machine that gives ``drift`` more every launch (caches warming), as the H100 did in
-    the 512-stream SGLang study (docs/gpu-results.md: the baseline +26% over ten launches)."""
+    the 512-stream SGLang study (docs/gpu-results.md: the baseline +18% over five launches)."""
 
     def __init__(self, truth: dict[str, float], drift: float, **kw: Any) -> None:
         super().__init__(truth, **kw)

@@ -196,10 +196,11 @@ _ECHO = re.compile(
     r"Engine loop has died|died unexpectedly|CalledProcessError|^SystemExit|KeyboardInterrupt|"
     r"ChildProcessError|RayTaskError|ActorDiedError|Failed core proc|Server error: transport"
 )
+# A box-drawn traceback's line (Rich), not a table's row of figures (two numeric cells).
+_BOX_LINE = r"│(?!.*│\s*[\d,.]+\s*│\s*[\d,.]+\s*│)"
 _FRAME = re.compile(
     r'^\s*File "|^\s*File \'|^\s+at |^\s*frame #\d+|^\s*\d+\s+0x[0-9a-fA-F]+ |'
-    # a box-drawn traceback's line (Rich), not a table's row of figures (two numeric cells)
-    r"^│(?!.*│\s*[\d,.]+\s*│\s*[\d,.]+\s*│)|"
+    rf"^{_BOX_LINE}|"
     # native frames: gdb's ("#0  0x... in raise ()"), boost's (" 0# 0x... in tritonserver"),
     # TVM's and Rust's numbered symbols ("  0: rust_begin_unwind"), Go's ("pkg.(*T).f(0xc0)"
     # then "\tpath/file.go:851 +0x375"), Windows' ("00007FFE12AE1DE4 torch_python.dll!f")
@@ -804,7 +805,8 @@ def _first_fatal_exception(log: _Log) -> int | None:
 _TRACE_LINE = re.compile(
     r"^(Traceback|File |During handling|The above exception|Stack \(most recent|Current thread|"
     r"Thread 0x|Fatal Python error|frame #|\*\*\* SIGSEGV|PC: @|\^+$|\d+\s+0x[0-9a-f]+ |╭|╰|"
-    r"│(?!.*│\s*[\d,.]+\s*│\s*[\d,.]+\s*│))"
+    + _BOX_LINE
+    + ")"
 )
 
 

@@ -31,8 +31,8 @@ from autotune.core.summary import Ablation, AblationStep
 from autotune.models import Direction
 from autotune.space.render import active, violations
 from autotune.space.schema import StudySpec, config_key, same_value
-from autotune.study.confirm import Sample
-from autotune.study.noise import blocked_gain, gain
+from autotune.study.confirm import Sample, round_order
+from autotune.study.noise import gain_in_rounds
 
 WINNER = "winner"
 
@@ -102,11 +102,9 @@ def ablate(
     A reverted configuration that breaks a constraint is not launched; one whose launch fails
     is not launched again (its step says why).
     """
-    values: dict[str, list[float]] = {WINNER: []}
     failed: dict[str, str] = {}
     by_param = {c.param: c for c in found}
     for c in found:
-        values[c.param] = []
         broken = violations(spec, c.config)
         if broken:
             failed[c.param] = f"breaks constraint {broken[0]}: not launched"
@@ -114,29 +112,24 @@ def ablate(
     keys = [c.param for c in found]
     table: dict[int, dict[str, float]] = {}  # round -> key -> value
     for round_no in range(1, rounds + 1):
-        # As confirmation's rounds: in mirrored pairs, so a drifting machine favours no one.
-        k = (round_no - 1) // 2 % max(1, len(keys))
-        order = [WINNER, *keys[k:], *keys[:k]]
-        for key in order if round_no % 2 else order[::-1]:
+        for key in round_order(WINNER, keys, round_no):
             if key in failed:
                 continue
             config = by_param[key].config if key != WINNER else dict(winner)
             s = measure(key, config, round_no)
             launches, server_s = launches + 1, server_s + s.server_s
             if s.value is not None and math.isfinite(s.value) and s.value > 0:
-                values[key].append(s.value)
                 table.setdefault(round_no, {})[key] = s.value
             elif key != WINNER:
                 failed[key] = f"failed in round {round_no}: {s.reason or 'no value'}"
+    values = {
+        key: [row[key] for _, row in sorted(table.items()) if key in row] for key in [WINNER, *keys]
+    }
     steps = []
     for c in found:
         contribution = None
         if values[c.param] and values[WINNER] and c.param not in failed:
-            # Within rounds once two hold both (a drift between rounds cancels).
-            n = len(found)
-            contribution = blocked_gain(table, c.param, WINNER, direction, candidates=n) or gain(
-                values[c.param], values[WINNER], direction, candidates=n
-            )
+            contribution = gain_in_rounds(table, c.param, WINNER, direction, candidates=len(found))
         steps.append(
             AblationStep(
                 param=c.param,

@@ -8,7 +8,7 @@ then C, B, A, baseline; then baseline, B, C, A, ...), and only these fresh launc
 Each round is a block: a gain is the mean of the log ratios within rounds, its noise the
 residual of round plus configuration (study/noise.py ``blocked_gain``), so a drift of the
 machine between rounds cancels, and a steady drift within them favours no one over a pair.
-On the H100 the 512-stream SGLang study's baseline rose 26% over ten launches (caches warming):
+On the H100 the 512-stream SGLang study's baseline rose 18% over five launches (caches warming):
 across launches that drift hid every gain; within rounds it does not (docs/benchmarks.md).
 
 - a candidate whose launch fails (crash, failed requests at the workload's peak load) is out;
@@ -56,7 +56,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field, field_seriali
 
 from autotune.core.summary import ConfirmationCost
 from autotune.models import Direction
-from autotune.study.noise import LEVEL, Gain, better, blocked_gain, blocked_log_ratio, gain
+from autotune.study.noise import LEVEL, Gain, better_in_rounds, gain_in_rounds
 
 BASELINE = "baseline"
 
@@ -173,23 +173,13 @@ class Confirmation(BaseModel):
     def gain_of(self, key: str, candidates: int, level: float) -> Gain:
         """The gain of ``key`` over the baseline: within rounds (rounds as blocks: a drift
         between rounds cancels) once two rounds hold both, else over all their launches."""
-        g = blocked_gain(
+        return gain_in_rounds(
             self.by_round(), BASELINE, key, self.direction, candidates=candidates, level=level
         )
-        if g is not None:
-            return g
-        return gain(
-            self.values(BASELINE), self.values(key), self.direction,
-            candidates=candidates, level=level,
-        )  # fmt: skip
 
     def beats(self, a: str, b: str, level: float) -> bool:
         """Whether ``a`` measured better than ``b`` beyond noise (as :meth:`gain_of`)."""
-        found = blocked_log_ratio(self.by_round(), b, a, level)
-        if found is None:
-            return better(self.values(a), self.values(b), self.direction, level)
-        _, lo, hi, _ = found
-        return lo > 0 if self.direction == "maximize" else hi < 0
+        return better_in_rounds(self.by_round(), a, b, self.direction, level)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -257,14 +247,13 @@ class Progress(BaseModel):
         self.windows[f"{round_no} {key}"] = list(sample.windows)
 
 
-def _order(active: Sequence[str], round_no: int) -> list[str]:
-    """Rounds in mirrored pairs: the baseline first, the candidates rotated by one each pair
-    (no fixed neighbour), and the next round the same launches in reverse, so that a steady
-    drift of the machine (caches warming launch after launch) favours no one over a pair."""
-    if not active:
-        return [BASELINE]
-    k = (round_no - 1) // 2 % len(active)
-    order = [BASELINE, *active[k:], *active[:k]]
+def round_order(first: str, others: Sequence[str], round_no: int) -> list[str]:
+    """Rounds in mirrored pairs: ``first`` (the reference) first, the others rotated by one
+    each pair (no fixed neighbour), and the next round the same launches in reverse, so that a
+    steady drift of the machine (caches warming launch after launch) favours no one over a
+    pair."""
+    k = (round_no - 1) // 2 % max(1, len(others))
+    order = [first, *others[k:], *others[:k]]
     return order if round_no % 2 else order[::-1]
 
 
@@ -316,7 +305,7 @@ def confirm(
     drop_level = 1 - (1 - opts.level) / k
 
     for round_no in range(1, opts.max_rounds + 1):
-        order = [key for key in _order(active, round_no) if key == BASELINE or key in active]
+        order = round_order(BASELINE, active, round_no)
         batch = [(by_key.get(key, baseline), round_no) for key in order]
         samples = measure_round(batch) if measure_round is not None else None
         for i, key in enumerate(order):
@@ -412,4 +401,5 @@ __all__ = [
     "Sample",
     "confirm",
     "decide",
+    "round_order",
 ]

@@ -262,6 +262,40 @@ def blocked_gain(
     return _gain((est, lo, hi), direction, LaunchCounts(baseline=n, best=n), each, BLOCKED)
 
 
+def _column(rounds: Mapping[int, Mapping[str, float]], key: str) -> list[float]:
+    return [rounds[r][key] for r in sorted(rounds) if key in rounds[r]]
+
+
+def gain_in_rounds(
+    rounds: Mapping[int, Mapping[str, float]],
+    reference: str,
+    best: str,
+    direction: Direction,
+    *,
+    candidates: int = 1,
+    level: float = LEVEL,
+) -> Gain:
+    """:func:`blocked_gain` once two rounds hold both, else :func:`gain` over all their
+    launches."""
+    g = blocked_gain(rounds, reference, best, direction, candidates=candidates, level=level)
+    if g is not None:
+        return g
+    ref, other = _column(rounds, reference), _column(rounds, best)
+    return gain(ref, other, direction, candidates=candidates, level=level)
+
+
+def better_in_rounds(
+    rounds: Mapping[int, Mapping[str, float]], a: str, b: str, direction: Direction, level: float
+) -> bool:
+    """Whether ``a`` is better than ``b`` beyond noise: within rounds once two rounds hold
+    both (:func:`blocked_log_ratio`), else over all their launches (:func:`better`)."""
+    found = blocked_log_ratio(rounds, b, a, level)
+    if found is None:
+        return better(_column(rounds, a), _column(rounds, b), direction, level)
+    _, lo, hi, _ = found
+    return lo > 0 if direction == "maximize" else hi < 0
+
+
 def _expm1_pct(x: float) -> float:
     if x == math.inf:
         return math.inf
@@ -283,9 +317,11 @@ __all__ = [
     "Gain",
     "NoiseModel",
     "better",
+    "better_in_rounds",
     "blocked_gain",
     "blocked_log_ratio",
     "gain",
+    "gain_in_rounds",
     "launch_value",
     "log_ratio_interval",
     "t_quantile",

@@ -911,7 +911,8 @@ def _hint(rule: Rule, phase: Phase) -> str:
 def _cause_hint(cause: Cause, phase: Phase, rules: Sequence[Rule]) -> tuple[str, bool]:
     """The hint of the first rule of ``cause`` (it carries the engine's advice for that cause)
     and whether a failure of that cause is permanent: the common rule named after the cause
-    first (``common.cuda_oom``, not the KV cache's ``common.runtime_kv_oom`` of that cause)."""
+    first (``common.kv_pool_oom``, not the serving pool's ``common.runtime_kv_oom`` of that
+    cause)."""
     for rule in rules:
         if rule.cause == cause and rule.id == f"common.{cause.value}":
             return _hint(rule, phase), rule.permanent

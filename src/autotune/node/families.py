@@ -511,6 +511,17 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"dtype|LoRA|lora|sharding|sharded|tensor parallel|pipeline parallel|speculative|prefix "
         r"caching|chunked prefill|multi-?modal|tool|streaming|feature|option|mode)",
     ),
+    # a value above the limit a ``max_*`` setting of the engine allows ("LoRA rank 64 is greater
+    # than max_lora_rank 16", "exceeds max_loras_per_batch"): the setting refused it; a prompt
+    # or request too long for the context is not this family (``_TOO_LONG``), nor a container's
+    # own bound (C++'s "larger than max_size()")
+    (
+        Cause.INVALID_ARGUMENT,
+        3.0,
+        r"^(?!.*(?i:\bprompts?\b|\binput\b|\brequests?\b|\bcontext\b|\bsequence\b))"
+        r".*(?:(?:greater|larger|bigger|higher|more) than|\bexceeds?) (?:the )?(?:configured |"
+        r"allowed )?[`'\"]?max_[a-z_]+\b(?!\()",
+    ),
     # --- the host and the network ---------------------------------------------------------------
     (
         Cause.PORT_IN_USE,

@@ -34,3 +34,35 @@ def test_a_value_above_the_limit_its_setting_allows_is_an_invalid_argument(
     the limit (or the value) is what to change, whatever else the message mentions (a LoRA
     "rank" is no process rank of a collective)."""
     assert cause_of(lines) == "invalid_argument"
+
+
+# --- a device kernel that faulted, in Ascend's words ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # SGLang on Ascend, serving: the device reports a vector core's fault
+        [
+            "[2026-01-10 08:00:00 TP1] Decode batch. #running-req: 12, #token: 5120",
+            "EZ9999: [PID: 4321] 2026-01-10-08:00:01.100.200 device(chipId:1) reported an "
+            "exception of aivec error on core 3, errorStr: address out of bounds",
+            "        Kernel task failed, retCode=0x31, [vector core exception].",
+        ],
+        # vLLM on Ascend: a stream's synchronisation fails on an AI core's fault
+        [
+            "(EngineCore_DP0 pid=900) INFO 01-10 08:00:00 [model_runner.py:100] Running step",
+            "(EngineCore_DP0 pid=900) ERROR 01-10 08:00:01 [core.py:700] rtStreamSynchronize "
+            "execute failed, reason=[aicore exception]",
+        ],
+        # MindIE: an AI core kernel that never finished (the device's own timeout)
+        [
+            "2026-01-10 08:00:00 [mindie] text generator step 42",
+            "[Error]: The aicore execution times out on device 5.",
+        ],
+    ],
+)
+def test_an_ascend_device_kernel_that_faulted_is_a_crash(lines: list[str]) -> None:
+    """Ascend's AI and vector cores fault (or time out) as a CUDA kernel's illegal access does:
+    a kernel crashed on the device, whatever the words of the runtime that reports it."""
+    assert cause_of(lines) == "runtime_crash"

@@ -66,3 +66,36 @@ def test_an_ascend_device_kernel_that_faulted_is_a_crash(lines: list[str]) -> No
     """Ascend's AI and vector cores fault (or time out) as a CUDA kernel's illegal access does:
     a kernel crashed on the device, whatever the words of the runtime that reports it."""
     assert cause_of(lines) == "runtime_crash"
+
+
+# --- a module the engine's host process could not import ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # a Rust front end that embeds the Python engine: its panic's message says what failed
+        [
+            "INFO dynamo_run: starting the worker",
+            "thread 'main' panicked at lib/engines/sglang/src/lib.rs:120:9:",
+            "Failed to import Python module 'sglang': TypeError: an integer is required",
+            "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace",
+        ],
+        # a Rust router that embeds Python for its tokenizer, in lower case, the name quoted
+        [
+            "2026-01-10T08:00:00Z INFO router: loading the tokenizer",
+            "thread 'tokio-runtime-worker' panicked at router/src/main.rs:77:10:",
+            "unable to import python module `transformers`: SystemError: initialization failed",
+        ],
+        # Triton's Python backend (read so already): the stub cannot import the model's engine
+        [
+            "I0110 08:00:00.000000 1 model_lifecycle.cc:461] loading: llm:1",
+            "E0110 08:00:01.000000 1 model_lifecycle.cc:626] failed to load 'llm' version 1: "
+            "Internal: Unable to import the 'vllm' package in the stub's environment",
+        ],
+    ],
+)
+def test_a_module_its_host_process_could_not_import_is_an_import_error(lines: list[str]) -> None:
+    """A host process (a Rust panic's message, a C++ server's load error) that says it could
+    not import the engine's module names the installation, whatever error the import raised."""
+    assert cause_of(lines) == "import_error"

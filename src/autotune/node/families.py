@@ -399,7 +399,12 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"error while loading shared "
         r"librar|(?:Function|symbol|Symbol) [\w.:]+ not found|module '[\w.]+' has no attribute|"
         r"(?:unable to|cannot|can't|could not|failed to) (?:find|load|open|locate) (?:the )?"
-        r"(?:\w+ ){0,2}(?:library|libraries|shared object|plugin)\b",
+        r"(?:\w+ ){0,2}(?:library|libraries|shared object|plugin)\b|"
+        # a host process (a Rust panic's message, a C++ server) that could not import the
+        # engine's module, whatever error the import raised
+        r"(?i:(?:unable|failed|could not|couldn't|cannot|can't)(?: to)? import (?:the )?"
+        r"(?:python |py )?(?:(?:module|package) [`'\"]?[\w.-]+|[`'\"][\w.-]+[`'\"] "
+        r"(?:module|package)\b))",
     ),
     # two parts built for different versions (an ABI mismatch): a serialised engine, a wheel
     (

@@ -99,3 +99,28 @@ def test_a_module_its_host_process_could_not_import_is_an_import_error(lines: li
     """A host process (a Rust panic's message, a C++ server's load error) that says it could
     not import the engine's module names the installation, whatever error the import raised."""
     assert cause_of(lines) == "import_error"
+
+
+# --- cuDNN with no engine for this GPU and data type ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # a vision tower's 3-D convolution in half precision on an older GPU (cuDNN's GET mode)
+        [
+            '  File "/opt/engine/vision/patch_embed.py", line 40, in forward',
+            "    return F.conv3d(pixels, self.weight, self.bias, stride=self.stride)",
+            "RuntimeError: GET was unable to find an engine to execute this computation",
+        ],
+        # the same refusal in cuDNN's FIND mode, from an audio encoder's 1-D convolution
+        [
+            "ERROR 03-02 10:00:00 [engine.py:90] encoder forward failed",
+            "RuntimeError: FIND was unable to find an engine to execute this computation",
+        ],
+    ],
+)
+def test_cudnn_with_no_engine_for_this_gpu_is_arch_unsupported(lines: list[str]) -> None:
+    """cuDNN that finds no engine (kernel) for an operation on this GPU and data type says what
+    its ``CUDNN_STATUS_NOT_SUPPORTED`` says: the build has nothing for this device and dtype."""
+    assert cause_of(lines) == "arch_unsupported"

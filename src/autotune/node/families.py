@@ -737,7 +737,9 @@ WORDS: tuple[_Clue, ...] = _clues(
     (
         Cause.ARCH_UNSUPPORTED,
         3.0,
-        r"\b[A-Z]+(?:_[A-Z]+)*_(?:STATUS|ERROR)_(?:ARCH_MISMATCH|NOT_SUPPORTED)\b",
+        r"\b[A-Z]+(?:_[A-Z]+)*_(?:STATUS|ERROR)_(?:ARCH_MISMATCH|NOT_SUPPORTED)\b|"
+        # cuDNN's frontend saying the same: no engine (kernel) for this operation here
+        r"\b(?:GET|FIND) was unable to find an engine to execute this computation",
     ),
     # the GPU driver's own library missing, a stub, or at another version than the toolkit
     (

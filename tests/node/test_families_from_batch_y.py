@@ -124,3 +124,35 @@ def test_cudnn_with_no_engine_for_this_gpu_is_arch_unsupported(lines: list[str])
     """cuDNN that finds no engine (kernel) for an operation on this GPU and data type says what
     its ``CUDNN_STATUS_NOT_SUPPORTED`` says: the build has nothing for this device and dtype."""
     assert cause_of(lines) == "arch_unsupported"
+
+
+# --- a report that counts failures ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # a measurement collector's JSON summary: some of its runs failed
+        [
+            "{",
+            '  "engine": "sglang",',
+            '  "total_errors": 7,',
+            '  "errors_by_kind": {"WorkerCrashed": 7}',
+            "}",
+        ],
+        # a load tester's JSON results (LLMPerf's field names): requests that errored
+        [
+            '"results_number_errors": 12,',
+            '"results_num_completed_requests": 88,',
+            '"results_mean_output_throughput_token_per_s": 410.5',
+        ],
+        # a benchmark's plain-text summary, the failures counted in its own words
+        ["Total requests: 200", "Number of failures: 25", "Request throughput (req/s): 3.1"],
+    ],
+)
+def test_a_report_that_counts_failures_is_benchmark_errors(lines: list[str]) -> None:
+    """A report (a benchmark's, a collector's) that counts failed requests or measurements says
+    they failed, in whatever tool's words; a count of none is no failure."""
+    assert cause_of(lines) == "benchmark_errors"
+    zero = [line.replace("7,", "0,").replace("12,", "0,").replace("25", "0") for line in lines]
+    assert cause_of(zero) != "benchmark_errors"

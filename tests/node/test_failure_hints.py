@@ -75,7 +75,7 @@ CASES: list[tuple[str, str, str, list[str], Phase, Cause, Phase, str]] = [
         "default",
         [SG + "Prefill out of memory. Try to lower your batch size."],
         Phase.BENCHMARK,
-        Cause.CUDA_OOM,
+        Cause.KV_POOL_OOM,
         Phase.BENCHMARK,
         "--max-running-requests",
     ),
@@ -519,8 +519,8 @@ def test_the_command_engine_gets_every_family() -> None:
 
 def test_a_cuda_oom_named_by_its_family_gets_the_allocation_hint_not_the_kv_caches() -> None:
     # No rule's sentence: the family scoring names it cuda_oom. Its hint is the one of the
-    # rule named after the cause (common.cuda_oom), not the first rule of that cause in the
-    # file (common.runtime_kv_oom: "The KV cache ran out while serving").
+    # rule named after the cause (common.cuda_oom), not the hint of the KV cache running out
+    # while serving (common.runtime_kv_oom, of cause kv_pool_oom since issue 51).
     from autotune.diagnosis import diagnose_text
 
     log = (

@@ -172,7 +172,7 @@ def test_fatal_line_mid_benchmark_stops_it(make_spec: SpecMaker) -> None:
     returned = time.time()
     failure = result.failure
     assert failure is not None
-    assert (failure.cause, failure.phase) == (Cause.CUDA_OOM, Phase.BENCHMARK)
+    assert (failure.cause, failure.phase) == (Cause.KV_POOL_OOM, Phase.BENCHMARK)
     written = float(re.search(r"at=([\d.]+)", failure.message).group(1))  # type: ignore[union-attr]
     assert returned - written < 1.5
     assert result.cleanup.processes_left == 0

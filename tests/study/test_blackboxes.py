@@ -80,7 +80,7 @@ REGIONS: dict[Any, list[tuple[dict[str, Any], str]]] = {
     blackbox12: [
         ({"chunk": 16384, "running": 320}, "cuda_graph_capture"),
         ({"hicache": True, "policy": "dfs-weight"}, "assertion"),
-        ({"clip": 100, "running": 16}, "cuda_oom"),
+        ({"clip": 100, "running": 16}, "kv_pool_oom"),
     ],
 }
 

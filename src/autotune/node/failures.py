@@ -911,7 +911,8 @@ def _hint(rule: Rule, phase: Phase) -> str:
 def _cause_hint(cause: Cause, phase: Phase, rules: Sequence[Rule]) -> tuple[str, bool]:
     """The hint of the first rule of ``cause`` (it carries the engine's advice for that cause)
     and whether a failure of that cause is permanent: the common rule named after the cause
-    first (``common.cuda_oom``, not the KV cache's ``common.runtime_kv_oom`` of that cause)."""
+    first (``common.kv_pool_oom``, not the serving pool's ``common.runtime_kv_oom`` of that
+    cause)."""
     for rule in rules:
         if rule.cause == cause and rule.id == f"common.{cause.value}":
             return _hint(rule, phase), rule.permanent
@@ -1106,6 +1107,12 @@ _CLIENT_OK = re.compile(r"HTTP Request: [A-Z]+ https?://\S+ \"HTTP/[\d.]+ 2\d\d\
 _LOST = re.compile(r"^\s*Failed requests:\s+[1-9]\d*\s*$")
 _NONE_LOST = re.compile(r"^\s*Failed requests:\s+0\b")
 _SUCCEEDED = re.compile(r"Successful requests:\s+(\d+)\s*$")
+# a report's count of what failed, in any tool's words: "Failed requests: 3", a JSON summary's
+# "total_errors": 20, "num_failed_requests": 4, "error_count": 2 (a count of none is no failure)
+_COUNTED_FAILED = re.compile(
+    r"^\s*[\"']?(?:\w+[_ ]){0,3}(?i:errors?|failures?|failed(?:[_ ]requests?)?|error[_ ]count)"
+    r"[\"']?\s*[:=]\s*[1-9]\d*\s*,?\s*$"
+)
 # a report's measurement of the run: a throughput or a latency statistic with its figure
 _MEASURED = re.compile(
     r"^\s*(?:[\w ]+ throughput|(?:Mean|Median|P\d+) (?:TTFT|TPOT|ITL|E2E\w*)[\w ]*) "
@@ -1168,6 +1175,11 @@ def _client_failure(log: _Log) -> tuple[int, str] | None:
     before its report, its last line; None when it is no client's or every request succeeded.
     """
     lines = [i for i, text in enumerate(log.text) if _CLIENT.search(text[:HEAD])]
+    counted = next((i for i, text in enumerate(log.text) if _COUNTED_FAILED.match(text)), None)
+    if counted is not None and not any(_SERVED.search(text) for text in log.text):
+        # A report (a benchmark's, a measurement collector's) that counts failures: its
+        # requests or measurements failed, whoever made them.
+        return counted, "the report counts failures: " + _message(log, counted)
     if not lines:
         return None
     for i in lines:

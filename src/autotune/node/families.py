@@ -399,7 +399,12 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"error while loading shared "
         r"librar|(?:Function|symbol|Symbol) [\w.:]+ not found|module '[\w.]+' has no attribute|"
         r"(?:unable to|cannot|can't|could not|failed to) (?:find|load|open|locate) (?:the )?"
-        r"(?:\w+ ){0,2}(?:library|libraries|shared object|plugin)\b",
+        r"(?:\w+ ){0,2}(?:library|libraries|shared object|plugin)\b|"
+        # a host process (a Rust panic's message, a C++ server) that could not import the
+        # engine's module, whatever error the import raised
+        r"(?i:(?:unable|failed|could not|couldn't|cannot|can't)(?: to)? import (?:the )?"
+        r"(?:python |py )?(?:(?:module|package) [`'\"]?[\w.-]+|[`'\"][\w.-]+[`'\"] "
+        r"(?:module|package)\b))",
     ),
     # two parts built for different versions (an ABI mismatch): a serialised engine, a wheel
     (
@@ -510,6 +515,17 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"does not (?:yet )?support (?:\w+ ){0,3}(?:[Aa]ttention|attn|quantization|"
         r"dtype|LoRA|lora|sharding|sharded|tensor parallel|pipeline parallel|speculative|prefix "
         r"caching|chunked prefill|multi-?modal|tool|streaming|feature|option|mode)",
+    ),
+    # a value above the limit a ``max_*`` setting of the engine allows ("LoRA rank 64 is greater
+    # than max_lora_rank 16", "exceeds max_loras_per_batch"): the setting refused it; a prompt
+    # or request too long for the context is not this family (``_TOO_LONG``), nor a container's
+    # own bound (C++'s "larger than max_size()")
+    (
+        Cause.INVALID_ARGUMENT,
+        3.0,
+        r"^(?!.*(?i:\bprompts?\b|\binput\b|\brequests?\b|\bcontext\b|\bsequence\b))"
+        r".*(?:(?:greater|larger|bigger|higher|more) than|\bexceeds?) (?:the )?(?:configured |"
+        r"allowed )?[`'\"]?max_[a-z_]+\b(?!\()",
     ),
     # --- the host and the network ---------------------------------------------------------------
     (
@@ -721,7 +737,9 @@ WORDS: tuple[_Clue, ...] = _clues(
     (
         Cause.ARCH_UNSUPPORTED,
         3.0,
-        r"\b[A-Z]+(?:_[A-Z]+)*_(?:STATUS|ERROR)_(?:ARCH_MISMATCH|NOT_SUPPORTED)\b",
+        r"\b[A-Z]+(?:_[A-Z]+)*_(?:STATUS|ERROR)_(?:ARCH_MISMATCH|NOT_SUPPORTED)\b|"
+        # cuDNN's frontend saying the same: no engine (kernel) for this operation here
+        r"\b(?:GET|FIND) was unable to find an engine to execute this computation",
     ),
     # the GPU driver's own library missing, a stub, or at another version than the toolkit
     (

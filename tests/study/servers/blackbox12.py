@@ -35,7 +35,7 @@ its top moves with the clip (a high clip makes the reservation bind first) and w
 - a clip below the answers' 128 tokens together with a cap above what the pool fits (cap x 6784
   tokens > the pool: a corner of two numbers): the scheduler overcommits the pool and a prefill
   allocation fails, ``RuntimeError: Prefill out of memory. Try to lower your batch size.``
-  (CUDA out of memory, classified so by its own rule). The message blames the batch alone, and
+  (the KV pool running out, kv_pool_oom by its own rule). The message blames the batch alone, and
   a low clip tried at the baseline's cap (128) crashes, though low clips serve with caps up to
   13. The optimum is on its edge: clip 128 with a cap of 14 (clip 127 crashes there).
 

@@ -636,6 +636,9 @@ class TrialSpec(_Frozen):
     limits: Limits = Field(default_factory=Limits)
     rules: list[Rule] = Field(default_factory=list)
     milestones: list[Milestone] = Field(default_factory=list)
+    # the engine's flags with the choices an error message may quote (engines/flagtable.py
+    # message_flags): a refused setting's hint names the flags its message speaks of
+    flags: dict[str, list[str]] = Field(default_factory=dict)
     ready_pattern: str | None = None  # a log line that says the server is up (optional)
     gpus: int = 0
     log_dir: str  # where the node writes the server log (a shared or node-local folder)

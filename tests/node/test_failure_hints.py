@@ -433,6 +433,70 @@ CASES: list[tuple[str, str, str, list[str], Phase, Cause, Phase, str]] = [
         Phase.BENCHMARK,
         "--dtype",
     ),
+    # the parallel layout, an attention backend, a quantization method: in each engine's flags
+    (
+        "sglang",
+        "common.more_ranks_than_gpus",
+        "default",
+        [SG + "ValueError: world size (4) is larger than the number of available GPUs (2)"],
+        Phase.LAUNCH,
+        Cause.INVALID_ARGUMENT,
+        Phase.LAUNCH,
+        "--tp-size",
+    ),
+    (
+        "vllm",
+        "common.more_ranks_than_gpus",
+        "default",
+        [VL + "AssertionError: DP adjusted local rank 1 is out of bounds for 1 devices."],
+        Phase.LOAD,
+        Cause.INVALID_ARGUMENT,
+        Phase.LOAD,
+        "--data-parallel-size",
+    ),
+    (
+        "sglang",
+        "common.attention_backend_unfit",
+        "default",
+        [SG + "ValueError: No valid attention backend found for cuda with page_size=7"],
+        Phase.LOAD,
+        Cause.INVALID_ARGUMENT,
+        Phase.LOAD,
+        "--page-size",
+    ),
+    (
+        "vllm",
+        "common.attention_backend_unfit",
+        "default",
+        [
+            VL + "ValueError: Selected backend FLASH_ATTN is not valid for this configuration. "
+            "Reason: ['dtype not supported']"
+        ],
+        Phase.LOAD,
+        Cause.INVALID_ARGUMENT,
+        Phase.LOAD,
+        "--attention-backend",
+    ),
+    (
+        "sglang",
+        "common.quantization_method",
+        "default",
+        [SG + "ValueError: Cannot find the config file for gptq"],
+        Phase.LAUNCH,
+        Cause.INVALID_ARGUMENT,
+        Phase.LAUNCH,
+        "--quantization",
+    ),
+    (
+        "vllm",
+        "common.quantization_method",
+        "default",
+        [VL + "ValueError: Unknown quantization method: foo8"],
+        Phase.LAUNCH,
+        Cause.INVALID_ARGUMENT,
+        Phase.LAUNCH,
+        "--quantization",
+    ),
 ]
 
 

@@ -371,3 +371,71 @@ def test_a_kv_cache_full_is_a_warning_a_ready_server_goes_on_after() -> None:
     assert cause_of([ready, preempted]) == "ok"
     oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
     assert cause_of([preempted, "Traceback (most recent call last):", oom]) == "cuda_oom"
+
+
+# --- the flags a refused setting's message names lead its hint (node/failures.py named_flags) --
+FLAGS = {
+    "--max-model-len": (),
+    "--max-num-seqs": (),
+    "--speculative-config": (),
+    "--attention-backend": ("FLASH_ATTN", "TRITON_ATTN"),
+    "--model": (),
+    "--port": (),
+    "--block-size": (),
+    "--dtype": (),
+    "--kv-cache-dtype": ("fp8_e4m3",),
+}
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        # a setting's own name, in a validation message or a key=value list
+        ("User-specified max_model_len (100000) is greater than the derived", ["--max-model-len"]),
+        ("Selector(head_size=128, block_size=7, kv_cache_dtype=auto)",
+         ["--block-size", "--kv-cache-dtype"]),
+        # a config class: SGLang's and vLLM's argument groups take JSON under that name
+        ("1 validation error for SpeculativeConfig: num_speculative_tokens",
+         ["--speculative-config"]),
+        # two words of a flag's name, and a value only that flag takes
+        ("Unknown attention backend: 'NOSUCH'. Valid options are: FLASH_ATTN",
+         ["--attention-backend"]),
+        ("kv cache dtype fp8_e4m3 needs compute capability 8.9", ["--kv-cache-dtype"]),
+        # one word names nothing (every message says "model" or "port"), nor a flag not known
+        ("The model failed to bind its port", []),
+        ("max_position_embeddings=8192 in the model's config", []),
+    ],
+)  # fmt: skip
+def test_a_message_names_the_flags_of_the_settings_it_speaks_of(
+    text: str, named: list[str]
+) -> None:
+    from autotune.node.failures import named_flags
+
+    assert named_flags(text, FLAGS) == named
+
+
+def test_at_most_three_flags_are_named_in_the_order_said() -> None:
+    from autotune.node.failures import named_flags
+
+    text = "max_num_seqs and max_model_len and block_size and kv_cache_dtype are wrong"
+    assert named_flags(text, FLAGS) == ["--max-num-seqs", "--max-model-len", "--block-size"]
+
+
+def test_a_validation_error_lists_every_field_it_refused() -> None:
+    from autotune.diagnosis import diagnose_text
+
+    log = "\n".join(
+        [
+            "(APIServer pid=1) pydantic_core._pydantic_core.ValidationError: 2 validation errors"
+            " for SchedulerConfig",
+            "(APIServer pid=1) max_num_batched_tokens",
+            "(APIServer pid=1)   Input should be greater than or equal to 1 [type=greater_than]",
+            "(APIServer pid=1)     For further information visit https://errors.pydantic.dev/2.12/v/x",
+            "(APIServer pid=1) max_num_seqs",
+            "(APIServer pid=1)   Input should be greater than or equal to 1 [type=greater_than]",
+            "(APIServer pid=1)     For further information visit https://errors.pydantic.dev/2.12/v/x",
+        ]
+    )
+    failure = diagnose_text(log, engine="vllm", exit_code=1).failure
+    assert failure is not None and failure.cause.value == "invalid_argument"
+    assert "--max-num-batched-tokens" in failure.hint and "--max-num-seqs" in failure.hint

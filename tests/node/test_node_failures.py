@@ -823,6 +823,15 @@ COMMON_EXAMPLES: dict[str, list[str]] = {
     "common.attn_implementation": [
         "ValueError: FooModel does not support Flash Attention 2.0 yet."
     ],
+    "common.more_ranks_than_gpus": [
+        "ValueError: tensor parallel size 8 is greater than the number of available GPUs (4)"
+    ],
+    "common.attention_backend_gpu": [
+        "ValueError: Selected backend FLASH_ATTN is not valid for this configuration. "
+        "Reason: ['compute capability not supported']"
+    ],
+    "common.attention_backend_unfit": ["ValueError: No valid attention backend found for cuda"],
+    "common.quantization_method": ["ValueError: Cannot find the config file for awq"],
     "common.parallel_divisible": [
         "ValueError: Total number of attention heads (28) must be divisible by tp size (8)."
     ],

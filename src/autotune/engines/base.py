@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Literal
 from autotune.core.registry import Registry
 from autotune.engines import dummymodel
 from autotune.engines._args import has_flag
+from autotune.engines.flagtable import message_flags
 from autotune.errors import ConfigError
 from autotune.models import EngineSpec, Milestone, Rule
 from autotune.rules import LogProfile, load_log
@@ -124,6 +125,11 @@ class Engine(abc.ABC):
     def milestones(self) -> list[Milestone]:
         """Startup milestones in this engine's log, in order (the ready line last)."""
         return list(self.log_profile().milestones)
+
+    def message_flags(self) -> dict[str, list[str]]:
+        """This engine's flags with the choices an error message may quote ({} without a flag
+        table): what a crash's hint may name (engines/flagtable.py ``message_flags``)."""
+        return {k: list(v) for k, v in message_flags(self.name, self.spec.version).items()}
 
     def gpus(self, args: list[str]) -> int:
         """GPUs one trial holds, given its full argument list (e.g. tp x dp for SGLang)."""

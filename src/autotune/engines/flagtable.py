@@ -155,3 +155,20 @@ def _info(name: str, entry: dict[str, Any] | str) -> FlagInfo:
         aliases=tuple(entry.get("aliases", ())),
         deprecated=entry.get("deprecated"),
     )
+
+
+_NAME_LIKE = re.compile(r"[A-Z_0-9]")
+
+
+def message_flags(engine: str, version: str | None) -> dict[str, tuple[str, ...]]:
+    """The flags of ``engine`` at ``version`` ({} without a table), each with the choices an
+    error message may quote: only a choice spelt like a name (``FLASH_ATTN``, ``fp8_e4m3``), as
+    a plain word (``error``, ``lpm``) says nothing of the flag. For the classifier's hints
+    (``node/failures.py``: ``named_flags``)."""
+    table = load_table(engine, version)
+    if table is None:
+        return {}
+    return {
+        name: tuple(c for c in info.choices or () if len(c) >= 4 and _NAME_LIKE.search(c))
+        for name, info in table.flags.items()
+    }

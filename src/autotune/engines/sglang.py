@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from autotune.engines._args import has_flag, int_flag, is_flag, logged_flags
 from autotune.engines.base import ENGINES, Engine
-from autotune.engines.flagtable import load_table, parse_version
+from autotune.engines.flagtable import load_table, message_flags, parse_version
 from autotune.models import EngineSpec
 
 # The version assumed when the space does not name one (preflight warns about it).
@@ -194,3 +194,7 @@ class SimEngine(SGLangEngine):
 
     def __init__(self, spec: EngineSpec, *, simulate: bool = True) -> None:
         super().__init__(spec, simulate=True)
+
+    def message_flags(self) -> dict[str, list[str]]:
+        """SGLang's: the stand-in takes SGLang's flags and writes SGLang's log."""
+        return {k: list(v) for k, v in message_flags("sglang", self.spec.version).items()}

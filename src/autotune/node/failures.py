@@ -27,8 +27,8 @@ log, else from what the cause implies. ``autotune diagnose`` and a trial use thi
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -958,9 +958,12 @@ def _message(log: _Log, at: int) -> str:
     text = log.text[at].strip()
     if _VALIDATION_HEADER.search(text):
         details = []
-        for line in log.text[at + 1 : at + 4]:
+        # every field it lists (each a name, a reason and a link), up to four of them
+        for line in log.text[at + 1 : at + 13]:
             line = _VALIDATION_TYPE.sub("", line).strip()
-            if not line or line.startswith("For further information") or _FRAME.match(line):
+            if line.startswith("For further information"):
+                continue
+            if not line or _FRAME.match(line) or _is_exception(line):
                 break
             details.append(line)
         if details:
@@ -976,18 +979,75 @@ class _Context:
     tail: list[str]
     engine: str | None
     refused: str = ""  # the flag an argument parser refused, in words (:func:`refused_flag`)
+    flags: Mapping[str, Sequence[str]] = field(default_factory=dict)  # see :func:`named_flags`
+
+
+# Failures whose message is about a setting: the flags it names lead the hint.
+_ABOUT_SETTINGS = frozenset({Cause.INVALID_ARGUMENT, Cause.ASSERTION})
 
 
 def _make(ctx: _Context, **fields: Any) -> Failure:
     """A failure of the log; the engine's own remedy, where its message states one, leads the
     hint (it is computed from this launch, so it comes before the family's general advice),
-    and so does the flag its argument parser refused, with what it accepts."""
+    and so do the flag its argument parser refused, with what it accepts, and the flags its
+    message names in other words (:func:`named_flags`)."""
     advice = engine_advice(fields.get("message", ""))
     if advice and fields.get("cause") != Cause.UNKNOWN:
         fields["hint"] = f"The engine says: {advice} {fields.get('hint', '')}"
     if ctx.refused and fields.get("cause") == Cause.INVALID_ARGUMENT:
         fields["hint"] = f"{ctx.refused} {fields.get('hint', '')}"
+    if ctx.flags and fields.get("cause") in _ABOUT_SETTINGS:
+        said = " ".join([fields.get("message", ""), *fields.get("evidence", ())])
+        hint = fields.get("hint", "")
+        missing = [f for f in named_flags(said, ctx.flags) if not re.search(_whole(f), hint)]
+        if missing:
+            fields["hint"] = f"The message names {', '.join(missing)}. {hint}"
     return Failure(exit_code=ctx.exit_code, log_tail=ctx.tail, engine=ctx.engine, **fields)
+
+
+def _whole(flag: str) -> str:
+    return rf"(?<![\w-]){re.escape(flag)}(?![\w-])"
+
+
+_SNAKE = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")  # max_model_len
+_CONFIG_CLASS = re.compile(r"\b((?:[A-Z][a-z0-9]+)+)Config\b")  # SpeculativeConfig
+_WORDS = re.compile(r"[A-Za-z][a-z0-9]*")
+_VAGUE_VALUES = frozenset({"auto", "none", "true", "false", "default", "all", "off", "on"})
+_MOST_NAMED = 3
+
+
+def named_flags(text: str, flags: Mapping[str, Sequence[str]]) -> list[str]:
+    """The flags of ``flags`` (flag -> the values it takes or was given) that ``text`` names,
+    in the order it names them, at most three: a setting's own name (``max_model_len`` for
+    ``--max-model-len``), a config class (``SpeculativeConfig`` for ``--speculative-config``),
+    two or three words of a flag's name (``attention backend``), or a value only that flag
+    takes (``awq`` for ``--quantization``). A word alone names nothing (``model``, ``port``):
+    too many messages say it."""
+    found: list[tuple[int, str]] = []
+
+    def add(at: int, flag: str) -> None:
+        if flag in flags and flag not in (f for _, f in found):
+            found.append((at, flag))
+
+    for m in _SNAKE.finditer(text):
+        add(m.start(), "--" + m.group().replace("_", "-"))
+    for m in _CONFIG_CLASS.finditer(text):
+        add(m.start(), "--" + "-".join(w.lower() for w in _WORDS.findall(m.group(1))) + "-config")
+    words = [(m.start(), m.group().lower()) for m in _WORDS.finditer(text)]
+    for n in (3, 2):
+        for i in range(len(words) - n + 1):
+            add(words[i][0], "--" + "-".join(w for _, w in words[i : i + n]))
+    owners: dict[str, set[str]] = {}
+    for flag, values in flags.items():
+        for value in values:
+            if len(value) >= 3 and value.lower() not in _VAGUE_VALUES:
+                owners.setdefault(value, set()).add(flag)
+    for value, owning in owners.items():
+        if len(owning) == 1:
+            quoted = re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", text)
+            if quoted is not None:
+                add(quoted.start(), next(iter(owning)))
+    return [flag for _, flag in sorted(found)][:_MOST_NAMED]
 
 
 def _family(
@@ -1602,6 +1662,7 @@ def classify(
     env: dict[str, str],
     engine: str | None = None,
     milestones: Sequence[Milestone] | None = None,
+    flags: Mapping[str, Sequence[str]] | None = None,
 ) -> Failure:
     """Decide why a trial failed.
 
@@ -1616,6 +1677,8 @@ def classify(
             is named instead when there is one (node/logparse.py).
         milestones: the engine's progress lines, which tell the phase and readiness (the
             generic ones are used too).
+        flags: the engine's flags, with the values a message may quote: the hint of a
+            refused setting names the flags its message speaks of (:func:`named_flags`).
 
     Returns:
         A Failure; cause ``unknown`` when nothing recognisable was found (a healthy log
@@ -1630,6 +1693,7 @@ def classify(
         env=env,
         engine=engine,
         milestones=GENERIC_MILESTONES if milestones is None else (*milestones, *GENERIC_MILESTONES),
+        flags=flags,
     )
     return failure
 
@@ -1742,6 +1806,7 @@ def _classify(
     engine: str | None,
     milestones: Sequence[Milestone],
     learnt: bool = True,
+    flags: Mapping[str, Sequence[str]] | None = None,
 ) -> tuple[Failure, bool]:
     """What :func:`_classify_log` answers, but a model refused by a registry that lists it
     as supported is an installation problem, whichever of its many answers named the model;
@@ -1756,6 +1821,7 @@ def _classify(
         env=env,
         engine=engine,
         milestones=milestones,
+        flags=flags,
     )
     if failure.cause == Cause.MODEL_UNSUPPORTED and _listed_refusal(lines) is not None:
         update = {
@@ -1813,8 +1879,10 @@ def _classify_log(
     env: dict[str, str],
     engine: str | None,
     milestones: Sequence[Milestone],
+    flags: Mapping[str, Sequence[str]] | None = None,
 ) -> tuple[Failure, bool]:
-    """The failure, and whether the log is healthy (nothing in it says the run failed)."""
+    """The failure, and whether the log is healthy (nothing in it says the run failed).
+    ``flags``: the engine's flags with the values a message may quote (:func:`named_flags`)."""
     log = whole = _Log.read(lines)
     tail = [_trim(line) for line in lines[-TAIL:]]
     ends = (
@@ -1864,7 +1932,13 @@ def _classify_log(
     if found is not None:
         found = _memory_first(found, rules, log, sources)
         found = _killed_after_progress(found, rules, log, sources, milestones)
-    ctx = _Context(exit_code=exit_code, tail=tail, engine=engine, refused=_refusal(log))
+    ctx = _Context(
+        exit_code=exit_code,
+        tail=tail,
+        engine=engine,
+        refused=_refusal(log),
+        flags=flags or {},
+    )
 
     if found is not None and found[0].cause != Cause.UNKNOWN:
         rule, hits = found
@@ -2258,12 +2332,15 @@ def diagnose_lines(
     env: dict[str, str] | None = None,
     engine: str | None = None,
     learnt: bool = True,
+    flags: Mapping[str, Sequence[str]] | None = None,
 ) -> Failure | None:
     """Classify a log after the fact: the failure, or None when the log is healthy.
 
     The same classifier as a trial's (:func:`classify`); the phase comes from the log's own
     progress lines (``milestones``, generic ones when None). ``learnt=False``: the rules
-    alone, no learnt cause for their ``unknown`` (the benches' baseline).
+    alone, no learnt cause for their ``unknown`` (the benches' baseline). ``flags``: every
+    flag the engine takes, with its choices, where no launch command is known (the engine's
+    flag table), so that the hint names the flags its message speaks of.
     """
     marks = GENERIC_MILESTONES if milestones is None else (*milestones, *GENERIC_MILESTONES)
     failure, healthy = _classify(
@@ -2276,6 +2353,7 @@ def diagnose_lines(
         engine=engine,
         milestones=marks,
         learnt=learnt,
+        flags=flags,
     )
     return None if healthy else failure
 

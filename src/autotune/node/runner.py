@@ -706,6 +706,7 @@ class _Trial:
             env=self.env,
             engine=spec.engine,
             milestones=spec.milestones,
+            flags=spec.flags,
         )
         running = verdict.phase in (Phase.READY, Phase.WARMUP, Phase.BENCHMARK)
         if failure.cause == Cause.UNKNOWN and (running or verdict.kind == "health_lost"):

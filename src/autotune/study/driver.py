@@ -341,6 +341,7 @@ class Driver:
             limits=Limits(startup_s=self.spec.engine.startup_timeout_s),
             rules=self.rules,
             milestones=self.engine.milestones(),
+            flags=self.engine.message_flags(),
             ready_pattern=self.engine.ready_pattern,
             gpus=self.engine.gpus(argv),
             log_dir=str(self.log_dir.resolve()),

@@ -3,7 +3,7 @@
 One part is a set of pinned wheels (``tools/offline/<part>.lock``: file name and sha256 of each,
 and what is removed from the unpacked tree and why), unpacked as an installer would, stripped,
 packed into one reproducible tar.xz and split into chunks small enough to carry (at most
-``--chunk-mib`` MiB each, 56 by default; a device run takes 64 MiB in all).
+``--chunk-mib`` MiB each, 40 by default; a device run takes 64 MiB in all, the tree's ~11 included).
 
     python3 tools/offline/build.py node sglang        # here, where PyPI is reachable
     python3 tools/offline/install.py                  # there: checks every byte, unpacks
@@ -298,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--chunk-mib",
         type=int,
-        default=56,
+        default=40,
         help="largest chunk, MiB (a device run carries 64 MiB in all)",
     )
     parser.add_argument(

@@ -573,6 +573,15 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"supported|cudaErrorPeerAccessUnsupported|P2P is not supported|\bibv_\w+\b.{0,60}"
         r"(?:failed|error)|\[UCX ERROR\]|\bUCX\b.{0,40}(?:failed|error)",
     ),
+    # a request's KV cache handed between prefill and decode instances (Mooncake, NIXL, an
+    # engine's own connector) that failed or timed out: the transport between the ranks failed,
+    # whatever carries it; weighed above the timeout words (no collective hung)
+    (
+        Cause.NCCL_ERROR,
+        4.0,
+        r"\bKVTransferError\b|(?i:\b(?:KV(?:[ _-]?cache)?|decode|prefill|mooncake|nixl)\b"
+        r"(?: \w+){0,3}? transfers? (?:\S+ ){0,4}?(?:failed|failure|timed out|timeout|error))",
+    ),
     (
         Cause.NCCL_ERROR,
         3.0,

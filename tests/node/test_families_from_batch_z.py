@@ -47,3 +47,23 @@ def test_a_transfer_that_is_no_kv_handover_is_not_an_nccl_error() -> None:
     """A file download or a host-to-device copy that failed is no collective's failure."""
     assert cause_of(["ERROR: model file transfer failed: 404 Not Found"]) != "nccl_error"
     assert cause_of(["RuntimeError: CUDA error: device-side transfer failed"]) != "nccl_error"
+
+
+# --- a GPU refused by its SM number written with a space ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # SGLang's kernel package on an older card, its only line
+        ["sgl-kernel only supports sm 80 and above"],
+        # a vLLM quantisation kernel refusing the card, the SM in capitals
+        ["Marlin kernels only support SM 80 or newer"],
+        # TensorRT-LLM's FP8 GEMM on an Ampere card
+        ["[TensorRT-LLM][ERROR] FP8 GEMM only supports sm 89 or later"],
+    ],
+)
+def test_a_gpu_refused_by_its_sm_number_is_arch_unsupported(lines: list[str]) -> None:
+    """``only supports sm 75 and above`` says the GPU is too old, as ``only supports sm_75``
+    does: the SM number is the GPU's architecture however it is spaced."""
+    assert cause_of(lines) == "arch_unsupported"

@@ -250,7 +250,7 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"[Ii]llegal instruction(?! was encountered)|signal 4\b|(?:un|not )supported (?:on|by|"
         r"for) (?:this|the current"
         r"|your) (?:GPU|device|hardware|platform)|only supports? (?:Ampere|Hopper|Blackwell|"
-        r"Volta|Turing|sm_?\d+|GPUs)|[Bb]float16 is only supported|driver\b.{0,30}\bis "
+        r"Volta|Turing|(?i:sm)[_ ]?\d+|GPUs)|[Bb]float16 is only supported|driver\b.{0,30}\bis "
         r"(?:insufficient|too old)|UNSUPPORTED_PTX|unsupported toolchain|PTX JIT|incompatible "
         r"(?:device|GPU|gpu|hardware)|capabilit(?:y|ies) sm_?\d+|is not a recognized processor|"
         r"INVALID_ISA|(?i:unsupported_?ptx)|(?:CUDA|HIP) driver error: operation not supported|"

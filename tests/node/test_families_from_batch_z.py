@@ -67,3 +67,28 @@ def test_a_gpu_refused_by_its_sm_number_is_arch_unsupported(lines: list[str]) ->
     """``only supports sm 75 and above`` says the GPU is too old, as ``only supports sm_75``
     does: the SM number is the GPU's architecture however it is spaced."""
     assert cause_of(lines) == "arch_unsupported"
+
+
+# --- no version of the loader that supports the model yet -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # vLLM's config check, Transformers' words in it
+        [
+            "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig",
+            "  Value error, the checkpoint is newer than this install: there is no release "
+            "version that supports this model yet. [type=value_error, input_value=..., ]",
+        ],
+        # SGLang's scheduler on a model type its Transformers does not know
+        [
+            "[2026-02-01 10:00:00] Scheduler hit an exception: ValueError: install a "
+            "transformers version which supports this model (model_type=foo9)"
+        ],
+    ],
+)
+def test_no_version_that_supports_the_model_is_model_unsupported(lines: list[str]) -> None:
+    """A loader saying that no version of it (yet) supports the model names the model as what
+    this build cannot run, however it words the upgrade it suggests."""
+    assert cause_of(lines) == "model_unsupported"

@@ -339,6 +339,10 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"(?:Missing|Unexpected) key\(s\) in state_dict|"
         r"[Mm]odel'?s (?:architecture|type)\b.{0,40}(?:not supported|unsupported)|"
         r"not supported by your version|(?:requires|needs) a newer version of|"
+        # no version of the loader (yet) that knows the model: "there may not be a release
+        # version that supports this model yet", "upgrade to a version that supports this model"
+        r"(?i:\bversion\b(?: of [\w.-]+)? (?:that|which) (?:supports?|knows?) (?:this|the|your) "
+        r"(?:model|checkpoint|architecture))|"
         r"\b(?:weight|tensor) [\w.]+ (?:does not exist|not found)|"
         # a layer's weight the loader looks for and does not find ("model.layers.0.mlp.*")
         r"(?:[Cc]ould not|[Cc]annot|[Uu]nable to) (?:find|locate) (?:key |weight |tensor )?"

@@ -250,7 +250,7 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"[Ii]llegal instruction(?! was encountered)|signal 4\b|(?:un|not )supported (?:on|by|"
         r"for) (?:this|the current"
         r"|your) (?:GPU|device|hardware|platform)|only supports? (?:Ampere|Hopper|Blackwell|"
-        r"Volta|Turing|sm_?\d+|GPUs)|[Bb]float16 is only supported|driver\b.{0,30}\bis "
+        r"Volta|Turing|(?i:sm)[_ ]?\d+|GPUs)|[Bb]float16 is only supported|driver\b.{0,30}\bis "
         r"(?:insufficient|too old)|UNSUPPORTED_PTX|unsupported toolchain|PTX JIT|incompatible "
         r"(?:device|GPU|gpu|hardware)|capabilit(?:y|ies) sm_?\d+|is not a recognized processor|"
         r"INVALID_ISA|(?i:unsupported_?ptx)|(?:CUDA|HIP) driver error: operation not supported|"
@@ -339,6 +339,10 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"(?:Missing|Unexpected) key\(s\) in state_dict|"
         r"[Mm]odel'?s (?:architecture|type)\b.{0,40}(?:not supported|unsupported)|"
         r"not supported by your version|(?:requires|needs) a newer version of|"
+        # no version of the loader (yet) that knows the model: "there may not be a release
+        # version that supports this model yet", "upgrade to a version that supports this model"
+        r"(?i:\bversion\b(?: of [\w.-]+)? (?:that|which) (?:supports?|knows?) (?:this|the|your) "
+        r"(?:model|checkpoint|architecture))|"
         r"\b(?:weight|tensor) [\w.]+ (?:does not exist|not found)|"
         # a layer's weight the loader looks for and does not find ("model.layers.0.mlp.*")
         r"(?:[Cc]ould not|[Cc]annot|[Uu]nable to) (?:find|locate) (?:key |weight |tensor )?"
@@ -572,6 +576,15 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"connectFullMesh failed|[Gg]loo\b.{0,60}\b(?:failed|error)|peer access is not "
         r"supported|cudaErrorPeerAccessUnsupported|P2P is not supported|\bibv_\w+\b.{0,60}"
         r"(?:failed|error)|\[UCX ERROR\]|\bUCX\b.{0,40}(?:failed|error)",
+    ),
+    # a request's KV cache handed between prefill and decode instances (Mooncake, NIXL, an
+    # engine's own connector) that failed or timed out: the transport between the ranks failed,
+    # whatever carries it; weighed above the timeout words (no collective hung)
+    (
+        Cause.NCCL_ERROR,
+        4.0,
+        r"\bKVTransferError\b|(?i:\b(?:KV(?:[ _-]?cache)?|decode|prefill|mooncake|nixl)\b"
+        r"(?: \w+){0,3}? transfers? (?:\S+ ){0,4}?(?:failed|failure|timed out|timeout|error))",
     ),
     (
         Cause.NCCL_ERROR,

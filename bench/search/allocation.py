@@ -12,6 +12,7 @@ best as measured, and of those the ones that were also better in truth.
         --strategies autotune --trace /tmp/trace.jsonl
     .venv/bin/python -m bench.search.allocation /tmp/trace.jsonl
     .venv/bin/python -m bench.search.allocation /tmp/trace.jsonl --paired autotune
+    .venv/bin/python -m bench.search.allocation /tmp/trace.jsonl --budget 30,45,60,90
 """
 
 from __future__ import annotations
@@ -169,13 +170,58 @@ def paired(rows: list[dict[str, Any]], base: str) -> str:
     return "\n".join(lines)
 
 
+def budget(rows: list[dict[str, Any]], ks: list[int], against: str) -> str:
+    """What more launches buy: per family and strategy, the best launched (in truth) by launch
+    k for each k: mean (lowest; studies at 95%), each strategy's mean paired against
+    ``against`` (SE), and the crashes by the last k."""
+    curves: dict[tuple[str, str], dict[tuple[str, int], list[float]]] = {}
+    crashes: dict[tuple[str, str], list[int]] = {}
+    for r in rows:
+        search = [la for la in r["launches"] if la["kind"] == "search"]
+        best = [max((la["pct"] or 0.0 for la in search[:k]), default=0.0) for k in ks]
+        curves.setdefault((r["family"], r["strategy"]), {})[(r["landscape"], r["seed"])] = best
+        crashed = sum(1 for la in search[: ks[-1]] if la["crashed"])
+        crashes.setdefault((r["family"], r["strategy"]), []).append(crashed)
+    lines = [
+        "| family | strategy | best launched by launch "
+        + " / ".join(map(str, ks))
+        + f": mean (lowest; at 95%) | - {against}, paired (SE) | crashes by {ks[-1]} |",
+        "| --- " * 5 + "|",
+    ]
+    for (family, strat), by_study in curves.items():
+        cells, diffs = [], []
+        base = curves.get((family, against), {})
+        for i in range(len(ks)):
+            xs = [c[i] for c in by_study.values()]
+            cells.append(f"{statistics.mean(xs):.1f} ({min(xs):.0f}; {sum(x >= 95 for x in xs)})")
+            d = [c[i] - base[key][i] for key, c in by_study.items() if key in base]
+            se = statistics.stdev(d) / len(d) ** 0.5 if len(d) > 1 else 0.0
+            diffs.append(f"{statistics.mean(d):+.1f} ({se:.1f})" if d else "-")
+        lines.append(
+            f"| {family} | {strat} | {' / '.join(cells)} | {' / '.join(diffs)} | "
+            f"{statistics.mean(crashes[(family, strat)]):.1f} |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("traces", nargs="+", help="files bench.search --trace (or --out) wrote")
     ap.add_argument("--paired", default=None, help="instead: each strategy against this one")
+    ap.add_argument(
+        "--budget",
+        default=None,
+        metavar="K,K,...",
+        help="instead: the best launched by each launch count K (paired against --paired, "
+        "default autotune)",
+    )
     a = ap.parse_args(argv)
     rows = [json.loads(line) for f in a.traces for line in open(f) if line.strip()]
-    print(paired(rows, a.paired) if a.paired else table(rows))
+    if a.budget:
+        ks = [int(k) for k in a.budget.split(",")]
+        print(budget(rows, ks, a.paired or "autotune"))
+    else:
+        print(paired(rows, a.paired) if a.paired else table(rows))
     return 0
 
 

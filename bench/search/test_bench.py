@@ -233,3 +233,26 @@ def test_without_any_peer_installed_the_registry_is_empty_and_the_bench_runs() -
     )
     assert run.returncode == 0, run.stderr
     assert "| interact | random | 1 |" in run.stdout
+
+
+def test_the_budget_table_reads_the_best_launched_by_each_launch_count() -> None:
+    from bench.search.allocation import budget
+
+    def row(strategy: str, seed: int, pcts: list[float]) -> dict[str, object]:
+        launches = [{"kind": "search", "pct": p, "crashed": p == 0.0} for p in pcts]
+        extra = {"kind": "extra", "pct": 100.0, "crashed": False}
+        return {"family": "f", "strategy": strategy, "landscape": "f0", "seed": seed,
+                "launches": [*launches, extra]}  # fmt: skip
+
+    rows = [
+        row("autotune", 0, [50.0, 0.0, 96.0, 60.0]),
+        row("autotune", 1, [40.0, 70.0, 0.0, 0.0]),
+        row("tpe", 0, [50.0, 80.0, 90.0, 99.0]),
+        row("tpe", 1, [40.0, 40.0, 40.0, 40.0]),
+    ]
+    out = budget(rows, [2, 4], "autotune")
+    # by launch 2: 50 and 70 (mean 60, lowest 50); by 4: 96 and 70, one study at 95%; the extra
+    # (confirmation) launch is no launch of the budget
+    assert "| f | autotune | 60.0 (50; 0) / 83.0 (70; 1) | +0.0 (0.0) / +0.0 (0.0) | 1.5 |" in out
+    # tpe by 2: 80 and 40 (paired +30, -30); by 4: 99 and 40 (paired +3, -30); no crash
+    assert "| f | tpe | 60.0 (40; 0) / 69.5 (40; 1) | +0.0 (30.0) / -13.5 (16.5) | 0.0 |" in out

@@ -333,3 +333,54 @@ def test_every_pair_of_flags_is_screened_together_whatever_each_did_alone() -> N
     rows = [t.params for t in study.trials if t.user_attrs.get(KIND) == "pairs"]
     met = {(a, b) for r in rows for a in names for b in names if a < b and r[a] and r[b]}
     assert met == {(a, b) for a in names for b in names if a < b}, rows
+
+
+def test_stall_counts_model_launches_since_the_last_new_best() -> None:
+    from autotune.search import read
+
+    study = optuna.create_study(direction="maximize")
+    dist = {"kernel": optuna.distributions.CategoricalDistribution(["a", "b", "c"])}
+    for i, (kind, value) in enumerate(
+        [("design", 5.0), ("model", 6.0), ("model", 4.0), ("model", 5.9), (None, 1.0)]
+    ):
+        attrs = {KIND: kind} if kind else {}
+        study.add_trial(
+            optuna.trial.create_trial(
+                params={"kernel": "abc"[i % 3]}, distributions=dist, value=value, user_attrs=attrs
+            )
+        )
+    assert read(study, study.trials).stall == 2  # enqueued (no kind): neither counts nor resets
+    crashed = optuna.trial.create_trial(
+        params={"kernel": "a"},
+        distributions=dist,
+        state=optuna.trial.TrialState.FAIL,
+        user_attrs={KIND: "model", CRASH: "oom"},
+    )
+    study.add_trial(crashed)
+    assert read(study, study.trials).stall == 3
+    study.add_trial(
+        optuna.trial.create_trial(
+            params={"kernel": "b"}, distributions=dist, value=7.0, user_attrs={KIND: "model"}
+        )
+    )
+    assert read(study, study.trials).stall == 0
+
+
+def test_a_stalled_model_plans_elsewhere_for_one_launch_only() -> None:
+    """With ``stall`` S, the proposal after S model launches without a new best is planned
+    around another region's best (it differs from the default's); with S + 1 it is not."""
+    from autotune.search import read
+
+    study = study_of(Sampler(seed=1), 24)
+    # the first point where it had stalled (else the test below says nothing)
+    n, s = next((n, s) for n in range(10, 25) if (s := read(study, study.trials[:n]).stall) >= 1)
+
+    def plan(stall: int) -> dict[str, Any]:
+        again = optuna.create_study(direction="maximize", sampler=Sampler(seed=1, stall=stall))
+        for t in study.trials[:n]:
+            again.add_trial(t)
+        return dict(again.sampler._plans[again.ask().number])  # type: ignore[attr-defined]
+
+    default = plan(0)
+    assert plan(s) != default
+    assert plan(s + 1) == default

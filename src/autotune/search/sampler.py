@@ -29,10 +29,8 @@ and nothing else, so a study resumed after its driver was killed proposes what i
   settings moved, the best few moved at random, the choices of one of the best with the
   numbers of another, random configurations, and the best of those moved again; the
   proposal is the one whose expected improvement, times the chance of not crashing to the
-  power ``risk``, is largest (``stall``: after that many model launches without a new best,
-  measured, one is planned around the best configuration with other choices instead). It is
-  never a configuration a trial already had, one ``feasible`` refuses, or one every
-  explanation of some crash or refusal covers.
+  power ``risk``, is largest. It is never a configuration a trial already
+  had, one ``feasible`` refuses, or one every explanation of some crash or refusal covers.
 
 A trial tells the sampler it crashed, or was refused before launch, through a user
 attribute (``CRASH``, ``REFUSED``: why; trials that failed alike form one region). A failed
@@ -117,7 +115,6 @@ class History:
     # the sampler's ``feasible`` verdicts while it plans one proposal, by key: a candidate is
     # weighed several times (as a neighbour, then in the pool), its verdict asked once
     verdicts: dict[Any, bool] = field(default_factory=dict)
-    stall: int = 0  # model launches since the last new best (measured)
 
 
 def read(study: Study, trials: Sequence[FrozenTrial]) -> History:
@@ -154,7 +151,6 @@ def read(study: Study, trials: Sequence[FrozenTrial]) -> History:
         if not params:
             continue
         h.seen.add(key(params))
-        tick = h.stall + 1 if kind == "model" else 0 if kind else h.stall  # if it launched
         if h.start is None and adapter.fixed_params(t) is not None:
             h.start = dict(params)
         if t.state in (TrialState.RUNNING, TrialState.WAITING):
@@ -166,7 +162,7 @@ def read(study: Study, trials: Sequence[FrozenTrial]) -> History:
             continue
         if CRASH in t.user_attrs:
             h.launches.append((dict(params), f"crash: {t.user_attrs[CRASH]}"))
-            h.told, h.stall = h.told + 1, tick
+            h.told += 1
             continue
         value: float | None = None
         if t.state == TrialState.COMPLETE and t.value is not None:
@@ -175,15 +171,13 @@ def read(study: Study, trials: Sequence[FrozenTrial]) -> History:
             value = float(np.mean(list(t.intermediate_values.values())))
         if value is None or not math.isfinite(value):
             continue  # failed for no reason of its own (interrupted), or stopped at once
-        h.told, h.stall = h.told + 1, tick
+        h.told += 1
         if any(c > 0 for c in _constraints(t)):  # ran, but broke a constraint (an SLO)
             h.launches.append((dict(params), "constraint"))
             continue
         h.launches.append((dict(params), None))
         h.ran.append(dict(params))
         values.append(value if maximize else -value)
-        if values[-1] > max(values[:-1], default=-math.inf):
-            h.stall = 0
     if values and all(v > 0 for v in values):
         h.y = [math.log(v) for v in values]
     elif values and all(v < 0 for v in values):
@@ -225,8 +219,6 @@ class Sampler(BaseSampler):
             (0: crashes are not avoided).
         pairs: the most proposals that screen choices together (rows of a covering array of
             their pairs), after the one-at-a-time screen.
-        stall: after this many model launches without a new best (measured), plan one around
-            the best configuration whose choices differ from the incumbent's (0: never).
     """
 
     def __init__(
@@ -237,14 +229,12 @@ class Sampler(BaseSampler):
         design: int = DESIGN,
         risk: float = RISK,
         pairs: int = PAIRS,
-        stall: int = 0,
     ) -> None:
         self._seed = seed if seed is not None else int(np.random.default_rng().integers(2**31))
         self.feasible = feasible
         self._design = design
         self._risk = risk
         self._pairs = pairs
-        self._stall = stall
         self._plans: dict[int, Config] = {}
         self._defaults: dict[int, Config] = {}  # DEFAULTS as each planned trial read them
         self._starts: set[int] = set()  # trials that launch the screen's first configuration
@@ -605,12 +595,7 @@ class Sampler(BaseSampler):
         mean, _ = fit.gp.predict(encode(fit.params, h.ran))
         best = int(np.argmax(mean))
         incumbent, level = h.ran[best], float(mean[best])
-        order = [h.ran[i] for i in np.argsort(mean)[::-1]]
-        if self._stall and h.stall % (self._stall + 1) == self._stall:  # stalled: elsewhere
-            choices = [n for n, p in h.params.items() if p.choices]
-            other = [c for c in order if any(c.get(n) != incumbent.get(n) for n in choices)]
-            order, incumbent = (other, other[0]) if other else (order, incumbent)
-        tops = order[:8]
+        tops = [h.ran[i] for i in np.argsort(mean)[::-1][:8]]
 
         def score(cs: list[Config]) -> np.ndarray:
             x = encode(fit.params, cs)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from autotune.engines import ENGINES, guess_engine
-from autotune.engines.flagtable import message_flags
+from autotune.engines.flagtable import load_table, message_flags
 from autotune.models import Failure, Milestone, Rule
 from autotune.node.failures import diagnose_lines
 from autotune.node.logparse import detect_engine
@@ -83,6 +83,6 @@ def diagnose_text(
         milestones=milestones or None,
         engine=name,
         learnt=learnt,
-        flags=message_flags(name, None) if name is not None else {},
+        flags=message_flags(load_table(name, None) if name is not None else None),
     )
     return Diagnosis(failure=failure, engine=name, rules_from=family)

@@ -17,7 +17,7 @@ import httpx
 import pytest
 from node_helpers import MILESTONES, server_argv
 
-from autotune.engines.flagtable import message_flags
+from autotune.engines.flagtable import load_table, message_flags
 from autotune.models import Limits, Milestone, TrialSpec, Workload
 from autotune.node.process import free_port
 from autotune.rules import load_rules
@@ -62,7 +62,7 @@ def make_spec(tmp_path: Path) -> Callable[..., TrialSpec]:
             "argv": argv,
             "rules": load_rules("sglang"),
             "milestones": MILESTONES,
-            "flags": message_flags("sglang", None),  # as the driver gives them (SGLang's)
+            "flags": message_flags(load_table("sglang", None)),  # as the driver gives SGLang's
             "log_dir": str(tmp_path / "logs"),
             "limits": Limits(
                 **{"startup_s": 20, "benchmark_s": 30, "teardown_grace_s": 2, "gpu_release_s": 0}

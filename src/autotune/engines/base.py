@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Literal
 from autotune.core.registry import Registry
 from autotune.engines import dummymodel
 from autotune.engines._args import has_flag
-from autotune.engines.flagtable import message_flags
+from autotune.engines.flagtable import FlagTable, load_table, message_flags
 from autotune.errors import ConfigError
 from autotune.models import EngineSpec, Milestone, Rule
 from autotune.rules import LogProfile, load_log
@@ -45,6 +45,8 @@ class Engine(abc.ABC):
     health_path: str = "/health"
     # The rule file: ``<rules_package>/<rules_name or name>.yaml``.
     rules_name: ClassVar[str | None] = None
+    # The bundled flag table: ``engines/flags/<flags_name or name>-<version>.json``.
+    flags_name: ClassVar[str | None] = None
     rules_package: ClassVar[str] = "autotune.rules"
     # Whether the stand-in SGLang server (``--simulate``) can stand in for this engine.
     can_simulate: ClassVar[bool] = False
@@ -126,10 +128,14 @@ class Engine(abc.ABC):
         """Startup milestones in this engine's log, in order (the ready line last)."""
         return list(self.log_profile().milestones)
 
+    def flag_table(self) -> FlagTable | None:
+        """The bundled flag table of this engine at its version, or None without one."""
+        return load_table(self.flags_name or self.name, self.spec.version)
+
     def message_flags(self) -> dict[str, list[str]]:
         """This engine's flags with the choices an error message may quote ({} without a flag
         table): what a crash's hint may name (engines/flagtable.py ``message_flags``)."""
-        return {k: list(v) for k, v in message_flags(self.name, self.spec.version).items()}
+        return {k: list(v) for k, v in message_flags(self.flag_table()).items()}
 
     def gpus(self, args: list[str]) -> int:
         """GPUs one trial holds, given its full argument list (e.g. tp x dp for SGLang)."""
@@ -141,7 +147,8 @@ class Engine(abc.ABC):
 
     def known_flags(self) -> set[str] | None:
         """The engine's flags from the bundled table (for preflight), or None if unknown."""
-        return None
+        table = self.flag_table()
+        return table.names() if table else None
 
     def prepare(self, model: str) -> str:
         """Driver-side preparation of the model (e.g. build a tiny test model); returns its path.

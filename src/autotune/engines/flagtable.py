@@ -160,12 +160,11 @@ def _info(name: str, entry: dict[str, Any] | str) -> FlagInfo:
 _NAME_LIKE = re.compile(r"[A-Z_0-9]")
 
 
-def message_flags(engine: str, version: str | None) -> dict[str, tuple[str, ...]]:
-    """The flags of ``engine`` at ``version`` ({} without a table), each with the choices an
-    error message may quote: only a choice spelt like a name (``FLASH_ATTN``, ``fp8_e4m3``), as
-    a plain word (``error``, ``lpm``) says nothing of the flag. For the classifier's hints
+def message_flags(table: FlagTable | None) -> dict[str, tuple[str, ...]]:
+    """The flags of ``table`` ({} without one), each with the choices an error message may
+    quote: only a choice spelt like a name (``FLASH_ATTN``, ``fp8_e4m3``), as a plain word
+    (``error``, ``lpm``) says nothing of the flag. For the classifier's hints
     (``node/failures.py``: ``named_flags``)."""
-    table = load_table(engine, version)
     if table is None:
         return {}
     return {

@@ -108,7 +108,7 @@ def preflight(engine: Engine, args: list[str], *, help_text: str | None = None) 
         source, level = "its --help", "error"
     else:
         known = engine.known_flags()
-        table = _table(engine)
+        table = engine.flag_table()
         if table is not None and table.complete and _same_version(engine, table):
             # Captured from the engine's own parser: what it lacks, argparse refuses.
             source, level = f"{engine.name} {table.version}'s flag table", "error"
@@ -150,7 +150,7 @@ def _unknown(
 
 def _values(engine: Engine, args: list[str]) -> list[Finding]:
     """Values the bundled table can judge: store_true flags given a value, bad choices."""
-    table = _table(engine)
+    table = engine.flag_table()
     if table is None:
         return []
     out: list[Finding] = []
@@ -196,11 +196,6 @@ def _values(engine: Engine, args: list[str]) -> list[Finding]:
                 )
             )
     return out
-
-
-def _table(engine: Engine) -> FlagTable | None:
-    name = "sglang" if engine.name == "sim" else engine.name
-    return load_table(name, engine.spec.version)
 
 
 # The same knob under each engine's name: (flag, the engine it was written for) -> the

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from autotune.engines._args import has_flag, int_flag, is_flag, logged_flags
 from autotune.engines.base import ENGINES, Engine
-from autotune.engines.flagtable import load_table, message_flags, parse_version
+from autotune.engines.flagtable import parse_version
 from autotune.models import EngineSpec
 
 # The version assumed when the space does not name one (preflight warns about it).
@@ -123,6 +123,7 @@ class SGLangEngine(Engine):
     """
 
     name: ClassVar[str] = "sglang"
+    flags_name: ClassVar[str | None] = "sglang"  # the stand-in (``sim``) takes SGLang's flags
     can_simulate: ClassVar[bool] = True
     dummy_weights_args: ClassVar[tuple[str, ...]] = ("--load-format", "dummy")
     versioned: ClassVar[bool] = True
@@ -177,10 +178,6 @@ class SGLangEngine(Engine):
             out.setdefault("--cuda-graph-max-bs", most)  # its name before 0.5.14
         return out
 
-    def known_flags(self) -> set[str] | None:
-        table = load_table("sglang", self.spec.version)
-        return table.names() if table else None
-
     def help_command(self) -> list[str] | None:
         return [self.spec.python, "-m", self.module, "--help"]
 
@@ -194,7 +191,3 @@ class SimEngine(SGLangEngine):
 
     def __init__(self, spec: EngineSpec, *, simulate: bool = True) -> None:
         super().__init__(spec, simulate=True)
-
-    def message_flags(self) -> dict[str, list[str]]:
-        """SGLang's: the stand-in takes SGLang's flags and writes SGLang's log."""
-        return {k: list(v) for k, v in message_flags("sglang", self.spec.version).items()}

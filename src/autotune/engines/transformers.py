@@ -12,7 +12,6 @@ from typing import ClassVar
 
 from autotune.engines import tinymodel
 from autotune.engines.base import ENGINES, Engine
-from autotune.engines.flagtable import load_table
 from autotune.errors import ConfigError
 from autotune.models import EngineSpec
 
@@ -64,10 +63,6 @@ class TransformersEngine(Engine):
 
     def gpus(self, args: list[str]) -> int:
         return self.spec.gpus
-
-    def known_flags(self) -> set[str] | None:
-        table = load_table(self.name, self.spec.version)
-        return table.names() if table else None
 
     def help_command(self) -> list[str] | None:
         return [self.spec.python, "-m", CLI_MODULE, "serve", "--help"]

@@ -7,7 +7,6 @@ from typing import Any, ClassVar
 
 from autotune.engines._args import has_flag, int_flag, logged_flags
 from autotune.engines.base import ENGINES, Engine
-from autotune.engines.flagtable import load_table
 from autotune.errors import ConfigError
 from autotune.models import EngineSpec
 
@@ -72,10 +71,6 @@ class VLLMEngine(Engine):
         if graphs := _GRAPH_SIZE.search(log_text):
             out["--max-cudagraph-capture-size"] = graphs.group(1)
         return out
-
-    def known_flags(self) -> set[str] | None:
-        table = load_table(self.name, self.spec.version)
-        return table.names() if table else None
 
     def help_command(self) -> list[str] | None:
         # `serve --help` is a compact summary; `--help=all` lists every flag.

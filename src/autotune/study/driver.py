@@ -221,6 +221,7 @@ class Driver:
         self.doom = Doom()  # a study that cannot succeed stops at once, saying why
         self.model_path = engine.prepare(spec.model)
         self.rules = [Rule(**r.model_dump()) for r in spec.rules] + engine.failure_rules()
+        self.flags = engine.message_flags()  # for hints: the same for every trial
         self.interrupted = False  # set by interrupt() (Ctrl-C), from a signal handler
 
     def interrupt(self) -> None:
@@ -341,7 +342,7 @@ class Driver:
             limits=Limits(startup_s=self.spec.engine.startup_timeout_s),
             rules=self.rules,
             milestones=self.engine.milestones(),
-            flags=self.engine.message_flags(),
+            flags=self.flags,
             ready_pattern=self.engine.ready_pattern,
             gpus=self.engine.gpus(argv),
             log_dir=str(self.log_dir.resolve()),

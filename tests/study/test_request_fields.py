@@ -63,3 +63,19 @@ def test_every_trial_sends_the_engines_fields_unless_the_space_sets_them(
     assert spec.workload.extra_body == sent
     assert all(s.workload.extra_body == sent for s in spec.scenarios)
     assert driver.spec.workload.extra_body == (extra_body or {})  # the space is not changed
+
+
+def test_every_trial_carries_the_engines_flags_for_its_hints(tmp_path: Path) -> None:
+    """A crash's hint names the flags its message speaks of from the engine's flag table
+    (node/failures.py named_flags): the driver hands the table to every trial; the stand-in
+    (``--simulate``) takes SGLang's."""
+    driver = _driver(tmp_path, None)
+    try:
+        spec = driver.build_spec(0, dict(driver.spec.baseline or {}))
+    finally:
+        driver.executor.shutdown()
+    assert "--context-length" in spec.flags and "--mem-fraction-static" in spec.flags
+    # a choice spelt like a name may be quoted by a message; a plain word (triton) says nothing
+    backends = spec.flags["--attention-backend"]
+    assert "torch_native" in backends and "triton" not in backends
+    assert spec.flags == get_engine(EngineSpec(name="sglang")).message_flags()

@@ -22,6 +22,7 @@ measured by separate flags, for the one variant chosen, as totals only:
     python bench/diagnosis_learned.py --blind DIR VARIANT   # once: a blind set's totals
     python bench/diagnosis_learned.py --dress VARIANT       # answers that move when re-dressed
     python bench/diagnosis_learned.py --oos u,v,w           # U against F, O where rules are unseen
+    python bench/diagnosis_learned.py --t                   # variant T against U: CV and u-z
 
 ``VARIANT`` is written as the CV table names it (``U:focus+all:C=4``). ``--blind`` reads the
 blind set's labels in code and prints totals only. The CV table (2026-12-07, 752 tuning logs,
@@ -47,6 +48,13 @@ at least 2 SE) was not met, the word scorer stays. Variant S (2026-12-07, sessio
 the rules fell back on a start-up hang (the log stops before the server was ready, no error
 line; 20% right on the tuning split), the model's cause instead, S1 always, S2 above a
 cross-fitted t: S1 76/150 (+1 against U, SE 2.2), S2 74/150 (-1, SE 1.7): not kept.
+
+``--t`` (2026-12-07, 1,064 tuning logs, 27 batches; pre-registered in eecb601) asks the same of
+variant T, its threshold chosen inside each fold on the training batches only (grid 0.3..0.7):
+leave-one-batch-out CV 746/1064 against U's 742 (+4, SE 3.7; 9 gained, 5 labelled
+``startup_timeout`` lost), batches u-z (their folds, so ``--oos``'s models) 161/312 against 157
+(+4, SE 2.4; 5 gained, 1 lost), `ok` for a failed run unchanged (13; 7): the gate (2 SE in both,
+at most 1 hang lost per 10 gained) was not met, U stays the product.
 """
 
 from __future__ import annotations
@@ -549,6 +557,89 @@ def out_of_sample(tuning: Sequence[Log], letters: Sequence[str]) -> None:
         print(f"{cfg.name}: t chosen on all of them together: {_best_t(parts, cfg.name):.2f}")
 
 
+# --- variant T: the model where the rules' only ground is that the log stops ----------------
+#
+# Pre-registered (commit eecb601) before any figure: as U, and where the rules answer
+# ``startup_timeout`` from a STOPPED_HINT branch (no error line, no ready line) the model's
+# cause when its probability is at least t; t chosen inside each fold on the training batches.
+
+T_GRID = (0.3, 0.4, 0.5, 0.6, 0.7)
+T_OOS = "uvwxyz"  # batches that wrote no rule (the seventh to twelfth blind sets)
+
+
+def stop_only(log: Log) -> bool:
+    """The rules' cause is a start-up hang resting only on the log stopping."""
+    return log.stopped and log.rules == "startup_timeout"
+
+
+def _variant_t(logs: Sequence[Log], said: Sequence[str], prob: np.ndarray, t: float) -> list[str]:
+    """T's answers: U's, and the model's cause on :func:`stop_only` logs when ``p >= t``."""
+    return [
+        s if stop_only(log) and p >= t and s not in ("ok", "unknown") else u
+        for log, s, p, u in zip(logs, said, prob, _where_unknown(logs, said), strict=True)
+    ]
+
+
+def _t_inside(train: Sequence[Log], cfg: Config, folds: int = 4) -> float:
+    """T's threshold from out-of-fold probabilities over ``train``'s batches (dealt into
+    ``folds`` groups): the most right answers on ``train``, ties to the higher t."""
+    said: list[str] = [""] * len(train)
+    prob = np.zeros(len(train))
+    for held in _groups(train, folds):
+        keep = set(held)
+        model = Model(cfg.features, cfg.c, with_rules=False, seed=0)
+        model.fit([log for i, log in enumerate(train) if i not in keep])
+        got, p = model.proba([train[i] for i in held])
+        for i, g, q in zip(held, got, p, strict=True):
+            said[i], prob[i] = g, q
+    return -max((_right(train, _variant_t(train, said, prob, t)), -t) for t in T_GRID)[1]
+
+
+def _t_row(name: str, logs: Sequence[Log], a: Sequence[str], u: Sequence[str]) -> str:
+    gained = sum(x == log.cause != y for log, x, y in zip(logs, a, u, strict=True))
+    lost = sum(
+        y == log.cause == "startup_timeout" != x for log, x, y in zip(logs, a, u, strict=True)
+    )
+    return (
+        f"| {name} | {_right(logs, a)}/{len(logs)} | {_vs(logs, a, u)} | {ok_failed(logs, a)} "
+        f"| {gained} | {lost} |"
+    )
+
+
+def variant_t(tuning: Sequence[Log], cfg: Config = OOS[0]) -> None:
+    """Leave-one-batch-out CV of T against U (every tuning batch), and the same answers on
+    the batches of :data:`T_OOS` alone (each scored by models trained on all other batches,
+    so they are ``--oos``'s figures)."""
+    folds = _groups(tuning, None)
+    u_ans, t_ans, ts = [""] * len(tuning), [""] * len(tuning), {}
+    for held in folds:
+        keep = set(held)
+        train = [log for i, log in enumerate(tuning) if i not in keep]
+        test = [tuning[i] for i in held]
+        said, prob = Model(cfg.features, cfg.c, with_rules=False, seed=0).fit(train).proba(test)
+        ts[test[0].batch] = t = _t_inside(train, cfg)
+        u_said, t_said = _where_unknown(test, said), _variant_t(test, said, prob, t)
+        for i, u, a in zip(held, u_said, t_said, strict=True):
+            u_ans[i], t_ans[i] = u, a
+        print(f"{test[0].batch}: t {t:.1f}", file=sys.stderr, flush=True)
+    oos = [i for i, log in enumerate(tuning) if log.batch[-1] in T_OOS]
+    print(f"t per fold: {', '.join(f'{b} {t:.1f}' for b, t in sorted(ts.items()))}\n")
+    head = "| variant | right | vs U (paired SE) | ok for a failed run | gained "
+    head += "| startup_timeout lost |"
+    for title, idx in (("CV, every tuning batch", range(len(tuning))), (f"--oos {T_OOS}", oos)):
+        logs = [tuning[i] for i in idx]
+        base = [u_ans[i] for i in idx]
+        stops = [log for log in logs if stop_only(log)]
+        right = sum(log.cause == "startup_timeout" for log in stops)
+        print(
+            f"{title} ({len(logs)} logs; the rules' stop-only answers {len(stops)}, {right} right)"
+        )
+        print(head + "\n| --- | ---: | ---: | ---: | ---: | ---: |")
+        print(_t_row("rules", logs, [log.rules for log in logs], base))
+        print(_t_row(cfg.name, logs, base, base))
+        print(_t_row("T", logs, [t_ans[i] for i in idx], base) + "\n")
+
+
 GRID = [
     Config(v, f, c)
     for v in ("L", "U", "O")
@@ -566,6 +657,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--oos", metavar="LETTERS", help="U against F and O on these batches' tuning logs (u,v,w)"
     )
+    parser.add_argument("--t", action="store_true", help="variant T against U: CV and --oos")
     parser.add_argument("--export", metavar="VARIANT", help="write node/learned_causes.json")
     parser.add_argument(
         "--agree", choices=["tuning", "heldout"], help="product vs bench answers (a count)"
@@ -586,6 +678,8 @@ def main(argv: list[str] | None = None) -> int:
         agreement(tuning, Config.parse("U:focus:C=16"), test, CORPUS)
     elif args.dress:
         dress_moves(tuning, Config.parse(args.dress))
+    elif args.t:
+        variant_t(tuning)
     elif args.oos:
         out_of_sample(tuning, args.oos.split(","))
     else:

@@ -2,9 +2,12 @@
 # probe_launch.sh), from the repository's root: the carried parts installed, the environment
 # every run of a real engine there shares, $OUT made, and `engine_server ENGINE MODEL PORT`,
 # which sets SERVER_ARGV to the engine's server on its defaults (the baseline's flags).
+# A script that sets $engine first gets that engine's part alone on the path (with node):
+# SGLang's and vLLM's parts each bring their own dependencies (openai, transformers, ...), at
+# versions that differ, so a machine that has both unpacked must not import one's from the other.
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
-eval "$(python3 tools/offline/install.py --env)"
+eval "$(python3 tools/offline/install.py --env ${engine:+node "$engine"})"
 export PYTHONPATH="$PWD/src:$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 AUTOTUNE_CACHE_DIR=/tmp/autotune-cache
 # NVLink multicast stays off on every machine these studies run on (device tool's rules).

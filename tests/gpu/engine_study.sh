@@ -17,6 +17,8 @@ cd "$(dirname "$0")/../.."
 [ $# -ge 2 ] || { echo "usage: $0 SPACE SECONDS [autotune start options...]" >&2; exit 2; }
 space=$1; budget=$2; shift 2
 T0=$SECONDS
+# the space's engine (its part alone goes on the path; nothing but the stdlib is there yet)
+engine=$(awk '/^engine:/ {e = 1; next} e && /^[^ #]/ {e = 0} e && /^ +name:/ {print $2; exit}' "$space")
 source tests/gpu/engine_env.sh
 name=$(python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["name"])' "$space")
 {

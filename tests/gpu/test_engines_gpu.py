@@ -46,6 +46,25 @@ CASES: dict[str, tuple[str, dict[str, Any], str]] = {
 }  # fmt: skip
 
 
+def engine_env(engine: str) -> dict[str, str]:
+    """This process's environment with the engine's offline part alone on the path (and node's):
+    SGLang's and vLLM's parts each bring their own dependencies at versions that differ (vLLM
+    importing SGLang's ``openai`` failed at launch), so one machine with both unpacked runs each
+    engine with its own. Unchanged where the part was not carried (an engine installed there)."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    if not (ROOT / ".carry" / engine / "manifest.json").exists():
+        return env
+    exports = subprocess.run(
+        [sys.executable, "tools/offline/install.py", "--env", "node", engine],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": ""}, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    for line in exports.splitlines():
+        name, _, value = line.removeprefix("export ").partition("=")
+        env[name] = value
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT), env["PYTHONPATH"]])
+    return env
+
+
 @pytest.mark.parametrize("engine", sorted(CASES))
 def test_the_smallest_real_study_runs_and_names_a_real_crash(engine: str, tmp_path: Path) -> None:
     module, failing, cause = CASES[engine]
@@ -59,7 +78,7 @@ def test_the_smallest_real_study_runs_and_names_a_real_crash(engine: str, tmp_pa
         "--study-root", str(root), "--executor", "ray", "--no-mlflow", "--seed", "1",
         "--baseline-launches", "1", "--no-confirm",
     ]  # fmt: skip
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "AUTOTUNE_CACHE_DIR": str(tmp_path / "cache")}
+    env = {**engine_env(engine), "AUTOTUNE_CACHE_DIR": str(tmp_path / "cache")}
     first = subprocess.run([*CLI, *common, "--n-trials", "1"], env=env, capture_output=True,
                            text=True, timeout=900, check=False)  # fmt: skip
     (out / f"{name}-first.log").write_text(first.stdout + first.stderr)

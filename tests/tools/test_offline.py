@@ -123,3 +123,31 @@ def test_the_shipped_locks_read() -> None:
         json.dumps(build.Lock.read(TOOLS / "vllm.lock").env)
         == '{"VLLM_USE_FLASHINFER_SAMPLER": "0"}'
     )
+
+
+def test_each_engine_gets_its_own_part_on_the_path(
+    part: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SGLang's and vLLM's parts bring the same packages at other versions: with both unpacked,
+    ``--env`` warns, and naming the parts puts one engine's alone on the path."""
+    cache, tmp = part
+    locks = tmp / "locks"
+    for engine in ("sglang", "vllm"):
+        (locks / f"{engine}.lock").write_text((locks / "demo.lock").read_text())
+    carry = tmp / "carry"
+    for name in ("sglang", "vllm"):
+        build.build(name, cache, carry, chunk_mib=8, preset=1)
+    monkeypatch.setattr(install, "STAGE", tmp / "stage")
+    monkeypatch.setattr(install, "SITE", tmp / "site")
+    monkeypatch.setenv("PYTHONPATH", "")
+
+    assert install.main(["--env", "--carry", str(carry)]) == 0
+    both = capsys.readouterr()
+    assert "sglang and vllm on one path" in both.err
+    assert str(tmp / "site" / "sglang") in both.out and str(tmp / "site" / "vllm") in both.out
+
+    assert install.main(["--env", "--carry", str(carry), "node", "vllm"]) == 0
+    one = capsys.readouterr()
+    assert "on one path" not in one.err
+    path = next(line for line in one.out.splitlines() if line.startswith("export PYTHONPATH="))
+    assert path == f"export PYTHONPATH={tmp / 'site' / 'vllm'}"

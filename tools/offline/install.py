@@ -24,6 +24,7 @@ from pathlib import Path
 
 STAGE = Path(os.environ.get("AUTOTUNE_CARRY_STAGE", "/tmp/carry-stage"))
 SITE = Path(os.environ.get("AUTOTUNE_CARRY_SITE", "/tmp/carry"))
+ENGINES = ("sglang", "vllm")  # parts that each bring an engine and its own dependencies
 
 
 def _sha256(path: Path) -> str:
@@ -100,6 +101,12 @@ def main(argv: list[str] | None = None) -> int:
         if site is not None:
             sites.append(str(site))
             env.update(json.loads((folder / "manifest.json").read_text()).get("env", {}))
+    engines = [f.name for f in folders if f.name in ENGINES]
+    if args.env and len(engines) > 1:
+        log.append(
+            f"note: {' and '.join(engines)} on one path: each brings its own dependencies at "
+            "other versions; name the parts (--env node ENGINE) to run one engine"
+        )
     print("\n".join(log), file=sys.stderr)
     if args.env:
         path = os.pathsep.join([*sites, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)

@@ -575,7 +575,7 @@ WORDS: tuple[_Clue, ...] = _clues(
         4.0,
         r"connectFullMesh failed|[Gg]loo\b.{0,60}\b(?:failed|error)|peer access is not "
         r"supported|cudaErrorPeerAccessUnsupported|P2P is not supported|\bibv_\w+\b.{0,60}"
-        r"(?:failed|error)|\[UCX ERROR\]|\bUCX\b.{0,40}(?:failed|error)",
+        r"(?:failed|error)|\[UCX ERROR\]|\bUCX\b.{0,40}(?:failed|error)|\bUC[XC] +ERROR\b",
     ),
     # a request's KV cache handed between prefill and decode instances (Mooncake, NIXL, an
     # engine's own connector) that failed or timed out: the transport between the ranks failed,

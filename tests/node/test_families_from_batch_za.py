@@ -1,0 +1,79 @@
+"""Families read in any engine's words, from the misses of batch za's tuning part (issue 51).
+
+Batch za (the thirteenth blind set) joined with its tuning part as rule data (MANIFEST.md).
+Each test names a family the way at least two engines or libraries word it; every line is
+written for the test, none is copied from the corpus.
+"""
+
+from __future__ import annotations
+
+import pytest
+from tests.node.corpus_helpers import cause_of
+
+from autotune.node.logparse import parse_log
+
+# --- a transport library's own level: UCX's and UCC's "file.c:N UCX  ERROR" ----------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "level", "message"),
+    [
+        (
+            "[1750000000.123456] [node-a:4242 :0]      ib_iface.c:812 UCX  ERROR "
+            "ibv_create_cq(cqe=4096) failed: Cannot allocate memory",
+            "error",
+            "UCX  ERROR ibv_create_cq(cqe=4096) failed: Cannot allocate memory",
+        ),
+        (
+            "[1750000000.5] [gpu-7:99:3]        ucc_team.c:301  UCC  WARN  team create timed out",
+            "warning",
+            "UCC  WARN  team create timed out",
+        ),
+        (
+            "[1750000001.0] [gpu-7:99:0]  ucp_worker.c:1900 UCX  INFO  ep_cfg[2]: tag(tcp/eth0)",
+            "info",
+            "UCX  INFO  ep_cfg[2]: tag(tcp/eth0)",
+        ),
+    ],
+)
+def test_a_c_librarys_level_after_its_source_line_is_read(
+    line: str, level: str, message: str
+) -> None:
+    """UCX and UCC (the transports under NIXL, Mooncake and MPI) stamp each line with the time,
+    the host and pid, the source file and line, the library's name and then its level: the
+    level is read, so an error there is an error, not an unmarked line; the library's name
+    stays in the message, where its family is read."""
+    (rec,) = parse_log([line])
+    assert (rec.level, rec.text) == (level, message)
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # vLLM with a NIXL connector: UCX's own error line, then the worker stops talking
+        [
+            "INFO 02-01 10:00:00 [loggers.py:1] Engine 000: Avg prompt throughput: 9.0 tokens/s",
+            "[1750000000.1] [decode-0:77 :0]   tcp_ep.c:900 UCX  ERROR tcp_ep 0x55 "
+            "(state=CONNECTED): recv(12) failed: Connection reset by peer",
+        ],
+        # SGLang's Mooncake transfer engine over UCX: the same library's words, another host
+        [
+            "[2026-02-01 10:00:00 TP0] Decode batch, #running-req: 3, #token: 900",
+            "[1750000002.7] [prefill-1:31:2]  rc_mlx5_ep.c:420 UCX  ERROR "
+            "send completion with error: remote access error",
+        ],
+    ],
+)
+def test_a_transport_librarys_error_line_is_an_nccl_error(lines: list[str]) -> None:
+    """An error from the transport that carries the ranks' or instances' traffic (UCX under
+    NIXL or Mooncake) is the communication family, whatever the engine above it."""
+    assert cause_of(lines) == "nccl_error"
+
+
+def test_a_transport_librarys_info_line_is_no_failure() -> None:
+    """UCX's information lines in a healthy server's log stay information."""
+    lines = [
+        "[1750000001.0] [gpu-7:99:0]  ucp_worker.c:1900 UCX  INFO  ep_cfg[2]: tag(tcp/eth0)",
+        "INFO:     Application startup complete.",
+    ]
+    assert cause_of(lines) == "ok"

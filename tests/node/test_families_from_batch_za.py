@@ -77,3 +77,38 @@ def test_a_transport_librarys_info_line_is_no_failure() -> None:
         "INFO:     Application startup complete.",
     ]
     assert cause_of(lines) == "ok"
+
+
+# --- a model config the loader cannot deserialise, serde's bare error -----------------------------
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # a candle-based Rust server: a newer architecture's config lacks a field it reads
+        [
+            "2026-04-01T10:00:00.000000Z  INFO candle_server::loader: loading config.json",
+            "Error: missing field `num_key_value_heads`",
+            "   0: <std::backtrace::Backtrace>::create",
+        ],
+        # mistral.rs-style: the config's model type is no variant the loader knows
+        [
+            "2026-04-01T10:00:00.000000Z  INFO mistralrs_core::pipeline: Loading `config.json`",
+            "Error: unknown variant `qwen4_moe`, expected one of `llama`, `mistral`, `qwen2`",
+        ],
+    ],
+)
+def test_a_config_field_or_variant_serde_cannot_read_is_model_unsupported(
+    lines: list[str],
+) -> None:
+    """A Rust server that cannot deserialise a model's config (a field its struct needs is
+    missing, or a model type no variant names) does not support that model, with or without
+    the position serde adds for a file."""
+    assert cause_of(lines) == "model_unsupported"
+
+
+def test_serde_on_a_request_body_is_not_the_model() -> None:
+    """serde's words inside a sentence about something else (a request's JSON) decide nothing
+    about the model."""
+    line = "WARN router: request rejected: missing field `inputs` in the JSON body"
+    assert cause_of(["INFO:     Application startup complete.", line]) != "model_unsupported"

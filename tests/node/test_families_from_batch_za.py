@@ -112,3 +112,41 @@ def test_serde_on_a_request_body_is_not_the_model() -> None:
     about the model."""
     line = "WARN router: request rejected: missing field `inputs` in the JSON body"
     assert cause_of(["INFO:     Application startup complete.", line]) != "model_unsupported"
+
+
+# --- a benchmark report cut after its count of answered requests ---------------------------------
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # SGLang's bench_serving, the excerpt stops inside its report
+        [
+            "============ Serving Benchmark Result ============",
+            "Backend:                                 sglang",
+            "Successful requests:                     24",
+            "Benchmark duration (s):                  3.15",
+        ],
+        # vLLM's `vllm bench serve`, the same report in its own title
+        [
+            "Namespace(subparser='bench', bench_type='serve', num_prompts=50)",
+            "============ Serving Benchmark Result ============",
+            "Successful requests:                     50",
+        ],
+    ],
+)
+def test_a_report_of_answered_requests_is_a_served_run(lines: list[str]) -> None:
+    """A benchmark client that counts requests the server answered proves the server was up
+    and served, even where the excerpt stops before the report's failure count or figures:
+    nothing failed that the log shows, so the run is healthy, not a start-up that hung."""
+    assert cause_of(lines) == "ok"
+
+
+def test_a_report_with_fewer_answers_than_asked_is_still_a_failure() -> None:
+    """The report's count still decides: fewer answered than the client sent is a failure."""
+    lines = [
+        "Namespace(backend='vllm', num_prompts=40, request_rate=inf)",
+        "============ Serving Benchmark Result ============",
+        "Successful requests:                     12",
+    ]
+    assert cause_of(lines) == "benchmark_errors"

@@ -150,3 +150,45 @@ def test_a_report_with_fewer_answers_than_asked_is_still_a_failure() -> None:
         "Successful requests:                     12",
     ]
     assert cause_of(lines) == "benchmark_errors"
+
+
+# --- a log that ends waiting for a step of the start ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # SGLang: the scheduler is up, uvicorn starts its application and nothing more comes
+        [
+            "[2026-01-05 09:00:00 TP0] max_total_num_tokens=90000, max_running_requests=512",
+            "[2026-01-05 09:00:01] INFO:     Started server process [4242]",
+            "[2026-01-05 09:00:01] INFO:     Waiting for application startup.",
+        ],
+        # vLLM: the API server announces itself, then waits for its engine core forever
+        [
+            "(APIServer pid=7) INFO 01-05 09:00:00 [api_server.py:1] Starting vLLM API server 0 "
+            "on http://0.0.0.0:8000",
+            "(APIServer pid=7) DEBUG 01-05 09:00:10 [utils.py:1] Waiting for 1 local, 0 remote "
+            "core engine proc(s) to start.",
+        ],
+    ],
+)
+def test_a_log_that_ends_waiting_for_a_step_is_no_healthy_run(lines: list[str]) -> None:
+    """A log whose last line waits for a step (the application's start, an engine's process,
+    a shard) never saw the step: the run hung there, whatever milestone came before, so it
+    is a start that timed out, never `ok`."""
+    assert cause_of(lines) == "startup_timeout"
+
+
+def test_a_wait_that_ended_or_an_idle_loop_is_healthy() -> None:
+    """The step came (the next line says so), or the server idles waiting for requests."""
+    done = [
+        "[2026-01-05 09:00:01] INFO:     Waiting for application startup.",
+        "[2026-01-05 09:00:01] INFO:     Application startup complete.",
+    ]
+    idle = [
+        "INFO 01-05 09:00:00 [api_server.py:1] Starting vLLM API server 0 on http://0.0.0.0:8000",
+        "INFO 01-05 09:00:05 [worker.py:9] Waiting for new requests",
+    ]
+    assert cause_of(done) == "ok"
+    assert cause_of(idle) == "ok"

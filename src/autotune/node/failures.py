@@ -1349,6 +1349,22 @@ def _last_line(log: _Log) -> int | None:
     return next((i for i in range(len(log.text) - 1, -1, -1) if log.text[i].strip()), None)
 
 
+# A step the server waits for, in any engine's words ("Waiting for application startup.",
+# "Waiting for shard to be ready", "Waiting for init message from ..."); not an idle loop
+# waiting for its next request or connection.
+_WAITING = re.compile(
+    r"\b[Ww]ait(?:ing)? for\b(?! (?:new |more |the next |incoming )?"
+    r"(?:requests?|connections?|clients?|input|jobs?|tasks?|work)\b)"
+)
+
+
+def _waits_at_end(log: _Log) -> int | None:
+    """The last line, when it says the server waits for a step (of its start, a shard, a
+    worker) and nothing follows: the wait never ended, whatever was ready before it."""
+    last = _last_line(log)
+    return last if last is not None and _WAITING.search(log.text[last][:HEAD]) else None
+
+
 def _stalled(log: _Log) -> int | None:
     """The last metrics line, when the last two say requests run and nothing is generated
     (a hang while serving: the engine stopped making progress, no error said why)."""
@@ -2206,6 +2222,19 @@ def _classify_log(
                 evidence=_evidence(whole.raw, [first]),
                 message="the log stops inside the first request and no line says the server "
                 "was ready (an engine's own warmup request): " + _message(whole, first),
+            ),
+            False,
+        )
+    wait = _waits_at_end(log) if at is None and not bad_exit else None
+    if wait is not None:
+        return (
+            _make(
+                ctx,
+                cause=Cause.STARTUP_TIMEOUT,
+                phase=phase,
+                hint=STOPPED_HINT,
+                evidence=_evidence(log.raw, [wait]),
+                message="the log ends waiting for a step that never came: " + _message(log, wait),
             ),
             False,
         )

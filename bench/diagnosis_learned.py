@@ -62,6 +62,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 import time
 from collections import defaultdict
@@ -440,11 +441,13 @@ def _best_t(parts: Sequence[Unseen], name: str, answer: Answer = _override) -> f
 
 
 def unseen_batches(tuning: Sequence[Log], letters: Sequence[str]) -> list[Unseen]:
-    """Each batch named by its letter (``u``: added ``...u``), with every OOS model trained on
-    the tuning logs of all other batches (seeded: the figures repeat)."""
+    """Each batch named by its suffix (``u``: added ``2026-12-07u``; ``za`` is not ``a``), with
+    every OOS model trained on the tuning logs of all other batches (seeded: the figures repeat)."""
     out = []
     for letter in letters:
-        batch = {log.batch for log in tuning if log.batch.endswith(letter)}
+        batch = {
+            log.batch for log in tuning if re.sub(r"^\d{4}-\d\d-\d\d", "", log.batch) == letter
+        }
         if len(batch) != 1:
             raise SystemExit(f"no single tuning batch ends in {letter!r}: {sorted(batch)}")
         (name,) = batch

@@ -1165,18 +1165,12 @@ _CLIENT = re.compile(
 _CLIENT_STATUS = re.compile(r"HTTP Request: [A-Z]+ https?://\S+ \"HTTP/[\d.]+ [45]\d\d\b")
 _CLIENT_OK = re.compile(r"HTTP Request: [A-Z]+ https?://\S+ \"HTTP/[\d.]+ 2\d\d\b")
 _LOST = re.compile(r"^\s*Failed requests:\s+[1-9]\d*\s*$")
-_NONE_LOST = re.compile(r"^\s*Failed requests:\s+0\b")
 _SUCCEEDED = re.compile(r"Successful requests:\s+(\d+)\s*$")
 # a report's count of what failed, in any tool's words: "Failed requests: 3", a JSON summary's
 # "total_errors": 20, "num_failed_requests": 4, "error_count": 2 (a count of none is no failure)
 _COUNTED_FAILED = re.compile(
     r"^\s*[\"']?(?:\w+[_ ]){0,3}(?i:errors?|failures?|failed(?:[_ ]requests?)?|error[_ ]count)"
     r"[\"']?\s*[:=]\s*[1-9]\d*\s*,?\s*$"
-)
-# a report's measurement of the run: a throughput or a latency statistic with its figure
-_MEASURED = re.compile(
-    r"^\s*(?:[\w ]+ throughput|(?:Mean|Median|P\d+) (?:TTFT|TPOT|ITL|E2E\w*)[\w ]*) "
-    r"\([\w/]+\):\s+\d"
 )
 # how many requests a client was asked to send: a finished progress bar, its argument
 # (`num_prompts=300`, `--num-prompts 300`), its report's count
@@ -1353,6 +1347,22 @@ def _dump_phase(log: _Log) -> Phase | None:
 def _last_line(log: _Log) -> int | None:
     """Index of the last line with a message, if any."""
     return next((i for i in range(len(log.text) - 1, -1, -1) if log.text[i].strip()), None)
+
+
+# A step the server waits for, in any engine's words ("Waiting for application startup.",
+# "Waiting for shard to be ready", "Waiting for init message from ..."); not an idle loop
+# waiting for its next request or connection.
+_WAITING = re.compile(
+    r"\b[Ww]ait(?:ing)? for\b(?! (?:new |more |the next |incoming )?"
+    r"(?:requests?|connections?|clients?|input|jobs?|tasks?|work)\b)"
+)
+
+
+def _waits_at_end(log: _Log) -> int | None:
+    """The last line, when it says the server waits for a step (of its start, a shard, a
+    worker) and nothing follows: the wait never ended, whatever was ready before it."""
+    last = _last_line(log)
+    return last if last is not None and _WAITING.search(log.text[last][:HEAD]) else None
 
 
 def _stalled(log: _Log) -> int | None:
@@ -2129,12 +2139,15 @@ def _classify_log(
     if (
         at is None
         and not bad_exit
-        and any(_SUCCEEDED.search(text) for text in whole.text if _CLIENT.search(text[:HEAD]))
-        and any(_NONE_LOST.search(text) or _MEASURED.search(text) for text in whole.text)
+        and any(
+            (m := _SUCCEEDED.search(text)) and int(m.group(1)) > 0
+            for text in whole.text
+            if _CLIENT.search(text[:HEAD])
+        )
     ):
-        # A benchmark client's report that counts requests answered and says none failed, or
-        # measured the run (else the client's failure above: a failed count, fewer successes
-        # than asked): the server served them, whatever came before.
+        # A benchmark client's report that counts requests answered (else the client's failure
+        # above: a failed count, none or fewer successes than asked): the server was up and
+        # served them, whatever came before, though the excerpt stops before the report's end.
         quiet = _make(ctx, cause=Cause.UNKNOWN, phase=Phase.BENCHMARK, hint="", evidence=[])
         return quiet, True
     if at is None and not bad_exit and _results_table(whole) is not None:
@@ -2209,6 +2222,19 @@ def _classify_log(
                 evidence=_evidence(whole.raw, [first]),
                 message="the log stops inside the first request and no line says the server "
                 "was ready (an engine's own warmup request): " + _message(whole, first),
+            ),
+            False,
+        )
+    wait = _waits_at_end(log) if at is None and not bad_exit else None
+    if wait is not None:
+        return (
+            _make(
+                ctx,
+                cause=Cause.STARTUP_TIMEOUT,
+                phase=phase,
+                hint=STOPPED_HINT,
+                evidence=_evidence(log.raw, [wait]),
+                message="the log ends waiting for a step that never came: " + _message(log, wait),
             ),
             False,
         )

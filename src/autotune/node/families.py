@@ -374,12 +374,16 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"does(?: not|n't) support (?:the )?\w+(?:For[A-Z]\w*|LMHeadModel)\b",
     ),
     # a model's config that the loader cannot deserialise (serde's words, any Rust server):
-    # a field it needs is missing, or holds a type or variant it does not know
+    # a field it needs is missing, or holds a type or variant it does not know; with the
+    # position in the file, or as the whole of the error a Rust main printed (a field, or a
+    # variant with the ones it knows)
     (
         Cause.MODEL_UNSUPPORTED,
         3.0,
         r"(?:missing field|unknown field|unknown variant|invalid (?:type|value): [^,]{1,40}, "
-        r"expected)\b.{0,100}\bat line \d+ column \d+",
+        r"expected)\b.{0,100}\bat line \d+ column \d+|"
+        r"^(?:Error: )?(?:missing|unknown) field `\w+`$|"
+        r"^(?:Error: )?unknown variant `[\w.-]+`, expected one of `",
     ),
     (
         Cause.MODEL_UNSUPPORTED,
@@ -575,7 +579,7 @@ WORDS: tuple[_Clue, ...] = _clues(
         4.0,
         r"connectFullMesh failed|[Gg]loo\b.{0,60}\b(?:failed|error)|peer access is not "
         r"supported|cudaErrorPeerAccessUnsupported|P2P is not supported|\bibv_\w+\b.{0,60}"
-        r"(?:failed|error)|\[UCX ERROR\]|\bUCX\b.{0,40}(?:failed|error)",
+        r"(?:failed|error)|\[UCX ERROR\]|\bUCX\b.{0,40}(?:failed|error)|\bUC[XC] +ERROR\b",
     ),
     # a request's KV cache handed between prefill and decode instances (Mooncake, NIXL, an
     # engine's own connector) that failed or timed out: the transport between the ranks failed,

@@ -88,6 +88,12 @@ _PREFIXES: tuple[re.Pattern[str], ...] = tuple(
         r"\d+\.\d\d\.\d{3}\.\d{3} (?P<lvl>[EWID]) ",
         # short stamps: "14:46:00.150stderr", "[14:41:59] "
         r"\d\d:\d\d:\d\d[.,]\d+(?:stderr|stdout)?\s?",
+        # a C library's own stamp after its bracketed time and host: the source file and line,
+        # then the library's name and an error level, which stay in the message (UCX, UCC:
+        # "tcp_ep.c:1260 UCX  ERROR "); only an error is read: NCCL, stamped alike, reports
+        # its failures as "NCCL WARN", so a warning level there would hide them
+        r"[ \t]*[\w.\-]+\.(?:c|cc|cpp|cu|h):\d+[ \t]+"
+        r"(?=[A-Z][A-Z0-9]{1,9}[ \t]+(?P<lvl>ERROR|FATAL)\b)",
         # glog: "E0101 12:00:00.000 123 file.cc:1] "
         r"(?P<lvl>[IWEF])\d{4} \d\d:\d\d:\d\d\.\d+[ \t]+\d+[ \t]+[\w.]+:\d+\][ \t]?",
         # Open MPI's output tags (mpirun --tag-output), a date before them with

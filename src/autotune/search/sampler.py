@@ -112,8 +112,6 @@ class History:
     # the sampled trials (an enqueued baseline may leave settings unset)
     conds: dict[str, Any] = field(default_factory=dict)
     donors: list[Config] = field(default_factory=list)  # what ran, best first
-    # each launch in order: its kind and its objective (None: crashed or broke a constraint)
-    steps: list[tuple[Any, float | None]] = field(default_factory=list)
     # the sampler's ``feasible`` verdicts while it plans one proposal, by key: a candidate is
     # weighed several times (as a neighbour, then in the pool), its verdict asked once
     verdicts: dict[Any, bool] = field(default_factory=dict)
@@ -164,7 +162,6 @@ def read(study: Study, trials: Sequence[FrozenTrial]) -> History:
             continue
         if CRASH in t.user_attrs:
             h.launches.append((dict(params), f"crash: {t.user_attrs[CRASH]}"))
-            h.steps.append((kind, None))
             h.told += 1
             continue
         value: float | None = None
@@ -177,9 +174,7 @@ def read(study: Study, trials: Sequence[FrozenTrial]) -> History:
         h.told += 1
         if any(c > 0 for c in _constraints(t)):  # ran, but broke a constraint (an SLO)
             h.launches.append((dict(params), "constraint"))
-            h.steps.append((kind, None))
             continue
-        h.steps.append((kind, len(values)))
         h.launches.append((dict(params), None))
         h.ran.append(dict(params))
         values.append(value if maximize else -value)
@@ -189,7 +184,6 @@ def read(study: Study, trials: Sequence[FrozenTrial]) -> History:
         h.y = [-math.log(-v) for v in values]
     else:
         h.y = values
-    h.steps = [(k, None if i is None else h.y[i]) for k, i in h.steps]
     h.conds = conditions(sampled, list(h.params))
     h.donors = [h.ran[i] for i in np.argsort(h.y)[::-1]] if h.y else []
     return h
@@ -225,8 +219,6 @@ class Sampler(BaseSampler):
             (0: crashes are not avoided).
         pairs: the most proposals that screen choices together (rows of a covering array of
             their pairs), after the one-at-a-time screen.
-        trust: pick the model's proposal only inside a region around its incumbent whose
-            size grows after model launches that gain and shrinks after ones that do not.
     """
 
     def __init__(
@@ -237,14 +229,12 @@ class Sampler(BaseSampler):
         design: int = DESIGN,
         risk: float = RISK,
         pairs: int = PAIRS,
-        trust: bool = False,
     ) -> None:
         self._seed = seed if seed is not None else int(np.random.default_rng().integers(2**31))
         self.feasible = feasible
         self._design = design
         self._risk = risk
         self._pairs = pairs
-        self._trust = trust
         self._plans: dict[int, Config] = {}
         self._defaults: dict[int, Config] = {}  # DEFAULTS as each planned trial read them
         self._starts: set[int] = set()  # trials that launch the screen's first configuration
@@ -613,11 +603,6 @@ class Sampler(BaseSampler):
             return self._weigh(fit, expected_improvement(mu, sd, level), x)
 
         pool = self._candidates(h, incumbent, tops, rng)
-        inside = None
-        if self._trust:
-            inside = self._region(h, incumbent, 2.0 * max(fit.gp.noise, 0.01), rng)
-            local = [c for c in pool + inside[1] if inside[0](c)]
-            pool, inside = (local, inside[0]) if local else (pool, None)
         if not pool:
             return None
         scores = score(pool)
@@ -626,50 +611,12 @@ class Sampler(BaseSampler):
             top = [pool[i] for i in np.argsort(scores)[::-1][:4]]
             more = [c for t in top for c in self._neighbours(h, t, rng)]
             more = [c for c in self._unique(h, more) if key(c) not in keys]
-            more = [c for c in more if inside is None or inside(c)]
             keys |= {key(c) for c in more}
             if not more:
                 break
             pool += more
             scores = np.concatenate([scores, score(more)])
         return (incumbent, pool, scores) if np.isfinite(scores.max()) else None
-
-    def _region(
-        self, h: History, incumbent: Config, enough: float, rng: np.random.Generator
-    ) -> tuple[Callable[[Config], bool], list[Config]]:
-        """A trust region around ``incumbent`` (TuRBO's, Casmopolitan's for choices): whether a
-        configuration is in it, and 300 drawn in it. Its side: 0.4; x2 (to 0.8) after two model
-        launches in a row that beat the best before by ``enough``, /2 after three that did not."""
-        side, wins, losses, best = 0.4, 0, 0, -math.inf
-        for kind, y in h.steps:
-            if kind == "model":
-                won = y is not None and y > best + enough
-                wins, losses = (wins + 1, 0) if won else (0, losses + 1)
-                if wins == 2 or losses == 3:  # a restart of the region below 0.05
-                    side = min(2 * side, 0.8) if won else side / 2 if side >= 0.1 else 0.4
-                    wins, losses = 0, 0
-            best = max(best, -math.inf if y is None else y)
-        ps = [p for n, p in h.params.items() if n in incumbent]
-        most = max(1, round(side * sum(bool(p.choices) for p in ps)))
-
-        def inside(c: Config) -> bool:
-            ds = [(p, p.place(c[p.name]) if p.numeric else c[p.name]) for p in ps if p.name in c]
-            u = [abs(v - p.place(incumbent[p.name])) for p, v in ds if p.numeric]
-            moved = sum(not same(v, incumbent[p.name]) for p, v in ds if p.choices)
-            return max(u, default=0.0) <= side / 2 + 1e-9 and moved <= most
-
-        draws = []
-        for _ in range(300):
-            c, moved = dict(incumbent), 0
-            for p in (ps[k] for k in rng.permutation(len(ps))):
-                if p.numeric:
-                    u = p.place(incumbent[p.name]) + side * (rng.random() - 0.5)
-                    c[p.name] = p.at(min(max(u, 0.0), 1.0))
-                elif moved < most and rng.random() < 1 / len(h.params):
-                    others = [v for v in p.choices if not same(v, incumbent[p.name])]
-                    c[p.name], moved = others[rng.integers(len(others))], moved + 1
-            draws.append(c)
-        return inside, self._unique(h, draws)
 
     def _candidates(
         self, h: History, incumbent: Config, tops: list[Config], rng: np.random.Generator

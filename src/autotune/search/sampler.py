@@ -219,9 +219,6 @@ class Sampler(BaseSampler):
             (0: crashes are not avoided).
         pairs: the most proposals that screen choices together (rows of a covering array of
             their pairs), after the one-at-a-time screen.
-        pool: how many far candidates the model's pick chooses among, as a multiple of the
-            usual counts (3 random pairs per pair of settings, at least 1; 150 of the best
-            moved at random; 150 random configurations).
     """
 
     def __init__(
@@ -232,14 +229,12 @@ class Sampler(BaseSampler):
         design: int = DESIGN,
         risk: float = RISK,
         pairs: int = PAIRS,
-        pool: float = 1.0,
     ) -> None:
         self._seed = seed if seed is not None else int(np.random.default_rng().integers(2**31))
         self.feasible = feasible
         self._design = design
         self._risk = risk
         self._pairs = pairs
-        self._pool = pool
         self._plans: dict[int, Config] = {}
         self._defaults: dict[int, Config] = {}  # DEFAULTS as each planned trial read them
         self._starts: set[int] = set()  # trials that launch the screen's first configuration
@@ -631,10 +626,9 @@ class Sampler(BaseSampler):
         another."""
         names = [n for n in h.params if n in incumbent]
         out = self._neighbours(h, incumbent, rng)
-        per_pair, moved = max(1, round(3 * self._pool)), round(150 * self._pool)
         for i, a in enumerate(names):
             for b in names[i + 1 :]:
-                for _ in range(per_pair):
+                for _ in range(3):
                     out.append(
                         {
                             **incumbent,
@@ -642,12 +636,12 @@ class Sampler(BaseSampler):
                             b: self._draw(h.params[b], rng),
                         }
                     )
-        for _ in range(moved):
+        for _ in range(150):
             c = dict(tops[rng.integers(len(tops))])
             for k in rng.permutation(len(names))[: rng.integers(1, 4)]:
                 c[names[k]] = self._draw(h.params[names[k]], rng)
             out.append(c)
-        for _ in range(moved):
+        for _ in range(150):
             out.append({n: self._draw(p, rng) for n, p in h.params.items()})
         # what the screens found for the choices and for the numbers, together
         for numbers in tops:

@@ -157,6 +157,14 @@ _STALLED = re.compile(
     r"#running-req: [1-9]\d*.*gen throughput \(token/s\): 0\.0+\b"
 )
 _SERVED = re.compile(r"\"(?:POST|GET) [^\"]*\" 2\d\d|Avg generation throughput: [1-9]")
+# An engine's timing of the tokens it generated for one request (llama.cpp's server and library,
+# Ollama's runner: "generation eval time = 3194.22 ms / 783 runs"), and an operator's interrupt
+# (a terminal's echoed ^C, a server's note of SIGINT): together, a run served and then stopped.
+_TIMED = re.compile(r"\beval time\s*=\s*[\d.]+ ms\s*/\s*[1-9]\d* (?:tokens|runs)\b")
+_INTERRUPT = re.compile(
+    r"^\s*(?:\^C)+\s*$|\b(?:[Rr]eceived|[Cc]aught|[Gg]ot) (?:signal )?(?:SIGINT|signal 2)\b|"
+    r"\bSIGINT received\b"
+)
 _LEVEL_WORD = re.compile(r"\b(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL)\b")
 # A process told to stop: SIGTERM by name or number, as engines report it while shutting down.
 _TERMINATED = re.compile(
@@ -2148,6 +2156,18 @@ def _classify_log(
         # A benchmark client's report that counts requests answered (else the client's failure
         # above: a failed count, none or fewer successes than asked): the server was up and
         # served them, whatever came before, though the excerpt stops before the report's end.
+        quiet = _make(ctx, cause=Cause.UNKNOWN, phase=Phase.BENCHMARK, hint="", evidence=[])
+        return quiet, True
+    timed = next((i for i, text in enumerate(whole.text) if _TIMED.search(text)), None)
+    if (
+        at is None
+        and not bad_exit
+        and timed is not None
+        and any(_INTERRUPT.search(text) for text in whole.text[timed + 1 :])
+    ):
+        # The engine timed tokens it generated for a request, then the operator interrupted it:
+        # a run served and stopped on purpose, though no line says the server was ready. (A
+        # log that stops after such timings alone says nothing of how the run ended.)
         quiet = _make(ctx, cause=Cause.UNKNOWN, phase=Phase.BENCHMARK, hint="", evidence=[])
         return quiet, True
     if at is None and not bad_exit and _results_table(whole) is not None:

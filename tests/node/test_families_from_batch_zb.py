@@ -1,0 +1,53 @@
+"""Families read in any engine's words, from the misses of batch zb's tuning part (issue 51).
+
+Batch zb (the fourteenth blind set) joined with its tuning part as rule data (MANIFEST.md).
+Each test names a family the way at least two engines or libraries word it; every line is
+written for the test, none is copied from the corpus.
+"""
+
+from __future__ import annotations
+
+import pytest
+from tests.node.corpus_helpers import cause_of
+
+# --- a request's token timings, then the operator's interrupt: a run served and stopped -----------
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # llama.cpp's server: a request's timings, then Ctrl-C in the terminal and its totals
+        [
+            "slot print_timing: id  0 | task 12 | prompt eval time =      40.10 ms /    31 tokens",
+            "slot print_timing: id  0 | task 12 |        eval time =    2001.50 ms /   400 tokens",
+            "^C",
+            "llama_perf_context_print:        load time =     512.00 ms",
+        ],
+        # Ollama's runner (llama.cpp's library inside it): its timings, then SIGINT noted
+        [
+            "llama_perf_context_print: prompt eval time =      88.00 ms /    64 tokens",
+            "llama_perf_context_print:        eval time =    1500.00 ms /   199 runs",
+            'time=2026-04-01T10:00:09.000Z level=INFO source=routes.go:1 msg="received SIGINT"',
+        ],
+    ],
+)
+def test_timed_tokens_then_an_interrupt_is_a_served_run(lines: list[str]) -> None:
+    """An engine that timed tokens it generated for a request served it; an operator's
+    interrupt after that is a run stopped on purpose, not a start-up that hung, though no
+    line says the server was ready."""
+    assert cause_of(lines) == "ok"
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # timings alone, the excerpt stopping there: nothing says how the run ended
+        ["llama_perf_context_print:        eval time =    1500.00 ms /   199 runs"],
+        # an interrupt while the server still loads: no token was timed, so nothing was served
+        ["llama_model_loader: loaded meta data with 30 key-value pairs", "^C"],
+    ],
+)
+def test_timings_or_an_interrupt_alone_is_no_served_run(lines: list[str]) -> None:
+    """Neither half alone proves a healthy run: a log that stops after timings may stop before
+    the crash, and an operator may interrupt a start that hangs."""
+    assert cause_of(lines) != "ok"

@@ -51,3 +51,34 @@ def test_timings_or_an_interrupt_alone_is_no_served_run(lines: list[str]) -> Non
     """Neither half alone proves a healthy run: a log that stops after timings may stop before
     the crash, and an operator may interrupt a start that hangs."""
     assert cause_of(lines) != "ok"
+
+
+# --- a collective's watchdog named after what it found -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # SGLang's ranks over NCCL: the communicators came up, then the watchdog's report
+        [
+            "node-0:77:900 [3] NCCL INFO ncclCommInitRankConfig comm 0x5 rank 3 nranks 8 - Init "
+            "COMPLETE",
+            "[rank3]:[E101 10:00:00.000000 ProcessGroupNCCL.cpp:2000] [PG ID 1 PG GUID 1 Rank 3]  "
+            "failure detected by watchdog at work sequence id: 812 PG status: last enqueued "
+            "work: 820, last completed work: 811",
+        ],
+        # a vLLM worker under Ray, the same process group's words behind Ray's prefix
+        [
+            "(RayWorkerWrapper pid=4242) INFO 01-01 10:00:00 [model_runner.py:1] Graph capturing "
+            "finished in 12 secs",
+            "(RayWorkerWrapper pid=4242) [rank1]:[E101 10:05:00.1 ProcessGroupNCCL.cpp:1900] "
+            "[PG ID 0 PG GUID 0(default_pg) Rank 1]  failure detected by the watchdog at work "
+            "sequence id: 9 PG status: last enqueued work: 9, last completed work: 8",
+        ],
+    ],
+)
+def test_a_failure_the_watchdog_detected_is_a_watchdog_timeout(lines: list[str]) -> None:
+    """A process group's watchdog reports the collective it found not completed (a sequence id
+    past the last completed work): the ranks stopped meeting, a hang, whatever NCCL printed
+    while its communicators came up."""
+    assert cause_of(lines) == "watchdog_timeout"

@@ -609,6 +609,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         Cause.WATCHDOG_TIMEOUT,
         3.5,
         r"[Ww]atchdog (?:caught|timeout|timed out|detected)|collective operation timeout|"
+        # the watchdog named after what it found: a collective that never completed
+        r"(?:failure|timeout|hang) (?:was )?detected by (?:the )?[Ww]atchdog|"
         r"before timing out|Timeout\(ms\)=\d+|"
         r"[Hh]eartbeat (?:monitor )?(?:timed out|timeout)|(?:RPC|rpc|collective|all_?reduce|"
         r"all_?gather|broadcast|execute_model|dequeue) .{0,60}(?:timed out|timeout)",
@@ -1163,6 +1165,9 @@ def _line_scores(focus: Focus) -> dict[Cause | str, float]:
         (Cause.MODEL_UNSUPPORTED, Cause.INVALID_ARGUMENT, 3.5),
         # a collective that failed because memory ran out failed for that reason
         (Cause.CUDA_OOM, Cause.NCCL_ERROR, 3.0),
+        # a collective a watchdog found never completed: the ranks hung, whatever the line's
+        # process-group words
+        (Cause.WATCHDOG_TIMEOUT, Cause.NCCL_ERROR, 3.5),
     ):
         if best.get(narrow, 0.0) >= least:
             best.pop(broad, None)

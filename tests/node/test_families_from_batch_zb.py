@@ -82,3 +82,43 @@ def test_a_failure_the_watchdog_detected_is_a_watchdog_timeout(lines: list[str])
     past the last completed work): the ranks stopped meeting, a hang, whatever NCCL printed
     while its communicators came up."""
     assert cause_of(lines) == "watchdog_timeout"
+
+
+# --- a loader that warns memory is short, where the log stops -------------------------------------
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # Ollama: its scheduler refuses a model bigger than the machine's memory at WARN level
+        [
+            'time=2026-04-01T10:00:00.000Z level=INFO source=sched.go:1 msg="loading model"',
+            'time=2026-04-01T10:00:01.000Z level=WARN source=server.go:9 msg="model request too '
+            'large for system" requested="90.0 GiB" available="62.5 GiB"',
+        ],
+        # vLLM on CPU: weights the host cannot hold, warned and then nothing
+        [
+            "INFO 04-01 10:00:00 [cpu_worker.py:1] Loading model weights on CPU",
+            "WARNING 04-01 10:00:05 [cpu_worker.py:9] Not enough CPU memory to hold the model: "
+            "needs 70.00 GiB, only 31.20 GiB available",
+        ],
+    ],
+)
+def test_a_warning_that_host_memory_is_short_where_the_log_stops_is_host_oom(
+    lines: list[str],
+) -> None:
+    """A loader that warns the machine's memory cannot hold the model, and is where the log
+    stops, was stopped by it: host memory ran short, not a start that hung."""
+    assert cause_of(lines) == "host_oom"
+
+
+def test_a_memory_warning_the_server_got_past_is_no_failure() -> None:
+    """The same warning followed by the server's ready line stopped nothing."""
+    lines = [
+        'time=2026-04-01T10:00:01.000Z level=WARN source=server.go:9 msg="model request too '
+        'large for system" requested="90.0 GiB" available="62.5 GiB"',
+        'time=2026-04-01T10:00:02.000Z level=INFO source=routes.go:1 msg="Listening on '
+        '127.0.0.1:11434 (version 0.9.0)"',
+        "INFO:     Application startup complete.",
+    ]
+    assert cause_of(lines) == "ok"

@@ -1470,6 +1470,20 @@ def _warned_import(log: _Log) -> int | None:
     return None
 
 
+def _warned_short_of_memory(log: _Log) -> tuple[int, Cause] | None:
+    """A warning that memory is short (the host's, the device's, the KV cache's), when it is
+    where the log stops (only warnings follow it): a loader that refused at a warning's level
+    (Ollama's "model request too large for system"); a program that went on was not stopped."""
+    for i in range(len(log.text) - 1, -1, -1):
+        text = log.text[i]
+        for cause in (Cause.KV_POOL_OOM, Cause.HOST_OOM, Cause.CUDA_OOM):
+            if log.warning[i] and names(text, cause):
+                return i, cause
+        if text.strip() and not log.warning[i]:
+            return None
+    return None
+
+
 # An engine's words for a start that found no accelerator (vLLM: "No platform detected").
 _NO_DEVICE = re.compile(r"No platform detected\b")
 
@@ -2190,6 +2204,10 @@ def _classify_log(
         elif (warned := _warned_import(log)) is not None:
             # Nothing failed but a compiled extension would not load: what stopped the start.
             cause, at = Cause.IMPORT_ERROR, warned
+            message = _message(log, at)
+        elif (short := _warned_short_of_memory(log)) is not None:
+            # Nothing failed but the loader warned that memory is short, and the log stops.
+            at, cause = short
             message = _message(log, at)
         elif (bare := _found_no_device(log)) is not None:
             # Nothing failed, but the engine found no device and the log stops there.

@@ -138,6 +138,15 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"Cannot allocate memory|memory pressure|running low on memory|(?:^|[\s\]|])Killed\s*$|"
         r"OUT_OF_HOST_MEMORY|result 'oom-kill'",
     ),
+    # a loader's guard refusing a model the machine's memory cannot hold, in words without
+    # "memory" (Ollama's "model request too large for system", LM Studio's "insufficient
+    # system resources")
+    (
+        Cause.HOST_OOM,
+        3.5,
+        r"(?i:\b(?:too (?:large|big)|exceeds what is available) for (?:the |this |your )?"
+        r"(?:system|host|machine)\b|\binsufficient system resources\b)",
+    ),
     # a service manager's report that the process was killed (systemd: "code=killed, status=9")
     (Cause.HOST_OOM, 3.0, r"code=killed, status=9\b|status=9/KILL"),
     # an allocation of a host-side buffer (CPU, pinned, CUDA_Host) that failed

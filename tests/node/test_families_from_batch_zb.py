@@ -122,3 +122,38 @@ def test_a_memory_warning_the_server_got_past_is_no_failure() -> None:
         "INFO:     Application startup complete.",
     ]
     assert cause_of(lines) == "ok"
+
+
+# --- an accelerator's compute core that faulted while running a kernel ---------------------------
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # vLLM-Ascend: the stream's synchronisation fails, then the runtime names the fault
+        [
+            "(EngineCore_DP0 pid=900) RuntimeError: NPU function error: "
+            "c10_npu::acl::AclrtSynchronizeDevice(), error code is 507035",
+            "(EngineCore_DP0 pid=900) [Error]: The vector core execution is abnormal.",
+        ],
+        # SGLang on Ascend NPUs: the device's report of an AI core exception, under a rank
+        [
+            "[2026-04-01 10:00:00 TP2] Decode batch, #running-req: 4, #token: 2048",
+            "[rank2]: EZ9999: Inner Error! The error from device(chipId:2, dieId:0), serial "
+            "number is 7, there is an aicore error exception, core id is 12",
+        ],
+    ],
+)
+def test_a_compute_core_that_faulted_is_a_runtime_crash(lines: list[str]) -> None:
+    """A kernel that faulted on the accelerator's vector or AI core is a crash of the kernel,
+    not a memory shortage or a bad setting, in whichever engine ran it."""
+    assert cause_of(lines) == "runtime_crash"
+
+
+def test_a_cores_count_is_no_fault() -> None:
+    """The runtime's inventory of its cores in a healthy start says nothing of a fault."""
+    lines = [
+        "INFO 04-01 10:00:00 [platform.py:1] aicore num: 24, vector core num: 48",
+        "INFO:     Application startup complete.",
+    ]
+    assert cause_of(lines) == "ok"

@@ -681,7 +681,11 @@ WORDS: tuple[_Clue, ...] = _clues(
         # GPU page fault (amdgpu) or of a GPU error (NVIDIA's Xid, above)
         r"^\s*(?:\[[^\]]*\] )?Signal code: |Failing at address|VM_L2_PROTECTION_FAULT|"
         r"amdgpu\b.{0,80}\bpage fault|GPU reset (?:begin|failed)|"
-        r"CUBLAS_STATUS_EXECUTION_FAILED|CUDA error: (?!out of memory)",
+        r"CUBLAS_STATUS_EXECUTION_FAILED|CUDA error: (?!out of memory)|"
+        # an accelerator's compute core that faulted while running a kernel, in the words of
+        # Ascend's runtime ("The vector core execution is abnormal", "aicore error exception")
+        r"(?i:\b(?:vector|cube|ai) ?core execution is abnormal|"
+        r"\b(?:aicore|aivec|aic|vector core|cube core) (?:error )?exception\b)",
     ),
     (Cause.RUNTIME_CRASH, 1.5, r"\bAborted\b|\bsegfault|[Cc]rash(?:ed)?\b"),
     # a call that does not fit its function's signature: the engine's own code (or two of its

@@ -157,3 +157,43 @@ def test_a_cores_count_is_no_fault() -> None:
         "INFO:     Application startup complete.",
     ]
     assert cause_of(lines) == "ok"
+
+
+# --- a daemon that listens before it has loaded any model -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # Ollama started by hand: its API's address, then the GPU discovery, and nothing more
+        [
+            'time=2026-04-01T10:00:00.000Z level=INFO source=routes.go:1 msg="Listening on '
+            '127.0.0.1:11434 (version 0.9.0)"',
+            'time=2026-04-01T10:00:00.100Z level=INFO source=gpu.go:1 msg="looking for '
+            'compatible GPUs"',
+        ],
+        # the same daemon under systemd, read from the journal
+        [
+            "Apr 01 10:00:00 host ollama[4242]: time=2026-04-01T10:00:00.000Z level=INFO "
+            'source=routes.go:1 msg="Listening on [::]:11434 (version 0.9.0)"',
+            "Apr 01 10:00:00 host ollama[4242]: time=2026-04-01T10:00:00.200Z level=INFO "
+            'source=payload.go:1 msg="extracting embedded files"',
+        ],
+    ],
+)
+def test_a_daemon_listening_with_no_model_loaded_is_not_ready(lines: list[str]) -> None:
+    """A daemon's bare address is said before any model is loaded: a log that ends there never
+    served, so it is no healthy run (issue 51 item 1: a log without the ready line gets a
+    cause)."""
+    assert cause_of(lines) != "ok"
+
+
+def test_a_daemon_whose_model_runner_started_is_ready() -> None:
+    """The same daemon once its model runner is up is ready, and healthy when nothing fails."""
+    lines = [
+        'time=2026-04-01T10:00:00.000Z level=INFO source=routes.go:1 msg="Listening on '
+        '127.0.0.1:11434 (version 0.9.0)"',
+        'time=2026-04-01T10:00:09.000Z level=INFO source=server.go:1 msg="llama runner started '
+        'in 3.02 seconds"',
+    ]
+    assert cause_of(lines) == "ok"

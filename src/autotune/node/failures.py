@@ -375,7 +375,9 @@ GENERIC_MILESTONES: tuple[Milestone, ...] = (
         phase=Phase.READY,
         pattern=r"fired up and ready to roll|Application startup complete|Uvicorn running on|"
         r"server is listening on|HTTP server listening|Serving on http|Started HTTPService|"
-        r"Listening on \[?[\w:.]+\]?:\d+|text_generation_router[\w:]*: .*Connected|"
+        # (not a daemon's bare "Listening on 127.0.0.1:11434": Ollama listens before it loads
+        # any model; a model it serves is announced, "llama runner started in 3.02 seconds")
+        r"text_generation_router[\w:]*: .*Connected|"
         r"init engine \(profile, create kv cache, warmup model\) took|Starting HTTP server|"
         r"Starting \w+ server on https?://|Available routes are|"
         # the routes a server serves, listed one a line once its application is built

@@ -157,6 +157,14 @@ _STALLED = re.compile(
     r"#running-req: [1-9]\d*.*gen throughput \(token/s\): 0\.0+\b"
 )
 _SERVED = re.compile(r"\"(?:POST|GET) [^\"]*\" 2\d\d|Avg generation throughput: [1-9]")
+# An engine's timing of the tokens it generated for one request (llama.cpp's server and library,
+# Ollama's runner: "generation eval time = 3194.22 ms / 783 runs"), and an operator's interrupt
+# (a terminal's echoed ^C, a server's note of SIGINT): together, a run served and then stopped.
+_TIMED = re.compile(r"\beval time\s*=\s*[\d.]+ ms\s*/\s*[1-9]\d* (?:tokens|runs)\b")
+_INTERRUPT = re.compile(
+    r"^\s*(?:\^C)+\s*$|\b(?:[Rr]eceived|[Cc]aught|[Gg]ot) (?:signal )?(?:SIGINT|signal 2)\b|"
+    r"\bSIGINT received\b"
+)
 _LEVEL_WORD = re.compile(r"\b(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL)\b")
 # A process told to stop: SIGTERM by name or number, as engines report it while shutting down.
 _TERMINATED = re.compile(
@@ -367,7 +375,9 @@ GENERIC_MILESTONES: tuple[Milestone, ...] = (
         phase=Phase.READY,
         pattern=r"fired up and ready to roll|Application startup complete|Uvicorn running on|"
         r"server is listening on|HTTP server listening|Serving on http|Started HTTPService|"
-        r"Listening on \[?[\w:.]+\]?:\d+|text_generation_router[\w:]*: .*Connected|"
+        # (not a daemon's bare "Listening on 127.0.0.1:11434": Ollama listens before it loads
+        # any model; a model it serves is announced, "llama runner started in 3.02 seconds")
+        r"text_generation_router[\w:]*: .*Connected|"
         r"init engine \(profile, create kv cache, warmup model\) took|Starting HTTP server|"
         r"Starting \w+ server on https?://|Available routes are|"
         # the routes a server serves, listed one a line once its application is built
@@ -1462,6 +1472,20 @@ def _warned_import(log: _Log) -> int | None:
     return None
 
 
+def _warned_short_of_memory(log: _Log) -> tuple[int, Cause] | None:
+    """A warning that memory is short (the host's, the device's, the KV cache's), when it is
+    where the log stops (only warnings follow it): a loader that refused at a warning's level
+    (Ollama's "model request too large for system"); a program that went on was not stopped."""
+    for i in range(len(log.text) - 1, -1, -1):
+        text = log.text[i]
+        for cause in (Cause.KV_POOL_OOM, Cause.HOST_OOM, Cause.CUDA_OOM):
+            if log.warning[i] and names(text, cause):
+                return i, cause
+        if text.strip() and not log.warning[i]:
+            return None
+    return None
+
+
 # An engine's words for a start that found no accelerator (vLLM: "No platform detected").
 _NO_DEVICE = re.compile(r"No platform detected\b")
 
@@ -2150,6 +2174,18 @@ def _classify_log(
         # served them, whatever came before, though the excerpt stops before the report's end.
         quiet = _make(ctx, cause=Cause.UNKNOWN, phase=Phase.BENCHMARK, hint="", evidence=[])
         return quiet, True
+    timed = next((i for i, text in enumerate(whole.text) if _TIMED.search(text)), None)
+    if (
+        at is None
+        and not bad_exit
+        and timed is not None
+        and any(_INTERRUPT.search(text) for text in whole.text[timed + 1 :])
+    ):
+        # The engine timed tokens it generated for a request, then the operator interrupted it:
+        # a run served and stopped on purpose, though no line says the server was ready. (A
+        # log that stops after such timings alone says nothing of how the run ended.)
+        quiet = _make(ctx, cause=Cause.UNKNOWN, phase=Phase.BENCHMARK, hint="", evidence=[])
+        return quiet, True
     if at is None and not bad_exit and _results_table(whole) is not None:
         # A benchmark's table of measured figures and nothing failed: the run was served.
         quiet = _make(ctx, cause=Cause.UNKNOWN, phase=Phase.BENCHMARK, hint="", evidence=[])
@@ -2170,6 +2206,10 @@ def _classify_log(
         elif (warned := _warned_import(log)) is not None:
             # Nothing failed but a compiled extension would not load: what stopped the start.
             cause, at = Cause.IMPORT_ERROR, warned
+            message = _message(log, at)
+        elif (short := _warned_short_of_memory(log)) is not None:
+            # Nothing failed but the loader warned that memory is short, and the log stops.
+            at, cause = short
             message = _message(log, at)
         elif (bare := _found_no_device(log)) is not None:
             # Nothing failed, but the engine found no device and the log stops there.

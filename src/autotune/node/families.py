@@ -138,6 +138,15 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"Cannot allocate memory|memory pressure|running low on memory|(?:^|[\s\]|])Killed\s*$|"
         r"OUT_OF_HOST_MEMORY|result 'oom-kill'",
     ),
+    # a loader's guard refusing a model the machine's memory cannot hold, in words without
+    # "memory" (Ollama's "model request too large for system", LM Studio's "insufficient
+    # system resources")
+    (
+        Cause.HOST_OOM,
+        3.5,
+        r"(?i:\b(?:too (?:large|big)|exceeds what is available) for (?:the |this |your )?"
+        r"(?:system|host|machine)\b|\binsufficient system resources\b)",
+    ),
     # a service manager's report that the process was killed (systemd: "code=killed, status=9")
     (Cause.HOST_OOM, 3.0, r"code=killed, status=9\b|status=9/KILL"),
     # an allocation of a host-side buffer (CPU, pinned, CUDA_Host) that failed
@@ -609,6 +618,8 @@ WORDS: tuple[_Clue, ...] = _clues(
         Cause.WATCHDOG_TIMEOUT,
         3.5,
         r"[Ww]atchdog (?:caught|timeout|timed out|detected)|collective operation timeout|"
+        # the watchdog named after what it found: a collective that never completed
+        r"(?:failure|timeout|hang) (?:was )?detected by (?:the )?[Ww]atchdog|"
         r"before timing out|Timeout\(ms\)=\d+|"
         r"[Hh]eartbeat (?:monitor )?(?:timed out|timeout)|(?:RPC|rpc|collective|all_?reduce|"
         r"all_?gather|broadcast|execute_model|dequeue) .{0,60}(?:timed out|timeout)",
@@ -670,7 +681,11 @@ WORDS: tuple[_Clue, ...] = _clues(
         # GPU page fault (amdgpu) or of a GPU error (NVIDIA's Xid, above)
         r"^\s*(?:\[[^\]]*\] )?Signal code: |Failing at address|VM_L2_PROTECTION_FAULT|"
         r"amdgpu\b.{0,80}\bpage fault|GPU reset (?:begin|failed)|"
-        r"CUBLAS_STATUS_EXECUTION_FAILED|CUDA error: (?!out of memory)",
+        r"CUBLAS_STATUS_EXECUTION_FAILED|CUDA error: (?!out of memory)|"
+        # an accelerator's compute core that faulted while running a kernel, in the words of
+        # Ascend's runtime ("The vector core execution is abnormal", "aicore error exception")
+        r"(?i:\b(?:vector|cube|ai) ?core execution is abnormal|"
+        r"\b(?:aicore|aivec|aic|vector core|cube core) (?:error )?exception\b)",
     ),
     (Cause.RUNTIME_CRASH, 1.5, r"\bAborted\b|\bsegfault|[Cc]rash(?:ed)?\b"),
     # a call that does not fit its function's signature: the engine's own code (or two of its
@@ -1163,6 +1178,9 @@ def _line_scores(focus: Focus) -> dict[Cause | str, float]:
         (Cause.MODEL_UNSUPPORTED, Cause.INVALID_ARGUMENT, 3.5),
         # a collective that failed because memory ran out failed for that reason
         (Cause.CUDA_OOM, Cause.NCCL_ERROR, 3.0),
+        # a collective a watchdog found never completed: the ranks hung, whatever the line's
+        # process-group words
+        (Cause.WATCHDOG_TIMEOUT, Cause.NCCL_ERROR, 3.5),
     ):
         if best.get(narrow, 0.0) >= least:
             best.pop(broad, None)

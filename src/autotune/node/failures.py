@@ -1359,6 +1359,25 @@ def _last_line(log: _Log) -> int | None:
     return next((i for i in range(len(log.text) - 1, -1, -1) if log.text[i].strip()), None)
 
 
+def _served(whole: _Log) -> bool:
+    """Whether the log shows requests served, though no line may say the server was ready:
+    a benchmark client's report that counts requests answered (else the client's failure is
+    read before: a failed count, none or fewer successes than asked), even where the excerpt
+    stops before the report's end; tokens the engine timed for a request, then the operator's
+    interrupt (a run served and stopped on purpose; timings alone say nothing of how the run
+    ended); a benchmark's table of measured figures."""
+    if any(
+        (m := _SUCCEEDED.search(text)) and int(m.group(1)) > 0
+        for text in whole.text
+        if _CLIENT.search(text[:HEAD])
+    ):
+        return True
+    timed = next((i for i, text in enumerate(whole.text) if _TIMED.search(text)), None)
+    if timed is not None and any(_INTERRUPT.search(text) for text in whole.text[timed + 1 :]):
+        return True
+    return _results_table(whole) is not None
+
+
 # A step the server waits for, in any engine's words ("Waiting for application startup.",
 # "Waiting for shard to be ready", "Waiting for init message from ..."); not an idle loop
 # waiting for its next request or connection.
@@ -2160,34 +2179,8 @@ def _classify_log(
         # requests failed (the request does not fit the server), whatever else it did.
         message = "the server refused every request it logged: " + _message(whole, refused)
         return _family(ctx, rules, Cause.BENCHMARK_ERRORS, whole.raw, refused, message), False
-    if (
-        at is None
-        and not bad_exit
-        and any(
-            (m := _SUCCEEDED.search(text)) and int(m.group(1)) > 0
-            for text in whole.text
-            if _CLIENT.search(text[:HEAD])
-        )
-    ):
-        # A benchmark client's report that counts requests answered (else the client's failure
-        # above: a failed count, none or fewer successes than asked): the server was up and
-        # served them, whatever came before, though the excerpt stops before the report's end.
-        quiet = _make(ctx, cause=Cause.UNKNOWN, phase=Phase.BENCHMARK, hint="", evidence=[])
-        return quiet, True
-    timed = next((i for i, text in enumerate(whole.text) if _TIMED.search(text)), None)
-    if (
-        at is None
-        and not bad_exit
-        and timed is not None
-        and any(_INTERRUPT.search(text) for text in whole.text[timed + 1 :])
-    ):
-        # The engine timed tokens it generated for a request, then the operator interrupted it:
-        # a run served and stopped on purpose, though no line says the server was ready. (A
-        # log that stops after such timings alone says nothing of how the run ended.)
-        quiet = _make(ctx, cause=Cause.UNKNOWN, phase=Phase.BENCHMARK, hint="", evidence=[])
-        return quiet, True
-    if at is None and not bad_exit and _results_table(whole) is not None:
-        # A benchmark's table of measured figures and nothing failed: the run was served.
+    if at is None and not bad_exit and _served(whole):
+        # The run was served and nothing failed: a report, timings or a table say so.
         quiet = _make(ctx, cause=Cause.UNKNOWN, phase=Phase.BENCHMARK, hint="", evidence=[])
         return quiet, True
     if at is None and whole.stopped and not bad_exit:

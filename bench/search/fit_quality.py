@@ -109,7 +109,7 @@ class Step:
 
 
 STEPS: list[Step] = []
-ALTERNATIVES = ("default", "local half", "length 0.12", "rank y")
+ALTERNATIVES = ("default", "local half", "length 0.12", "rank y", "yj y")
 MODELS: list[str] = list(ALTERNATIVES)  # ``--models``: which other models to measure
 PICKS = ("exploit", "ts", "ucb1", "ucb2", "ucb4", "top5", "top20", "uniform")
 PICKED: list[str] = []  # ``--picks``: which rules to measure
@@ -283,9 +283,8 @@ def _alternatives(
     ``probes`` and on the candidates, and the truth of its own pick among the same candidates
     (expected improvement x P(no crash)^risk): the default; a local model (the half of the
     launches nearest the incumbent, at least 10); a lengthscale of 0.12 instead of 0.25; the
-    objective replaced by its normal scores (ranks)."""
-    from scipy.stats import norm, rankdata
-
+    objective replaced by its normal scores (ranks; ``ywarp=copula``); by its Yeo-Johnson
+    transform (``ywarp=yj``)."""
     from autotune.search import model as mmod
 
     numeric = np.array([p.numeric for p in fit.params])
@@ -305,7 +304,8 @@ def _alternatives(
         models["length 0.12"] = mmod.AdditiveGP(x, y, numeric)
     finally:
         mmod.LENGTH = old
-    models["rank y"] = mmod.AdditiveGP(x, norm.ppf((rankdata(y) - 0.5) / len(y)), numeric)
+    models["rank y"] = mmod.AdditiveGP(x, mmod.warp(y, "copula"), numeric)
+    models["yj y"] = mmod.AdditiveGP(x, mmod.warp(y, "yj"), numeric)
     out = {}
     for name, gp in models.items():
         level = float(np.max(gp.predict(x)[0]))

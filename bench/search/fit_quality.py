@@ -283,8 +283,10 @@ def _alternatives(
     ``probes`` and on the candidates, and the truth of its own pick among the same candidates
     (expected improvement x P(no crash)^risk): the default; a local model (the half of the
     launches nearest the incumbent, at least 10); a lengthscale of 0.12 instead of 0.25; the
-    objective replaced by its normal scores (ranks; ``ywarp=copula``); by its Yeo-Johnson
-    transform (``ywarp=yj``)."""
+    objective replaced by its normal scores (ranks; r22's ``ywarp=copula``); by its Yeo-Johnson
+    transform, fitted on it standardised and standardised again (r22's ``ywarp=yj``)."""
+    from scipy.stats import norm, rankdata, yeojohnson
+
     from autotune.search import model as mmod
 
     numeric = np.array([p.numeric for p in fit.params])
@@ -304,8 +306,9 @@ def _alternatives(
         models["length 0.12"] = mmod.AdditiveGP(x, y, numeric)
     finally:
         mmod.LENGTH = old
-    models["rank y"] = mmod.AdditiveGP(x, mmod.warp(y, "copula"), numeric)
-    models["yj y"] = mmod.AdditiveGP(x, mmod.warp(y, "yj"), numeric)
+    models["rank y"] = mmod.AdditiveGP(x, norm.ppf((rankdata(y) - 0.5) / len(y)), numeric)
+    yj = yeojohnson((y - np.mean(y)) / (np.std(y) or 1.0))[0]
+    models["yj y"] = mmod.AdditiveGP(x, (yj - np.mean(yj)) / (np.std(yj) or 1.0), numeric)
     out = {}
     for name, gp in models.items():
         level = float(np.max(gp.predict(x)[0]))

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from autotune.search import CrashModel
-from autotune.search.model import AdditiveGP, warp
+from autotune.search.model import AdditiveGP
 from autotune.search.space import Param, encode
 
 BATCH = Param("batch", (), 1, 1024, True, None, True)
@@ -131,29 +131,3 @@ def test_the_fit_follows_the_exact_gradient_of_every_hyperparameter() -> None:
         step[i] = 1e-5
         numeric = (gp._loss(theta + step)[0] - gp._loss(theta - step)[0]) / 2e-5
         assert grad[i] == pytest.approx(numeric, rel=1e-3, abs=1e-5), i
-
-
-def _gap(v: np.ndarray) -> float:
-    """How far the last value lies below the others, in standard deviations of all."""
-    return float((np.min(v[:-1]) - v[-1]) / np.std(v))
-
-
-@pytest.mark.parametrize("kind", ["copula", "yj"])
-def test_a_warp_keeps_the_order_and_pulls_a_very_low_value_in(kind: str) -> None:
-    y = np.log([100.0, 101, 103, 104, 106, 108, 110, 2.0])  # one launch near a crash
-    z = warp(y, kind)
-    assert list(np.argsort(z)) == list(np.argsort(y))
-    assert _gap(z) < (0.5 if kind == "copula" else 0.9) * _gap(y)
-    if kind == "yj":  # standardised again
-        assert np.mean(z) == pytest.approx(0.0, abs=1e-9)
-        assert np.std(z) == pytest.approx(1.0)
-
-
-def test_the_copula_is_the_normal_scores_of_the_ranks_ties_at_their_average() -> None:
-    from scipy.stats import norm
-
-    z = warp(np.array([3.0, 1.0, 3.0, 2.0]), "copula")
-    assert z == pytest.approx(norm.ppf((np.array([3.5, 1.0, 3.5, 2.0]) - 0.5) / 4))
-    assert warp(np.array([1.0, 2.0]), None).tolist() == [1.0, 2.0]
-    with pytest.raises(ValueError):
-        warp(np.array([1.0, 2.0]), "boxcox")

@@ -333,18 +333,3 @@ def test_every_pair_of_flags_is_screened_together_whatever_each_did_alone() -> N
     rows = [t.params for t in study.trials if t.user_attrs.get(KIND) == "pairs"]
     met = {(a, b) for r in rows for a in names for b in names if a < b and r[a] and r[b]}
     assert met == {(a, b) for a in names for b in names if a < b}, rows
-
-
-@pytest.mark.parametrize("ywarp", ["copula", "yj"])
-def test_a_warped_objective_changes_the_model_s_proposals_not_the_screen(ywarp: str) -> None:
-    plain, warped = study_of(Sampler(seed=0), 24), study_of(Sampler(seed=0, ywarp=ywarp), 24)
-    kinds = [t.user_attrs[KIND] for t in plain.trials[1:]]
-    first = kinds.index("model")
-    assert [t.params for t in warped.trials[: first + 1]] == [
-        t.params for t in plain.trials[: first + 1]
-    ]
-    assert [t.params for t in warped.trials] != [t.params for t in plain.trials]
-    keys = [tuple(sorted(t.params.items())) for t in warped.trials]
-    assert len(keys) == len(set(keys))
-    with pytest.raises(ValueError):
-        Sampler(ywarp="log")

@@ -141,35 +141,6 @@ class AdditiveGP:
         return self.mean + self.scale * mean, self.scale * np.sqrt(var)
 
 
-WARPS = ("copula", "yj")  # monotone transforms of the objective before the fit (``warp``)
-
-
-def warp(y: np.ndarray, kind: str | None) -> np.ndarray:
-    """``y`` transformed monotonically, so that a few very low values (a launch near a crash,
-    far from a ridge) weigh less in the fit's squared error: ``copula``, the normal scores of
-    the ranks, Phi^-1((rank - 0.5) / n) (ties at their average rank; Salinas et al. 2020);
-    ``yj``, a Yeo-Johnson power transform of ``y`` standardised, its exponent by maximum
-    likelihood, standardised again (as HEBO warps; Cowen-Rivers et al. 2022). None: ``y``."""
-    y = np.asarray(y, dtype=float)
-    if kind is None or len(y) < 2:
-        return y
-    if kind == "copula":
-        from scipy.stats import norm, rankdata
-
-        return np.asarray(norm.ppf((rankdata(y) - 0.5) / len(y)))
-    if kind == "yj":
-        sd = float(np.std(y))
-        if sd == 0.0:
-            return y
-        from scipy.stats import yeojohnson
-
-        z = np.asarray(yeojohnson((y - np.mean(y)) / sd)[0])
-        if not np.all(np.isfinite(z)) or float(np.std(z)) == 0.0:
-            return (y - np.mean(y)) / sd
-        return (z - np.mean(z)) / float(np.std(z))
-    raise ValueError(f"unknown warp {kind!r}: one of {', '.join(WARPS)}")
-
-
 def expected_improvement(mean: np.ndarray, sd: np.ndarray, best: float) -> np.ndarray:
     """E[max(0, f - best)] for f ~ N(mean, sd^2), elementwise."""
     from scipy.stats import norm
@@ -178,4 +149,4 @@ def expected_improvement(mean: np.ndarray, sd: np.ndarray, best: float) -> np.nd
     return np.asarray(sd * (z * norm.cdf(z) + norm.pdf(z)))
 
 
-__all__ = ["WARPS", "AdditiveGP", "expected_improvement", "warp"]
+__all__ = ["AdditiveGP", "expected_improvement"]

@@ -53,7 +53,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from autotune.search import adapter
 from autotune.search.crashes import CrashModel
-from autotune.search.model import WARPS, AdditiveGP, expected_improvement, warp
+from autotune.search.model import AdditiveGP, expected_improvement
 from autotune.search.space import (
     Config,
     Param,
@@ -86,9 +86,8 @@ class Fit:
     """The models one proposal is planned with."""
 
     params: list[Param]
-    gp: AdditiveGP  # over the objective as ``ywarp`` transforms it
+    gp: AdditiveGP
     crashes: CrashModel
-    noise: float  # the objective's noise (log, not transformed): what the lines call a change
 
 
 @dataclass
@@ -220,10 +219,6 @@ class Sampler(BaseSampler):
             (0: crashes are not avoided).
         pairs: the most proposals that screen choices together (rows of a covering array of
             their pairs), after the one-at-a-time screen.
-        ywarp: a monotone transform of the objective the model is fitted on (``model.warp``:
-            ``copula``, the normal scores of its ranks; ``yj``, a Yeo-Johnson power transform);
-            expected improvement and the constant liar work in the transformed values (None,
-            the default: the log objective as it is).
     """
 
     def __init__(
@@ -234,16 +229,12 @@ class Sampler(BaseSampler):
         design: int = DESIGN,
         risk: float = RISK,
         pairs: int = PAIRS,
-        ywarp: str | None = None,
     ) -> None:
-        if ywarp is not None and ywarp not in WARPS:
-            raise ValueError(f"ywarp: one of {', '.join(WARPS)}, not {ywarp!r}")
         self._seed = seed if seed is not None else int(np.random.default_rng().integers(2**31))
         self.feasible = feasible
         self._design = design
         self._risk = risk
         self._pairs = pairs
-        self._ywarp = ywarp
         self._plans: dict[int, Config] = {}
         self._defaults: dict[int, Config] = {}  # DEFAULTS as each planned trial read them
         self._starts: set[int] = set()  # trials that launch the screen's first configuration
@@ -357,7 +348,7 @@ class Sampler(BaseSampler):
         if len(h.ran) >= 3:
             fit = self._fit(h)
             if start is not None:
-                for label, move in self._lines(h, start, 2.0 * max(fit.noise, 0.01)):
+                for label, move in self._lines(h, start, 2.0 * max(fit.gp.noise, 0.01)):
                     if label not in h.moves and self._allowed(h, move):
                         return "line", move, label
             if start is not None and h.kinds.get("pairs", 0) < self._pairs:
@@ -502,9 +493,7 @@ class Sampler(BaseSampler):
     def _fit(self, h: History) -> Fit:
         """The models of the objective and of crashes over what the trials say; a running
         configuration reads what the objective's model predicts for it (a constant liar:
-        parallel workers do not propose the same thing twice). With ``ywarp`` the objective's
-        model is fitted on the transformed values (the lies are its predictions in them), and
-        the noise the lines read is the untransformed model's."""
+        parallel workers do not propose the same thing twice)."""
         params = list(h.params.values())
         numeric = np.array([p.numeric for p in params])
         rows = np.arange(len(h.ran))
@@ -513,15 +502,11 @@ class Sampler(BaseSampler):
         x = encode(params, [h.ran[i] for i in rows])
         y = np.array(h.y)[rows]
         gp = AdditiveGP(x, y, numeric)
-        noise = gp.noise
-        if self._ywarp is not None:
-            y = warp(y, self._ywarp)
-            gp = AdditiveGP(x, y, numeric)
         if h.pending:
             xp = encode(params, h.pending)
             lie, _ = gp.predict(xp)
             gp = AdditiveGP(np.vstack([x, xp]), np.concatenate([y, lie]), numeric, gp.theta)
-        return Fit(params, gp, CrashModel(params, h.launches, h.failed, self._start(h)), noise)
+        return Fit(params, gp, CrashModel(params, h.launches, h.failed, self._start(h)))
 
     def _weigh(self, fit: Fit, gain: np.ndarray, x: np.ndarray) -> np.ndarray:
         """log(gain) + ``risk`` x log(chance of not crashing); -inf where a crash is certain."""

@@ -109,7 +109,7 @@ class Step:
 
 
 STEPS: list[Step] = []
-ALTERNATIVES = ("default", "local half", "length 0.12", "rank y")
+ALTERNATIVES = ("default", "local half", "length 0.12", "rank y", "yj y")
 MODELS: list[str] = list(ALTERNATIVES)  # ``--models``: which other models to measure
 PICKS = ("exploit", "ts", "ucb1", "ucb2", "ucb4", "top5", "top20", "uniform")
 PICKED: list[str] = []  # ``--picks``: which rules to measure
@@ -283,8 +283,9 @@ def _alternatives(
     ``probes`` and on the candidates, and the truth of its own pick among the same candidates
     (expected improvement x P(no crash)^risk): the default; a local model (the half of the
     launches nearest the incumbent, at least 10); a lengthscale of 0.12 instead of 0.25; the
-    objective replaced by its normal scores (ranks)."""
-    from scipy.stats import norm, rankdata
+    objective replaced by its normal scores (ranks; r22's ``ywarp=copula``); by its Yeo-Johnson
+    transform, fitted on it standardised and standardised again (r22's ``ywarp=yj``)."""
+    from scipy.stats import norm, rankdata, yeojohnson
 
     from autotune.search import model as mmod
 
@@ -306,6 +307,8 @@ def _alternatives(
     finally:
         mmod.LENGTH = old
     models["rank y"] = mmod.AdditiveGP(x, norm.ppf((rankdata(y) - 0.5) / len(y)), numeric)
+    yj = yeojohnson((y - np.mean(y)) / (np.std(y) or 1.0))[0]
+    models["yj y"] = mmod.AdditiveGP(x, (yj - np.mean(yj)) / (np.std(yj) or 1.0), numeric)
     out = {}
     for name, gp in models.items():
         level = float(np.max(gp.predict(x)[0]))

@@ -46,3 +46,52 @@ def test_fields_without_a_level_stay_as_written() -> None:
     record = parse_log([line])[0]
     assert (record.text, record.level) == (line, None)
 
+
+# --- a supervisor that ended the server for a failed health check: killed ------------------------
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # Kubernetes' events: the liveness probe failed, the kubelet kills the container
+        [
+            "  Normal   Started    6m                 kubelet  Started container engine",
+            "  Warning  Unhealthy  4m (x3 over 5m)    kubelet  Liveness probe failed: HTTP probe "
+            "failed with statuscode: 503",
+            "  Normal   Killing    4m                 kubelet  Container engine failed liveness "
+            "probe, will be restarted",
+        ],
+        # a model-swapping proxy (Go): its health check errs, then it terminates the child
+        [
+            "[INFO] <qwen-32b> starting upstream: llama-server --port 5801",
+            "[DEBUG] <qwen-32b> health check error on http://127.0.0.1:5801/health: 503",
+            "[DEBUG] <qwen-32b> cmd.Wait() returned error: signal: terminated",
+        ],
+    ],
+)
+def test_a_supervisor_that_ended_a_server_failing_its_health_check_is_killed(
+    lines: list[str],
+) -> None:
+    """The server printed no error and never became ready; the last lines are its supervisor
+    ending it after a failed health check: a kill, not a start-up that hung."""
+    assert cause_of(lines) == "killed"
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # a health check that failed while the server was starting, then nothing: a hang
+        [
+            "INFO 01-01 10:00:00 [loader.py:1] Loading weights took 30.1 seconds",
+            "[DEBUG] health check error on http://127.0.0.1:8000/health: 503",
+        ],
+        # a container killed with no failed check before it: no supervisor's reason given
+        [
+            "INFO 01-01 10:00:00 [loader.py:1] Loading weights took 30.1 seconds",
+            "  Normal   Killing    1m    kubelet  Stopping container engine",
+        ],
+    ],
+)
+def test_a_failed_check_or_a_kill_alone_is_no_supervisor_kill(lines: list[str]) -> None:
+    """Either half alone says nothing of why the start ended: it stays a stopped start."""
+    assert cause_of(lines) != "killed"

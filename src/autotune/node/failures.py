@@ -1505,6 +1505,40 @@ def _warned_short_of_memory(log: _Log) -> tuple[int, Cause] | None:
     return None
 
 
+# A supervisor's words for a health check the server failed (Kubernetes' probes, a proxy's or
+# Docker's health check) and for the server it then ended (killed, terminated, restarted).
+_HEALTH_FAILED = re.compile(
+    r"(?i:\b(?:liveness|readiness|startup|health) ?(?:probe|check)s?\b.{0,60}"
+    r"\b(?:failed|failing|error|unhealthy|timed out|timeout)\b|\bunhealthy\b)"
+)
+_ENDED_BY_SUPERVISOR = re.compile(
+    r"(?i:\bfailed (?:liveness|readiness|startup) probe\b|\bwill be restarted\b|"
+    r"\brestarting (?:the )?container\b|\bkilling (?:the )?(?:container|process|pod)\b|"
+    r"^\s*(?:normal|warning)?\s*killing\b|\bsignal: (?:terminated|killed)\b|"
+    r"\b(?:process|container|server) (?:exited|was killed|was terminated|stopped)\b)"
+)
+SUPERVISOR_HINT = (
+    "A supervisor (Kubernetes' liveness probe, a proxy's or Docker's health check) ended the "
+    "server because it did not answer its health check in time: the start takes longer than "
+    "the check allows. Raise the probe's initial delay or failure threshold (or the proxy's "
+    "health-check timeout), or look for what made the start slow or hang."
+)
+
+
+def _ended_by_supervisor(log: _Log) -> int | None:
+    """Where the log stops (its last lines), a supervisor that ended the server after a health
+    check it failed: the line of the kill, restart or termination; None otherwise."""
+    tail = [i for i, t in enumerate(log.text) if t.strip()][-8:]
+    failed = None
+    for i in tail:
+        text = log.text[i]
+        if failed is None and _HEALTH_FAILED.search(text):
+            failed = i
+        if failed is not None and _ENDED_BY_SUPERVISOR.search(text):
+            return i
+    return None
+
+
 # An engine's words for a start that found no accelerator (vLLM: "No platform detected").
 _NO_DEVICE = re.compile(r"No platform detected\b")
 
@@ -2204,6 +2238,21 @@ def _classify_log(
             # Nothing failed but the loader warned that memory is short, and the log stops.
             at, cause = short
             message = _message(log, at)
+        elif (ended := _ended_by_supervisor(log)) is not None:
+            # Nothing failed in the server's words, but its supervisor ended it for a failed
+            # health check, and the log stops there.
+            return (
+                _make(
+                    ctx,
+                    cause=Cause.KILLED,
+                    phase=where,
+                    hint=SUPERVISOR_HINT,
+                    evidence=_evidence(log.raw, [ended]),
+                    message="a supervisor ended the server after a failed health check: "
+                    + _message(log, ended),
+                ),
+                False,
+            )
         elif (bare := _found_no_device(log)) is not None:
             # Nothing failed, but the engine found no device and the log stops there.
             no_device = next((r for r in rules if r.id == "common.no_device"), None)

@@ -95,3 +95,31 @@ def test_a_supervisor_that_ended_a_server_failing_its_health_check_is_killed(
 def test_a_failed_check_or_a_kill_alone_is_no_supervisor_kill(lines: list[str]) -> None:
     """Either half alone says nothing of why the start ended: it stays a stopped start."""
     assert cause_of(lines) != "killed"
+
+
+# --- a cluster manager's report that a node failed, where the log stops: node_lost ---------------
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # Ray's control store: a node failed, its actors are rebuilt elsewhere
+        [
+            "[2026-01-01 10:00:00,000 I 12 12] (gcs_server) gcs_actor_manager.cc:1038: Node "
+            "7f3e9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b failed, reconstructing "
+            "actors.",
+            "[2026-01-01 10:00:00,001 I 12 12] (gcs_server) gcs_node_manager.cc:300: Removing "
+            "node, node id = 7f3e9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b",
+        ],
+        # Kubernetes' events: the node the server ran on stopped reporting
+        [
+            "INFO 01-01 10:00:00 [loader.py:1] Loading weights",
+            "  Warning  NodeNotReady  2m   node-controller  Node gpu-node-3 status is now: "
+            "NodeNotReady",
+        ],
+    ],
+)
+def test_a_node_the_cluster_lost_where_the_log_stops_is_node_lost(lines: list[str]) -> None:
+    """The server printed no error; the last lines are its cluster manager saying a node
+    failed: the node was lost, not a start-up that hung."""
+    assert cause_of(lines) == "node_lost"

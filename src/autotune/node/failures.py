@@ -1525,6 +1525,15 @@ SUPERVISOR_HINT = (
 )
 
 
+def _node_lost_at_end(log: _Log) -> int | None:
+    """Where the log stops (its last lines), a cluster manager's report that a node failed or
+    went away (named decisively): the line; None otherwise."""
+    for i in [i for i, t in enumerate(log.text) if t.strip()][-8:]:
+        if names(log.text[i], Cause.NODE_LOST):
+            return i
+    return None
+
+
 def _ended_by_supervisor(log: _Log) -> int | None:
     """Where the log stops (its last lines), a supervisor that ended the server after a health
     check it failed: the line of the kill, restart or termination; None otherwise."""
@@ -2237,6 +2246,10 @@ def _classify_log(
         elif (short := _warned_short_of_memory(log)) is not None:
             # Nothing failed but the loader warned that memory is short, and the log stops.
             at, cause = short
+            message = _message(log, at)
+        elif (lost := _node_lost_at_end(log)) is not None:
+            # Nothing failed in the server's words, but a node of its cluster was lost.
+            cause, at = Cause.NODE_LOST, lost
             message = _message(log, at)
         elif (ended := _ended_by_supervisor(log)) is not None:
             # Nothing failed in the server's words, but its supervisor ended it for a failed

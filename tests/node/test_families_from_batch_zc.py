@@ -123,3 +123,61 @@ def test_a_node_the_cluster_lost_where_the_log_stops_is_node_lost(lines: list[st
     """The server printed no error; the last lines are its cluster manager saying a node
     failed: the node was lost, not a start-up that hung."""
     assert cause_of(lines) == "node_lost"
+
+
+# --- a start that stops in one subsystem's own set-up: that step's family (pre-registered) ------
+
+
+@pytest.mark.parametrize(
+    ("lines", "family"),
+    [
+        # NCCL setting up a communicator, and nothing after it
+        (
+            [
+                "INFO 01-01 10:00:00 [loader.py:1] Loading weights took 12.0 seconds",
+                "node-a:4100:4180 [0] NCCL INFO Channel 00/02 :    0   1",
+                "node-a:4100:4180 [0] NCCL INFO Connected all rings",
+                "node-a:4100:4180 [0] NCCL INFO Connected all trees",
+            ],
+            "nccl_error",
+        ),
+        # Ascend's HCCL, the same step in its own words
+        (
+            [
+                "[INFO] worker 0 started",
+                "[HCCL INFO] hcclCommInitRootInfo: rank 0 of 8 begins",
+                "[HCCL INFO] establishing links with 7 peers",
+                "[HCCL INFO] link setup in progress",
+            ],
+            "nccl_error",
+        ),
+        # the engine waiting on a worker through shared memory, minute after minute
+        (
+            [
+                "(EngineCore pid=10) INFO 01-01 10:01:00 [shm_broadcast.py:1] No available "
+                "shared memory broadcast block found in 60 seconds.",
+                "(EngineCore pid=10) INFO 01-01 10:02:00 [shm_broadcast.py:1] No available "
+                "shared memory broadcast block found in 60 seconds.",
+                "(EngineCore pid=10) INFO 01-01 10:03:00 [shm_broadcast.py:1] No available "
+                "shared memory broadcast block found in 60 seconds.",
+            ],
+            "watchdog_timeout",
+        ),
+    ],
+)
+def test_a_start_stopped_in_one_subsystems_set_up_names_its_family(
+    lines: list[str], family: str
+) -> None:
+    """No error, no ready line, and the last lines are all one subsystem's own set-up: the
+    hang is in that step, not a start that was merely slow."""
+    assert cause_of(lines) == family
+
+
+def test_set_up_lines_before_other_progress_are_no_hang_of_that_step() -> None:
+    """The collective set up and the start went on: its lines are not where it stopped."""
+    lines = [
+        "node-a:4100:4180 [0] NCCL INFO Connected all rings",
+        "node-a:4100:4180 [0] NCCL INFO Connected all trees",
+        "INFO 01-01 10:00:00 [model_runner.py:1] Capturing cudagraphs for decoding",
+    ]
+    assert cause_of(lines) not in ("nccl_error", "watchdog_timeout")

@@ -1525,6 +1525,26 @@ SUPERVISOR_HINT = (
 )
 
 
+# One subsystem's own set-up output, when a start stops in it: a collective library's INFO
+# lines (NCCL, HCCL, RCCL setting up communicators), an engine waiting on its workers through
+# shared memory (vLLM's broadcast wait: a worker hangs).
+_SET_UP = (
+    (Cause.NCCL_ERROR, re.compile(r"\b[NHR]CCL INFO\b")),
+    (Cause.WATCHDOG_TIMEOUT, re.compile(r"No available shared memory broadcast block found")),
+)
+
+
+def _stopped_in_set_up(log: _Log) -> tuple[int, Cause] | None:
+    """The last line and the family of the subsystem whose set-up output all of the log's last
+    three lines are, when it stops there (the hang is in that step); None otherwise. The lines
+    as written: a library's name may sit in a prefix ("[HCCL INFO] ...")."""
+    last = [i for i, t in enumerate(log.text) if t.strip()][-3:]
+    for cause, words in _SET_UP:
+        if last and all(words.search(log.raw[i][:MILESTONE_HEAD]) for i in last):
+            return last[-1], cause
+    return None
+
+
 def _node_lost_at_end(log: _Log) -> int | None:
     """Where the log stops (its last lines), a cluster manager's report that a node failed or
     went away (named decisively): the line; None otherwise."""
@@ -2283,6 +2303,10 @@ def _classify_log(
                 ),
                 False,
             )
+        elif (set_up := _stopped_in_set_up(log)) is not None:
+            # Nothing failed, but the last lines are all one subsystem's set-up: it hung there.
+            at, cause = set_up
+            message = "the log stops in a set-up step that never ended: " + _message(log, at)
         elif sig.progress is not None:
             cause, at = Cause.STARTUP_TIMEOUT, sig.progress
             message = "the log stops before the server was ready; last progress: " + _message(

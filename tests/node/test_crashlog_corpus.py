@@ -366,8 +366,8 @@ def assert_no_new_ok(verdicts: list[Verdict]) -> None:
     batch za's and zb's at one, batch zc's at none. Batch u's tuning part answered `ok` for two
     failed runs at first sight, batch v's and w's for one each, batch x's for two, batch y's,
     z's and za's for one each, batch zb's for none, batch zc's for three; they joined unread, so
-    they too are held by count, at two, one, one, two, one, one, one, none and three. Any other `ok` for a failed run, anywhere, fails here (but
-    the pinned SILENT_CRASHES)."""
+    they too are held by count, at two, one, one, two, one, one, one, none and three. Any
+    other `ok` for a failed run, anywhere, fails here (but the pinned SILENT_CRASHES)."""
     sealed = [v for v in verdicts if v.batch in SEALED and v.split == "heldout"]
     assert corpus.ok_on_failed([v for v in sealed if v.batch == SIXTEENTH]) <= 1
     assert corpus.ok_on_failed([v for v in sealed if v.batch == NINETEENTH]) == 0

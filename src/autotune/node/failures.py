@@ -1505,6 +1505,69 @@ def _warned_short_of_memory(log: _Log) -> tuple[int, Cause] | None:
     return None
 
 
+# A supervisor's words for a health check the server failed (Kubernetes' probes, a proxy's or
+# Docker's health check) and for the server it then ended (killed, terminated, restarted).
+_HEALTH_FAILED = re.compile(
+    r"(?i:\b(?:liveness|readiness|startup|health) ?(?:probe|check)s?\b.{0,60}"
+    r"\b(?:failed|failing|error|unhealthy|timed out|timeout)\b|\bunhealthy\b)"
+)
+_ENDED_BY_SUPERVISOR = re.compile(
+    r"(?i:\bfailed (?:liveness|readiness|startup) probe\b|\bwill be restarted\b|"
+    r"\brestarting (?:the )?container\b|\bkilling (?:the )?(?:container|process|pod)\b|"
+    r"^\s*(?:normal|warning)?\s*killing\b|\bsignal: (?:terminated|killed)\b|"
+    r"\b(?:process|container|server) (?:exited|was killed|was terminated|stopped)\b)"
+)
+SUPERVISOR_HINT = (
+    "A supervisor (Kubernetes' liveness probe, a proxy's or Docker's health check) ended the "
+    "server because it did not answer its health check in time: the start takes longer than "
+    "the check allows. Raise the probe's initial delay or failure threshold (or the proxy's "
+    "health-check timeout), or look for what made the start slow or hang."
+)
+
+
+# One subsystem's own set-up output, when a start stops in it: a collective library's INFO
+# lines (NCCL, HCCL, RCCL setting up communicators), an engine waiting on its workers through
+# shared memory (vLLM's broadcast wait: a worker hangs).
+_SET_UP = (
+    (Cause.NCCL_ERROR, re.compile(r"\b[NHR]CCL INFO\b")),
+    (Cause.WATCHDOG_TIMEOUT, re.compile(r"No available shared memory broadcast block found")),
+)
+
+
+def _stopped_in_set_up(log: _Log) -> tuple[int, Cause] | None:
+    """The last line and the family of the subsystem whose set-up output all of the log's last
+    three lines are, when it stops there (the hang is in that step); None otherwise. The lines
+    as written: a library's name may sit in a prefix ("[HCCL INFO] ...")."""
+    last = [i for i, t in enumerate(log.text) if t.strip()][-3:]
+    for cause, words in _SET_UP:
+        if last and all(words.search(log.raw[i][:MILESTONE_HEAD]) for i in last):
+            return last[-1], cause
+    return None
+
+
+def _node_lost_at_end(log: _Log) -> int | None:
+    """Where the log stops (its last lines), a cluster manager's report that a node failed or
+    went away (named decisively): the line; None otherwise."""
+    for i in [i for i, t in enumerate(log.text) if t.strip()][-8:]:
+        if names(log.text[i], Cause.NODE_LOST):
+            return i
+    return None
+
+
+def _ended_by_supervisor(log: _Log) -> int | None:
+    """Where the log stops (its last lines), a supervisor that ended the server after a health
+    check it failed: the line of the kill, restart or termination; None otherwise."""
+    tail = [i for i, t in enumerate(log.text) if t.strip()][-8:]
+    failed = None
+    for i in tail:
+        text = log.text[i]
+        if failed is None and _HEALTH_FAILED.search(text):
+            failed = i
+        if failed is not None and _ENDED_BY_SUPERVISOR.search(text):
+            return i
+    return None
+
+
 # An engine's words for a start that found no accelerator (vLLM: "No platform detected").
 _NO_DEVICE = re.compile(r"No platform detected\b")
 
@@ -2204,6 +2267,25 @@ def _classify_log(
             # Nothing failed but the loader warned that memory is short, and the log stops.
             at, cause = short
             message = _message(log, at)
+        elif (lost := _node_lost_at_end(log)) is not None:
+            # Nothing failed in the server's words, but a node of its cluster was lost.
+            cause, at = Cause.NODE_LOST, lost
+            message = _message(log, at)
+        elif (ended := _ended_by_supervisor(log)) is not None:
+            # Nothing failed in the server's words, but its supervisor ended it for a failed
+            # health check, and the log stops there.
+            return (
+                _make(
+                    ctx,
+                    cause=Cause.KILLED,
+                    phase=where,
+                    hint=SUPERVISOR_HINT,
+                    evidence=_evidence(log.raw, [ended]),
+                    message="a supervisor ended the server after a failed health check: "
+                    + _message(log, ended),
+                ),
+                False,
+            )
         elif (bare := _found_no_device(log)) is not None:
             # Nothing failed, but the engine found no device and the log stops there.
             no_device = next((r for r in rules if r.id == "common.no_device"), None)
@@ -2221,6 +2303,10 @@ def _classify_log(
                 ),
                 False,
             )
+        elif (set_up := _stopped_in_set_up(log)) is not None:
+            # Nothing failed, but the last lines are all one subsystem's set-up: it hung there.
+            at, cause = set_up
+            message = "the log stops in a set-up step that never ended: " + _message(log, at)
         elif sig.progress is not None:
             cause, at = Cause.STARTUP_TIMEOUT, sig.progress
             message = "the log stops before the server was ready; last progress: " + _message(

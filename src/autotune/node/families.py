@@ -795,7 +795,10 @@ WORDS: tuple[_Clue, ...] = _clues(
         Cause.NODE_LOST,
         3.0,
         r"NodeDiedError|node .{0,40}(?:died|dead|lost)|missed too many heartbeats|"
-        r"marked (?:as )?dead",
+        r"marked (?:as )?dead|"
+        # a cluster manager's report that a node failed or went away (Ray's GCS: "Node <id>
+        # failed, reconstructing actors"; Kubernetes: "NodeNotReady"; Slurm: "NODE_FAIL")
+        r"\b[Nn]ode [0-9a-f]{16,} failed\b|\bNodeNotReady\b|\bNODE_FAIL\b",
     ),
 )
 

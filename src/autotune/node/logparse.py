@@ -191,6 +191,28 @@ def _json_message(value: object) -> tuple[str, str | None] | None:
 
 
 _BOXED_JSON = re.compile(r"[\w.-]+\s+\|\s?(?=\{\")")
+# A structured record's fields as a thread pastes them: cut short, or without their opening
+# brace ('"timestamp": "...", "level": "ERROR", "message": "Error: ...'): a level field and a
+# message field, read by hand
+_CUT_FIELDS = re.compile(r'^\{?\s*"\w+"\s*:\s*(?:"|\d|-|\{|\[|true|false|null)')
+_CUT_LEVEL = re.compile(r'"(?:level|severity|levelname|log\.level)"\s*:\s*"(\w+)"')
+_CUT_MESSAGE = re.compile(r'"(?:message|msg)"\s*:\s*"((?:[^"\\]|\\.)*)')
+
+
+def _cut_record(stripped: str) -> tuple[str, str | None] | None:
+    """(message, level) of a structured record cut short or pasted without its brace, when
+    it has both a level and a message field; None otherwise."""
+    if _CUT_FIELDS.match(stripped) is None:
+        return None
+    level = _CUT_LEVEL.search(stripped)
+    message = _CUT_MESSAGE.search(stripped)
+    if level is None or message is None:
+        return None
+    try:
+        text = str(json.loads(f'"{message.group(1)}"'))
+    except ValueError:  # an escape cut in half: the field as written is still the message
+        text = message.group(1)
+    return text.rstrip("\n"), _LEVELS.get(level.group(1).upper())
 
 
 def _unwrap_json(line: str) -> tuple[str, str | None]:
@@ -343,6 +365,9 @@ def parse_log(lines: Sequence[str]) -> list[LogLine]:
                 continue
             carry = ""
             level = level or json_level
+            cut = _cut_record(text.strip()) if level is None else None
+            if cut is not None:
+                text, level = cut  # a structured record pasted cut short or without its brace
             if _NB_HEADER.match(text.strip()) or _NB_FRAME.match(text.strip()):
                 notebook = True  # its header, or (an excerpt cut above it) a frame of its own
             if notebook and text.strip():

@@ -333,3 +333,40 @@ def test_every_pair_of_flags_is_screened_together_whatever_each_did_alone() -> N
     rows = [t.params for t in study.trials if t.user_attrs.get(KIND) == "pairs"]
     met = {(a, b) for r in rows for a in names for b in names if a < b and r[a] and r[b]}
     assert met == {(a, b) for a in names for b in names if a < b}, rows
+
+
+def test_with_crashy_each_crash_enters_the_objectives_model_as_a_poor_value() -> None:
+    """``crashy=V`` (issue 52 r23): a crashed launch is a row of the objective's model at the
+    least value served less V standard deviations; a refusal is not; without it, no row."""
+    import numpy as np
+
+    from autotune.search import read
+    from autotune.search.space import encode
+
+    study = study_of(Sampler(seed=0), 14)
+    t = study.ask(dict(study.trials[0].distributions))
+    t.set_user_attr(REFUSED, "no room")
+    study.tell(t, state=optuna.trial.TrialState.FAIL)
+    h = read(study, study.trials)
+    crashed = [c for c, s in h.launches if s is not None and s.startswith("crash:")]
+    assert crashed and h.failed
+    sampler = Sampler(seed=0, crashy=1.0)
+    plain, crashy = sampler._fit(h), sampler._fit(h, 1.0)
+    assert len(plain.gp.x) == len(h.ran)
+    assert len(crashy.gp.x) == len(h.ran) + len(crashed)
+    low = min(h.y) - float(np.std(h.y))
+    assert np.allclose(crashy.gp.y[len(h.ran) :] * crashy.gp.scale + crashy.gp.mean, low)
+    mean, _ = crashy.gp.predict(encode(crashy.params, crashed))
+    before, _ = plain.gp.predict(encode(plain.params, crashed))
+    assert (mean < before).all()
+
+
+def test_with_crashy_the_screen_and_lines_are_as_without_it() -> None:
+    """Only the model's proposals read crashes as values: every launch before the first of
+    them is the same."""
+    plain, crashy = study_of(Sampler(seed=0), 16), study_of(Sampler(seed=0, crashy=0.0), 16)
+    kinds = [t.user_attrs.get(KIND) for t in plain.trials]
+    first = kinds.index("model") if "model" in kinds else len(kinds)
+    assert first > 5
+    assert [t.params for t in plain.trials[:first]] == [t.params for t in crashy.trials[:first]]
+    assert kinds[:first] == [t.user_attrs.get(KIND) for t in crashy.trials[:first]]

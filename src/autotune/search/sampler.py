@@ -219,10 +219,6 @@ class Sampler(BaseSampler):
             (0: crashes are not avoided).
         pairs: the most proposals that screen choices together (rows of a covering array of
             their pairs), after the one-at-a-time screen.
-        crashy: where set (V), the model's proposals fit the objective's model with each
-            crashed launch as a value V standard deviations below the worst that served (once
-            two served); the screen, lines, pairs and crash model are as without it
-            (None: crashes are left to the crash model; an experiment, issue 52 r23).
     """
 
     def __init__(
@@ -233,14 +229,12 @@ class Sampler(BaseSampler):
         design: int = DESIGN,
         risk: float = RISK,
         pairs: int = PAIRS,
-        crashy: float | None = None,
     ) -> None:
         self._seed = seed if seed is not None else int(np.random.default_rng().integers(2**31))
         self.feasible = feasible
         self._design = design
         self._risk = risk
         self._pairs = pairs
-        self._crashy = crashy
         self._plans: dict[int, Config] = {}
         self._defaults: dict[int, Config] = {}  # DEFAULTS as each planned trial read them
         self._starts: set[int] = set()  # trials that launch the screen's first configuration
@@ -361,8 +355,6 @@ class Sampler(BaseSampler):
                 plan = self._cover(h, start, fit, rng)
                 if plan is not None:
                     return "pairs", plan, None
-            if self._crashy is not None and len(h.ran) >= 2 and _crashed(h):
-                fit = self._fit(h, self._crashy)
             plan = self._model(h, rng, fit)
             if plan is not None:
                 return "model", plan, None
@@ -498,12 +490,10 @@ class Sampler(BaseSampler):
                 return c
         return c
 
-    def _fit(self, h: History, crashy: float | None = None) -> Fit:
+    def _fit(self, h: History) -> Fit:
         """The models of the objective and of crashes over what the trials say; a running
         configuration reads what the objective's model predicts for it (a constant liar:
-        parallel workers do not propose the same thing twice). ``crashy`` (V): each crashed
-        launch is also a row of the objective's model, at the least value that served less V
-        standard deviations of the values that served."""
+        parallel workers do not propose the same thing twice)."""
         params = list(h.params.values())
         numeric = np.array([p.numeric for p in params])
         rows = np.arange(len(h.ran))
@@ -511,11 +501,6 @@ class Sampler(BaseSampler):
             rows = np.union1d(np.argsort(h.y)[-MOST // 2 :], rows[-MOST // 2 :])
         x = encode(params, [h.ran[i] for i in rows])
         y = np.array(h.y)[rows]
-        crashed = _crashed(h)
-        if crashy is not None and len(h.ran) >= 2 and crashed:
-            low = float(np.min(h.y)) - crashy * float(np.std(h.y))
-            x = np.vstack([x, encode(params, crashed)])
-            y = np.concatenate([y, np.full(len(crashed), low)])
         gp = AdditiveGP(x, y, numeric)
         if h.pending:
             xp = encode(params, h.pending)
@@ -691,11 +676,6 @@ class Sampler(BaseSampler):
                 keys.add(k)
                 out.append(c)
         return out
-
-
-def _crashed(h: History) -> list[Config]:
-    """The launches that crashed (not refused, not a constraint broken, not running)."""
-    return [c for c, s in h.launches if s is not None and s.startswith("crash:")]
 
 
 def _met(missing: set[tuple[str, str, str, str]], a: str, x: Any, b: str, y: Any) -> bool:

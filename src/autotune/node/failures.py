@@ -1359,6 +1359,11 @@ def _last_line(log: _Log) -> int | None:
     return next((i for i in range(len(log.text) - 1, -1, -1) if log.text[i].strip()), None)
 
 
+def _last_lines(log: _Log, n: int) -> list[int]:
+    """Indices of the log's last ``n`` lines with any text, in order."""
+    return [i for i, t in enumerate(log.text) if t.strip()][-n:]
+
+
 def _served(whole: _Log) -> bool:
     """Whether the log shows requests served, though no line may say the server was ready:
     a benchmark client's report that counts requests answered (else the client's failure is
@@ -1538,7 +1543,7 @@ def _stopped_in_set_up(log: _Log) -> tuple[int, Cause] | None:
     """The last line and the family of the subsystem whose set-up output all of the log's last
     three lines are, when it stops there (the hang is in that step); None otherwise. The lines
     as written: a library's name may sit in a prefix ("[HCCL INFO] ...")."""
-    last = [i for i, t in enumerate(log.text) if t.strip()][-3:]
+    last = _last_lines(log, 3)
     for cause, words in _SET_UP:
         if last and all(words.search(log.raw[i][:MILESTONE_HEAD]) for i in last):
             return last[-1], cause
@@ -1548,7 +1553,7 @@ def _stopped_in_set_up(log: _Log) -> tuple[int, Cause] | None:
 def _node_lost_at_end(log: _Log) -> int | None:
     """Where the log stops (its last lines), a cluster manager's report that a node failed or
     went away (named decisively): the line; None otherwise."""
-    for i in [i for i, t in enumerate(log.text) if t.strip()][-8:]:
+    for i in _last_lines(log, 8):
         if names(log.text[i], Cause.NODE_LOST):
             return i
     return None
@@ -1557,9 +1562,8 @@ def _node_lost_at_end(log: _Log) -> int | None:
 def _ended_by_supervisor(log: _Log) -> int | None:
     """Where the log stops (its last lines), a supervisor that ended the server after a health
     check it failed: the line of the kill, restart or termination; None otherwise."""
-    tail = [i for i, t in enumerate(log.text) if t.strip()][-8:]
     failed = None
-    for i in tail:
+    for i in _last_lines(log, 8):
         text = log.text[i]
         if failed is None and _HEALTH_FAILED.search(text):
             failed = i

@@ -651,7 +651,7 @@ def _rule_hits(
                 continue
             if (
                 regex.search(line)
-                or regex.search(raw[i])
+                or (raw[i] != line and regex.search(raw[i]))
                 or _wrapped_match(regex, stripped, raw, i, sources)
             ):
                 hits.append(i)

@@ -34,6 +34,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from autotune.models import Cause
 
@@ -1052,7 +1053,13 @@ _FATAL_SIGN = re.compile(
 
 def decisive(text: str) -> bool:
     """Whether ``text`` names a family decisively (a clue of weight 3 or more in its words)."""
-    head = text[:600]
+    return _decisive_head(text[:600])
+
+
+@lru_cache(maxsize=1 << 14)
+def _decisive_head(head: str) -> bool:
+    # Cached: a log's lines are read again in each pass over it, and the same lines recur
+    # across the logs of one engine (a pure function of the text).
     return bool(_DECISIVE_ANY.search(head)) and any(
         c.weight >= 3.0 and c.regex.search(head) for c in WORDS
     )
@@ -1138,14 +1145,6 @@ def _before_dump(text: str) -> str:
 
 def _line_scores(focus: Focus) -> dict[Cause | str, float]:
     """The best clue weight of each family in one line."""
-    table = {
-        "message": WORDS,
-        "frame": FRAMES,
-        "deepest": DEEPEST,
-        "cut": CUT_DEEPEST,
-        "context": ACTIVITY,
-        "phase": PHASES,
-    }[focus.kind]
     heads = [_before_dump(focus.text[:600]) if focus.kind == "message" else focus.text[:600]]
     if focus.raw and focus.raw != focus.text:
         # Words a bracketed prefix holds ("[Errno 98]", "[TensorRT-LLM][ERROR]"), not the
@@ -1157,17 +1156,32 @@ def _line_scores(focus: Focus) -> dict[Cause | str, float]:
             heads.append(" ".join(tags) + " " + heads[0])
     if "', '" in heads[0]:  # a message given as a tuple of strings: read it joined
         heads.append(heads[0].replace("', '", ""))
+    return dict(_head_scores(focus.kind, tuple(heads)))
+
+
+@lru_cache(maxsize=1 << 14)
+def _head_scores(kind_of_line: str, heads: tuple[str, ...]) -> dict[Cause | str, float]:
+    # Cached as ``decisive`` is (the caller copies the answer); ``heads``: the line's words
+    # as read, the first the message itself.
+    table = {
+        "message": WORDS,
+        "frame": FRAMES,
+        "deepest": DEEPEST,
+        "cut": CUT_DEEPEST,
+        "context": ACTIVITY,
+        "phase": PHASES,
+    }[kind_of_line]
     head = heads[0]
     best: dict[Cause | str, float] = {}
     for clue in table:
         if clue.weight > best.get(clue.family, 0.0) and any(clue.regex.search(h) for h in heads):
             best[clue.family] = clue.weight
-    if focus.kind == "message":
+    if kind_of_line == "message":
         raised = _RAISE.match(head)
         kind = raised.group(1) if raised is not None else _exception_type(head)
     else:
         # the deepest frame's raise statement names the exception meant ("raise ConfigError(")
-        raised = _RAISE.match(head) if focus.kind in ("deepest", "cut") else None
+        raised = _RAISE.match(head) if kind_of_line in ("deepest", "cut") else None
         kind = raised.group(1) if raised is not None else None
     for regex, cause, weight in _TYPES if kind else ():
         if cause is not None and regex.search(kind or ""):

@@ -1094,7 +1094,7 @@ def tiles(rng: random.Random) -> Shape:
 
 # ``layout``'s crashes
 TOO_MANY_GPUS = (
-    "config_error",
+    "invalid_argument",
     "launch",
     "ValueError: The number of required GPUs exceeds the total number of available GPUs",
 )
@@ -1104,7 +1104,7 @@ HEADS = (
     "AssertionError: Total number of attention heads must be divisible by tensor parallel size",
 )
 AWQ_SHAPE = (
-    "assertion",
+    "invalid_argument",
     "load",
     "ValueError: The input size is not aligned with the quantized weight shape.",
 )

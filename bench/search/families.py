@@ -1141,7 +1141,18 @@ def layout(rng: random.Random) -> Shape:
     size: vLLM's custom all-reduce (tp 2, 4, 6 or 8, messages up to 8 MB), else NCCL, whose
     algorithm (tree wins small messages, ring large; auto switches at a fixed size that may be
     wrong) and minimum channel count matter only when tp > 1 and the custom path is off or too
-    small, which no ``when`` says. Two settings do nothing."""
+    small, which no ``when`` says. Two settings do nothing.
+
+    Measured on 2026-12-07 after it was committed, nothing tuned on it (``PYTHONPATH=src python
+    -m bench.search --prune --families layout,graphcap --seeds 3 --strategies
+    autotune,random,tpe --instances 0:4``, then ``4:8``; % of optimum (SE), lowest, at 95%,
+    crashes per study): autotune 99.6 (0.3), 97.5, 12/12, 6.8 | 96.5 (1.2), 91.6, 7/12, 5.4;
+    random 71.8 (2.9), 61.1, 0/12, 22.1 | 72.7 (2.3), 65.4, 0/12, 22.4; tpe 71.8 (2.9), 61.1,
+    0/12, 22.0 | 73.3 (2.6), 65.4, 0/12, 22.2 (its answer equal to random's in 23 of 24
+    studies); paired (same instance and seed) autotune - random +27.8 (3.0) | +23.8 (3.1),
+    autotune - tpe +27.8 (3.0) | +23.2 (3.4). autotune launched 44 per study (30 and its
+    confirmation); with random and tpe given 44 (``--strategies random,tpe --trials 44``):
+    autotune - random +23.9 (3.4) | +19.2 (3.3), autotune - tpe +25.9 (3.4) | +18.5 (3.3)."""
     params_b, layers, heads, kv_heads, dim, width = rng.choice(_MODELS)
     gpus, hbm, bw = 8, 80.0, 3350.0  # GPUs, GB and GB/s each
     clients = rng.choice((128, 256, 384, 512, 768))
@@ -1260,7 +1271,14 @@ def graphcap(rng: random.Random) -> Shape:
     than 128 requests wait, so its sign turns with the load the other numbers leave waiting.
     Mixing prefill chunks into decode batches pays with large batches and costs with small ones.
     A static share too low leaves no KV pool; too high leaves graph capture out of memory. Two
-    settings do nothing."""
+    settings do nothing.
+
+    Measured as ``layout`` was (the same commands, which run both): autotune 96.5 (1.6), 81.0,
+    10/12, 0.4 | 97.3 (0.9), 91.3, 9/12, 0.2; random 85.4 (4.3), 49.4, 4/12, 0.4 | 83.1 (3.8),
+    51.1, 1/12, 0.4; tpe 94.2 (1.8), 81.0, 8/12, 0.5 | 92.6 (1.8), 80.0, 6/12, 0.2; paired
+    autotune - random +11.0 (4.2) | +14.2 (3.3), autotune - tpe +2.2 (1.7) | +4.7 (1.9); with
+    random and tpe at 44 launches: autotune - random +9.3 (3.0) | +14.2 (3.3), autotune - tpe
+    -1.0 (0.7) | -0.5 (1.4)."""
     weights = rng.choice((16.0, 28.0, 40.0))  # GB: an 8B, a 14B, a 20B model
     kv_mb = {16.0: 0.131, 28.0: 0.197, 40.0: 0.164}[weights]  # MB per token, bf16
     clients = rng.choice((256, 384, 512, 1024))

@@ -32,7 +32,7 @@ the server was ready, a start-up timeout.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -1053,16 +1053,15 @@ _FATAL_SIGN = re.compile(
 
 def decisive(text: str) -> bool:
     """Whether ``text`` names a family decisively (a clue of weight 3 or more in its words)."""
-    return _decisive_head(text[:600])
+    head = text[:600]
+    return bool(_DECISIVE_ANY.search(head)) and bool(_named_decisively(head))
 
 
 @lru_cache(maxsize=1 << 14)
-def _decisive_head(head: str) -> bool:
-    # Cached: a log's lines are read again in each pass over it, and the same lines recur
-    # across the logs of one engine (a pure function of the text).
-    return bool(_DECISIVE_ANY.search(head)) and any(
-        c.weight >= 3.0 and c.regex.search(head) for c in WORDS
-    )
+def _named_decisively(head: str) -> frozenset[Cause | str]:
+    """The families a clue of weight 3 or more names in ``head``. Cached: a log's lines are
+    read again in each pass over it, and the same lines recur across one engine's logs."""
+    return frozenset(c.family for c in WORDS if c.weight >= 3.0 and c.regex.search(head))
 
 
 # A cheap first look: the words every decisive clue needs one of (most lines have none).
@@ -1082,8 +1081,7 @@ _DECISIVE_ANY = re.compile(
 
 def names(text: str, family: Cause) -> bool:
     """Whether ``text`` names ``family`` decisively."""
-    head = text[:600]
-    return any(c.family == family and c.weight >= 3.0 and c.regex.search(head) for c in WORDS)
+    return family in _named_decisively(text[:600])
 
 
 def fatal_sign(text: str) -> bool:
@@ -1143,7 +1141,7 @@ def _before_dump(text: str) -> str:
     return text[: found[0].start()] if len(found) >= DUMPED_SETTINGS else text
 
 
-def _line_scores(focus: Focus) -> dict[Cause | str, float]:
+def _line_scores(focus: Focus) -> Mapping[Cause | str, float]:
     """The best clue weight of each family in one line."""
     heads = [_before_dump(focus.text[:600]) if focus.kind == "message" else focus.text[:600]]
     if focus.raw and focus.raw != focus.text:
@@ -1156,13 +1154,13 @@ def _line_scores(focus: Focus) -> dict[Cause | str, float]:
             heads.append(" ".join(tags) + " " + heads[0])
     if "', '" in heads[0]:  # a message given as a tuple of strings: read it joined
         heads.append(heads[0].replace("', '", ""))
-    return dict(_head_scores(focus.kind, tuple(heads)))
+    return _head_scores(focus.kind, tuple(heads))
 
 
 @lru_cache(maxsize=1 << 14)
-def _head_scores(kind_of_line: str, heads: tuple[str, ...]) -> dict[Cause | str, float]:
-    # Cached as ``decisive`` is (the caller copies the answer); ``heads``: the line's words
-    # as read, the first the message itself.
+def _head_scores(kind_of_line: str, heads: tuple[str, ...]) -> Mapping[Cause | str, float]:
+    # Cached as ``decisive``'s reading is (an answer shared, so read-only); ``heads``: the
+    # line's words as read, the first the message itself.
     table = {
         "message": WORDS,
         "frame": FRAMES,

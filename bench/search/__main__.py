@@ -1,9 +1,12 @@
 """The search suite: strategies against landscape families, judged by the worst family.
 
-Each study runs ``--trials`` launches of the search on one landscape instance and one seed;
-it is scored by the noise-free value of the configuration it reports (autotune: the winner
-its confirmation rounds settle on; random search and TPE: their best measured launch) as % of
-the instance's optimum, and by the crashes it launched (the search's and any on top of it).
+Each study runs ``--trials`` launches of the search on one landscape instance and one seed
+(autotune's driver launches more: the baseline again and its confirmation rounds; every other
+strategy is then given as many launches as the driver made on the same landscape and seed,
+unless ``--launches trials``); it is scored by the noise-free value of the configuration it
+reports (autotune: the winner its confirmation rounds settle on; random search and TPE: their
+best measured launch) as % of the instance's optimum, and by the crashes it launched (the
+search's and any on top of it).
 Per family: the mean and the lowest study, the studies at 95% or more, crashes per study,
 each mean with its standard error over the family's studies. A strategy is judged by its
 worst family. Families are in ``families.MANIFEST`` (tuning or held out, fixed before any
@@ -207,6 +210,11 @@ def landscapes(name: str, instances: range) -> list[tuple[str, Landscape]]:
     raise SystemExit(f"unknown family or set {name!r}")
 
 
+def _driven(strategy: str) -> bool:
+    """Whether ``strategy`` is autotune's driver (which adds launches to the search's)."""
+    return strategy == "autotune" or strategy.startswith("autotune[")
+
+
 def _se(xs: list[float]) -> float:
     return statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 1 else 0.0
 
@@ -214,8 +222,8 @@ def _se(xs: list[float]) -> float:
 def report(scores: list[Score], strategies: list[str]) -> str:
     rows = [
         "| family | strategy | studies | % of optimum: mean (SE) | lowest | at 95% | "
-        "crashes per study (SE) | wall (server-h) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "crashes per study (SE) | launches per study | wall (server-h) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     worst: dict[str, tuple[float, str]] = {}
     for family in dict.fromkeys(s.family for s in scores):
@@ -232,6 +240,7 @@ def report(scores: list[Score], strategies: list[str]) -> str:
                 f"| {family} | {strat} | {len(mine)} | {mean:.1f} ({_se(pct):.1f}) | "
                 f"{min(pct):.1f} | {sum(p >= 95 for p in pct)}/{len(mine)} | "
                 f"{statistics.mean(crashes):.1f} ({_se(crashes):.1f}) | "
+                f"{statistics.mean(s.launches for s in mine):.1f} | "
                 f"{statistics.mean(s.wall for s in mine) / 3600:.1f} |"
             )
     rows.append("")
@@ -252,6 +261,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--trials", type=int, default=30)
     ap.add_argument("--strategies", default="autotune,random,tpe")
+    ap.add_argument(
+        "--launches",
+        choices=("equal", "trials"),
+        default="equal",
+        help="equal: plain loops get as many launches as autotune's driver made on the same "
+        "landscape and seed (its confirmation included); trials: --trials each",
+    )
     ap.add_argument("--prune", action="store_true", help="3 windows per launch, to the pruner")
     ap.add_argument("--parallel", type=int, default=1, help="trials in flight (driver's)")
     ap.add_argument("--out", default=None, help="also append every study's score (JSON lines)")
@@ -293,15 +309,23 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     lo, hi = (int(x) for x in a.instances.split(":"))
     lands = [pair for name in a.families.split(",") for pair in landscapes(name, range(lo, hi))]
+    # the driver's strategies first: the others are given as many launches as it made
+    strategies.sort(key=lambda s: not _driven(s))
     scores: list[Score] = []
     start = time.monotonic()
     for family, land in lands:
         for seed in range(a.first_seed, a.first_seed + a.seeds):
+            made: int | None = None  # launches the first driver strategy made here
             for strat in strategies:  # alternating: each seed's studies run under one load
+                n = a.trials
+                if a.launches == "equal" and made is not None and not _driven(strat):
+                    n = made
                 t = time.monotonic()
-                launches = STRATEGIES[strat](land, seed, a.trials)
+                launches = STRATEGIES[strat](land, seed, n)
                 s = score(land, family, strat, seed, launches, time.monotonic() - t)
                 scores.append(s)
+                if made is None and _driven(strat):
+                    made = s.launches
                 if a.trace:
                     with open(a.trace, "a") as f:
                         f.write(json.dumps(trace(land, s, launches), default=str) + "\n")
@@ -315,7 +339,8 @@ def main(argv: list[str] | None = None) -> int:
                         flush=True,
                     )
     print(
-        f"{len(lands)} landscapes x {a.seeds} seeds x {a.trials} launches"
+        f"{len(lands)} landscapes x {a.seeds} seeds x {a.trials} launches of the search"
+        f"{' (the others: as many as autotune made)' if a.launches == 'equal' else ''}"
         f"{', pruned' if a.prune else ''}{f', {a.parallel} in flight' if a.parallel > 1 else ''}"
         f"; in-process, simulated; {time.monotonic() - start:.0f} s"
     )

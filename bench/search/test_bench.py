@@ -133,6 +133,22 @@ def test_a_strategy_may_set_several_knobs(capsys: pytest.CaptureFixture[str]) ->
     assert "| interact | autotune[design=3,pairs=1] | 1 |" in out and "| interact | random |" in out
 
 
+def test_the_others_get_as_many_launches_as_autotune_made(tmp_path: Path) -> None:
+    """The issue's bar is "at the same launch count": by default a plain loop is given the
+    launches autotune's driver made on the same landscape and seed (its search, the baseline
+    again and the confirmation rounds), whatever order the strategies are named in;
+    ``--launches trials`` gives each ``--trials``."""
+    args = ["--families", "interact", "--instances", "0:1", "--seeds", "2", "--trials", "10"]
+    equal, given = tmp_path / "equal.jsonl", tmp_path / "given.jsonl"
+    assert main([*args, "--strategies", "random,autotune", "--out", str(equal)]) == 0
+    assert main([*args, "--strategies", "random", "--launches", "trials", "--out", str(given)]) == 0
+    rows = [json.loads(line) for line in equal.read_text().splitlines()]
+    made = {r["seed"]: r["launches"] for r in rows if r["strategy"] == "autotune"}
+    assert all(n > 10 for n in made.values())  # the driver adds launches to the search's
+    assert {r["seed"]: r["launches"] for r in rows if r["strategy"] == "random"} == made
+    assert [json.loads(line)["launches"] for line in given.read_text().splitlines()] == [10, 10]
+
+
 def test_paired_differences_match_studies_by_landscape_and_seed() -> None:
     from bench.search.allocation import paired
 

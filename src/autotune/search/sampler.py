@@ -229,14 +229,12 @@ class Sampler(BaseSampler):
         design: int = DESIGN,
         risk: float = RISK,
         pairs: int = PAIRS,
-        escape: int = 0,
     ) -> None:
         self._seed = seed if seed is not None else int(np.random.default_rng().integers(2**31))
         self.feasible = feasible
         self._design = design
         self._risk = risk
         self._pairs = pairs
-        self._escape = escape
         self._plans: dict[int, Config] = {}
         self._defaults: dict[int, Config] = {}  # DEFAULTS as each planned trial read them
         self._starts: set[int] = set()  # trials that launch the screen's first configuration
@@ -353,10 +351,6 @@ class Sampler(BaseSampler):
                 for label, move in self._lines(h, start, 2.0 * max(fit.gp.noise, 0.01)):
                     if label not in h.moves and self._allowed(h, move):
                         return "line", move, label
-            if start is not None and h.kinds.get("escape", 0) < self._escape:
-                found = self._escapes(h, start, fit)
-                if found is not None:
-                    return "escape", found[1], found[0]
             if start is not None and h.kinds.get("pairs", 0) < self._pairs:
                 plan = self._cover(h, start, fit, rng)
                 if plan is not None:
@@ -448,34 +442,6 @@ class Sampler(BaseSampler):
             line = {**base, **{n: h.params[n].at(v) for n, v in u.items()}}
             out.append((f"{label}~", self._complete(h, line)))
         return out
-
-    def _escapes(self, h: History, start: Config, fit: Fit) -> tuple[str, Config] | None:
-        """A move of the screen that moved numbers and crashed, with one choice moved that
-        does something (a KV cache's dtype may make the room a batch size then fills): the
-        least likely to crash, then the best the model predicts (None: none open)."""
-        crashed = {key(c) for c, s in h.launches if s is not None}
-        weight = dict(zip([p.name for p in fit.params], fit.gp.weights, strict=True))
-        loud = max(weight.values(), default=0.0)
-        out = []
-        for label, moved in h.moves.items():
-            numbers = [n for n, p in h.params.items() if p.numeric and n in moved and n in start]
-            if "~" in label or key(moved) not in crashed:
-                continue
-            if not any(not same(start[n], moved[n]) for n in numbers):
-                continue
-            for name, p in h.params.items():
-                if p.choices and name in moved and weight[name] >= 0.1 * loud:
-                    out += [
-                        (f"{label}~{name}={v!r}", self._complete(h, {**moved, name: v}))
-                        for v in self._far(p, moved[name])
-                    ]
-        out = [(label, c) for label, c in out if label not in h.moves and self._allowed(h, c)]
-        if not out:
-            return None
-        x = encode(fit.params, [c for _, c in out])
-        mu, _ = fit.gp.predict(x)
-        order = np.lexsort((-mu, fit.crashes.probability(x)))
-        return out[int(order[0])]
 
     def _far(self, p: Param, value: Any) -> list[Any]:
         """A setting's moves in the screen: a number's far end, a choice's other values."""

@@ -657,6 +657,12 @@ def test_transformers_517_unknown_attention_is_invalid_argument_and_blames_the_f
             "enqueue.cc:170 NCCL WARN Unrecognized",
         ),
         ("RuntimeError: no prefix", "RuntimeError: no prefix"),
+        # a paste's elision of what came before, on the line it kept
+        (
+            "... EngineDeadError: EngineCore encountered an issue.",
+            "EngineDeadError: EngineCore encountered an issue.",
+        ),
+        ("\u2026 ValueError: x", "ValueError: x"),
         ("2025-01-01 12:00:00 | RuntimeError: x", "RuntimeError: x"),
         # a stamp before a table's row: the row's columns are no compose prefixes
         (

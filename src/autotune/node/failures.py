@@ -135,7 +135,9 @@ _ERROR_LINE = re.compile(
     r"\berror \d+ at \S+:\d+|(?:^|\s)[\w.]+: error\b|"
     # a compiler's diagnostic ("ptxas /tmp/x.ptx, line 5; error   : ..."), a model server's
     # status table ("| llm | 1 | UNAVAILABLE: Internal: ...")
-    r"; error\s+:|(?:^|\| )UNAVAILABLE: \w"
+    r"; error\s+:|(?:^|\| )UNAVAILABLE: \w|"
+    # an accelerator runtime's call that returned an error code ("rtMemcpy: ErrCode=107030")
+    r"^\w+: ErrCode=\d+"
 )
 # A failure stated in words, without an error word: "couldn't bind HTTP server socket".
 _FAILED_TO = re.compile(
@@ -184,6 +186,7 @@ _ERROR_WORDS = (
     "killed",
     "exit",
     "exception in thread",
+    "errcode",
 )
 _ARGPARSE = re.compile(r"(?:^|\s)error: (?:argument |the following arguments|unrecognized|invalid)")
 _IGNORED = re.compile(

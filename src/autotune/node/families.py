@@ -110,7 +110,8 @@ _CACHE = (
     r"gpu[-_]memory[-_]utilization|prefill tokens|batch[-_](?:prefill|total)[-_]tokens|"
     r"cache[-_]max[-_]entry|free_gpu_memory_fraction|paged KV|tokens in (?:the )?cache|"
     r"cache entries|free blocks|blocks? (?:from|in) the pool|block pool|paged cache|"
-    r"cache capacity|max_total_token_num|pages? (?:from|in) (?:the )?`?\w*[Pp]ool|page[ _-]?pool)"
+    r"cache capacity|cache budget|max_total_token_num|pages? (?:from|in) (?:the )?`?\w*[Pp]ool|"
+    r"page[ _-]?pool)"
 )
 _HOST = r"(?:\b(?:host|CPU|cpu|RAM|system|swap|pinned)\b)"
 
@@ -652,7 +653,10 @@ WORDS: tuple[_Clue, ...] = _clues(
         r"(?:cannot|can't|could not|unable to|failed to) (?:be )?captur|"
         r"(?:[Ee]rror|[Ff]ail\w*)\b.{0,40}\b[Cc]aptur\w* (?:a |the )?(?:CUDA |cuda |HIP )?graph|"
         r"(?:cuda|hip)ErrorStreamCapture|hipErrorCapturedEvent|StreamCapture[A-Z]\w+|"
-        r"capturing (?:blocking )?stream",
+        r"capturing (?:blocking )?stream|"
+        # an accelerator runtime's words for the same refusal ("stream is captured", "the current
+        # capture mode does not support this operation")
+        r"stream is captured|captured[- ]stream|capture mode does not support",
     ),
     # --- internal checks ------------------------------------------------------------------------
     (
@@ -850,6 +854,8 @@ FRAMES: tuple[_Clue, ...] = _clues(
         Cause.BENCHMARK_ERRORS,
         3.5,
         r"backend_request_func\.py|benchmark_serving\.py|bench_serving\.py|"
+        # llmperf's (ray-project/llmperf)
+        r"token_benchmark\w*\.py|/llmperf/|"
         r"\bin async_request_\w+$|\bin _?send_request\w*$",
     ),
     # a kernel compiler building for this GPU (Triton's backends, PTX to cubin)

@@ -54,6 +54,8 @@ _PREFIXES: tuple[re.Pattern[str], ...] = tuple(
         r"(?P<src>[A-Za-z0-9][\w.\-]*)\s+\|\s?",
         # markdown quote of a log in an issue thread
         r">\s?(?=\S)",
+        # a paste's elision of what came before, on the line it kept: "... ValueError: x"
+        r"(?:\.{3}|\u2026)[ \t]+(?=\S)",
         # syslog / journald: "Aug 17 18:42:18 host vllm[8052]: ", the month in a CJK locale's
         # words too ("5月 17 18:42:18 host vllm[8052]: ")
         r"(?:[A-Z][a-z]{2}|\d{1,2}月) +\d{1,2} \d\d:\d\d:\d\d [\w.\-]+ [\w.\-/]+(?:\[\d+\])?:\s?",

@@ -37,10 +37,6 @@ KNOWN_MISSES = {
         "vLLM's engine-init line counts as ready, so a failure after it and before the server's "
         "own ready line reads as serving (benchmark)"
     ),
-    "sglang-0.5.17-flashinfer-float32": (
-        "FlashInfer has no float32 kernel, which shows only as a KeyError in graph capture "
-        "(SGLang's own notice suggests capture settings): read as a capture failure"
-    ),
 }
 
 

@@ -229,14 +229,12 @@ class Sampler(BaseSampler):
         design: int = DESIGN,
         risk: float = RISK,
         pairs: int = PAIRS,
-        edge: int = 0,
     ) -> None:
         self._seed = seed if seed is not None else int(np.random.default_rng().integers(2**31))
         self.feasible = feasible
         self._design = design
         self._risk = risk
         self._pairs = pairs
-        self._edge = edge
         self._plans: dict[int, Config] = {}
         self._defaults: dict[int, Config] = {}  # DEFAULTS as each planned trial read them
         self._starts: set[int] = set()  # trials that launch the screen's first configuration
@@ -605,8 +603,6 @@ class Sampler(BaseSampler):
             return self._weigh(fit, expected_improvement(mu, sd, level), x)
 
         pool = self._candidates(h, incumbent, tops, rng)
-        if self._edge:
-            pool += self._unique(h, self._along_edges(fit, tops[:2]))
         if not pool:
             return None
         scores = score(pool)
@@ -652,32 +648,6 @@ class Sampler(BaseSampler):
             for chosen in tops:
                 out.append({**numbers, **{n: v for n, v in chosen.items() if h.params[n].choices}})
         return self._unique(h, out)
-
-    def _along_edges(self, fit: Fit, configs: list[Config]) -> list[Config]:
-        """Each of ``configs`` moved along every crash edge that is a weighted sum of numbers:
-        one number up, another down by as much of the sum, so the load stays where it was."""
-        out = []
-        names = [p.name for p in fit.params]
-        for groups in fit.crashes.regions.values():
-            for expl in groups:
-                for e in expl:
-                    for cols, kind, _, _ in e.terms:
-                        if kind != "sum" or e.plane is None:
-                            continue
-                        w = dict(zip(cols, e.plane, strict=True))
-                        for c in configs:
-                            for i, j in itertools.permutations(cols, 2):
-                                if w[i] <= 1e-6 or w[j] <= 1e-6:
-                                    continue
-                                pi, pj = fit.params[i], fit.params[j]
-                                if names[i] not in c or names[j] not in c:
-                                    continue
-                                for d in (0.05, 0.1, 0.2):
-                                    ui = pi.place(c[names[i]]) + d
-                                    uj = pj.place(c[names[j]]) - d * w[i] / w[j]
-                                    if 0.0 <= ui <= 1.0 and 0.0 <= uj <= 1.0:
-                                        out.append({**c, names[i]: pi.at(ui), names[j]: pj.at(uj)})
-        return out
 
     def _neighbours(self, h: History, config: Config, rng: np.random.Generator) -> list[Config]:
         """``config`` with one setting moved: a number across its range and near where it is,

@@ -1163,18 +1163,22 @@ def _line_scores(focus: Focus) -> Mapping[Cause | str, float]:
     return _head_scores(focus.kind, tuple(heads))
 
 
+# The clues read in each kind of line (``Focus.kind``).
+_TABLES: dict[str, tuple[_Clue, ...]] = {
+    "message": WORDS,
+    "frame": FRAMES,
+    "deepest": DEEPEST,
+    "cut": CUT_DEEPEST,
+    "context": ACTIVITY,
+    "phase": PHASES,
+}
+
+
 @lru_cache(maxsize=1 << 14)
 def _head_scores(kind_of_line: str, heads: tuple[str, ...]) -> Mapping[Cause | str, float]:
     # Cached as ``decisive``'s reading is (an answer shared, so read-only); ``heads``: the
     # line's words as read, the first the message itself.
-    table = {
-        "message": WORDS,
-        "frame": FRAMES,
-        "deepest": DEEPEST,
-        "cut": CUT_DEEPEST,
-        "context": ACTIVITY,
-        "phase": PHASES,
-    }[kind_of_line]
+    table = _TABLES[kind_of_line]
     head = heads[0]
     best: dict[Cause | str, float] = {}
     for clue in table:

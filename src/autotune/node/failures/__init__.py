@@ -45,6 +45,22 @@ from autotune.node.failures.log import (
     _Log,
     _trim,
 )
+from autotune.node.failures.traces import (
+    _FRAME,
+    _STACK_HEADER,
+    _TRACE_LINE,
+    _TRACEBACK,
+    BLOCK_BEFORE,
+    _block_span,
+    _exception_after,
+    _first_fatal_exception,
+    _in_trace,
+    _is_exception,
+    _last_exception,
+    _message,
+    _sizes,
+    _trace_block,
+)
 from autotune.node.families import (
     BUILDING_FAILED,
     CONTEXT_LINE,
@@ -88,8 +104,7 @@ TAIL = 40  # lines of log tail kept in a Failure
 NEAR_LINES = 40  # how far a rule's ``near`` pattern may be from its hit
 WINDOW = 3  # lines joined for a pattern that spans lines
 WRAP_MIN = 60  # a line at least this long may have been wrapped onto the next
-BLOCK_BEFORE = 80  # lines before a hit searched for the frames that tell the phase
-BLOCK_AFTER = 20
+
 RETOLD = 8  # lines after an exception where the traceback that re-tells it may start
 
 ENGINE_LINES = 3000  # lines from each end of a log searched for an engine's marks
@@ -124,12 +139,6 @@ _GENERIC_HINTS: dict[Cause, str] = {
     ),
 }
 
-_TRACEBACK = "Traceback (most recent call last):"
-_EXC_LINE = re.compile(
-    r"^(?:[A-Za-z_][\w.]*\.)?(?:[A-Za-z_]\w*)?(?:Error|Exception|Exit|Interrupt|Failure|Failed)"
-    r"(?::.*|\(.*)?$"
-    r"|^what\(\):\s+\S|^thread '[^']*' panicked at|^Error: \S"
-)
 _ERROR_LINE = re.compile(
     r"^(?:ERROR|FATAL|CRITICAL|Fatal|FAILED|Error|\[?E\]?)\b[: ]|^error(?:\[\w+\])?: |"
     r"^[A-Za-z]+ ERROR: |"
@@ -193,34 +202,6 @@ _ERROR_WORDS = (
 )
 _ARGPARSE = re.compile(r"(?:^|\s)error: (?:argument |the following arguments|unrecognized|invalid)")
 
-# Exceptions that only echo another process's failure: the first fatal event is elsewhere.
-_ECHO = re.compile(
-    r"EngineDeadError|Engine core initialization failed|Engine process failed to start|"
-    r"WorkerProc initialization failed|Initialization failed|ShardCannotStart|"
-    r"Engine loop has died|died unexpectedly|CalledProcessError|^SystemExit|KeyboardInterrupt|"
-    r"ChildProcessError|RayTaskError|ActorDiedError|Failed core proc|Server error: transport"
-)
-# A box-drawn traceback's line (Rich), not a table's row of figures (two numeric cells).
-_BOX_LINE = r"│(?!.*│\s*[\d,.]+\s*│\s*[\d,.]+\s*│)"
-_FRAME = re.compile(
-    r'^\s*File "|^\s*File \'|^\s+at |^\s*frame #\d+|^\s*\d+\s+0x[0-9a-fA-F]+ |'
-    rf"^{_BOX_LINE}|"
-    # native frames: gdb's ("#0  0x... in raise ()"), boost's (" 0# 0x... in tritonserver"),
-    # TVM's and Rust's numbered symbols ("  0: rust_begin_unwind"), Go's ("pkg.(*T).f(0xc0)"
-    # then "\tpath/file.go:851 +0x375"), Windows' ("00007FFE12AE1DE4 torch_python.dll!f")
-    r"^\s*#\d+\s+0x[0-9a-fA-F]+ in |^\s*\d+# |^\s+\d+: [\w:<>~(*&]|"
-    r"^\s*\S+\.(?:go|s):\d+ \+0x[0-9a-f]+|^(?:[\w.-]+/)+[\w.]+\.(?:\(\*?\w+\)\.)?\w+\(.*\)$|"
-    r"^[0-9A-F]{16}(?:[0-9A-F]{16})? \S+!\S"
-)
-# The header of a native stack dump: a process died in native code (a signal handler's report,
-# a Go or Rust panic, a C++ exception's trace, Windows' abort handler); a log that stops in one
-# was cut in a crash report, not in a hang.
-_STACK_HEADER = re.compile(
-    r"^(?:Stack trace:|stack backtrace:|Backtrace:|=+ ?backtrace \(tid: *\d+\) ?=+|"
-    r"goroutine \d+ \[[\w ,]+\]:|Unhandled exception caught in |\*\*\* Begin stack trace|"
-    r"Exception raised from \S+ at \S+ \(most recent call first\):)"
-)
-
 _CAPTURE_RUNNING = re.compile(
     r"Capturing CUDA graph|Capture (?:\w+ ){0,3}(?:cuda|CUDA) graph begin|Capturing batches|"
     r"Capturing cudagraphs|Capturing the model for CUDA graphs|Capturing num tokens"
@@ -232,19 +213,6 @@ _CAPTURE_DONE = re.compile(
 # The interpreter's report as it shuts down (multiprocessing's resource tracker): the program
 # ended; with no error before it, it was stopped from outside (a start-up limit), not crashed.
 _SHUTDOWN = re.compile(r"resource_tracker: There appear to be \d+ leaked|to clean up at shutdown")
-_SIZE = r"-?[\d.,]+\s?(?:[KMGT]i?B|bytes)"
-_SIZES = (
-    re.compile(rf"Tried to allocate (?P<a>{_SIZE})"),
-    re.compile(rf"(?P<f>{_SIZE}) (?:is )?free"),
-    re.compile(rf"total capacity of (?P<t>{_SIZE})|\((?:GPU \d+; )?(?P<t2>{_SIZE}) total capacity"),
-    re.compile(r"max seq len \((?P<need>\d+)\) is larger than .* KV cache \((?P<have>\d+)\)"),
-    re.compile(rf"KV cache memory: (?P<kv>{_SIZE})"),
-    re.compile(r"profiled value (?P<prof>-?\d+)"),
-    re.compile(rf"KV cache needs? (?P<need2>{_SIZE}).{{0,40}}?(?P<have2>{_SIZE})"),
-    re.compile(
-        rf"(?P<need3>{_SIZE}) KV cache is needed.*available KV cache memory \((?P<have3>{_SIZE})\)"
-    ),
-)
 
 # Prefixes that multi-process engines and loggers put before a message: see node/logparse.py.
 _PHASE_MARKERS: tuple[tuple[Phase, re.Pattern[str]], ...] = (
@@ -644,102 +612,6 @@ def first_match(lines: Sequence[str], rules: Sequence[Rule]) -> tuple[Rule, list
     )
 
 
-def _is_exception(text: str) -> bool:
-    return bool(text) and not text[0].isspace() and bool(_EXC_LINE.match(text.strip()))
-
-
-def _exception_after(
-    log: _Log, start: int, limit: int = 300, source: str | None = None
-) -> int | None:
-    """Index of the first exception line at or after ``start`` (the end of its traceback),
-    from the same process when ``source`` is given and one of its lines follows."""
-    found = None
-    for i in range(start, min(len(log.text), start + limit)):
-        if _is_exception(log.text[i]):
-            if source is None or log.records[i].source == source:
-                return i
-            if found is None:
-                found = i
-    return found
-
-
-def _last_exception(log: _Log) -> int | None:
-    """Index of the exception line that ends the last traceback, or else the last one at all.
-
-    Excerpts and multi-process logs often lack the ``Traceback`` header, so an exception line
-    (``RuntimeError: ...``) counts on its own.
-    """
-    for i in range(len(log.text) - 1, -1, -1):
-        if _TRACEBACK in log.text[i]:
-            found = _exception_after(log, i + 1, limit=len(log.text), source=log.records[i].source)
-            if found is not None:
-                return found
-            break
-    for i in range(len(log.text) - 1, -1, -1):
-        if _is_exception(log.text[i]):
-            return i
-    return None
-
-
-def _first_fatal_exception(log: _Log) -> int | None:
-    """The first exception line that is not an echo of another process's death (else the
-    last exception line): the first fatal event, not the last noise."""
-    candidates = [i for i, t in enumerate(log.text) if _is_exception(t) and not log.warning[i]]
-    for i in candidates:
-        if not _ECHO.search(log.text[i]):
-            return i
-    return candidates[-1] if candidates else None
-
-
-_TRACE_LINE = re.compile(
-    r"^(Traceback|File |During handling|The above exception|Stack \(most recent|Current thread|"
-    r"Thread 0x|Fatal Python error|frame #|\*\*\* SIGSEGV|PC: @|\^+$|\d+\s+0x[0-9a-f]+ |╭|╰|"
-    + _BOX_LINE
-    + ")"
-)
-
-
-def _in_trace(text: str) -> bool:
-    """Whether a (prefix-stripped) line belongs to a traceback or a native stack dump."""
-    return (
-        not text.strip()
-        or text[0].isspace()
-        or bool(_TRACE_LINE.match(text))
-        or bool(_FRAME.match(text))
-        or bool(_STACK_HEADER.match(text))
-        or _is_exception(text)
-    )
-
-
-def _block_span(stripped: Sequence[str], at: int) -> tuple[int, int]:
-    """[start, end) of the traceback (or stack dump) around index ``at``."""
-    start = at
-    while (
-        start > 0
-        and at - start < BLOCK_BEFORE
-        # a frame's code line (or the rest of a wrapped frame line) belongs to its frame, even
-        # when a logger's prefix ate its indentation
-        and (_in_trace(stripped[start - 1]) or (start > 1 and _FRAME.match(stripped[start - 2])))
-    ):
-        start -= 1
-    end = at + 1
-    while (
-        end < len(stripped)
-        and end - at < BLOCK_AFTER
-        # (the code line of the frame above it, its indentation eaten by a prefix)
-        and (_in_trace(stripped[end]) or bool(_FRAME.match(stripped[end - 1])))
-    ):
-        end += 1
-    return start, end
-
-
-def _trace_block(stripped: Sequence[str], at: int) -> Sequence[str]:
-    """The traceback (or stack dump) around index ``at``: its frames, not the progress lines
-    logged before it, which belong to earlier phases."""
-    start, end = _block_span(stripped, at)
-    return stripped[start:end]
-
-
 def phase_in_block(stripped: Sequence[str], at: int) -> Phase | None:
     """The phase the frames of the traceback around index ``at`` point to, if any.
 
@@ -812,52 +684,6 @@ def _cause_hint(cause: Cause, phase: Phase, rules: Sequence[Rule]) -> tuple[str,
         if rule.cause == cause:
             return _hint(rule, phase), rule.permanent
     return _GENERIC_HINTS.get(cause, TRACEBACK_HINT), cause not in INFRA_CAUSES
-
-
-def _sizes(text: str) -> str:
-    """The memory figures a message gives, as `` [tried 2.00 GiB, free 1.2 GiB, ...]``."""
-    found: dict[str, str] = {}
-    for regex in _SIZES:
-        match = regex.search(text)
-        if match is None:
-            continue
-        for key, value in match.groupdict().items():
-            if value:
-                found.setdefault(key.rstrip("23"), value.strip())
-    names = {
-        "a": "tried",
-        "f": "free",
-        "t": "total",
-        "need": "needs",
-        "have": "available",
-        "kv": "KV cache memory",
-        "prof": "profiled tokens",
-    }
-    parts = [f"{names[k]} {v}" for k, v in found.items() if k in names]
-    return f" [{', '.join(parts)}]" if parts else ""
-
-
-_VALIDATION_HEADER = re.compile(r"\d+ validation errors? for \w+\s*$")
-_VALIDATION_TYPE = re.compile(r"\s*\[type=.*$")
-
-
-def _message(log: _Log, at: int) -> str:
-    """The line at ``at``; a validation error's header ("1 validation error for VllmConfig")
-    says nothing of what was refused, so its details (field and reason) are read with it."""
-    text = log.text[at].strip()
-    if _VALIDATION_HEADER.search(text):
-        details = []
-        # every field it lists (each a name, a reason and a link), up to four of them
-        for line in log.text[at + 1 : at + 13]:
-            line = _VALIDATION_TYPE.sub("", line).strip()
-            if line.startswith("For further information"):
-                continue
-            if not line or _FRAME.match(line) or _is_exception(line):
-                break
-            details.append(line)
-        if details:
-            text = f"{text}: {' '.join(details)}"
-    return _trim(text)
 
 
 @dataclass(frozen=True)

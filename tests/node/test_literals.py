@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from tests.node.corpus_helpers import CORPUS, load_labels
 
 from autotune.diagnosis import diagnose_text
-from autotune.node import failures
+from autotune.node.failures import matching
 from autotune.node.literals import required
 from autotune.rules import bundled_rule_files, load_rules
 
@@ -119,7 +119,7 @@ def test_the_filter_changes_no_answer_on_real_logs(
         (CORPUS / f"{r['id']}.log").read_text(encoding="utf-8", errors="replace") for r in rows
     ]
     with_filter = [diagnose_text(t) for t in texts]
-    monkeypatch.setattr(failures, "_may_match", lambda *_: True)
+    monkeypatch.setattr(matching, "_may_match", lambda *_: True)
     without = [diagnose_text(t) for t in texts]
     assert [d.failure for d in with_filter] == [d.failure for d in without]
     assert [d.engine for d in with_filter] == [d.engine for d in without]

@@ -16,7 +16,8 @@ import pytest
 
 from autotune.engines.flagtable import available_versions, load_table
 from autotune.models import Cause, Phase
-from autotune.node.failures import classify, engine_advice
+from autotune.node.failures import classify
+from autotune.node.failures.hints import engine_advice
 from autotune.rules import engine_hints, load_rules
 
 CORPUS = Path(__file__).resolve().parents[2] / "tests" / "data" / "crashlogs"

@@ -373,7 +373,7 @@ def test_a_kv_cache_full_is_a_warning_a_ready_server_goes_on_after() -> None:
     assert cause_of([preempted, "Traceback (most recent call last):", oom]) == "cuda_oom"
 
 
-# --- the flags a refused setting's message names lead its hint (node/failures.py named_flags) --
+# --- the flags a refused setting's message names lead its hint (node/failures/hints.py named_flags)
 FLAGS = {
     "--max-model-len": (),
     "--max-num-seqs": (),
@@ -409,13 +409,13 @@ FLAGS = {
 def test_a_message_names_the_flags_of_the_settings_it_speaks_of(
     text: str, named: list[str]
 ) -> None:
-    from autotune.node.failures import named_flags
+    from autotune.node.failures.hints import named_flags
 
     assert named_flags(text, FLAGS) == named
 
 
 def test_at_most_three_flags_are_named_in_the_order_said() -> None:
-    from autotune.node.failures import named_flags
+    from autotune.node.failures.hints import named_flags
 
     text = "max_num_seqs and max_model_len and block_size and kv_cache_dtype are wrong"
     assert named_flags(text, FLAGS) == ["--max-num-seqs", "--max-model-len", "--block-size"]

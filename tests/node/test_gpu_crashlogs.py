@@ -91,6 +91,6 @@ def test_the_engines_own_remedy_leads_the_hint() -> None:
     ],
 )  # fmt: skip
 def test_engine_advice(message: str, advice: str) -> None:
-    from autotune.node.failures import engine_advice
+    from autotune.node.failures.hints import engine_advice
 
     assert engine_advice(message) == advice

@@ -67,7 +67,7 @@ def test_every_trial_sends_the_engines_fields_unless_the_space_sets_them(
 
 def test_every_trial_carries_the_engines_flags_for_its_hints(tmp_path: Path) -> None:
     """A crash's hint names the flags its message speaks of from the engine's flag table
-    (node/failures.py named_flags): the driver hands the table to every trial; the stand-in
+    (node/failures/hints.py named_flags): the driver hands the table to every trial; the stand-in
     (``--simulate``) takes SGLang's."""
     driver = _driver(tmp_path, None)
     try:

@@ -164,7 +164,7 @@ def message_flags(table: FlagTable | None) -> dict[str, tuple[str, ...]]:
     """The flags of ``table`` ({} without one), each with the choices an error message may
     quote: only a choice spelt like a name (``FLASH_ATTN``, ``fp8_e4m3``), as a plain word
     (``error``, ``lpm``) says nothing of the flag. For the classifier's hints
-    (``node/failures.py``: ``named_flags``)."""
+    (``node/failures/hints.py``: ``named_flags``)."""
     if table is None:
         return {}
     return {

@@ -34,9 +34,9 @@ def rules_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """The rules' own answer, with no learnt cause for their ``unknown`` (node/learned.py):
     for tests that pin how the rules read a log. The learnt layer is held by
     test_learned_causes.py and by the corpus's floors (test_crashlog_corpus.py)."""
-    from autotune.node import failures
+    from autotune.node.failures import api
 
-    monkeypatch.setattr(failures, "guess", lambda lines, exit_code=None: None)
+    monkeypatch.setattr(api, "guess", lambda lines, exit_code=None: None)
 
 
 @pytest.fixture(autouse=True)

@@ -9,7 +9,8 @@ from tests.node.corpus_helpers import DRESSES
 
 from autotune.diagnosis import diagnose_text
 from autotune.models import Cause
-from autotune.node import failures, learned
+from autotune.node import learned
+from autotune.node.failures import api
 
 # SGLang's early router: a batch ran the request pool dry, so its allocation came back None
 # and the next line failed on it. No rule knows these words; the corpus's KV-pool logs do.
@@ -80,7 +81,7 @@ def test_a_learnt_answer_keeps_the_line_the_rules_saw_fail(monkeypatch: pytest.M
     rules = diagnose_text("\n".join(lines), learnt=False).failure
     assert rules is not None and rules.cause == Cause.UNKNOWN
     weighed = learned.Guess(cause="startup_timeout", probability=0.12, evidence=["INFO loading"])
-    monkeypatch.setattr(failures, "guess", lambda lines, exit_code=None: weighed)
+    monkeypatch.setattr(api, "guess", lambda lines, exit_code=None: weighed)
     failure = diagnose_text("\n".join(lines)).failure
     assert failure is not None and failure.rule == "learnt"
     assert failure.message.startswith("learnt from the corpus (p=0.12): ")
@@ -95,7 +96,7 @@ def test_a_learnt_answer_names_the_line_that_weighed_where_the_rules_found_none(
     words weighed most is in the message."""
     lines = ["Loading model", "Capturing cuda graph bs 256", "Process exited"]
     weighed = learned.Guess(cause="cuda_graph_capture", probability=0.4, evidence=[lines[1]])
-    monkeypatch.setattr(failures, "guess", lambda lines, exit_code=None: weighed)
+    monkeypatch.setattr(api, "guess", lambda lines, exit_code=None: weighed)
     failure = diagnose_text("\n".join(lines), exit_code=1).failure
     assert failure is not None and failure.rule == "learnt"
     assert "exited with code 1" in failure.message and lines[1] in failure.message

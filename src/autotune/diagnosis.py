@@ -1,7 +1,7 @@
 """Diagnose a saved log: which engine wrote it, whose rules read it, and why it failed.
 
 ``autotune diagnose`` and ``bench/diagnosis.py`` both come here, and a trial's crash goes
-through the same classifier (``node/failures.py``): the engine is the one named, else the one
+through the same classifier (``node/failures/``): the engine is the one named, else the one
 whose marks the log carries (``node/logparse.py``: SGLang, vLLM and its forks, TGI,
 TensorRT-LLM, lmdeploy, llama.cpp and the servers on it, mistral.rs, ...), else an installed
 engine whose rule file's marks appear (plug-ins), else none. Its rule family decides the rules

@@ -100,3 +100,31 @@ def test_a_learnt_answer_names_the_line_that_weighed_where_the_rules_found_none(
     failure = diagnose_text("\n".join(lines), exit_code=1).failure
     assert failure is not None and failure.rule == "learnt"
     assert "exited with code 1" in failure.message and lines[1] in failure.message
+
+
+def test_the_learnt_answer_is_the_same_in_every_process() -> None:
+    # Python salts the hash of each string per process (PYTHONHASHSEED), so a set's order
+    # differs between runs: a sum of floats over a set then differs in its last digits, and
+    # near ties among lines (this log's frames weigh almost alike) went one way or the other.
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    log = Path(__file__).parents[1] / "data" / "crashlogs" / "sglang-250.log"
+    code = (
+        "import json, sys; from pathlib import Path; from autotune.node.learned import guess; "
+        "g = guess(Path(sys.argv[1]).read_text(errors='replace').splitlines()); "
+        "print(json.dumps([g.cause, repr(g.probability), g.evidence]))"
+    )
+    answers = set()
+    for seed in ("0", "58"):  # two salts whose set orders gave two answers before
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        out = subprocess.run(
+            [sys.executable, "-c", code, str(log)], env=env, capture_output=True, text=True
+        )
+        assert out.returncode == 0, out.stderr
+        answers.add(out.stdout)
+    assert len(answers) == 1, answers
+    assert json.loads(answers.pop())[0] == "cuda_graph_capture"

@@ -147,7 +147,9 @@ def guess(lines: Sequence[str], exit_code: int | None = None) -> Guess | None:
         return None
     pairs = focus(messages(lines))
     text = "\n".join([m for m, _ in pairs] + exit_token(exit_code))
-    present = {t for t in terms(text) if t in weights.idf}
+    # sorted: a set's order changes with each process's hash salt, and a sum of floats with
+    # its order (a near tie among lines went one way or the other from run to run)
+    present = sorted({t for t in terms(text) if t in weights.idf})
     norm = math.sqrt(sum(weights.idf[t] ** 2 for t in present)) or 1.0
     scores = list(weights.intercept)
     for t in present:
@@ -169,7 +171,7 @@ def _weighed(
     for n, (message, line) in enumerate(pairs):
         weight = sum(
             weights.idf[t] / norm * weights.coef.get(t, {}).get(best, 0.0)
-            for t in set(terms(message))
+            for t in sorted(set(terms(message)))
             if t in weights.idf
         )
         if weight > 0:

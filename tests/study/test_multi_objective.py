@@ -212,7 +212,10 @@ def test_maximise_subject_to_an_slo_exports_the_fastest_that_meets_it(tmp_path: 
     trials = Ledger(driver.study).trials()
     fastest = next(t for t in trials if t.config == {"level": 3})
     assert fastest.outcome is Outcome.SLO_VIOLATED and fastest.value is not None
-    assert all(fastest.value > t.value for t in trials if t.value and t is not fastest)
+    # (each trial's level, outcome and value in the message: it failed twice in full runs
+    # with two workers, 2026-12-08, and never alone)
+    seen = [(t.config, t.outcome.value, t.value) for t in trials]
+    assert all(fastest.value > t.value for t in trials if t.value and t is not fastest), seen
     summary = Ledger(driver.study).summary()
     assert trials[summary.search_best_trial or 0].config == {"level": 2}
     # One launch each and no confirmation: no gain can be claimed, the baseline is the

@@ -52,15 +52,16 @@ MAX_AUTO_WORKERS = 8
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """``-n auto`` (pyproject.toml): two workers a core, for either tier. The tests wait much
-    of their time (on the servers they start, streaming at set rates, on Ray and MLflow
-    servers, on their subprocesses), so two workers a core keep the cores busy: on 2 cores
-    the whole suite (``--slow``) took 443-447 s with 4 workers against 518-560 s with 2,
-    alternated (docs/benchmarks.md). At most ``MAX_AUTO_WORKERS``: each holds about 400 MB
-    once it has run its share. ``PYTEST_XDIST_AUTO_NUM_WORKERS`` or ``-n N`` still decide
-    when given."""
-    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
-        return None
+    """``-n auto`` (pyproject.toml): two workers a core for the fast tier, two in all with the
+    slow one. The fast tier's tests wait much of their time (on the small servers they
+    start, streaming at set rates, and on their subprocesses), so two workers a core keep the
+    cores busy; the slow tier's end-to-end tests start real engine servers and keep their
+    old share (four on two cores took 17% less wall, but measured rates grew so noisy that
+    two noise-sensitive tests failed in CI, mypy beside them: docs/benchmarks.md). At most
+    ``MAX_AUTO_WORKERS``: each holds about 400 MB once it has run its share.
+    ``PYTEST_XDIST_AUTO_NUM_WORKERS`` or ``-n N`` still decide when given."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS") or config.getoption("--slow"):
+        return None if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS") else 2
     if hasattr(os, "sched_getaffinity"):  # the cores this process may use (Linux)
         cores = len(os.sched_getaffinity(0))
     else:

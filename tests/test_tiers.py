@@ -1,6 +1,6 @@
 """The test tiers' order and workers: the files longest first (their recorded seconds), so
 that xdist's workers start the long files at once and the short ones fill the end; two
-workers a core for either tier."""
+workers a core for the fast tier, two in all with the slow one."""
 
 from __future__ import annotations
 
@@ -107,13 +107,13 @@ class Config:
         return self.slow
 
 
-def test_auto_workers_are_two_a_core_for_either_tier(
+def test_auto_workers_are_two_a_core_for_the_fast_tier_and_two_with_the_slow(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("PYTEST_XDIST_AUTO_NUM_WORKERS", raising=False)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2})
     assert pytest_xdist_auto_num_workers(Config(slow=False)) == 6  # type: ignore[arg-type]
-    assert pytest_xdist_auto_num_workers(Config(slow=True)) == 6  # type: ignore[arg-type]
+    assert pytest_xdist_auto_num_workers(Config(slow=True)) == 2  # type: ignore[arg-type]
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
     assert pytest_xdist_auto_num_workers(Config(slow=False)) == 8  # type: ignore[arg-type]
     monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "3")  # xdist's own setting decides
